@@ -1,0 +1,11 @@
+// Every part that has a subcommand registers it here; tool/cli/main.cpp calls them all.
+// A command reports its exit code through `rc` (0 ok, 1 the candidate/work failed, 2 bad usage or
+// setup). Throwing UsageError from a callback also exits with 2 and prints the message.
+#pragma once
+namespace CLI { class App; }
+namespace kevo {
+void register_validate_command(CLI::App& app, int& rc);
+void register_llm_command(CLI::App& app, int& rc);
+void register_search_command(CLI::App& app, int& rc);   // search + report
+void register_cache_command(CLI::App& app, int& rc);
+}  // namespace kevo

@@ -1,0 +1,35 @@
+// Small filesystem helpers: whole-file I/O, atomic writes, private temp dirs, the tool's cache root.
+#pragma once
+#include <filesystem>
+#include <string>
+
+namespace kevo {
+namespace fs = std::filesystem;
+
+// Reads a whole file; throws UsageError naming the path when it cannot.
+std::string read_file(const fs::path& path);
+// Writes through a temp file in the same directory and renames it into place, so readers never
+// see a partial file. Creates parent directories.
+void write_file_atomic(const fs::path& path, const std::string& data);
+
+// A private (0700) directory removed on destruction unless keep() was called.
+class TempDir {
+public:
+    explicit TempDir(const std::string& prefix = "kernelevo");
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const fs::path& path() const { return path_; }
+    void keep() { keep_ = true; }
+
+private:
+    fs::path path_;
+    bool keep_ = false;
+};
+
+// Root of the tool's content-addressed build caches: $KERNELEVO_CACHE_HOME, else
+// $XDG_CACHE_HOME/kernelevo, else ~/.cache/kernelevo, else a directory under /tmp.
+fs::path cache_root();
+// Directory holding the running executable (to find kernelevo-runner beside it).
+fs::path self_exe_dir();
+}  // namespace kevo

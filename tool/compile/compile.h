@@ -1,0 +1,40 @@
+// Compiling a candidate kernel (.cu, kernel ABI) into a shared object with nvcc, in a private temp
+// dir, cached by content hash. Thread-safe: compiles may run in parallel on the CPU cores.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kevo {
+
+struct CompileOptions {
+    std::string arch = "sm_90";                // normalized "sm_XX"
+    std::vector<std::string> extra_flags;      // appended to nvcc's command line
+    double timeout_s = 180;                    // a compile that takes longer is killed
+    std::filesystem::path cache_dir;           // empty: cache_root()/kernels
+    std::string nvcc;                          // empty: $KERNELEVO_NVCC, else nvcc on PATH / CUDA's bin
+};
+
+struct CompileResult {
+    bool ok = false;
+    std::filesystem::path library;  // the .so (in the cache) when ok
+    std::string log;                // nvcc's output, trimmed (errors verbatim for the repair loop)
+    double seconds = 0;             // wall time of this call
+    bool cached = false;            // served from the content-hash cache
+    std::string source_hash;        // sha256 of the source + flags + arch + nvcc version
+    std::string arch;
+};
+
+CompileResult compile_kernel(const std::string& source, const CompileOptions& options);
+
+// "90", "sm_90", "sm90", "compute_90", "9.0" -> "sm_90"; "sm_90a" stays. Throws UsageError otherwise.
+std::string normalize_arch(const std::string& arch);
+// The nvcc used (for metadata): its path and "release X.Y" line.
+std::string nvcc_path(const CompileOptions& options);
+std::string nvcc_version(const CompileOptions& options);
+// The kernel ABI header's text (embedded at build time), written next to each compiled source.
+const std::string& abi_header_text();
+// Trims a compiler log for humans and LLMs: drops noise, keeps the first errors verbatim, caps size.
+std::string trim_compiler_log(const std::string& log, size_t max_bytes = 6000);
+
+}  // namespace kevo
