@@ -1,0 +1,382 @@
+// The embedded SQLite state store. One connection guarded by a mutex; WAL journal with synchronous
+// commits, so every write that returned survives kill -9 (and a power cut). Multi-row updates run in
+// one transaction.
+#include <sqlite3.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "common/error.h"
+#include "store/store.h"
+
+namespace kevo::store {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS llm_calls(
+  id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, request TEXT NOT NULL,
+  reply TEXT NOT NULL, model TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL, latency_s REAL NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS programs(
+  id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, generation INTEGER NOT NULL, island INTEGER NOT NULL,
+  parent_id INTEGER NOT NULL, origin TEXT NOT NULL, attempt INTEGER NOT NULL, source TEXT NOT NULL,
+  norm_hash TEXT NOT NULL, status TEXT NOT NULL, speedup REAL NOT NULL, feedback TEXT NOT NULL,
+  details TEXT NOT NULL, llm_call_id INTEGER NOT NULL, created REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS programs_norm_hash ON programs(norm_hash);
+CREATE TABLE IF NOT EXISTS islands(island INTEGER PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS generations(
+  generation INTEGER PRIMARY KEY, best_speedup REAL NOT NULL, best_program INTEGER NOT NULL,
+  ok INTEGER NOT NULL, failed INTEGER NOT NULL, tokens INTEGER NOT NULL, cost_usd REAL NOT NULL,
+  elapsed_s REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY, generation INTEGER NOT NULL, kind TEXT NOT NULL,
+  detail TEXT NOT NULL);
+)sql";
+
+// Compiler logs and replies may hold invalid UTF-8; replace it rather than fail the write.
+std::string dumps(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+double now_unix() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A prepared statement, finalized on scope exit.
+class Stmt {
+public:
+    Stmt(sqlite3* db, const char* sql) : db_(db) {
+        if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+            throw UsageError(std::string("state store: ") + sqlite3_errmsg(db));
+    }
+    ~Stmt() { sqlite3_finalize(stmt_); }
+    Stmt(const Stmt&) = delete;
+    Stmt& operator=(const Stmt&) = delete;
+
+    Stmt& bind(int i, const std::string& v) {
+        check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+        return *this;
+    }
+    Stmt& bind(int i, int64_t v) { check(sqlite3_bind_int64(stmt_, i, v)); return *this; }
+    Stmt& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
+    Stmt& bind(int i, double v) { check(sqlite3_bind_double(stmt_, i, v)); return *this; }
+    // True while a row is available.
+    bool step() {
+        int rc = sqlite3_step(stmt_);
+        if (rc == SQLITE_ROW) return true;
+        if (rc == SQLITE_DONE) return false;
+        throw UsageError(std::string("state store: ") + sqlite3_errmsg(db_));
+    }
+    std::string text(int c) const {
+        auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, c));
+        return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, c))) : std::string();
+    }
+    int64_t i64(int c) const { return sqlite3_column_int64(stmt_, c); }
+    int i32(int c) const { return static_cast<int>(sqlite3_column_int64(stmt_, c)); }
+    double real(int c) const { return sqlite3_column_double(stmt_, c); }
+    nlohmann::json json(int c) const {
+        std::string t = text(c);
+        return t.empty() ? nlohmann::json() : nlohmann::json::parse(t);
+    }
+
+private:
+    void check(int rc) {
+        if (rc != SQLITE_OK) throw UsageError(std::string("state store: ") + sqlite3_errmsg(db_));
+    }
+    sqlite3* db_;
+    sqlite3_stmt* stmt_ = nullptr;
+};
+
+const char* kProgramColumns =
+    "id, key, generation, island, parent_id, origin, attempt, source, norm_hash, status, speedup, feedback, "
+    "details, llm_call_id, created";
+
+Program read_program(const Stmt& s) {
+    Program p;
+    p.id = s.i64(0);
+    p.key = s.text(1);
+    p.generation = s.i32(2);
+    p.island = s.i32(3);
+    p.parent_id = s.i64(4);
+    p.origin = s.text(5);
+    p.attempt = s.i32(6);
+    p.source = s.text(7);
+    p.norm_hash = s.text(8);
+    p.status = s.text(9);
+    p.speedup = s.real(10);
+    p.feedback = s.text(11);
+    p.details = s.json(12);
+    p.llm_call_id = s.i64(13);
+    p.created = s.real(14);
+    return p;
+}
+
+class SqliteStore : public Store {
+public:
+    explicit SqliteStore(const std::string& path) {
+        if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                            nullptr) != SQLITE_OK) {
+            std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+            sqlite3_close(db_);
+            throw UsageError("cannot open the state store " + path + ": " + msg);
+        }
+        sqlite3_busy_timeout(db_, 10000);
+        try {
+            exec("PRAGMA journal_mode=WAL");
+            exec("PRAGMA synchronous=FULL");
+            exec("BEGIN IMMEDIATE");
+            exec(kSchema);
+            Stmt s(db_, "SELECT value FROM meta WHERE key='schema_version'");
+            if (s.step()) {
+                if (s.text(0) != std::to_string(kSchemaVersion))
+                    throw UsageError("state store " + path + " has schema version " + s.text(0) + ", expected " +
+                                     std::to_string(kSchemaVersion));
+            } else {
+                Stmt(db_, "INSERT INTO meta(key, value) VALUES('schema_version', ?)")
+                    .bind(1, std::to_string(kSchemaVersion))
+                    .step();
+            }
+            exec("COMMIT");
+        } catch (const UsageError& e) {
+            sqlite3_close(db_);
+            throw UsageError(std::string(e.what()) + " (is " + path + " a KernelEvo state file?)");
+        }
+    }
+    ~SqliteStore() override { sqlite3_close(db_); }
+
+    std::optional<nlohmann::json> get_meta(const std::string& key) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt s(db_, "SELECT value FROM meta WHERE key=?");
+        s.bind(1, key);
+        if (!s.step()) return std::nullopt;
+        return s.json(0);
+    }
+    void put_meta(const std::string& key, const nlohmann::json& value) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)").bind(1, key).bind(2, dumps(value)).step();
+    }
+
+    std::optional<LlmCall> find_llm_call(const std::string& key) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt s(db_,
+               "SELECT id, key, kind, request, reply, model, prompt_tokens, completion_tokens, cost_usd, latency_s, "
+               "created FROM llm_calls WHERE key=?");
+        s.bind(1, key);
+        if (!s.step()) return std::nullopt;
+        LlmCall c;
+        c.id = s.i64(0);
+        c.key = s.text(1);
+        c.kind = s.text(2);
+        c.request = s.json(3);
+        c.reply = s.text(4);
+        c.model = s.text(5);
+        c.prompt_tokens = s.i64(6);
+        c.completion_tokens = s.i64(7);
+        c.cost_usd = s.real(8);
+        c.latency_s = s.real(9);
+        c.created = s.real(10);
+        return c;
+    }
+    int64_t add_llm_call(const LlmCall& c) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt(db_,
+             "INSERT INTO llm_calls(key, kind, request, reply, model, prompt_tokens, completion_tokens, cost_usd, "
+             "latency_s, created) VALUES(?,?,?,?,?,?,?,?,?,?)")
+            .bind(1, c.key)
+            .bind(2, c.kind)
+            .bind(3, dumps(c.request))
+            .bind(4, c.reply)
+            .bind(5, c.model)
+            .bind(6, c.prompt_tokens)
+            .bind(7, c.completion_tokens)
+            .bind(8, c.cost_usd)
+            .bind(9, c.latency_s)
+            .bind(10, c.created ? c.created : now_unix())
+            .step();
+        return sqlite3_last_insert_rowid(db_);
+    }
+    Spent spent() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt s(db_,
+               "SELECT COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0), COUNT(*), "
+               "COALESCE(SUM(cost_usd),0) FROM llm_calls");
+        s.step();
+        return Spent{s.i64(0), s.i64(1), s.i64(2), s.real(3)};
+    }
+
+    std::optional<Program> find_program(const std::string& key) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        return select_program("key=?", [&](Stmt& s) { s.bind(1, key); });
+    }
+    std::optional<Program> get_program(int64_t id) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        return select_program("id=?", [&](Stmt& s) { s.bind(1, id); });
+    }
+    Program claim_program(Program p) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Transaction tx(*this);
+        if (auto dup = select_program("norm_hash=? AND key<>? ORDER BY id LIMIT 1", [&](Stmt& s) {
+                s.bind(1, p.norm_hash).bind(2, p.key);
+            })) {
+            tx.commit();
+            return *dup;
+        }
+        p.id = upsert(p);
+        tx.commit();
+        return p;
+    }
+    int64_t put_program(const Program& p) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        return upsert(p);
+    }
+    std::vector<Program> programs() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt s(db_, (std::string("SELECT ") + kProgramColumns + " FROM programs ORDER BY id").c_str());
+        std::vector<Program> out;
+        while (s.step()) out.push_back(read_program(s));
+        return out;
+    }
+
+    void commit_generation(const Generation& g, const std::vector<nlohmann::json>& islands,
+                           const std::vector<Event>& events) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Transaction tx(*this);
+        exec("DELETE FROM islands");
+        for (size_t i = 0; i < islands.size(); ++i)
+            Stmt(db_, "INSERT INTO islands(island, state) VALUES(?, ?)")
+                .bind(1, static_cast<int64_t>(i))
+                .bind(2, dumps(islands[i]))
+                .step();
+        Stmt(db_,
+             "INSERT OR REPLACE INTO generations(generation, best_speedup, best_program, ok, failed, tokens, "
+             "cost_usd, elapsed_s) VALUES(?,?,?,?,?,?,?,?)")
+            .bind(1, g.generation)
+            .bind(2, g.best_speedup)
+            .bind(3, g.best_program)
+            .bind(4, g.ok)
+            .bind(5, g.failed)
+            .bind(6, g.tokens)
+            .bind(7, g.cost_usd)
+            .bind(8, g.elapsed_s)
+            .step();
+        for (const Event& e : events)
+            Stmt(db_, "INSERT INTO events(generation, kind, detail) VALUES(?,?,?)")
+                .bind(1, e.generation)
+                .bind(2, e.kind)
+                .bind(3, dumps(e.detail))
+                .step();
+        tx.commit();
+    }
+    int last_generation() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt s(db_, "SELECT COALESCE(MAX(generation), -1) FROM generations");
+        s.step();
+        return s.i32(0);
+    }
+    std::vector<nlohmann::json> islands() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt s(db_, "SELECT state FROM islands ORDER BY island");
+        std::vector<nlohmann::json> out;
+        while (s.step()) out.push_back(s.json(0));
+        return out;
+    }
+    std::vector<Generation> history() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt s(db_,
+               "SELECT generation, best_speedup, best_program, ok, failed, tokens, cost_usd, elapsed_s FROM "
+               "generations ORDER BY generation");
+        std::vector<Generation> out;
+        while (s.step())
+            out.push_back(Generation{s.i32(0), s.real(1), s.i64(2), s.i64(3), s.i64(4), s.i64(5), s.real(6), s.real(7)});
+        return out;
+    }
+    std::vector<Event> events() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt s(db_, "SELECT generation, kind, detail FROM events ORDER BY id");
+        std::vector<Event> out;
+        while (s.step()) out.push_back(Event{s.i32(0), s.text(1), s.json(2)});
+        return out;
+    }
+
+private:
+    // BEGIN IMMEDIATE ... COMMIT, rolled back when the scope is left without commit().
+    class Transaction {
+    public:
+        explicit Transaction(SqliteStore& s) : s_(s) { s_.exec("BEGIN IMMEDIATE"); }
+        ~Transaction() {
+            if (!done_) sqlite3_exec(s_.db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        }
+        void commit() {
+            s_.exec("COMMIT");
+            done_ = true;
+        }
+
+    private:
+        SqliteStore& s_;
+        bool done_ = false;
+    };
+
+    void exec(const char* sql) {
+        char* err = nullptr;
+        if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+            std::string msg = err ? err : "unknown error";
+            sqlite3_free(err);
+            throw UsageError("state store: " + msg);
+        }
+    }
+
+    template <class Bind>
+    std::optional<Program> select_program(const std::string& where, Bind bind) {
+        Stmt s(db_, (std::string("SELECT ") + kProgramColumns + " FROM programs WHERE " + where).c_str());
+        bind(s);
+        if (!s.step()) return std::nullopt;
+        return read_program(s);
+    }
+
+    int64_t upsert(const Program& p) {
+        Stmt(db_,
+             "INSERT INTO programs(key, generation, island, parent_id, origin, attempt, source, norm_hash, status, "
+             "speedup, feedback, details, llm_call_id, created) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+             "ON CONFLICT(key) DO UPDATE SET generation=excluded.generation, island=excluded.island, "
+             "parent_id=excluded.parent_id, origin=excluded.origin, attempt=excluded.attempt, source=excluded.source, "
+             "norm_hash=excluded.norm_hash, status=excluded.status, speedup=excluded.speedup, "
+             "feedback=excluded.feedback, details=excluded.details, llm_call_id=excluded.llm_call_id")
+            .bind(1, p.key)
+            .bind(2, p.generation)
+            .bind(3, p.island)
+            .bind(4, p.parent_id)
+            .bind(5, p.origin)
+            .bind(6, p.attempt)
+            .bind(7, p.source)
+            .bind(8, p.norm_hash)
+            .bind(9, p.status)
+            .bind(10, p.speedup)
+            .bind(11, p.feedback)
+            .bind(12, p.details.is_null() ? std::string() : dumps(p.details))
+            .bind(13, p.llm_call_id)
+            .bind(14, p.created ? p.created : now_unix())
+            .step();
+        Stmt s(db_, "SELECT id FROM programs WHERE key=?");
+        s.bind(1, p.key);
+        s.step();
+        return s.i64(0);
+    }
+
+    std::mutex mu_;
+    sqlite3* db_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open_store(const std::string& location) {
+    std::string path = location;
+    if (path.rfind("sqlite:", 0) == 0) path = path.substr(7);
+    if (path.rfind("redis://", 0) == 0)
+        throw UsageError("state store " + location + ": the Redis backend is not built yet; use an SQLite file path");
+    if (path.empty()) throw UsageError("empty state store path");
+    return std::make_unique<SqliteStore>(path);
+}
+
+}  // namespace kevo::store
