@@ -1,10 +1,15 @@
 // The per-architecture kernel cache that users commit: CACHE_DIR/NAME/sm_XX.cu + sm_XX.json.
-// (Interface sketch: the cache part owns this file and may extend it; keep these names stable,
-// the search writes entries through store().)
+// The search writes entries through store(); `kernelevo cache` and the CMake module read them.
+//
+// Staleness: an entry records Task::hash() and Task::reference_hash() of the task it was found for
+// and the sha256 of its .cu. lookup() reports it stale when either hash differs from the current
+// task's, or when the .cu was edited after it was stored. cmake/KernelEvo.cmake implements the
+// same lookup in pure CMake (same hashes, same rules); tests/cache checks that both agree.
 #pragma once
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,8 +27,9 @@ struct EntryMeta {
     std::string toolkit, gpu, model;           // "nvcc 13.0", "NVIDIA H200", "google/gemini-3-flash"
     int64_t prompt_tokens = 0, completion_tokens = 0;
     double cost_usd = 0;
-    std::string date;                          // ISO 8601 UTC
+    std::string date;                          // ISO 8601 UTC (filled by store() when empty)
     std::string kernelevo_version;
+    std::string note;                          // free text ("hand-written: float4 loads, one pass")
     nlohmann::json to_json() const;
     static EntryMeta from_json(const nlohmann::json& j);  // throws UsageError on a broken file
 };
@@ -41,10 +47,22 @@ struct Lookup {
 std::filesystem::path source_path(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
 std::filesystem::path metadata_path(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
 
+// task_hash / reference_hash empty: not checked (state is valid unless the entry is broken or
+// its source was edited).
 Lookup lookup(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch,
               const std::string& task_hash, const std::string& reference_hash);
 
-// Writes both files atomically (source first, metadata last), filling meta.source_hash.
+// Writes both files atomically (source first, metadata last), filling meta.source_hash (and
+// meta.date when empty). Throws UsageError when function/arch are not valid names.
 void store(const std::filesystem::path& cache_dir, const std::string& source, EntryMeta meta);
+
+// Every entry under cache_dir: (function, arch) pairs for which a .cu or a .json exists, sorted.
+struct EntryName {
+    std::string function, arch;
+};
+std::vector<EntryName> list_entries(const std::filesystem::path& cache_dir);
+
+// The current UTC time as "2026-12-02T10:11:12Z".
+std::string utc_now();
 
 }  // namespace kevo::cache

@@ -1,0 +1,193 @@
+#include "cache/cache.h"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <set>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/hash.h"
+
+namespace kevo::cache {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_identifier(const std::string& s) {
+    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// "sm_90", "sm_90a", "sm_100f"
+bool is_arch(const std::string& s) {
+    if (s.size() < 5 || s.compare(0, 3, "sm_") != 0) return false;
+    size_t i = 3;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    if (i == 3) return false;
+    return i == s.size() || (i + 1 == s.size() && (s[i] == 'a' || s[i] == 'f'));
+}
+
+template <class T>
+T get_or(const nlohmann::json& j, const char* key, T def) {
+    if (!j.contains(key) || j.at(key).is_null()) return def;
+    return j.at(key).get<T>();
+}
+
+}  // namespace
+
+const char* state_name(State s) {
+    switch (s) {
+        case State::valid: return "valid";
+        case State::missing: return "missing";
+        case State::stale: return "stale";
+        case State::invalid: return "invalid";
+    }
+    return "invalid";
+}
+
+nlohmann::json EntryMeta::to_json() const {
+    nlohmann::json j;
+    j["kernelevo_cache_version"] = 1;
+    j["function"] = function;
+    j["arch"] = arch;
+    j["task_hash"] = task_hash;
+    j["reference_hash"] = reference_hash;
+    j["source_hash"] = source_hash;
+    j["origin"] = origin;
+    j["validated"] = validated;
+    j["speedup"] = speedup;
+    j["kernel_us"] = kernel_us;
+    j["reference_us"] = reference_us;
+    j["validation"] = validation.is_null() ? nlohmann::json::object() : validation;
+    j["toolkit"] = toolkit;
+    j["gpu"] = gpu;
+    j["model"] = model;
+    j["prompt_tokens"] = prompt_tokens;
+    j["completion_tokens"] = completion_tokens;
+    j["cost_usd"] = cost_usd;
+    j["date"] = date;
+    j["kernelevo_version"] = kernelevo_version;
+    if (!note.empty()) j["note"] = note;
+    return j;
+}
+
+EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
+    if (!j.is_object()) throw UsageError("cache metadata: expected a JSON object");
+    EntryMeta m;
+    try {
+        m.function = j.at("function").get<std::string>();
+        m.arch = j.at("arch").get<std::string>();
+        m.task_hash = j.at("task_hash").get<std::string>();
+        m.reference_hash = j.at("reference_hash").get<std::string>();
+        m.source_hash = j.at("source_hash").get<std::string>();
+        m.origin = get_or<std::string>(j, "origin", "search");
+        m.validated = get_or<bool>(j, "validated", true);
+        m.speedup = get_or<double>(j, "speedup", 0);
+        m.kernel_us = get_or<double>(j, "kernel_us", 0);
+        m.reference_us = get_or<double>(j, "reference_us", 0);
+        m.validation = j.contains("validation") ? j.at("validation") : nlohmann::json::object();
+        m.toolkit = get_or<std::string>(j, "toolkit", "");
+        m.gpu = get_or<std::string>(j, "gpu", "");
+        m.model = get_or<std::string>(j, "model", "");
+        m.prompt_tokens = get_or<int64_t>(j, "prompt_tokens", 0);
+        m.completion_tokens = get_or<int64_t>(j, "completion_tokens", 0);
+        m.cost_usd = get_or<double>(j, "cost_usd", 0);
+        m.date = get_or<std::string>(j, "date", "");
+        m.kernelevo_version = get_or<std::string>(j, "kernelevo_version", "");
+        m.note = get_or<std::string>(j, "note", "");
+    } catch (const nlohmann::json::exception& e) {
+        throw UsageError(std::string("cache metadata: ") + e.what());
+    }
+    return m;
+}
+
+fs::path source_path(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
+    return cache_dir / function / (arch + ".cu");
+}
+fs::path metadata_path(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
+    return cache_dir / function / (arch + ".json");
+}
+
+Lookup lookup(const fs::path& cache_dir, const std::string& function, const std::string& arch,
+              const std::string& task_hash, const std::string& reference_hash) {
+    Lookup r;
+    r.source = source_path(cache_dir, function, arch);
+    r.metadata = metadata_path(cache_dir, function, arch);
+    const bool has_src = fs::is_regular_file(r.source), has_meta = fs::is_regular_file(r.metadata);
+    if (!has_src && !has_meta) {
+        r.state = State::missing;
+        r.reason = "no cached kernel";
+        return r;
+    }
+    if (!has_src || !has_meta) {
+        r.state = State::invalid;
+        r.reason = has_src ? "the kernel has no metadata file " + r.metadata.filename().string()
+                           : "the metadata has no kernel file " + r.source.filename().string();
+        return r;
+    }
+    try {
+        r.meta = EntryMeta::from_json(nlohmann::json::parse(read_file(r.metadata)));
+    } catch (const std::exception& e) {
+        r.state = State::invalid;
+        r.reason = std::string("unreadable metadata: ") + e.what();
+        return r;
+    }
+    const EntryMeta& m = *r.meta;
+    if (m.function != function || m.arch != arch) {
+        r.state = State::invalid;
+        r.reason = "the metadata describes " + m.function + " " + m.arch + ", not " + function + " " + arch;
+        return r;
+    }
+    std::vector<std::string> why;
+    if (!task_hash.empty() && m.task_hash != task_hash)
+        why.push_back("the task changed (inputs, outputs, shapes, tolerance or trials)");
+    if (!reference_hash.empty() && m.reference_hash != reference_hash) why.push_back("the reference source changed");
+    if (sha256_file(r.source) != m.source_hash) why.push_back("the kernel source was edited after it was stored");
+    if (why.empty()) {
+        r.state = State::valid;
+        return r;
+    }
+    r.state = State::stale;
+    for (size_t i = 0; i < why.size(); ++i) r.reason += (i ? "; " : "") + why[i];
+    return r;
+}
+
+void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta) {
+    if (!is_identifier(meta.function)) throw UsageError("cache: '" + meta.function + "' is not a valid function name");
+    if (!is_arch(meta.arch)) throw UsageError("cache: '" + meta.arch + "' is not an architecture such as sm_90");
+    meta.source_hash = sha256_hex(source);
+    if (meta.date.empty()) meta.date = utc_now();
+    write_file_atomic(source_path(cache_dir, meta.function, meta.arch), source);
+    write_file_atomic(metadata_path(cache_dir, meta.function, meta.arch), meta.to_json().dump(2) + "\n");
+}
+
+std::vector<EntryName> list_entries(const fs::path& cache_dir) {
+    std::set<std::pair<std::string, std::string>> found;
+    std::error_code ec;
+    if (!fs::is_directory(cache_dir, ec)) return {};
+    for (const auto& dir : fs::directory_iterator(cache_dir, ec)) {
+        if (!dir.is_directory()) continue;
+        const std::string fn = dir.path().filename().string();
+        if (!is_identifier(fn)) continue;
+        for (const auto& f : fs::directory_iterator(dir.path(), ec)) {
+            const std::string ext = f.path().extension().string();
+            const std::string stem = f.path().stem().string();
+            if ((ext == ".cu" || ext == ".json") && is_arch(stem)) found.insert({fn, stem});
+        }
+    }
+    std::vector<EntryName> out;
+    for (const auto& [f, a] : found) out.push_back({f, a});
+    return out;
+}
+
+std::string utc_now() {
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+}  // namespace kevo::cache
