@@ -1,0 +1,257 @@
+#include "reference/reference.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/hash.h"
+#include "common/process.h"
+#include "compile/compile.h"
+#include "reference/torch_config.h"
+
+namespace kevo {
+
+bool torch_available() { return torch_config().found; }
+
+std::string torch_description() {
+    const auto& c = torch_config();
+    if (!c.found) return "LibTorch not found at build time";
+    return "LibTorch at " + c.libdir + (c.cuda ? " (CUDA)" : " (CPU only)");
+}
+
+namespace {
+// The wrapper's fixed part: conversions between kevo_tensor and at::Tensor, result normalization.
+const char* kWrapperPrelude = R"CPP(
+#include <ATen/ATen.h>
+#if defined(KEVO_TORCH_CUDA)
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#define KEVO_HAVE_CUDA_RUNTIME 1
+#endif
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+#include "kernelevo/abi.h"
+
+namespace kevo_ref_detail {
+inline at::ScalarType scalar_type(int32_t dt) {
+    switch (dt) {
+        case KEVO_FLOAT32: return at::kFloat;
+        case KEVO_FLOAT16: return at::kHalf;
+        case KEVO_BFLOAT16: return at::kBFloat16;
+        case KEVO_INT32: return at::kInt;
+        case KEVO_INT64: return at::kLong;
+        case KEVO_BOOL: return at::kBool;
+        case KEVO_FLOAT64: return at::kDouble;
+        case KEVO_INT8: return at::kChar;
+        case KEVO_UINT8: return at::kByte;
+    }
+    throw std::runtime_error("unknown kevo_dtype " + std::to_string(dt));
+}
+inline at::Tensor wrap(const kevo_tensor& t) {
+    std::vector<int64_t> sizes(t.sizes, t.sizes + t.ndim), strides(t.strides, t.strides + t.ndim);
+#if defined(KEVO_TORCH_CUDA)
+    int dev = 0;
+    cudaGetDevice(&dev);
+    auto device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(dev));
+#else
+    auto device = at::Device(at::kCPU);
+#endif
+    return at::from_blob(t.data, sizes, strides, at::TensorOptions().dtype(scalar_type(t.dtype)).device(device));
+}
+inline void flatten(std::vector<at::Tensor>& out, const at::Tensor& t) { out.push_back(t); }
+inline void flatten(std::vector<at::Tensor>& out, const std::vector<at::Tensor>& v) { out.insert(out.end(), v.begin(), v.end()); }
+template <typename... Ts>
+void flatten(std::vector<at::Tensor>& out, const std::tuple<Ts...>& t) {
+    std::apply([&](const auto&... e) { (flatten(out, e), ...); }, t);
+}
+template <typename T>
+std::vector<at::Tensor> results(const T& r) {
+    std::vector<at::Tensor> out;
+    flatten(out, r);
+    return out;
+}
+thread_local std::string g_error;
+std::vector<at::Tensor> g_kept;
+}  // namespace kevo_ref_detail
+)CPP";
+
+const char* kWrapperEntry = R"CPP(
+namespace kevo_ref_detail {
+struct StreamScope {
+#if defined(KEVO_TORCH_CUDA)
+    explicit StreamScope(cudaStream_t s) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        guard.emplace(c10::cuda::getStreamFromExternal(s, static_cast<c10::DeviceIndex>(dev)));
+    }
+    c10::optional<c10::cuda::CUDAStreamGuard> guard;
+#else
+    explicit StreamScope(cudaStream_t) {}
+#endif
+};
+}  // namespace kevo_ref_detail
+
+extern "C" __attribute__((visibility("default"))) const char* kevo_ref_error(void) {
+    return kevo_ref_detail::g_error.c_str();
+}
+
+extern "C" __attribute__((visibility("default"))) int kevo_ref_forward(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, cudaStream_t stream) {
+    using namespace kevo_ref_detail;
+    try {
+        StreamScope scope(stream);
+        if (n_in != KEVO_N_IN || n_out != KEVO_N_OUT) throw std::runtime_error("wrong number of tensors");
+        std::vector<at::Tensor> res = kevo_ref_run(in);
+        if (static_cast<int>(res.size()) != n_out)
+            throw std::runtime_error("the reference returned " + std::to_string(res.size()) + " tensors, the task declares " + std::to_string(n_out) + " outputs");
+        for (int i = 0; i < n_out; ++i) {
+            at::Tensor dst = wrap(out[i]);
+            const at::Tensor& r = res[i];
+            if (r.sizes() != dst.sizes()) {
+                std::ostringstream ss;
+                ss << "output " << i << " (" << kKevoOutputNames[i] << "): the reference returned shape " << r.sizes() << ", the task declares " << dst.sizes();
+                throw std::runtime_error(ss.str());
+            }
+            if (r.scalar_type() != dst.scalar_type()) {
+                std::ostringstream ss;
+                ss << "output " << i << " (" << kKevoOutputNames[i] << "): the reference returned dtype " << r.scalar_type() << ", the task declares " << dst.scalar_type();
+                throw std::runtime_error(ss.str());
+            }
+            if (r.device() != dst.device()) {
+                std::ostringstream ss;
+                ss << "output " << i << " (" << kKevoOutputNames[i] << "): the reference returned a tensor on " << r.device() << ", expected " << dst.device();
+                throw std::runtime_error(ss.str());
+            }
+            dst.copy_(r);
+        }
+        return 0;
+    } catch (const std::exception& e) {
+        g_error = e.what();
+        return 1;
+    }
+}
+
+extern "C" __attribute__((visibility("default"))) int kevo_ref_call(const kevo_tensor* in, int n_in, cudaStream_t stream) {
+    using namespace kevo_ref_detail;
+    try {
+        StreamScope scope(stream);
+        if (n_in != KEVO_N_IN) throw std::runtime_error("wrong number of inputs");
+        g_kept = kevo_ref_run(in);
+        return 0;
+    } catch (const std::exception& e) {
+        g_error = e.what();
+        return 1;
+    }
+}
+
+extern "C" __attribute__((visibility("default"))) void kevo_ref_release(void) {
+    using namespace kevo_ref_detail;
+    // Poison what the reference produced before handing the memory back, so that a candidate can
+    // never find the right answer lying in freed memory.
+    for (auto& t : g_kept)
+        if (t.defined() && t.is_floating_point()) t.fill_(std::numeric_limits<double>::quiet_NaN());
+    g_kept.clear();
+#if defined(KEVO_TORCH_CUDA)
+    c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+)CPP";
+}  // namespace
+
+std::string reference_wrapper_source(const Task& task) {
+    std::ostringstream ss;
+    ss << "// Generated by kernelevo: a torch-free C entry point around the reference of task '" << task.name << "'.\n";
+    ss << kWrapperPrelude;
+    ss << "#include <limits>\n#include <sstream>\n";
+    ss << "#include \"" << task.reference_source.string() << "\"\n";
+    ss << "#define KEVO_N_IN " << task.inputs.size() << "\n#define KEVO_N_OUT " << task.outputs.size() << "\n";
+    ss << "static const char* kKevoOutputNames[] = {";
+    for (const auto& o : task.outputs) ss << "\"" << o.name << "\", ";
+    ss << "};\n";
+    ss << "static std::vector<at::Tensor> kevo_ref_run(const kevo_tensor* in) {\n"
+       << "    using kevo_ref_detail::wrap;\n"
+       << "    return kevo_ref_detail::results(" << task.reference_function << "(";
+    for (size_t i = 0; i < task.inputs.size(); ++i) ss << (i ? ", " : "") << "wrap(in[" << i << "])";
+    ss << "));\n}\n";
+    ss << kWrapperEntry;
+    return ss.str();
+}
+
+ReferenceBuild build_reference(const Task& task, double timeout_s) {
+    ReferenceBuild b;
+    const auto& cfg = torch_config();
+    if (!cfg.found)
+        throw UsageError("this kernelevo was built without LibTorch, so it cannot build the reference of '" + task.name +
+                         "'; rebuild KernelEvo with LibTorch on CMAKE_PREFIX_PATH");
+    auto t0 = std::chrono::steady_clock::now();
+    const std::string wrapper = reference_wrapper_source(task);
+    std::string reference_text;
+    try {
+        reference_text = read_file(task.reference_source);
+    } catch (const UsageError&) {
+        throw TaskError(task.file.string(), "reference.source", "cannot read " + task.reference_source.string());
+    }
+    std::vector<std::string> argv = {cfg.cxx.empty() ? "c++" : cfg.cxx, "-std=c++17", "-O2", "-fPIC", "-shared",
+                                     "-fvisibility=hidden", "-w"};
+    if (!cfg.cxx_flags.empty()) argv.push_back(cfg.cxx_flags);
+    if (cfg.cuda) {
+        argv.push_back("-DKEVO_TORCH_CUDA=1");
+        argv.push_back("-I" + cfg.cuda_include);
+    }
+    for (const auto& d : cfg.include_dirs)
+        if (d != "/usr/include" && d != "/usr/local/include") argv.push_back("-isystem" + d);  // never re-order the system dirs
+    // The reference's own directory, so that it can include its neighbours.
+    argv.push_back("-I" + task.reference_source.parent_path().string());
+    // Hash everything that goes into the build; headers the reference includes are not tracked.
+    std::string key = wrapper + "\x1e" + reference_text + "\x1e" + abi_header_text() + "\x1e" + cfg.libdir;
+    for (const auto& a : argv) key += "\x1f" + a;
+    const std::string hash = sha256_hex(key);
+    fs::path dir = cache_root() / "references" / hash.substr(0, 2);
+    fs::path so = dir / (hash + ".so");
+    std::error_code ec;
+    if (fs::exists(so, ec)) {
+        b.ok = b.cached = true;
+        b.library = so;
+        return b;
+    }
+    TempDir tmp("kernelevo-ref");
+    write_file_atomic(tmp.path() / "reference_wrapper.cpp", wrapper);
+    write_file_atomic(tmp.path() / "include" / "kernelevo" / "abi.h", abi_header_text());
+    argv.push_back("-I" + (tmp.path() / "include").string());
+    argv.insert(argv.end(), {"reference_wrapper.cpp", "-o", "reference.so", "-L" + cfg.libdir, "-Wl,-rpath," + cfg.libdir,
+                             "-Wl,--no-as-needed"});
+    if (cfg.cuda) argv.insert(argv.end(), {"-ltorch_cuda", "-lc10_cuda"});
+    argv.insert(argv.end(), {"-ltorch", "-ltorch_cpu", "-lc10", "-Wl,--as-needed"});
+    ProcessOptions po;
+    po.argv = argv;
+    po.cwd = tmp.path();
+    po.timeout_s = timeout_s;
+    ProcessResult r = run_process(po);
+    b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!r.ok()) {
+        std::string log = r.out + r.err;
+        for (size_t pos; (pos = log.find(tmp.path().string() + "/")) != std::string::npos;)
+            log.erase(pos, tmp.path().string().size() + 1);
+        b.log = "building the reference " + task.reference_source.string() + " failed (" + r.describe() + "):\n" +
+                trim_compiler_log(log, 8000);
+        return b;
+    }
+    fs::create_directories(dir, ec);
+    fs::path staged = dir / (hash + ".so.tmp." + std::to_string(::getpid()));
+    fs::copy_file(tmp.path() / "reference.so", staged, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(staged, so, ec);
+    if (ec) throw UsageError("cannot write the reference build into the cache at " + dir.string() + ": " + ec.message());
+    b.ok = true;
+    b.library = so;
+    return b;
+}
+
+}  // namespace kevo

@@ -1,0 +1,35 @@
+// Building a task's LibTorch reference into a shared object with a torch-free C entry point, so the
+// (torch-free) runner can call it exactly like a candidate kernel. Builds are cached by content hash.
+//
+// The generated wrapper exports:
+//   int  kevo_ref_forward(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, cudaStream_t s);
+//        runs the reference and copies its results into `out` (checking count, shape and dtype)
+//   int  kevo_ref_call(const kevo_tensor* in, int n_in, cudaStream_t s);
+//        runs the reference and keeps its results (what timing measures: the plain LibTorch call)
+//   void kevo_ref_release(void);   poisons and drops kept results, empties LibTorch's cache
+//   const char* kevo_ref_error(void);
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include "task/task.h"
+
+namespace kevo {
+
+struct ReferenceBuild {
+    bool ok = false;
+    std::filesystem::path library;
+    std::string log;    // compiler output when the build failed
+    bool cached = false;
+    double seconds = 0;
+};
+
+// True when this kernelevo was built with LibTorch known (otherwise references cannot be built).
+bool torch_available();
+// "LibTorch at /usr/lib/x86_64-linux-gnu (CPU)" — for messages and metadata.
+std::string torch_description();
+
+std::string reference_wrapper_source(const Task& task);
+ReferenceBuild build_reference(const Task& task, double timeout_s = 900);
+
+}  // namespace kevo

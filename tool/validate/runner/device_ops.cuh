@@ -1,0 +1,170 @@
+// Device-side helpers of the runner: deterministic input generation, checksums and comparison.
+// Everything works on raw buffers described by (kevo_dtype, element count) so the runner stays
+// torch-free and handles multi-GiB tensors at memory speed.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernelevo/abi.h"
+
+namespace kevo_runner {
+
+__device__ __forceinline__ uint64_t mix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// A counter-based uniform in (0, 1]: the value of element i depends only on (seed, i, lane).
+__device__ __forceinline__ double uniform01(uint64_t seed, uint64_t i, uint64_t lane) {
+    uint64_t h = mix64(mix64(seed) ^ (i * 2 + lane));
+    return ((h >> 11) + 1) * 0x1.0p-53;
+}
+
+__device__ __forceinline__ double load_as_double(const void* p, int32_t dtype, int64_t i) {
+    switch (dtype) {
+        case KEVO_FLOAT32: return static_cast<const float*>(p)[i];
+        case KEVO_FLOAT16: return __half2float(static_cast<const __half*>(p)[i]);
+        case KEVO_BFLOAT16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+        case KEVO_INT32: return static_cast<const int32_t*>(p)[i];
+        case KEVO_INT64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+        case KEVO_BOOL: return static_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
+        case KEVO_FLOAT64: return static_cast<const double*>(p)[i];
+        case KEVO_INT8: return static_cast<const int8_t*>(p)[i];
+        case KEVO_UINT8: return static_cast<const uint8_t*>(p)[i];
+    }
+    return 0;
+}
+
+__device__ __forceinline__ void store_from_double(void* p, int32_t dtype, int64_t i, double v) {
+    switch (dtype) {
+        case KEVO_FLOAT32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
+        case KEVO_FLOAT16: static_cast<__half*>(p)[i] = __float2half(static_cast<float>(v)); break;
+        case KEVO_BFLOAT16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(static_cast<float>(v)); break;
+        case KEVO_INT32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
+        case KEVO_INT64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
+        case KEVO_BOOL: static_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0; break;
+        case KEVO_FLOAT64: static_cast<double*>(p)[i] = v; break;
+        case KEVO_INT8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
+        case KEVO_UINT8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
+    }
+}
+
+enum InitKind { INIT_RANDN = 0, INIT_RAND, INIT_RANDINT, INIT_ONES, INIT_ZEROS, INIT_FULL, INIT_ARANGE };
+
+__global__ void fill_kernel(void* p, int32_t dtype, int64_t n, int kind, double a, double b, uint64_t seed) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        double v = 0;
+        switch (kind) {
+            case INIT_RANDN: {
+                double u1 = uniform01(seed, i, 0), u2 = uniform01(seed, i, 1);
+                v = a + b * sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
+                break;
+            }
+            case INIT_RAND: v = a + (b - a) * (1.0 - uniform01(seed, i, 0)); break;
+            case INIT_RANDINT: v = fmin(floor(a + (b - a) * (1.0 - uniform01(seed, i, 0))), b - 1); break;
+            case INIT_ONES: v = 1; break;
+            case INIT_ZEROS: v = 0; break;
+            case INIT_FULL: v = a; break;
+            case INIT_ARANGE: v = static_cast<double>(i); break;
+        }
+        store_from_double(p, dtype, i, v);
+    }
+}
+
+// Order-independent 64-bit checksum of a byte range (sum of mixed 8-byte words).
+__global__ void checksum_kernel(const void* p, int64_t bytes, unsigned long long* out) {
+    const int64_t words = bytes / 8;
+    unsigned long long acc = 0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < words; i += (int64_t)gridDim.x * blockDim.x)
+        acc += mix64(static_cast<const uint64_t*>(p)[i] ^ (static_cast<uint64_t>(i) * 0x2545F4914F6CDD1Dull));
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        uint64_t tail = 0;
+        for (int64_t b = words * 8; b < bytes; ++b) tail = (tail << 8) | static_cast<const uint8_t*>(p)[b];
+        acc += mix64(tail ^ 0xABCDEFull);
+    }
+    for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
+}
+
+// Holds back the stream it runs on until the host raises *flag (or a time limit passes, for kernels
+// that synchronize inside their call). Work a kernel enqueues on that stream cannot start before it,
+// so anything that changes the outputs meanwhile was done elsewhere.
+__global__ void gate_kernel(volatile int* flag, volatile int* timed_out, long long max_cycles) {
+    long long t0 = clock64();
+    while (*flag == 0) {
+        if (clock64() - t0 > max_cycles) {
+            *timed_out = 1;
+            return;
+        }
+        __nanosleep(2000);
+    }
+}
+
+struct CompareStats {
+    unsigned long long mismatches;
+    unsigned long long first_bad;      // smallest mismatching index (~0ull: none)
+    unsigned int max_diff_bits;        // float bits of the largest |diff| (inf when NaN/inf disagree)
+    unsigned int max_finite_bits;      // float bits of the largest finite |diff|
+    unsigned long long nonconstant;    // expected elements that differ from expected[0]
+    unsigned long long worst;          // smallest index whose |diff| equals the largest (second pass)
+};
+
+__device__ __forceinline__ float elem_diff(double x, double y, bool exact, double atol, double rtol, bool* bad) {
+    if (exact) {
+        *bad = x != y;
+        return static_cast<float>(fabs(x - y));
+    }
+    if (isnan(x) || isnan(y)) {
+        *bad = !(isnan(x) && isnan(y));
+        return *bad ? INFINITY : 0.f;
+    }
+    if (isinf(x) || isinf(y)) {
+        *bad = x != y;
+        return *bad ? INFINITY : 0.f;
+    }
+    double d = fabs(x - y);
+    *bad = d > atol + rtol * fabs(y);
+    return static_cast<float>(d);
+}
+
+__global__ void compare_kernel(const void* got, const void* expected, int32_t dtype, int64_t n, bool exact, double atol,
+                               double rtol, CompareStats* st) {
+    unsigned long long bad_count = 0, first = ~0ull, nonconst = 0;
+    float max_diff = 0.f, max_finite = 0.f;
+    const double e0 = load_as_double(expected, dtype, 0);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        double x = load_as_double(got, dtype, i), y = load_as_double(expected, dtype, i);
+        bool bad;
+        float d = elem_diff(x, y, exact, atol, rtol, &bad);
+        if (bad) {
+            ++bad_count;
+            if (static_cast<unsigned long long>(i) < first) first = i;
+        }
+        max_diff = fmaxf(max_diff, d);
+        if (isfinite(d)) max_finite = fmaxf(max_finite, d);
+        if (y != e0) ++nonconst;
+    }
+    if (bad_count) {
+        atomicAdd(&st->mismatches, bad_count);
+        atomicMin(&st->first_bad, first);
+    }
+    if (nonconst) atomicAdd(&st->nonconstant, nonconst);
+    atomicMax(&st->max_diff_bits, __float_as_uint(max_diff));
+    atomicMax(&st->max_finite_bits, __float_as_uint(max_finite));
+}
+
+__global__ void worst_kernel(const void* got, const void* expected, int32_t dtype, int64_t n, bool exact, double atol,
+                             double rtol, CompareStats* st) {
+    const float target = __uint_as_float(st->max_diff_bits);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        bool bad;
+        float d = elem_diff(load_as_double(got, dtype, i), load_as_double(expected, dtype, i), exact, atol, rtol, &bad);
+        if (d == target) atomicMin(&st->worst, static_cast<unsigned long long>(i));
+    }
+}
+
+}  // namespace kevo_runner

@@ -1,0 +1,89 @@
+// `kernelevo validate`: compile, check and time one candidate kernel against a task's reference.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/fs.h"
+#include "validate/validate.h"
+
+namespace kevo {
+
+namespace {
+struct ValidateArgs {
+    std::string task, kernel, arch;
+    bool json = false, no_timing = false, keep = false;
+    double timeout = 30, suspicious = 10;
+    int trials = 100, warmup = 10;
+};
+
+std::string us(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, v >= 100 ? "%.1f us" : "%.2f us", v);
+    return b;
+}
+
+void print_human(const Task& task, const ValidationResult& r) {
+    std::cout << task.name << " on " << (r.gpu.empty() ? "(no GPU)" : r.gpu) << " (" << r.arch << "): " << status_name(r.status) << "\n";
+    if (r.status == Status::ok) {
+        char b[256];
+        std::snprintf(b, sizeof b, "  correctness  %d trials over %zu shape set(s), max |diff| %.3g (atol %g, rtol %g)\n", r.trials,
+                      task.shapes.size(), r.max_abs_diff, task.atol, task.rtol);
+        std::cout << b;
+        if (r.kernel_us > 0) {
+            std::snprintf(b, sizeof b, "  kernel       %s median (spread %.1f%%)\n  reference    %s median (spread %.1f%%)\n  speedup      %.3fx%s\n",
+                          us(r.kernel_us).c_str(), 100 * r.kernel_spread, us(r.reference_us).c_str(), 100 * r.reference_spread,
+                          r.speedup, r.suspicious ? "  (suspicious: check by hand)" : "");
+            std::cout << b;
+        }
+    }
+    if (!r.log.empty()) std::cout << (r.status == Status::ok ? "" : "\n") << r.log << (r.log.back() == '\n' ? "" : "\n");
+}
+}  // namespace
+
+void register_validate_command(CLI::App& app, int& rc) {
+    auto args = std::make_shared<ValidateArgs>();
+    CLI::App* cmd = app.add_subcommand("validate",
+                                       "Compile a candidate kernel, check it against the task's reference on seeded random inputs "
+                                       "for every shape set, and time both (first shape set). Exit 0 ok, 1 the candidate failed, "
+                                       "2 bad usage, a broken task or setup, or no GPU to run on (status no_device).");
+    cmd->add_option("--task", args->task, "Task file (JSON)")->required();
+    cmd->add_option("--kernel", args->kernel, "Candidate kernel: one .cu file defining kevo_forward (see kernelevo/abi.h)")->required();
+    cmd->add_option("--arch", args->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
+    cmd->add_flag("--json", args->json, "Print one JSON object on stdout instead of a summary");
+    cmd->add_option("--timeout", args->timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--timing-trials", args->trials, "Timed trials per implementation")->capture_default_str()->check(CLI::Range(1, 100000));
+    cmd->add_option("--warmup", args->warmup, "Warm-up calls per implementation")->capture_default_str()->check(CLI::Range(0, 10000));
+    cmd->add_option("--suspicious", args->suspicious, "Flag speedups above this factor")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_flag("--no-timing", args->no_timing, "Check correctness only");
+    cmd->add_flag("--keep-temps", args->keep, "Keep the runner's job directory (for debugging)");
+    cmd->callback([args, &rc] {
+        Task task = load_task(args->task);
+        std::string source;
+        try {
+            source = read_file(args->kernel);
+        } catch (const UsageError&) {
+            throw UsageError("--kernel: cannot read " + args->kernel);
+        }
+        ValidateOptions opt;
+        opt.arch = args->arch;
+        opt.timeout_s = args->timeout;
+        opt.timing_trials = args->trials;
+        opt.warmup = args->warmup;
+        opt.suspicious_speedup = args->suspicious;
+        opt.time_kernels = !args->no_timing;
+        opt.keep_temps = args->keep;
+        Validator v(task, opt);
+        if (!args->json) std::cerr << "kernelevo: compiling " << args->kernel << " for " << v.arch() << " ...\n";
+        CompileResult c = v.compile(source);
+        if (!args->json && c.ok) std::cerr << "kernelevo: compiled in " << c.seconds << " s" << (c.cached ? " (cached)" : "") << "; running ...\n";
+        ValidationResult r = v.run(c);
+        if (args->json) std::cout << r.to_json().dump(2) << std::endl;
+        else print_human(task, r);
+        rc = r.status == Status::ok ? 0 : r.status == Status::no_device ? 2 : 1;
+    });
+}
+
+}  // namespace kevo
