@@ -1,12 +1,31 @@
 // LLM access for the search: an OpenAI-compatible Chat Completions client over libcurl, plus a
-// replay provider for reproducible runs and tests. (Interface sketch: the llm part owns this file
-// and may extend it; keep these names stable, the search uses them.)
+// replay provider for reproducible runs and tests.
+//
+//   HttpProvider   one blocking request at a time per calling thread; timeouts, retries, typed errors.
+//   ReplayProvider serves the replies of a recorded transcript (tests, reproducible runs).
+//   Client         what the search uses: picks a model by weight, runs requests on a pool with an
+//                  in-flight limit (futures), keeps token/cost totals, enforces the budget and
+//                  appends every exchange to a JSONL transcript.
+//
+// Secrets: the API key goes only into the Authorization header. HttpProvider registers it with
+// kevo::register_secret(), and every log line, transcript line and error message passes through
+// kevo::redact().
 #pragma once
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kevo::llm {
@@ -35,7 +54,8 @@ struct ChatResponse {
     std::string finish_reason;  // "stop", "length", ...
     std::string model;          // the model that answered
     Usage usage;
-    double latency_s = 0;
+    double latency_s = 0;       // wall time of the whole call, retries included
+    int attempts = 1;           // HTTP attempts it took (1: no retry)
 };
 
 // Every failure is an LlmError; `retryable` says whether trying again later may help.
@@ -47,6 +67,31 @@ struct LlmError : std::runtime_error {
 struct BudgetExceeded : LlmError {
     explicit BudgetExceeded(const std::string& what) : LlmError(what, false) {}
 };
+// The server answered with an HTTP error status (after any retries). 400/401/403/404 are never
+// retried; 429 and 5xx are retried first and surface here once the retries are used up.
+struct HttpError : LlmError {
+    HttpError(const std::string& what, int status, bool retryable) : LlmError(what, retryable), status(status) {}
+    int status;
+};
+// The server's reply is not JSON or not a Chat Completions object.
+struct MalformedReply : LlmError {
+    explicit MalformedReply(const std::string& what) : LlmError(what, true) {}
+};
+// A well-formed reply without an answer: no choices, or no content.
+struct EmptyReply : LlmError {
+    explicit EmptyReply(const std::string& what) : LlmError(what, true) {}
+};
+// The reply was cut off by max_tokens (finish_reason "length"). `response` holds the partial
+// content and the usage, which the client still counts against the budget.
+struct TruncatedReply : LlmError {
+    TruncatedReply(const std::string& what, ChatResponse response)
+        : LlmError(what, false), response(std::move(response)) {}
+    ChatResponse response;
+};
+// Client::cancel() or the client's destruction stopped the request.
+struct Cancelled : LlmError {
+    Cancelled() : LlmError("LLM request cancelled", false) {}
+};
 
 // Anything that answers chat requests: the HTTP client, the replay provider, test fakes.
 class Provider {
@@ -54,6 +99,175 @@ public:
     virtual ~Provider() = default;
     // Blocking; thread-safe (several requests may be in flight from different threads).
     virtual ChatResponse chat(const ChatRequest& request) = 0;
+    // Makes pending and future chat() calls throw Cancelled soon (aborts transfers and retry waits).
+    virtual void cancel() {}
+};
+
+// Log sink for operational notes (retries, warnings). Lines are already redacted.
+using LogFn = std::function<void(const std::string&)>;
+
+// ---- HTTP ---------------------------------------------------------------------------------------
+
+struct HttpConfig {
+    std::string base_url = "https://openrouter.ai/api/v1";  // POST {base_url}/chat/completions
+    std::string api_key;                 // empty: no Authorization header (local servers)
+    double connect_timeout_s = 15;
+    double read_timeout_s = 600;         // longest one attempt may wait for the complete reply
+                                         // once connected (TLS handshake done)
+    int max_attempts = 6;                // 1: never retry
+    double backoff_initial_s = 2;        // exponential backoff with full jitter: the n-th retry
+    double backoff_max_s = 60;           // waits U(0.5, 1) * min(max, initial * 2^(n-1)) ...
+    double retry_total_max_s = 600;      // ... or Retry-After if longer; all waits of one request
+                                         // together stay under this cap (else it gives up)
+    LogFn log;                           // retry notes; empty: silent
+};
+
+class HttpProvider : public Provider {
+public:
+    explicit HttpProvider(HttpConfig config);
+    ~HttpProvider() override;
+    ChatResponse chat(const ChatRequest& request) override;
+    void cancel() override;
+    const HttpConfig& config() const { return config_; }
+
+private:
+    struct Attempt;
+    struct Transfer;   // a curl easy handle in its own multi handle, kept to reuse connections
+    Attempt attempt(const std::string& body);
+    std::unique_ptr<Transfer> take_transfer();
+    void give_transfer(std::unique_ptr<Transfer> transfer);
+    bool sleep_unless_cancelled(double seconds);
+
+    HttpConfig config_;
+    std::string url_;
+    std::atomic<bool> cancelled_{false};
+    std::mutex mu_;                      // guards idle_, rng_, and the cancel wait
+    std::condition_variable cancel_cv_;
+    std::vector<std::unique_ptr<Transfer>> idle_;
+    std::mt19937_64 rng_;
+};
+
+// ---- Transcript and replay ----------------------------------------------------------------------
+
+// The request as JSON (model, messages, temperature, max_tokens, seed) and its SHA-256: the key a
+// ReplayProvider matches on.
+std::string request_json(const ChatRequest& request);
+std::string request_hash(const ChatRequest& request);
+
+// Appends one JSON object per exchange to a file (created 0600): time, request_hash, request,
+// response (content, finish_reason, model), usage, latency_s, attempts, error (kind, message,
+// retryable, status). Each line is redacted and written with a single write(2): thread-safe and on
+// disk (in the page cache) as soon as record() returns.
+class Transcript {
+public:
+    explicit Transcript(const std::filesystem::path& path);
+    ~Transcript();
+    Transcript(const Transcript&) = delete;
+    Transcript& operator=(const Transcript&) = delete;
+    // `error` is null when the exchange succeeded; TruncatedReply records its partial response.
+    void record(const ChatRequest& request, const ChatResponse* response, const LlmError* error,
+                double latency_s);
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+    int fd_ = -1;
+    std::mutex mu_;
+};
+
+// Serves a transcript back. ByHash (the default) answers each request with the next unused
+// exchange recorded for the same request hash, so concurrent runs replay correctly whatever order
+// the requests come in; InOrder answers the n-th call with the n-th exchange whatever was asked.
+// Recorded errors are thrown again as the same error type. Running out of matching exchanges
+// throws a non-retryable LlmError.
+class ReplayProvider : public Provider {
+public:
+    enum class Mode { ByHash, InOrder };
+    explicit ReplayProvider(const std::filesystem::path& transcript, Mode mode = Mode::ByHash);
+    ChatResponse chat(const ChatRequest& request) override;
+    size_t remaining() const;
+
+private:
+    Mode mode_;
+    std::filesystem::path path_;
+    std::vector<std::string> lines_;                 // the exchanges, as recorded
+    size_t next_ = 0;                                // InOrder cursor
+    std::map<std::string, std::deque<size_t>> by_hash_;
+    mutable std::mutex mu_;
+};
+
+// ---- Client -------------------------------------------------------------------------------------
+
+struct ModelChoice {
+    std::string name;
+    double weight = 1;
+};
+// "NAME[:WEIGHT]". The weight is taken only when the part after the last ':' is a positive
+// number, so names with tags ("openai/gpt-oss-120b:free", "qwen2.5-coder:7b") stay whole.
+// Throws kevo::UsageError on an empty name or a weight <= 0.
+ModelChoice parse_model_choice(const std::string& spec);
+
+struct ClientConfig {
+    std::vector<ModelChoice> models;     // used when a request names no model
+    int max_in_flight = 4;               // requests running at once (worker threads)
+    int64_t max_total_tokens = 0;        // hard caps; 0 means none
+    double max_cost_usd = 0;
+    std::filesystem::path transcript;    // empty: no transcript
+    std::optional<uint64_t> seed;        // for the model pick; empty: random
+    LogFn log;                           // warnings; empty: silent
+};
+
+struct Totals {
+    int64_t requests = 0;                // sent (successful or not)
+    int64_t failures = 0;
+    int64_t prompt_tokens = 0, completion_tokens = 0;
+    double cost_usd = 0;                 // sum of the costs the provider reported
+    int64_t replies_without_cost = 0;    // replies whose cost is unknown (not in cost_usd)
+    int64_t total_tokens() const { return prompt_tokens + completion_tokens; }
+};
+
+// Thread-safe. Caps are checked when a request is about to be sent: once the totals reach a cap,
+// every later request throws BudgetExceeded naming the cap; replies already in flight still finish
+// and count, so totals can overshoot a cap by at most those replies.
+class Client {
+public:
+    Client(std::shared_ptr<Provider> provider, ClientConfig config);
+    ~Client();   // cancels queued and running requests and joins the workers
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    // Queues the request; the future yields the response or throws an LlmError.
+    std::future<ChatResponse> submit(ChatRequest request);
+    ChatResponse chat(ChatRequest request) { return submit(std::move(request)).get(); }
+
+    Totals totals() const;
+    // Throws BudgetExceeded when a cap is reached (what submit's requests would throw).
+    void check_budget() const;
+    // Queued requests throw Cancelled; running ones are aborted.
+    void cancel();
+    const ClientConfig& config() const { return config_; }
+
+private:
+    struct Job {
+        ChatRequest request;
+        std::promise<ChatResponse> promise;
+    };
+    void worker();
+    ChatResponse run(ChatRequest& request);
+    std::string pick_model();
+    void account(const Usage& usage, bool failed);
+
+    std::shared_ptr<Provider> provider_;
+    ClientConfig config_;
+    std::unique_ptr<Transcript> transcript_;
+    mutable std::mutex mu_;              // guards everything below
+    std::condition_variable cv_;
+    std::deque<Job> queue_;
+    bool stopping_ = false;
+    Totals totals_;
+    bool warned_cost_unknown_ = false;
+    std::mt19937_64 rng_;
+    std::vector<std::thread> workers_;
 };
 
 }  // namespace kevo::llm

@@ -1,0 +1,85 @@
+// `kernelevo llm check`: one tiny request per configured model, to test a configuration before a
+// long run.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+#include "cli/commands.h"
+#include "common/process.h"
+#include "llm/options.h"
+#include "llm/util.h"
+
+namespace kevo {
+
+void register_llm_command(CLI::App& app, int& rc) {
+    struct CheckOptions {
+        llm::LlmOptions llm;
+        std::string prompt = "Reply with the single word: pong";
+        int max_tokens = 1024;
+    };
+    static CheckOptions o;
+    // A check should answer quickly; these defaults (shown in --help) are shorter than a search's.
+    o.llm.read_timeout_s = 120;
+    o.llm.max_attempts = 3;
+    o.llm.retry_total_max_s = 60;
+
+    CLI::App* llm_cmd = app.add_subcommand("llm", "Talk to the configured LLM");
+    llm_cmd->require_subcommand(1);
+    CLI::App* check = llm_cmd->add_subcommand(
+        "check",
+        "Send one tiny request to each --model and print the latency, the model that answered, its answer and "
+        "the tokens (and cost when the provider reports it).\nExit codes: 0 every model answered, 1 a request "
+        "failed, 2 bad usage.\nThe API key is read from the environment (see --llm-key-env), never from the "
+        "command line.");
+    llm::add_llm_options(*check, o.llm);
+    check->add_option("--prompt", o.prompt, "The message to send")->capture_default_str();
+    check->add_option("--max-tokens", o.max_tokens,
+                      "Completion token limit of the request (reasoning models need room to think)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+
+    check->callback([&rc] {
+        auto log = [](const std::string& line) { std::cerr << "kernelevo: llm: " << line << "\n"; };
+        auto client = llm::make_client(o.llm, log);
+        std::cout << "url:      " << (o.llm.replay.empty() ? o.llm.url : "replay of " + o.llm.replay) << "\n";
+        if (o.llm.replay.empty()) {
+            llm::ApiKey key = llm::find_api_key(o.llm.url, o.llm.key_env);
+            std::cout << "key:      "
+                      << (key.value.empty() ? "none (KERNELEVO_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY unset)"
+                                            : "from $" + key.source)
+                      << "\n";
+        }
+        std::set<std::string> seen;
+        int failed = 0;
+        for (const auto& m : client->config().models) {
+            if (!seen.insert(m.name).second) continue;
+            llm::ChatRequest request;
+            request.model = m.name;
+            request.messages = {{"user", o.prompt}};
+            request.temperature = 0;
+            request.max_tokens = o.max_tokens;
+            std::cout << "\nmodel:    " << m.name << "\n" << std::flush;
+            try {
+                llm::ChatResponse r = client->chat(request);
+                char cost[64] = "not reported";
+                if (r.usage.cost_known) std::snprintf(cost, sizeof cost, "$%.6f", r.usage.cost_usd);
+                std::cout << "answered: " << r.model << "\n"
+                          << "latency:  " << llm::format_seconds(r.latency_s)
+                          << (r.attempts > 1 ? " (" + std::to_string(r.attempts) + " attempts)" : "") << "\n"
+                          << "answer:   " << redact(llm::snippet(r.content, 200)) << "\n"
+                          << "tokens:   " << r.usage.prompt_tokens << " prompt + " << r.usage.completion_tokens
+                          << " completion\n"
+                          << "cost:     " << cost << "\n"
+                          << "status:   ok\n";
+            } catch (const llm::LlmError& e) {
+                ++failed;
+                std::cout << "status:   FAILED\n" << std::flush;
+                std::cerr << "kernelevo: llm check: " << m.name << ": " << redact(e.what()) << "\n";
+            }
+        }
+        rc = failed ? 1 : 0;
+    });
+}
+
+}  // namespace kevo

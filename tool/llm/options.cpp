@@ -1,0 +1,107 @@
+// The shared LLM command-line options and the provider/client they describe.
+#include "llm/options.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+#include "common/error.h"
+#include "common/process.h"
+#include "llm/util.h"
+
+namespace kevo::llm {
+
+void add_llm_options(CLI::App& app, LlmOptions& o) {
+    const std::string g = "LLM";
+    app.add_option("--llm-url", o.url,
+                   "Base URL of an OpenAI-compatible API; requests go to URL/chat/completions "
+                   "(OpenRouter, https://api.openai.com/v1, vLLM/SGLang http://host:8000/v1, "
+                   "Ollama http://localhost:11434/v1, llama.cpp server http://localhost:8080/v1)")
+        ->capture_default_str()->type_name("URL")->group(g);
+    app.add_option("--model", o.models,
+                   "Model to ask, repeatable; with a weight each request picks one in proportion, "
+                   "e.g. --model google/gemini-3-flash:3 --model z-ai/glm-5:1")
+        ->type_name("NAME[:WEIGHT]")->allow_extra_args(false)->group(g);
+    app.add_option("--llm-key-env", o.key_env,
+                   "Environment variable holding the API key (default: KERNELEVO_API_KEY, else "
+                   "OPENROUTER_API_KEY for openrouter.ai, else OPENAI_API_KEY; none: no key is sent)")
+        ->type_name("VAR")->group(g);
+    app.add_option("--llm-parallel", o.max_in_flight, "Requests in flight at once")
+        ->capture_default_str()->check(CLI::PositiveNumber)->type_name("N")->group(g);
+    app.add_option("--llm-connect-timeout", o.connect_timeout_s, "Seconds to wait for a connection")
+        ->capture_default_str()->check(CLI::PositiveNumber)->type_name("S")->group(g);
+    app.add_option("--llm-timeout", o.read_timeout_s, "Seconds one attempt may take once connected (read timeout)")
+        ->capture_default_str()->check(CLI::PositiveNumber)->type_name("S")->group(g);
+    app.add_option("--llm-attempts", o.max_attempts,
+                   "Attempts per request; 429, 5xx and network errors are retried with exponential backoff "
+                   "and jitter, honouring Retry-After")
+        ->capture_default_str()->check(CLI::PositiveNumber)->type_name("N")->group(g);
+    app.add_option("--llm-retry-max-wait", o.retry_total_max_s, "Cap on the seconds one request spends waiting between retries")
+        ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("S")->group(g);
+    app.add_option("--budget-tokens", o.max_total_tokens,
+                   "Stop sending requests once prompt + completion tokens reach this (0: no cap)")
+        ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("N")->group(g);
+    app.add_option("--budget-usd", o.max_cost_usd,
+                   "Stop sending requests once the cost the provider reports reaches this many US dollars (0: no cap)")
+        ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("USD")->group(g);
+    app.add_option("--llm-transcript", o.transcript,
+                   "Append every exchange (request without the key, reply, usage, latency, error) to this JSONL file")
+        ->type_name("FILE")->group(g);
+    app.add_option("--llm-replay", o.replay,
+                   "Answer from a recorded transcript instead of the network, matching requests by hash")
+        ->check(CLI::ExistingFile)->type_name("FILE")->group(g);
+    app.add_flag("--llm-replay-in-order", o.replay_in_order,
+                 "With --llm-replay: serve the recorded replies in file order, whatever is asked")
+        ->group(g);
+}
+
+ApiKey find_api_key(const std::string& url, const std::string& key_env) {
+    auto get = [](const std::string& var) -> ApiKey {
+        const char* v = std::getenv(var.c_str());
+        std::string value = v ? trim(v) : "";
+        if (value.empty()) return {};
+        register_secret(value);
+        return {value, var};
+    };
+    if (!key_env.empty()) {
+        ApiKey key = get(key_env);
+        if (key.value.empty()) throw UsageError("--llm-key-env " + key_env + ": the variable is not set or empty");
+        return key;
+    }
+    if (ApiKey key = get("KERNELEVO_API_KEY"); !key.value.empty()) return key;
+    const std::string host = url_host(url);
+    if (host == "openrouter.ai" || ends_with(host, ".openrouter.ai")) return get("OPENROUTER_API_KEY");
+    return get("OPENAI_API_KEY");
+}
+
+std::shared_ptr<Provider> make_provider(const LlmOptions& o, const LogFn& log) {
+    if (!o.replay.empty())
+        return std::make_shared<ReplayProvider>(
+            o.replay, o.replay_in_order ? ReplayProvider::Mode::InOrder : ReplayProvider::Mode::ByHash);
+    HttpConfig c;
+    c.base_url = o.url;
+    c.api_key = find_api_key(o.url, o.key_env).value;
+    c.connect_timeout_s = o.connect_timeout_s;
+    c.read_timeout_s = o.read_timeout_s;
+    c.max_attempts = o.max_attempts;
+    c.retry_total_max_s = o.retry_total_max_s;
+    c.backoff_initial_s = o.backoff_initial_s;
+    c.backoff_max_s = o.backoff_max_s;
+    c.log = log;
+    return std::make_shared<HttpProvider>(c);
+}
+
+std::unique_ptr<Client> make_client(const LlmOptions& o, const LogFn& log) {
+    if (o.models.empty())
+        throw UsageError("no model: pass --model NAME (repeatable, NAME[:WEIGHT]), e.g. --model google/gemini-3-flash");
+    ClientConfig c;
+    for (const auto& spec : o.models) c.models.push_back(parse_model_choice(spec));
+    c.max_in_flight = o.max_in_flight;
+    c.max_total_tokens = o.max_total_tokens;
+    c.max_cost_usd = o.max_cost_usd;
+    c.transcript = o.transcript;
+    c.seed = o.model_seed;
+    c.log = log;
+    return std::make_unique<Client>(make_provider(o, log), c);
+}
+
+}  // namespace kevo::llm

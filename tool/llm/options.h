@@ -1,0 +1,62 @@
+// The LLM options every command that talks to a model shares (`kernelevo llm check`,
+// `kernelevo search`): add them to a CLI11 (sub)command, then build a Client from what was parsed.
+//
+//   LlmOptions llm;
+//   kevo::llm::add_llm_options(*cmd, llm);
+//   cmd->callback([&] { auto client = kevo::llm::make_client(llm); ... });
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "llm/llm.h"
+
+namespace CLI { class App; }
+
+namespace kevo::llm {
+
+inline constexpr const char* kDefaultLlmUrl = "https://openrouter.ai/api/v1";
+
+struct LlmOptions {
+    std::string url = kDefaultLlmUrl;        // --llm-url
+    std::vector<std::string> models;         // --model NAME[:WEIGHT], repeatable
+    std::string key_env;                     // --llm-key-env VAR (else the default lookup)
+    int max_in_flight = 4;                   // --llm-parallel
+    double connect_timeout_s = 15;           // --llm-connect-timeout
+    double read_timeout_s = 600;             // --llm-timeout
+    int max_attempts = 6;                    // --llm-attempts
+    double retry_total_max_s = 600;          // --llm-retry-max-wait
+    int64_t max_total_tokens = 0;            // --budget-tokens (0: none)
+    double max_cost_usd = 0;                 // --budget-usd (0: none)
+    std::string transcript;                  // --llm-transcript FILE
+    std::string replay;                      // --llm-replay FILE
+    bool replay_in_order = false;            // --llm-replay-in-order
+    // Not options. The model pick's seed (a command with its own --seed sets it so that runs,
+    // and their replays by hash, pick the same models); tests shorten the backoff.
+    std::optional<uint64_t> model_seed;
+    double backoff_initial_s = 2, backoff_max_s = 60;
+};
+
+// Adds the options above to `app`, in an "LLM" option group.
+void add_llm_options(CLI::App& app, LlmOptions& options);
+
+struct ApiKey {
+    std::string value;    // empty: none found
+    std::string source;   // the variable it came from, for messages ("" when none)
+};
+// The key for `url`: $VAR when key_env names one; else KERNELEVO_API_KEY; else the variable of the
+// provider the URL points at (OPENROUTER_API_KEY for openrouter.ai, OPENAI_API_KEY for
+// api.openai.com and for any other host, as the OpenAI SDKs do). OPENROUTER_API_KEY is never sent
+// to another host. Surrounding whitespace is trimmed; the key is registered with register_secret().
+ApiKey find_api_key(const std::string& url, const std::string& key_env = "");
+
+// The provider the options describe: a ReplayProvider with --llm-replay, else an HttpProvider.
+// Throws kevo::UsageError on invalid values.
+std::shared_ptr<Provider> make_provider(const LlmOptions& options, const LogFn& log);
+// A client over make_provider(). Throws kevo::UsageError when no --model was given or a value is
+// invalid.
+std::unique_ptr<Client> make_client(const LlmOptions& options, const LogFn& log);
+
+}  // namespace kevo::llm
