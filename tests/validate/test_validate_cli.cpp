@@ -1,0 +1,81 @@
+// `kernelevo validate` as users run it: exit codes, JSON, messages naming the file and field.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/fs.h"
+#include "common/process.h"
+
+using namespace kevo;
+
+namespace {
+const fs::path kData = fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias";
+
+ProcessResult kernelevo(std::vector<std::string> args) {
+    ProcessOptions po;
+    po.argv = {KEVO_EXE};
+    po.argv.insert(po.argv.end(), args.begin(), args.end());
+    po.timeout_s = 600;
+    return run_process(po);
+}
+}  // namespace
+
+TEST(ValidateCli, CompileErrorIsACandidateFailureWithJson) {
+    auto r = kernelevo({"validate", "--task", (kData / "task.json").string(), "--kernel", (kData / "kernels/compile_error.cu").string(), "--json"});
+    ASSERT_TRUE(r.started);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["status"], "compile_error");
+    EXPECT_NE(j["log"].get<std::string>().find("undefined_function"), std::string::npos);
+    for (const char* key : {"speedup", "kernel_us", "reference_us", "max_abs_diff", "log"}) EXPECT_TRUE(j.contains(key)) << key;
+}
+
+TEST(ValidateCli, MissingKernelFileIsUsageError) {
+    auto r = kernelevo({"validate", "--task", (kData / "task.json").string(), "--kernel", "/nonexistent/k.cu"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("/nonexistent/k.cu"), std::string::npos) << r.err;
+}
+
+TEST(ValidateCli, BrokenTaskNamesFileAndField) {
+    TempDir dir("kevo-test");
+    fs::copy_file(kData / "gelu_bias_ref.cpp", dir.path() / "gelu_bias_ref.cpp");
+    std::string text = read_file(kData / "task.json");
+    text.replace(text.find("\"float32\""), 9, "\"float33\"");
+    write_file_atomic(dir.path() / "task.json", text);
+    auto r = kernelevo({"validate", "--task", (dir.path() / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("task.json: inputs[0].dtype: unknown dtype 'float33'"), std::string::npos) << r.err;
+}
+
+TEST(ValidateCli, MissingRequiredOptionIsUsageError) {
+    auto r = kernelevo({"validate", "--kernel", (kData / "kernels/good.cu").string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE((r.out + r.err).find("--task"), std::string::npos);
+}
+
+TEST(ValidateCli, BadArchIsUsageError) {
+    auto r = kernelevo({"validate", "--task", (kData / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(), "--arch", "hopper"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("hopper"), std::string::npos);
+}
+
+TEST(ValidateCli, BrokenReferenceIsASetupErrorWithTheCompilerMessage) {
+    TempDir dir("kevo-test");
+    write_file_atomic(dir.path() / "ref.cpp", "#include <ATen/ATen.h>\nat::Tensor other_name(const at::Tensor& x, const at::Tensor& b) { return x + b; }\n");
+    std::string text = read_file(kData / "task.json");
+    text.replace(text.find("gelu_bias_ref.cpp"), 17, "ref.cpp");
+    write_file_atomic(dir.path() / "task.json", text);
+    auto r = kernelevo({"validate", "--task", (dir.path() / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(), "--json"});
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.err.find("gelu_bias"), std::string::npos) << r.err;  // the function it could not find
+    EXPECT_NE(r.err.find("ref.cpp"), std::string::npos) << r.err;
+}
+
+TEST(ValidateCli, GoodKernelWithoutGpuIsNoDeviceAfterCompiling) {
+    auto r = kernelevo({"validate", "--task", (kData / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(), "--json"});
+    auto j = nlohmann::json::parse(r.out);
+    if (j["status"] == "ok") GTEST_SKIP() << "a GPU is present (covered by the GPU tests)";
+    EXPECT_EQ(j["status"], "no_device");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(j["arch"], "sm_90");
+}
