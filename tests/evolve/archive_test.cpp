@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "evolve/archive.h"
+#include "evolve/prompts.h"
+
+namespace kevo::evolve {
+namespace {
+
+TEST(Normalize, IgnoresCommentsAndLayoutButNotCode) {
+    std::string a = "#include <x.h>\n// add one\n__global__ void k(float* y) {\n  y[0] = 1.0f; /* c */\n}\n";
+    std::string b = "#include <x.h>\n__global__   void k( float *y ){ y[0]=1.0f;\n}";
+    std::string c = "#include <x.h>\n__global__ void k(float* y) { y[0] = 2.0f; }";
+    EXPECT_EQ(normalize_source(a), normalize_source(b));
+    EXPECT_EQ(normalized_hash(a), normalized_hash(b));
+    EXPECT_NE(normalized_hash(a), normalized_hash(c));
+    EXPECT_EQ(normalize_source("unsigned  int x;"), "unsigned int x;");
+    EXPECT_NE(normalize_source("s = \"a  b\";"), normalize_source("s = \"a b\";"));  // literals are verbatim
+    // A directive keeps its own line, so code after it is not swallowed into it.
+    EXPECT_EQ(normalize_source("int a;\n#define N 4 // four\nint b;"), "int a;\n#define N 4\nint b;");
+}
+
+TEST(Technique, TagsTheMostAdvancedOne) {
+    EXPECT_EQ(technique_of("y[i] = x[i];"), "plain");
+    EXPECT_EQ(technique_of("float4 v = ((const float4*)x)[i];"), "vectorized");
+    EXPECT_EQ(technique_of("__shared__ float tile[256]; float4 v;"), "shared_memory");
+    EXPECT_EQ(technique_of("__shared__ float t[32]; s += __shfl_down_sync(0xffffffff, s, 16);"), "warp_shuffle");
+    EXPECT_EQ(technique_of("wmma::fragment<...> a;"), "tensor_core");
+}
+
+TEST(Archive, KeepsTheFastestPerCell) {
+    Archive a;
+    EXPECT_TRUE(a.insert({1, 1.00, "plain", 100}));
+    EXPECT_TRUE(a.insert({2, 1.05, "plain", 100}));      // same bin (1.0 .. 1.19): faster wins
+    EXPECT_FALSE(a.insert({3, 1.01, "plain", 100}));     // slower loses
+    EXPECT_TRUE(a.insert({4, 1.05, "plain", 50}));       // as fast and shorter wins
+    EXPECT_TRUE(a.insert({5, 1.02, "vectorized", 100})); // another technique: another cell
+    EXPECT_TRUE(a.insert({6, 2.50, "plain", 100}));      // another speedup bin
+    EXPECT_EQ(a.elites().size(), 3u);
+    EXPECT_EQ(a.best()->id, 6);
+    EXPECT_TRUE(a.contains(4));
+    EXPECT_FALSE(a.contains(2));
+    Archive b = Archive::from_json(a.to_json());
+    EXPECT_EQ(b.to_json(), a.to_json());
+}
+
+TEST(Selection, TemperatureControlsGreed) {
+    std::vector<double> s = {1.0, 2.0, 4.0};
+    EXPECT_EQ(select_index(s, 1e-3, 1e-9), 2u);  // near zero: (almost) always the best
+    EXPECT_EQ(select_index(s, 1e-3, 0.999), 2u);
+    // Temperature 1: proportional to speedup (1/7, 2/7, 4/7).
+    EXPECT_EQ(select_index(s, 1.0, 0.10), 0u);
+    EXPECT_EQ(select_index(s, 1.0, 0.20), 1u);
+    EXPECT_EQ(select_index(s, 1.0, 0.50), 2u);
+    // Very high: nearly uniform.
+    EXPECT_EQ(select_index(s, 1e6, 0.30), 0u);
+    EXPECT_EQ(select_index(s, 1e6, 0.50), 1u);
+}
+
+TEST(Prompts, DefaultsRenderAndOverridesReplaceThem) {
+    Prompts p;
+    std::map<std::string, std::string> vars = {{"task_name", "gelu"}, {"task", "T"}, {"reference", "R"},
+                                               {"abi", p.text("abi")}, {"gpu", "G"}};
+    std::string seed = p.render("seed", vars);
+    EXPECT_NE(seed.find("# Task: gelu"), std::string::npos);
+    EXPECT_NE(seed.find("extern \"C\" int kevo_forward"), std::string::npos);  // the ABI and its example
+    EXPECT_EQ(seed.find("{{"), std::string::npos);
+    vars.insert({{"parent_code", "P"}, {"parent_metrics", "M"}, {"inspirations", "I"}, {"feedback", "F"},
+                 {"code", "C"}, {"error", "E"}});
+    for (const char* t : {"mutate_full", "mutate_diff", "repair"}) EXPECT_EQ(p.render(t, vars).find("{{"), std::string::npos);
+    EXPECT_NE(p.render("mutate_diff", vars).find(">>>>>>> REPLACE"), std::string::npos);
+
+    TempDir dir;
+    write_file_atomic(dir.path() / "seed.md", "Write {{task_name}} for {{gpu}}; {{unknown}}");
+    Prompts custom;
+    custom.load_overrides(dir.path());
+    EXPECT_EQ(custom.text("repair"), p.text("repair"));  // not overridden
+    EXPECT_THROW(custom.render("seed", vars), UsageError);
+    write_file_atomic(dir.path() / "seed.md", "Write {{task_name}} for {{gpu}}");
+    custom.load_overrides(dir.path());
+    EXPECT_EQ(custom.render("seed", vars), "Write gelu for G");
+    TempDir empty;
+    EXPECT_THROW(custom.load_overrides(empty.path()), UsageError);
+}
+
+}  // namespace
+}  // namespace kevo::evolve

@@ -1,0 +1,70 @@
+// Test doubles for the search: an evaluator and an LLM provider driven by the text they are given.
+//
+// ScriptedEvaluator reads markers in a candidate's source:
+//   COMPILE_ERROR   the compile fails (log "error: scripted compile error")
+//   MISMATCH        it compiles and runs but the output is wrong
+//   SPEEDUP=<x>     correct, <x> times faster than the reference (default 1.0)
+#pragma once
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "evolve/evaluator.h"
+#include "llm/llm.h"
+
+namespace kevo::evolve::testing {
+
+class ScriptedEvaluator : public Evaluator {
+public:
+    DeviceInfo device() override;
+    std::string arch() override { return "sm_90"; }
+    CompileResult compile(const std::string& source) override;
+    Evaluation run(const CompileResult& compiled) override;
+
+    // Seconds each run() sleeps (to give a test time to kill the process mid-run).
+    double run_delay_s = 0;
+    // When set, every run() appends the normalized hash of its source, one line, to this file.
+    std::string log_path;
+
+    std::vector<std::string> runs() const;  // sources run, in order
+    int compiles() const { return compiles_; }
+    bool overlapped() const { return overlapped_; }  // two run() calls were ever concurrent
+
+private:
+    mutable std::mutex mu_;
+    std::vector<std::string> sources_by_id_, runs_;
+    std::atomic<int> compiles_{0}, running_{0};
+    std::atomic<bool> overlapped_{false};
+};
+
+// Answers each request with respond(request); counts 100 prompt + 50 completion tokens and $0.001
+// per call. Thread-safe.
+class ScriptedProvider : public llm::Provider {
+public:
+    using Respond = std::function<std::string(const llm::ChatRequest&)>;
+    explicit ScriptedProvider(Respond respond) : respond_(std::move(respond)) {}
+    llm::ChatResponse chat(const llm::ChatRequest& request) override;
+
+    // When set, every call appends its request seed, one line, to this file.
+    std::string log_path;
+
+    std::vector<llm::ChatRequest> requests() const;
+    size_t calls() const;
+
+private:
+    Respond respond_;
+    mutable std::mutex mu_;
+    std::vector<llm::ChatRequest> requests_;
+};
+
+// The kind of prompt a request carries: "seed", "mutate_full", "mutate_diff" or "repair".
+std::string prompt_kind(const llm::ChatRequest& request);
+// The user message of a request.
+const std::string& user_prompt(const llm::ChatRequest& request);
+// A kernel (in a ```cuda fence) with a distinct body per `variant` and the given markers.
+std::string kernel_reply(long variant, double speedup, const std::string& extra_marker = "");
+std::string kernel_source(long variant, double speedup, const std::string& extra_marker = "");
+
+}  // namespace kevo::evolve::testing

@@ -1,0 +1,356 @@
+// The whole search loop on the CPU: scripted LLM replies and a scripted evaluator.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "evolve/archive.h"
+#include "evolve/report.h"
+#include "evolve/search.h"
+#include "scripted.h"
+#include "store/store.h"
+
+namespace kevo::evolve {
+namespace {
+
+using testing::kernel_reply;
+using testing::prompt_kind;
+using testing::ScriptedEvaluator;
+using testing::ScriptedProvider;
+using testing::user_prompt;
+
+// Seeds make plain 1.0x kernels; mutations make distinct kernels between 1x and 3x.
+std::string evolving(const llm::ChatRequest& r) {
+    long v = static_cast<long>(r.seed.value());
+    if (prompt_kind(r) == "seed" || prompt_kind(r) == "repair") return kernel_reply(v, 1.0);
+    return kernel_reply(v, 1.0 + static_cast<double>(v % 1000) / 500.0);
+}
+
+struct SearchRun {
+    TempDir dir;
+    Task task = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
+    std::unique_ptr<store::Store> store = store::open_store((dir.path() / "state.db").string());
+    ScriptedEvaluator evaluator;
+
+    SearchResult run(const SearchConfig& cfg, llm::Provider& provider, const std::atomic<bool>* stop = nullptr) {
+        Search search(task, cfg, Prompts(), provider, evaluator, *store);
+        return search.run(stop);
+    }
+    std::vector<store::Program> programs() { return store->programs(); }
+    std::optional<store::Program> program(const std::string& key) { return store->find_program(key); }
+};
+
+SearchConfig small(int generations) {
+    SearchConfig c;
+    c.islands = 2;
+    c.children = 2;
+    c.generations = generations;
+    c.repair_attempts = 2;
+    c.migration_interval = 0;
+    c.restart_after = 0;
+    c.seed = 7;
+    return c;
+}
+
+TEST(Search, SeedsRepairsAndImproves) {
+    SearchRun r;
+    // The first seed does not compile; the repair fixes it.
+    ScriptedProvider provider([](const llm::ChatRequest& req) {
+        if (prompt_kind(req) == "seed") return kernel_reply(1, 1.0, "COMPILE_ERROR");
+        return evolving(req);
+    });
+    SearchResult res = r.run(small(3), provider);
+    EXPECT_EQ(res.stop_reason, "generations");
+    EXPECT_EQ(res.generations_committed, 4);
+
+    auto a0 = r.program("g0.seed.a0"), a1 = r.program("g0.seed.a1");
+    ASSERT_TRUE(a0 && a1);
+    EXPECT_EQ(a0->status, "compile_error");
+    EXPECT_EQ(a0->origin, "seed");
+    EXPECT_TRUE(a1->ok());
+    EXPECT_EQ(a1->origin, "repair");
+    EXPECT_EQ(a1->parent_id, a0->id);  // lineage: the repair points at what it repaired
+    // The repair prompt carried the failing code and the compiler's error.
+    auto reqs = provider.requests();
+    auto repair = std::find_if(reqs.begin(), reqs.end(), [](const auto& q) { return prompt_kind(q) == "repair"; });
+    ASSERT_NE(repair, reqs.end());
+    EXPECT_NE(user_prompt(*repair).find("scripted compile error"), std::string::npos);
+    EXPECT_NE(user_prompt(*repair).find("COMPILE_ERROR"), std::string::npos);
+    // Mutation prompts carry the task, reference, ABI, GPU, parent and its metrics.
+    auto mutation = std::find_if(reqs.begin(), reqs.end(), [](const auto& q) { return prompt_kind(q) != "repair" && prompt_kind(q) != "seed"; });
+    ASSERT_NE(mutation, reqs.end());
+    for (const char* part : {"gelu_bias", "float32[M, N]", "M=4096", "kevo_forward", "Scripted GPU", "132 SMs",
+                             "speedup 1.000x", "kVariant", "Latest validation feedback"})
+        EXPECT_NE(user_prompt(*mutation).find(part), std::string::npos) << part;
+
+    ASSERT_TRUE(res.best);
+    EXPECT_GT(res.best->speedup, 1.0);
+    EXPECT_EQ(res.best_model, "scripted-model");
+    EXPECT_EQ(res.progress.tokens, static_cast<int64_t>(provider.calls()) * 150);
+    EXPECT_FALSE(r.evaluator.overlapped()) << "two candidates ran on the GPU at once";
+    auto history = r.store->history();
+    ASSERT_EQ(history.size(), 4u);
+    for (size_t i = 1; i < history.size(); ++i) EXPECT_GE(history[i].best_speedup, history[i - 1].best_speedup);
+    for (const auto& island : r.store->islands()) EXPECT_FALSE(Island::from_json(island).archive.empty());
+}
+
+TEST(Search, RepairGivesUpAfterTheConfiguredAttempts) {
+    SearchRun r;
+    ScriptedProvider provider([](const llm::ChatRequest& req) {
+        return kernel_reply(static_cast<long>(req.seed.value()), 1.0, "MISMATCH");
+    });
+    SearchConfig cfg = small(0);
+    cfg.repair_attempts = 3;
+    SearchResult res = r.run(cfg, provider);
+    EXPECT_EQ(provider.calls(), 4u);  // the seed and 3 repairs
+    EXPECT_EQ(r.programs().size(), 4u);
+    for (const auto& p : r.programs()) EXPECT_EQ(p.status, "mismatch");
+    EXPECT_FALSE(res.best);
+    EXPECT_EQ(res.progress.failed, 4);
+    auto reqs = provider.requests();
+    EXPECT_NE(user_prompt(reqs.back()).find("differs at index 7"), std::string::npos);
+}
+
+TEST(Search, AnUnusableReplyIsRepairedToo) {
+    SearchRun r;
+    ScriptedProvider provider([](const llm::ChatRequest& req) {
+        if (prompt_kind(req) == "seed") return std::string("I would rather not write code today.");
+        return kernel_reply(5, 1.0);
+    });
+    r.run(small(0), provider);
+    EXPECT_EQ(r.program("g0.seed.a0")->status, "no_code");
+    EXPECT_TRUE(r.program("g0.seed.a1")->ok());
+}
+
+TEST(Search, RejectsDuplicatesWithoutEvaluatingThem) {
+    SearchRun r;
+    // Every mutation returns the seed again, reformatted and re-commented.
+    ScriptedProvider provider([](const llm::ChatRequest& req) {
+        if (prompt_kind(req) == "seed") return kernel_reply(1, 1.0);
+        std::string s = testing::kernel_source(1, 1.0);
+        s = "// a new comment\n" + std::regex_replace(s, std::regex("  "), "\t  ");
+        return "```cuda\n" + s + "```\n";
+    });
+    SearchResult res = r.run(small(2), provider);
+    EXPECT_EQ(r.evaluator.runs().size(), 1u);  // only the seed ran
+    EXPECT_EQ(res.progress.duplicates, 8);     // 2 islands x 2 children x 2 generations
+    EXPECT_EQ(provider.calls(), 9u);           // a duplicate of a correct kernel is not "repaired"
+    auto dup = r.program("g1.i0.c0.a0");
+    ASSERT_TRUE(dup);
+    EXPECT_EQ(dup->status, "duplicate");
+    EXPECT_EQ(dup->details["duplicate_of"], r.program("g0.seed.a0")->id);
+}
+
+TEST(Search, MigratesTheBestToTheNextIsland) {
+    SearchRun r;
+    ScriptedProvider provider(evolving);
+    SearchConfig cfg = small(2);
+    cfg.migration_interval = 2;
+    r.run(cfg, provider);
+    auto events = r.store->events();
+    int migrations = 0;
+    for (const auto& e : events)
+        if (e.kind == "migration") {
+            ++migrations;
+            EXPECT_EQ(e.generation, 2);
+        }
+    EXPECT_EQ(migrations, 2);  // 0 -> 1 and 1 -> 0
+    // The island that did not find the overall best holds it now.
+    store::Program best;
+    for (const auto& p : r.programs())
+        if (p.ok() && p.speedup > best.speedup) best = p;
+    Island other = Island::from_json(r.store->islands()[1 - best.island]);
+    EXPECT_TRUE(other.archive.contains(best.id));
+    EXPECT_EQ(other.best, best.speedup);
+}
+
+TEST(Search, RestartsAnIslandThatStopsImproving) {
+    SearchRun r;
+    // Nothing ever beats the 1.0x seed.
+    ScriptedProvider provider([](const llm::ChatRequest& req) {
+        long v = static_cast<long>(req.seed.value());
+        return kernel_reply(v, prompt_kind(req) == "seed" ? 1.0 : 0.5);
+    });
+    SearchConfig cfg = small(3);
+    cfg.restart_after = 2;
+    r.run(cfg, provider);
+    int restarts = 0;
+    for (const auto& e : r.store->events())
+        if (e.kind == "restart") {
+            ++restarts;
+            EXPECT_EQ(e.generation, 2);
+        }
+    EXPECT_EQ(restarts, 2);
+    int64_t seed_id = r.program("g0.seed.a0")->id;
+    for (const auto& j : r.store->islands()) {
+        Island island = Island::from_json(j);
+        EXPECT_EQ(island.restarts, 1);
+        EXPECT_EQ(island.last_improvement, 2);
+        // After the restart at 2, only generation 3's children and the seed are in the archive.
+        for (const Elite& e : island.archive.elites()) {
+            auto p = r.store->get_program(e.id);
+            EXPECT_TRUE(e.id == seed_id || p->generation == 3) << p->key;
+        }
+    }
+}
+
+TEST(Search, StopsAtTheTokenBudgetAndResumesWithALargerOne) {
+    SearchRun r;
+    ScriptedProvider provider(evolving);
+    SearchConfig cfg = small(50);
+    cfg.budget_tokens = 1000;  // 150 tokens per call
+    SearchResult res = r.run(cfg, provider);
+    EXPECT_EQ(res.stop_reason, "budget");
+    store::Spent spent = r.store->spent();
+    EXPECT_GE(spent.tokens(), 1000);
+    EXPECT_LE(spent.tokens(), 1000 + 150 * 4);  // at most the requests already in flight overshoot
+    EXPECT_EQ(provider.calls(), static_cast<size_t>(spent.calls));
+
+    // The same budget again: nothing is requested.
+    ScriptedProvider again(evolving);
+    EXPECT_EQ(r.run(cfg, again).stop_reason, "budget");
+    EXPECT_EQ(again.calls(), 0u);
+    // A larger one: the run continues.
+    cfg.budget_usd = 0.02;  // $0.001 per call
+    cfg.budget_tokens = 0;
+    ScriptedProvider more(evolving);
+    EXPECT_EQ(r.run(cfg, more).stop_reason, "budget");
+    EXPECT_GT(more.calls(), 0u);
+    EXPECT_LE(r.store->spent().cost_usd, 0.02 + 0.001 * 4 + 1e-9);
+}
+
+TEST(Search, StopsAtTheTargetSpeedup) {
+    SearchRun r;
+    ScriptedProvider provider(evolving);
+    SearchConfig cfg = small(100);
+    cfg.target_speedup = 1.5;
+    SearchResult res = r.run(cfg, provider);
+    EXPECT_EQ(res.stop_reason, "target");
+    EXPECT_GE(res.best->speedup, 1.5);
+    EXPECT_LT(res.generations_committed, 100);
+}
+
+// Runs to `generations` in one go, or with an interrupt after `interrupt_after` LLM calls and a resume.
+std::vector<std::tuple<std::string, std::string, std::string>> outcome(SearchRun& r) {
+    std::vector<std::tuple<std::string, std::string, std::string>> out;
+    for (const auto& p : r.programs()) out.emplace_back(p.key, p.source, p.status);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+TEST(Search, InterruptedRunResumesWithoutRepayingOrReevaluating) {
+    SearchConfig cfg = small(4);
+    cfg.migration_interval = 2;
+    cfg.restart_after = 3;
+    cfg.mode = "full";
+
+    SearchRun straight;
+    ScriptedProvider p0(evolving);
+    straight.run(cfg, p0);
+
+    SearchRun broken;
+    std::atomic<bool> stop{false};
+    std::atomic<int> calls{0};
+    ScriptedProvider p1([&](const llm::ChatRequest& req) {
+        if (++calls == 7) stop = true;  // Ctrl-C in the middle of generation 2
+        return evolving(req);
+    });
+    SearchResult first = broken.run(cfg, p1, &stop);
+    EXPECT_EQ(first.stop_reason, "interrupted");
+    EXPECT_LT(first.generations_committed, 5);
+    size_t runs_before = broken.evaluator.runs().size();
+    std::set<std::string> evaluated;
+    for (const auto& s : broken.evaluator.runs()) evaluated.insert(normalized_hash(s));
+
+    ScriptedProvider p2(evolving);
+    SearchResult second = broken.run(cfg, p2);
+    EXPECT_EQ(second.stop_reason, "generations");
+    // Every reply was paid for once, and the two halves together asked exactly what one run asks.
+    EXPECT_EQ(p1.calls() + p2.calls(), p0.calls());
+    std::set<int64_t> first_seeds;
+    for (const auto& q : p1.requests()) first_seeds.insert(*q.seed);
+    for (const auto& q : p2.requests()) EXPECT_FALSE(first_seeds.count(*q.seed)) << "a stored reply was requested again";
+    for (size_t i = runs_before; i < broken.evaluator.runs().size(); ++i)
+        EXPECT_FALSE(evaluated.count(normalized_hash(broken.evaluator.runs()[i]))) << "a candidate was evaluated again";
+    // And the result is the same as the uninterrupted run's.
+    EXPECT_EQ(outcome(broken), outcome(straight));
+    EXPECT_EQ(broken.store->spent().tokens(), straight.store->spent().tokens());
+}
+
+TEST(Search, IsDeterministicUnderASeed) {
+    SearchConfig cfg = small(3);
+    cfg.migration_interval = 2;
+    SearchRun a, b, c;
+    ScriptedProvider pa(evolving), pb(evolving), pc(evolving);
+    a.run(cfg, pa);
+    b.run(cfg, pb);
+    EXPECT_EQ(outcome(a), outcome(b));
+    cfg.seed = 8;
+    c.run(cfg, pc);
+    EXPECT_NE(outcome(a), outcome(c));
+}
+
+TEST(Search, AppliesSearchReplaceEdits) {
+    SearchRun r;
+    ScriptedProvider provider([](const llm::ChatRequest& req) {
+        if (prompt_kind(req) == "seed") return kernel_reply(1, 1.0);
+        if (prompt_kind(req) == "repair") return kernel_reply(static_cast<long>(*req.seed), 1.1);
+        // An edit of the parent: a faster variant. The second child's edit does not match.
+        bool bad = user_prompt(req).find("kVariant = 2;") != std::string::npos;
+        return std::string("Faster:\n<<<<<<< SEARCH\n") +
+               (bad ? "no such line\n" : "static const long kVariant = 1;  // SPEEDUP=1.000 \n") +
+               "=======\nstatic const long kVariant = 2;  // SPEEDUP=2.000\n>>>>>>> REPLACE\n";
+    });
+    SearchConfig cfg = small(2);
+    cfg.islands = 1;
+    cfg.children = 1;
+    cfg.mode = "diff";
+    r.run(cfg, provider);
+    auto child = r.program("g1.i0.c0.a0");
+    ASSERT_TRUE(child);
+    EXPECT_TRUE(child->ok()) << child->status << ": " << child->feedback;
+    EXPECT_DOUBLE_EQ(child->speedup, 2.0);
+    EXPECT_NE(child->source.find("extern \"C\" int kevo_forward"), std::string::npos);  // the rest of the parent
+    auto bad = r.program("g2.i0.c0.a0");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, "no_code");
+    EXPECT_TRUE(r.program("g2.i0.c0.a1")->ok());  // repaired with a full kernel
+}
+
+TEST(Search, StartsFromTheInitialKernel) {
+    SearchRun r;
+    ScriptedProvider provider(evolving);
+    SearchConfig cfg = small(1);
+    cfg.initial_source = testing::kernel_source(99, 1.2);
+    r.run(cfg, provider);
+    auto seed = r.program("g0.seed.a0");
+    ASSERT_TRUE(seed);
+    EXPECT_EQ(seed->origin, "initial");
+    EXPECT_DOUBLE_EQ(seed->speedup, 1.2);
+    EXPECT_EQ(provider.calls(), 4u);  // generation 1 only
+    // A resume with another seed kernel (or none) is another run.
+    cfg.initial_source.clear();
+    EXPECT_THROW(r.run(cfg, provider), UsageError);
+}
+
+TEST(Search, ReportShowsTheHistory) {
+    SearchRun r;
+    ScriptedProvider provider(evolving);
+    SearchConfig cfg = small(3);
+    cfg.migration_interval = 2;
+    r.run(cfg, provider);
+    std::string text = report_text(*r.store);
+    for (const char* part : {"Task gelu_bias (sm_90), 4 generation(s) committed, stopped: generations",
+                             "Best speedup by generation", "Best speedup by tokens spent", "Migrations: 2"})
+        EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+    std::string svg = report_svg(*r.store);
+    EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+    EXPECT_NE(svg.find("<polyline"), std::string::npos);
+    EXPECT_NE(svg.find("<circle"), std::string::npos);
+    EXPECT_NE(report_html(*r.store).find("<pre>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kevo::evolve

@@ -1,0 +1,34 @@
+// What the search needs from a validator: compile candidates (in parallel) and run them (one at a
+// time). ValidatorEvaluator (validator_evaluator.h) adapts the real kevo::Validator; tests script
+// their own.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "compile/compile.h"
+#include "validate/validate.h"
+
+namespace kevo::evolve {
+
+struct Evaluation {
+    std::string status = "runtime_error";  // a kevo::status_name() value: "ok", "compile_error", ...
+    double speedup = 0;
+    std::string feedback;    // for prompts: timings when ok, else the compile log / error / first mismatch
+    nlohmann::json details;  // the full result (ValidationResult::to_json() for the real validator)
+    bool ok() const { return status == "ok"; }
+};
+
+class Evaluator {
+public:
+    virtual ~Evaluator() = default;
+    // The target GPU, for prompts (present == false when unknown).
+    virtual DeviceInfo device() = 0;
+    virtual std::string arch() = 0;  // "sm_90"
+    // Thread-safe: the search compiles several candidates at once.
+    virtual CompileResult compile(const std::string& source) = 0;
+    // Only called for a successful compile, and never concurrently (the search serializes runs).
+    virtual Evaluation run(const CompileResult& compiled) = 0;
+};
+
+}  // namespace kevo::evolve

@@ -1,0 +1,36 @@
+// Prompt templates: Markdown files with {{placeholders}}. The defaults (tool/evolve/prompts/*.md)
+// are embedded into the binary at build time; `--prompts DIR` overrides any of them with
+// DIR/<name>.md.
+//
+// Templates and their placeholders:
+//   system       (none)
+//   abi          (none)                      the kernel ABI text with a short example
+//   seed         task_name task reference abi gpu
+//   mutate_full  task_name task reference abi gpu parent_code parent_metrics inspirations feedback
+//   mutate_diff  the same as mutate_full; asks for SEARCH/REPLACE edits
+//   repair       task_name task reference abi gpu code error
+#pragma once
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kevo::evolve {
+
+class Prompts {
+public:
+    Prompts();  // the embedded defaults
+    static const std::vector<std::string>& names();
+    // Replaces the templates that DIR/<name>.md provides. Throws UsageError when DIR is not a
+    // directory or provides none of them.
+    void load_overrides(const std::filesystem::path& dir);
+    const std::string& text(const std::string& name) const;
+    // Substitutes {{key}} by vars[key] (values are not scanned again). Throws UsageError naming the
+    // template on a placeholder that `vars` lacks.
+    std::string render(const std::string& name, const std::map<std::string, std::string>& vars) const;
+
+private:
+    std::map<std::string, std::string> templates_;
+};
+
+}  // namespace kevo::evolve

@@ -1,0 +1,95 @@
+// The evolution loop: islands of MAP-Elites archives, LLM mutations (full rewrite or
+// SEARCH/REPLACE edits), a repair loop, migration, restarts on stagnation, budgets, and a state
+// store that makes every run resumable.
+//
+// A run is a sequence of generations. Generation 0 makes the seed program (the user's --initial
+// kernel, else the LLM's first straightforward kernel) and gives it to every island. Each later
+// generation runs `children` slots per island concurrently; a slot picks a parent in its island's
+// archive (fitness-proportional with a temperature), asks the LLM for a child, validates it and
+// repairs it up to `repair_attempts` times. When all slots are done the generation is committed:
+// children enter their archives, migration and restarts happen, and the islands' new state goes to
+// the store in one transaction.
+//
+// Resume: every LLM call and every candidate is stored under a key derived from its place in the
+// run ("g4.i1.c0.a2"), and every random choice is drawn from a generator seeded by (seed, key).
+// A resumed run replays the unfinished generation from the store — no stored reply is requested
+// again and no evaluated candidate is evaluated again — and then continues.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "evolve/evaluator.h"
+#include "evolve/prompts.h"
+#include "llm/llm.h"
+#include "store/store.h"
+#include "task/task.h"
+
+namespace kevo::evolve {
+
+struct SearchConfig {
+    // Structure: fixed for a run (a resume with different values is refused).
+    int islands = 3;
+    int children = 2;              // slots per island per generation
+    uint64_t seed = 0;
+    // Evolution.
+    int generations = 50;          // evolution generations after the seed generation 0
+    int repair_attempts = 6;       // per failing candidate
+    int migration_interval = 10;   // generations between migrations (0: never)
+    int migrants = 1;              // best programs each island sends to the next (ring)
+    int restart_after = 30;        // generations without improvement before an island restarts (0: never)
+    double temperature = 1.0;      // parent selection (see select_index)
+    std::string mode = "mixed";    // "full" | "diff" | "mixed" (diff with probability diff_share)
+    double diff_share = 0.5;
+    int inspirations = 2;
+    // LLM requests.
+    std::string model;             // empty: the provider picks
+    double llm_temperature = 0.7;
+    int max_tokens = 8192;
+    // Stopping (0: no limit).
+    int64_t budget_tokens = 0;
+    double budget_usd = 0;
+    double max_time_s = 0;         // wall time of this invocation
+    double target_speedup = 0;
+    int jobs = 0;                  // slots run at once (0: all of a generation)
+    std::string initial_source;    // --initial kernel (empty: the LLM writes the seed)
+};
+
+struct Progress {
+    int generation = 0;
+    double best_speedup = 0;
+    int64_t ok = 0, failed = 0, duplicates = 0;
+    int64_t tokens = 0;
+    double cost_usd = 0, elapsed_s = 0;
+};
+
+struct SearchResult {
+    // "generations", "target", "budget", "time", "interrupted", "error: ..."
+    std::string stop_reason;
+    std::optional<store::Program> best;  // the fastest correct program of the whole run
+    std::string best_model;              // the model whose reply produced it ("" for --initial)
+    Progress progress;
+    int generations_committed = 0;       // generations completed so far (0 included)
+};
+
+class Search {
+public:
+    // `task` must outlive the search; the reference source is read once here.
+    Search(const Task& task, SearchConfig config, Prompts prompts, llm::Provider& provider, Evaluator& evaluator,
+           store::Store& store);
+    ~Search();
+    // Called after every evaluation and generation (from worker threads, serialized).
+    void on_progress(std::function<void(const Progress&)> fn);
+    // Runs until a stop condition. `stop` (e.g. set by SIGINT) makes it stop cleanly: no new LLM
+    // request or evaluation starts, the unfinished generation is replayed on resume.
+    // Throws UsageError when the store belongs to another task or another run structure.
+    SearchResult run(const std::atomic<bool>* stop = nullptr);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kevo::evolve
