@@ -1,0 +1,175 @@
+// Task files: what parses, the defaults, and every error the parser reports (file + field).
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "task/task.h"
+
+using namespace kevo;
+using nlohmann::json;
+
+namespace {
+class TaskTest : public ::testing::Test {
+protected:
+    TempDir dir{"kevo-task-test"};
+    fs::path file() const { return dir.path() / "t.json"; }
+    void SetUp() override { write_file_atomic(dir.path() / "ref.cpp", "// reference\n"); }
+    json base() const {
+        return json::parse(R"({
+          "name": "gelu_bias",
+          "reference": {"source": "ref.cpp", "function": "gelu_bias"},
+          "inputs":  [{"name": "x", "dtype": "float32", "shape": ["M", "N"]},
+                      {"name": "bias", "dtype": "float32", "shape": ["N"]}],
+          "outputs": [{"name": "y", "dtype": "float32", "shape": ["M", "N"]}],
+          "shapes":  [{"M": 4096, "N": 4096}, {"M": 33, "N": 1001}]
+        })");
+    }
+    Task parse(const json& j) const { return parse_task(j, file()); }
+    // Asserts that parsing fails with a message naming the file and `field`, containing `text`.
+    void expect_error(const json& j, const std::string& field, const std::string& text) const {
+        try {
+            parse(j);
+            ADD_FAILURE() << "no error for field " << field;
+        } catch (const TaskError& e) {
+            EXPECT_EQ(e.field(), field) << e.what();
+            EXPECT_EQ(e.file(), file().string());
+            EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+            EXPECT_EQ(std::string(e.what()).rfind(file().string() + ": " + field, 0), 0u) << e.what();
+        }
+    }
+};
+}  // namespace
+
+TEST_F(TaskTest, ParsesTheIssueExample) {
+    Task t = parse(base());
+    EXPECT_EQ(t.name, "gelu_bias");
+    EXPECT_EQ(t.reference_function, "gelu_bias");
+    EXPECT_EQ(t.reference_source, (dir.path() / "ref.cpp").lexically_normal());  // relative to the task file
+    ASSERT_EQ(t.inputs.size(), 2u);
+    EXPECT_EQ(t.inputs[1].shape[0].symbol, "N");
+    EXPECT_EQ(t.concrete_shape(t.inputs[0], 1), (std::vector<int64_t>{33, 1001}));
+    EXPECT_EQ(t.shapes.size(), 2u);
+    EXPECT_DOUBLE_EQ(t.atol, 1e-4);
+    EXPECT_DOUBLE_EQ(t.rtol, 1e-4);
+    EXPECT_EQ(t.inputs[0].init.kind, "randn");
+    EXPECT_EQ(t.correctness_trials, 5);
+}
+
+TEST_F(TaskTest, ToleranceDefaultsByDtype) {
+    json j = base();
+    j["inputs"][0]["dtype"] = "float16";
+    j["outputs"][0]["dtype"] = "bfloat16";
+    Task t = parse(j);
+    EXPECT_DOUBLE_EQ(t.atol, 1e-2);
+    EXPECT_DOUBLE_EQ(t.rtol, 1e-2);
+    j["tolerance"] = {{"atol", 0.5}};
+    t = parse(j);
+    EXPECT_DOUBLE_EQ(t.atol, 0.5);
+    EXPECT_DOUBLE_EQ(t.rtol, 1e-2);
+}
+
+TEST_F(TaskTest, AllDtypesAndAliases) {
+    for (const char* d : {"float32", "float16", "bfloat16", "int32", "int64", "bool", "float64", "int8", "uint8", "float", "half"}) {
+        json j = base();
+        j["inputs"][0]["dtype"] = d;
+        if (std::string(d).find("int") != std::string::npos || std::string(d) == "bool") j["inputs"][0].erase("init");
+        EXPECT_NO_THROW(parse(j)) << d;
+    }
+    EXPECT_EQ(dtype_size(DType::bfloat16), 2);
+    EXPECT_EQ(dtype_abi(DType::boolean), 5);
+}
+
+TEST_F(TaskTest, InitKinds) {
+    json j = base();
+    j["inputs"][0]["init"] = {{"kind", "randint"}, {"low", -3}, {"high", 4}};
+    Task t = parse(j);
+    EXPECT_EQ(t.inputs[0].init.kind, "randint");
+    EXPECT_EQ(t.inputs[0].init.a, -3);
+    EXPECT_EQ(t.inputs[0].init.b, 4);
+    j["inputs"][0]["init"] = "ones";
+    EXPECT_EQ(parse(j).inputs[0].init.kind, "ones");
+    j["inputs"][0]["init"] = {{"kind", "full"}, {"value", 2.5}};
+    EXPECT_EQ(parse(j).inputs[0].init.a, 2.5);
+    j["inputs"][0]["init"] = {{"kind", "rand"}, {"low", 1}, {"high", 3}};
+    EXPECT_EQ(parse(j).inputs[0].init.b, 3);
+    // Integer inputs default to random integers, not randn.
+    j = base();
+    j["inputs"][1]["dtype"] = "int64";
+    EXPECT_EQ(parse(j).inputs[1].init.kind, "randint");
+}
+
+TEST_F(TaskTest, LiteralShapesNeedNoShapeSets) {
+    json j = base();
+    j["inputs"][0]["shape"] = {8, 16};
+    j["inputs"][1]["shape"] = {16};
+    j["outputs"][0]["shape"] = {8, 16};
+    j.erase("shapes");
+    Task t = parse(j);
+    ASSERT_EQ(t.shapes.size(), 1u);
+    EXPECT_EQ(t.concrete_shape(t.outputs[0], 0), (std::vector<int64_t>{8, 16}));
+}
+
+TEST_F(TaskTest, HashIgnoresWhereTheFileLivesButNotWhatItSays) {
+    Task a = parse(base());
+    Task b = parse_task(base(), dir.path() / "sub" / ".." / "t.json");
+    EXPECT_EQ(a.hash(), b.hash());
+    json j = base();
+    j["shapes"][1]["M"] = 34;
+    EXPECT_NE(parse(j).hash(), a.hash());
+    j = base();
+    j["tolerance"] = 1e-3;
+    EXPECT_NE(parse(j).hash(), a.hash());
+    EXPECT_EQ(a.reference_hash().size(), 64u);
+}
+
+TEST_F(TaskTest, Errors) {
+    json j;
+    j = base(); j.erase("name");                     expect_error(j, "name", "missing");
+    j = base(); j["name"] = "gelu-bias";             expect_error(j, "name", "not a C identifier");
+    j = base(); j["name"] = 3;                       expect_error(j, "name", "expected a string");
+    j = base(); j.erase("reference");                expect_error(j, "reference", "missing");
+    j = base(); j["reference"]["source"] = "nope.cpp"; expect_error(j, "reference.source", "file not found");
+    j = base(); j["reference"]["function"] = "a b"; expect_error(j, "reference.function", "not a C++ function name");
+    j = base(); j["reference"]["extra"] = 1;         expect_error(j, "reference.extra", "unknown field");
+    j = base(); j["inputs"] = json::array();         expect_error(j, "inputs", "non-empty array");
+    j = base(); j["inputs"][1]["dtype"] = "float33"; expect_error(j, "inputs[1].dtype", "unknown dtype 'float33'");
+    j = base(); j["inputs"][1].erase("shape");       expect_error(j, "inputs[1].shape", "missing");
+    j = base(); j["inputs"][0]["shape"][1] = -4;     expect_error(j, "inputs[0].shape[1]", "positive");
+    j = base(); j["inputs"][0]["shape"][1] = 2.5;    expect_error(j, "inputs[0].shape[1]", "expected an integer or a dimension name");
+    j = base(); j["inputs"][0]["shape"] = json::array({1, 1, 1, 1, 1, 1, 1, 1, 1}); expect_error(j, "inputs[0].shape", "at most 8");
+    j = base(); j["inputs"][1]["name"] = "x";        expect_error(j, "inputs[1].name", "duplicate");
+    j = base(); j["outputs"][0]["name"] = "x";       expect_error(j, "outputs[0].name", "duplicate");
+    j = base(); j["outputs"][0]["init"] = "ones";    expect_error(j, "outputs[0].init", "unknown field");
+    j = base(); j["inputs"][0]["init"] = "gaussian"; expect_error(j, "inputs[0].init.kind", "unknown init 'gaussian'");
+    j = base(); j["inputs"][0]["init"] = {{"kind", "rand"}, {"low", 2}, {"high", 1}}; expect_error(j, "inputs[0].init.high", "greater than low");
+    j = base(); j["inputs"][0]["init"] = {{"kind", "full"}}; expect_error(j, "inputs[0].init.value", "missing");
+    j = base(); j["inputs"][1]["dtype"] = "int32"; j["inputs"][1]["init"] = "randn"; expect_error(j, "inputs[1].init.kind", "randn needs a floating dtype");
+    j = base(); j.erase("shapes");                   expect_error(j, "shapes", "needs a value");
+    j = base(); j["shapes"][1].erase("N");           expect_error(j, "shapes[1]", "dimension 'N' is not bound");
+    j = base(); j["shapes"][0]["K"] = 3;             expect_error(j, "shapes[0].K", "no input or output uses");
+    j = base(); j["shapes"][0]["M"] = 0;             expect_error(j, "shapes[0].M", "positive");
+    j = base(); j["shapes"][0]["M"] = "big";         expect_error(j, "shapes[0].M", "expected an integer");
+    j = base(); j["shapes"][0]["M"] = 1LL << 40;     expect_error(j, "shapes[0]", "exceed 1 TiB");
+    j = base(); j["tolerance"] = {{"atol", -1}};     expect_error(j, "tolerance", ">= 0");
+    j = base(); j["tolerance"] = "loose";            expect_error(j, "tolerance", "expected a number");
+    j = base(); j["trials"] = 0;                     expect_error(j, "trials", "between 1 and 1000");
+    j = base(); j["colour"] = "red";                 expect_error(j, "colour", "unknown field");
+}
+
+TEST_F(TaskTest, LoadReportsUnreadableAndInvalidJson) {
+    try {
+        load_task(dir.path() / "missing.json");
+        ADD_FAILURE();
+    } catch (const TaskError& e) {
+        EXPECT_NE(std::string(e.what()).find("missing.json"), std::string::npos);
+    }
+    write_file_atomic(file(), "{ \"name\": ");
+    try {
+        load_task(file());
+        ADD_FAILURE();
+    } catch (const TaskError& e) {
+        EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+    }
+    write_file_atomic(file(), base().dump());
+    EXPECT_EQ(load_task(file()).name, "gelu_bias");
+}
