@@ -126,4 +126,10 @@ std::string kernel_reply(long variant, double speedup, const std::string& extra_
     return "Here is the kernel.\n\n```cuda\n" + kernel_source(variant, speedup, extra_marker) + "```\n";
 }
 
+std::string evolving(const llm::ChatRequest& r) {
+    long v = static_cast<long>(r.seed.value());
+    if (prompt_kind(r) == "seed" || prompt_kind(r) == "repair") return kernel_reply(v, 1.0);
+    return kernel_reply(v, 1.0 + static_cast<double>(v % 1000) / 500.0);
+}
+
 }  // namespace kevo::evolve::testing

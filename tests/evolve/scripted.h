@@ -66,5 +66,8 @@ const std::string& user_prompt(const llm::ChatRequest& request);
 // A kernel (in a ```cuda fence) with a distinct body per `variant` and the given markers.
 std::string kernel_reply(long variant, double speedup, const std::string& extra_marker = "");
 std::string kernel_source(long variant, double speedup, const std::string& extra_marker = "");
+// A deterministic "LLM": seeds and repairs give plain 1.0x kernels, mutations distinct kernels
+// between 1x and 3x (chosen by the request's seed).
+std::string evolving(const llm::ChatRequest& request);
 
 }  // namespace kevo::evolve::testing

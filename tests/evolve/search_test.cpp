@@ -21,12 +21,7 @@ using testing::ScriptedEvaluator;
 using testing::ScriptedProvider;
 using testing::user_prompt;
 
-// Seeds make plain 1.0x kernels; mutations make distinct kernels between 1x and 3x.
-std::string evolving(const llm::ChatRequest& r) {
-    long v = static_cast<long>(r.seed.value());
-    if (prompt_kind(r) == "seed" || prompt_kind(r) == "repair") return kernel_reply(v, 1.0);
-    return kernel_reply(v, 1.0 + static_cast<double>(v % 1000) / 500.0);
-}
+using testing::evolving;
 
 struct SearchRun {
     TempDir dir;

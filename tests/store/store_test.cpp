@@ -42,6 +42,8 @@ TEST(Store, MetaCallsAndBudgetPersistAcrossReopen) {
     ASSERT_TRUE(c);
     EXPECT_EQ(c->reply, "```cuda\nint x;\n```");
     EXPECT_EQ(c->kind, "seed");
+    ASSERT_EQ(s->llm_calls().size(), 2u);
+    EXPECT_EQ(s->llm_calls()[1].key, "g1.i0.c0.a0");
     Spent spent = s->spent();
     EXPECT_EQ(spent.calls, 2);
     EXPECT_EQ(spent.tokens(), 240);

@@ -113,6 +113,25 @@ Program read_program(const Stmt& s) {
     return p;
 }
 
+const char* kCallColumns =
+    "id, key, kind, request, reply, model, prompt_tokens, completion_tokens, cost_usd, latency_s, created";
+
+LlmCall read_call(const Stmt& s) {
+    LlmCall c;
+    c.id = s.i64(0);
+    c.key = s.text(1);
+    c.kind = s.text(2);
+    c.request = s.json(3);
+    c.reply = s.text(4);
+    c.model = s.text(5);
+    c.prompt_tokens = s.i64(6);
+    c.completion_tokens = s.i64(7);
+    c.cost_usd = s.real(8);
+    c.latency_s = s.real(9);
+    c.created = s.real(10);
+    return c;
+}
+
 class SqliteStore : public Store {
 public:
     explicit SqliteStore(const std::string& path) {
@@ -160,24 +179,17 @@ public:
 
     std::optional<LlmCall> find_llm_call(const std::string& key) override {
         std::lock_guard<std::mutex> lock(mu_);
-        Stmt s(db_,
-               "SELECT id, key, kind, request, reply, model, prompt_tokens, completion_tokens, cost_usd, latency_s, "
-               "created FROM llm_calls WHERE key=?");
+        Stmt s(db_, (std::string("SELECT ") + kCallColumns + " FROM llm_calls WHERE key=?").c_str());
         s.bind(1, key);
         if (!s.step()) return std::nullopt;
-        LlmCall c;
-        c.id = s.i64(0);
-        c.key = s.text(1);
-        c.kind = s.text(2);
-        c.request = s.json(3);
-        c.reply = s.text(4);
-        c.model = s.text(5);
-        c.prompt_tokens = s.i64(6);
-        c.completion_tokens = s.i64(7);
-        c.cost_usd = s.real(8);
-        c.latency_s = s.real(9);
-        c.created = s.real(10);
-        return c;
+        return read_call(s);
+    }
+    std::vector<LlmCall> llm_calls() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt s(db_, (std::string("SELECT ") + kCallColumns + " FROM llm_calls ORDER BY id").c_str());
+        std::vector<LlmCall> out;
+        while (s.step()) out.push_back(read_call(s));
+        return out;
     }
     int64_t add_llm_call(const LlmCall& c) override {
         std::lock_guard<std::mutex> lock(mu_);

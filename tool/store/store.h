@@ -84,6 +84,7 @@ public:
     // Inserts the call (key must be new); returns its id. The budget spent grows with it.
     virtual int64_t add_llm_call(const LlmCall& call) = 0;
     virtual Spent spent() = 0;
+    virtual std::vector<LlmCall> llm_calls() = 0;  // by id
 
     virtual std::optional<Program> find_program(const std::string& key) = 0;
     virtual std::optional<Program> get_program(int64_t id) = 0;

@@ -1,0 +1,109 @@
+// Kill -9 in the middle of a search, then run the same search again: nothing committed is lost,
+// no stored reply is requested again, no evaluated candidate is evaluated again, and the outcome
+// equals that of an uninterrupted run.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "common/fs.h"
+#include "store/store.h"
+
+namespace kevo {
+namespace {
+
+std::vector<std::string> lines(const fs::path& p) {
+    std::vector<std::string> out;
+    std::ifstream in(p);
+    for (std::string l; std::getline(in, l);)
+        if (!l.empty()) out.push_back(l);
+    return out;
+}
+
+pid_t spawn(const std::vector<std::string>& args) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        std::vector<char*> argv;
+        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
+int wait_exit(pid_t pid) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+std::vector<std::string> driver(const fs::path& dir, const std::string& delay) {
+    return {KEVO_SEARCH_DRIVER, (dir / "state.db").string(), "6", delay, (dir / "llm.log").string(),
+            (dir / "eval.log").string()};
+}
+
+std::vector<std::tuple<std::string, std::string, std::string>> outcome(store::Store& s) {
+    std::vector<std::tuple<std::string, std::string, std::string>> out;
+    for (const auto& p : s.programs()) out.emplace_back(p.key, p.source, p.status);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+TEST(SearchKill, ResumesAfterKill9WithoutRepayingOrReevaluating) {
+    TempDir straight, killed;
+    ASSERT_EQ(wait_exit(spawn(driver(straight.path(), "0"))), 0);
+
+    // Each evaluation takes 50 ms; kill while generation 3 or so is being evaluated.
+    pid_t pid = spawn(driver(killed.path(), "0.05"));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (lines(killed.path() / "eval.log").size() < 12 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(pid, SIGKILL);
+    ASSERT_EQ(wait_exit(pid), -SIGKILL);
+
+    // What the killed process had committed.
+    std::set<std::string> paid_seeds, evaluated;
+    int committed_generations;
+    {
+        auto s = store::open_store((killed.path() / "state.db").string());
+        committed_generations = s->last_generation() + 1;
+        for (const auto& p : s->programs())
+            if (p.status != "pending" && p.status != "duplicate" && p.status != "no_code") evaluated.insert(p.norm_hash);
+        ASSERT_FALSE(evaluated.empty());
+    }
+    {
+        // Seeds of committed LLM calls, from the store's own record of each request.
+        auto s = store::open_store((killed.path() / "state.db").string());
+        for (const auto& c : s->llm_calls()) paid_seeds.insert(std::to_string(c.request.at("seed").get<int64_t>()));
+    }
+    ASSERT_GT(committed_generations, 0);
+    ASSERT_LT(committed_generations, 7) << "the run finished before it was killed";
+    size_t llm_before = lines(killed.path() / "llm.log").size();
+    size_t eval_before = lines(killed.path() / "eval.log").size();
+
+    ASSERT_EQ(wait_exit(spawn(driver(killed.path(), "0"))), 0);
+
+    auto llm_after = lines(killed.path() / "llm.log");
+    auto eval_after = lines(killed.path() / "eval.log");
+    for (size_t i = llm_before; i < llm_after.size(); ++i)
+        EXPECT_FALSE(paid_seeds.count(llm_after[i])) << "a stored reply was requested again";
+    for (size_t i = eval_before; i < eval_after.size(); ++i)
+        EXPECT_FALSE(evaluated.count(eval_after[i])) << "an evaluated candidate was evaluated again";
+
+    auto a = store::open_store((straight.path() / "state.db").string());
+    auto b = store::open_store((killed.path() / "state.db").string());
+    EXPECT_EQ(outcome(*b), outcome(*a));
+    EXPECT_EQ(b->spent().calls, a->spent().calls);
+    EXPECT_EQ(b->history().size(), 7u);
+    // Requests repeated after the kill are only those whose replies had not been committed yet.
+    EXPECT_LE(llm_after.size(), lines(straight.path() / "llm.log").size() + 4);
+}
+
+}  // namespace
+}  // namespace kevo
