@@ -21,7 +21,7 @@ struct EchoModel : Provider {
     }
 };
 
-TEST(ModelChoice, ParsesNamesAndWeights) {
+TEST(LlmModelChoice, ParsesNamesAndWeights) {
     EXPECT_EQ(parse_model_choice("google/gemini-3-flash:3").name, "google/gemini-3-flash");
     EXPECT_EQ(parse_model_choice("google/gemini-3-flash:3").weight, 3);
     EXPECT_EQ(parse_model_choice("z-ai/glm-5:0.5").weight, 0.5);
@@ -34,7 +34,7 @@ TEST(ModelChoice, ParsesNamesAndWeights) {
     EXPECT_THROW(parse_model_choice(":2"), UsageError);
 }
 
-TEST(ModelChoice, PicksInProportionToTheWeights) {
+TEST(LlmModelChoice, PicksInProportionToTheWeights) {
     ClientConfig cc;
     cc.models = {{"heavy", 3}, {"light", 1}};
     cc.seed = 1;
@@ -47,12 +47,12 @@ TEST(ModelChoice, PicksInProportionToTheWeights) {
     EXPECT_EQ(client.totals().requests, 401);
 }
 
-TEST(ModelChoice, NoModelAnywhereIsAnError) {
+TEST(LlmModelChoice, NoModelAnywhereIsAnError) {
     Client client(std::make_shared<EchoModel>(), ClientConfig{});
     EXPECT_THROW(client.chat({}), LlmError);
 }
 
-class ApiKeyTest : public ::testing::Test {
+class LlmApiKey : public ::testing::Test {
 protected:
     void SetUp() override {
         for (const char* v : {"KERNELEVO_API_KEY", "OPENROUTER_API_KEY", "OPENAI_API_KEY", "MY_KEY"}) unsetenv(v);
@@ -60,7 +60,7 @@ protected:
     void TearDown() override { SetUp(); }
 };
 
-TEST_F(ApiKeyTest, LookupOrderPerHost) {
+TEST_F(LlmApiKey, LookupOrderPerHost) {
     const std::string openrouter = "https://openrouter.ai/api/v1", openai = "https://api.openai.com/v1",
                       local = "http://localhost:8000/v1";
     EXPECT_TRUE(find_api_key(openrouter).value.empty());

@@ -41,7 +41,7 @@ struct Log {
     }
 };
 
-class HttpTest : public ::testing::Test {
+class LlmHttp : public ::testing::Test {
 protected:
     HttpConfig config() {
         HttpConfig c;
@@ -84,7 +84,7 @@ protected:
     Log log;
 };
 
-TEST_F(HttpTest, SuccessSendsTheRequestAndParsesTheReply) {
+TEST_F(LlmHttp, SuccessSendsTheRequestAndParsesTheReply) {
     server.push({200, {}, chat_body("the answer", "stop", 17, 4, 0.00123, "vendor/model-v2")});
     HttpProvider provider(config());
     ChatResponse r = provider.chat(request());
@@ -115,7 +115,7 @@ TEST_F(HttpTest, SuccessSendsTheRequestAndParsesTheReply) {
     EXPECT_EQ(body["stream"], false);
 }
 
-TEST_F(HttpTest, NoKeyMeansNoAuthorizationHeaderAndNoCostWhenUnreported) {
+TEST_F(LlmHttp, NoKeyMeansNoAuthorizationHeaderAndNoCostWhenUnreported) {
     server.push({200, {}, chat_body("ok")});
     HttpConfig c = config();
     c.api_key.clear();
@@ -124,7 +124,7 @@ TEST_F(HttpTest, NoKeyMeansNoAuthorizationHeaderAndNoCostWhenUnreported) {
     EXPECT_EQ(server.requests().at(0).headers.count("authorization"), 0u);
 }
 
-TEST_F(HttpTest, RetriesA429HonouringRetryAfter) {
+TEST_F(LlmHttp, RetriesA429HonouringRetryAfter) {
     server.push({429, {{"Retry-After", "1"}}, R"({"error":{"message":"slow down"}})"});
     server.push({200, {}, chat_body("after the wait")});
     HttpProvider provider(config());
@@ -140,7 +140,7 @@ TEST_F(HttpTest, RetriesA429HonouringRetryAfter) {
     EXPECT_NE(log.all().find("retrying in 1 s"), std::string::npos) << log.all();
 }
 
-TEST_F(HttpTest, GivesUpWhenRetryAfterExceedsTheRetryCap) {
+TEST_F(LlmHttp, GivesUpWhenRetryAfterExceedsTheRetryCap) {
     server.push({429, {{"Retry-After", "3600"}}, R"({"error":{"message":"come back in an hour"}})"});
     HttpProvider provider(config());
     auto start = std::chrono::steady_clock::now();
@@ -153,7 +153,7 @@ TEST_F(HttpTest, GivesUpWhenRetryAfterExceedsTheRetryCap) {
     EXPECT_EQ(server.requests().size(), 1u);
 }
 
-TEST_F(HttpTest, Retries500ThenSucceeds) {
+TEST_F(LlmHttp, Retries500ThenSucceeds) {
     server.push({500, {}, R"({"error":{"message":"upstream exploded"}})"});
     server.push({200, {}, chat_body("recovered")});
     ChatResponse r = HttpProvider(config()).chat(request());
@@ -162,7 +162,7 @@ TEST_F(HttpTest, Retries500ThenSucceeds) {
     EXPECT_EQ(server.requests().size(), 2u);
 }
 
-TEST_F(HttpTest, PersistentServerErrorsExhaustTheAttempts) {
+TEST_F(LlmHttp, PersistentServerErrorsExhaustTheAttempts) {
     server.set_default({503, {}, "<html>Service Unavailable</html>"});
     auto e = expect_throw<HttpError>([&] { HttpProvider(config()).chat(request()); });
     EXPECT_EQ(e.status, 503);
@@ -172,7 +172,7 @@ TEST_F(HttpTest, PersistentServerErrorsExhaustTheAttempts) {
     EXPECT_EQ(server.requests().size(), 3u);
 }
 
-TEST_F(HttpTest, AReplySlowerThanTheReadTimeoutFails) {
+TEST_F(LlmHttp, AReplySlowerThanTheReadTimeoutFails) {
     server.set_default({200, {}, chat_body("too late"), 3.0});
     HttpConfig c = config();
     c.read_timeout_s = 0.3;
@@ -185,20 +185,20 @@ TEST_F(HttpTest, AReplySlowerThanTheReadTimeoutFails) {
     EXPECT_EQ(server.requests().size(), 2u) << "a timeout is retried";
 }
 
-TEST_F(HttpTest, MalformedJsonIsATypedErrorAndNotRetried) {
+TEST_F(LlmHttp, MalformedJsonIsATypedErrorAndNotRetried) {
     server.push({200, {}, "{\"choices\": [ this is not json"});
     auto e = expect_throw<MalformedReply>([&] { HttpProvider(config()).chat(request()); });
     EXPECT_NE(std::string(e.what()).find("not a JSON object"), std::string::npos) << e.what();
     EXPECT_EQ(server.requests().size(), 1u);
 }
 
-TEST_F(HttpTest, EmptyChoicesIsATypedError) {
+TEST_F(LlmHttp, EmptyChoicesIsATypedError) {
     server.push({200, {}, R"({"model":"m","choices":[]})"});
     auto e = expect_throw<EmptyReply>([&] { HttpProvider(config()).chat(request()); });
     EXPECT_NE(std::string(e.what()).find("no choices"), std::string::npos) << e.what();
 }
 
-TEST_F(HttpTest, Unauthorized401IsNotRetriedAndSaysWhy) {
+TEST_F(LlmHttp, Unauthorized401IsNotRetriedAndSaysWhy) {
     // Servers like to echo the key they rejected: it must not reach the message.
     server.set_default({401, {}, R"({"error":{"message":"Incorrect API key provided: )" + kKey + R"("}})"});
     auto e = expect_throw<HttpError>([&] { HttpProvider(config()).chat(request()); });
@@ -212,7 +212,7 @@ TEST_F(HttpTest, Unauthorized401IsNotRetriedAndSaysWhy) {
     EXPECT_EQ(what.find(kKey), std::string::npos) << what;
 }
 
-TEST_F(HttpTest, UnknownModel404NamesTheModel) {
+TEST_F(LlmHttp, UnknownModel404NamesTheModel) {
     server.set_default({404, {}, R"({"error":{"message":"No endpoints found"}})"});
     auto e = expect_throw<HttpError>([&] { HttpProvider(config()).chat(request()); });
     EXPECT_FALSE(e.retryable);
@@ -220,7 +220,7 @@ TEST_F(HttpTest, UnknownModel404NamesTheModel) {
     EXPECT_NE(std::string(e.what()).find("unknown model 'test/model'"), std::string::npos) << e.what();
 }
 
-TEST_F(HttpTest, CutOffByTheTokenLimitIsATypedErrorWithThePartialReply) {
+TEST_F(LlmHttp, CutOffByTheTokenLimitIsATypedErrorWithThePartialReply) {
     server.push({200, {}, chat_body("__global__ void k(", "length", 50, 123)});
     auto e = expect_throw<TruncatedReply>([&] { HttpProvider(config()).chat(request()); });
     EXPECT_FALSE(e.retryable);
@@ -229,7 +229,7 @@ TEST_F(HttpTest, CutOffByTheTokenLimitIsATypedErrorWithThePartialReply) {
     EXPECT_NE(std::string(e.what()).find("max_tokens 123"), std::string::npos) << e.what();
 }
 
-TEST_F(HttpTest, ConnectionRefusedIsARetryableNetworkError) {
+TEST_F(LlmHttp, ConnectionRefusedIsARetryableNetworkError) {
     HttpConfig c = config();
     {
         LoopbackServer closed;   // a port that was just free
@@ -242,7 +242,7 @@ TEST_F(HttpTest, ConnectionRefusedIsARetryableNetworkError) {
     EXPECT_NE(std::string(e.what()).find("gave up after 2 attempts"), std::string::npos) << e.what();
 }
 
-TEST_F(HttpTest, RejectsABadUrl) {
+TEST_F(LlmHttp, RejectsABadUrl) {
     HttpConfig c = config();
     c.base_url = "openrouter.ai/api/v1";
     EXPECT_THROW(HttpProvider{c}, UsageError);
@@ -250,7 +250,7 @@ TEST_F(HttpTest, RejectsABadUrl) {
 
 // ---- Client ---------------------------------------------------------------------------------------
 
-TEST_F(HttpTest, TokenCapStopsNewRequests) {
+TEST_F(LlmHttp, TokenCapStopsNewRequests) {
     server.set_default({200, {}, chat_body("ok", "stop", 10, 5)});
     ClientConfig cc;
     cc.models = {{"test/model", 1}};
@@ -271,7 +271,7 @@ TEST_F(HttpTest, TokenCapStopsNewRequests) {
     EXPECT_EQ(t.completion_tokens, 10);
 }
 
-TEST_F(HttpTest, CostCapStopsNewRequests) {
+TEST_F(LlmHttp, CostCapStopsNewRequests) {
     server.set_default({200, {}, chat_body("ok", "stop", 10, 5, 0.01)});
     ClientConfig cc;
     cc.max_in_flight = 1;
@@ -286,7 +286,7 @@ TEST_F(HttpTest, CostCapStopsNewRequests) {
     EXPECT_NEAR(client.totals().cost_usd, 0.02, 1e-12);
 }
 
-TEST_F(HttpTest, TruncatedRepliesCountAgainstTheBudget) {
+TEST_F(LlmHttp, TruncatedRepliesCountAgainstTheBudget) {
     server.set_default({200, {}, chat_body("partial", "length", 10, 100)});
     ClientConfig cc;
     cc.max_total_tokens = 100;
@@ -297,7 +297,7 @@ TEST_F(HttpTest, TruncatedRepliesCountAgainstTheBudget) {
     EXPECT_EQ(client.totals().total_tokens(), 110);
 }
 
-TEST_F(HttpTest, SeveralRequestsInFlightWithinTheLimit) {
+TEST_F(LlmHttp, SeveralRequestsInFlightWithinTheLimit) {
     server.set_default({200, {}, chat_body("ok"), 0.3});
     ClientConfig cc;
     cc.max_in_flight = 3;
@@ -313,7 +313,7 @@ TEST_F(HttpTest, SeveralRequestsInFlightWithinTheLimit) {
     EXPECT_EQ(client.totals().requests, 9);
 }
 
-TEST_F(HttpTest, DestroyingTheClientCancelsRetryWaits) {
+TEST_F(LlmHttp, DestroyingTheClientCancelsRetryWaits) {
     server.set_default({503, {{"Retry-After", "30"}}, "busy"});
     HttpConfig c = config();
     c.retry_total_max_s = 100;
@@ -329,7 +329,7 @@ TEST_F(HttpTest, DestroyingTheClientCancelsRetryWaits) {
     EXPECT_LT(seconds_since(start), 3);
 }
 
-TEST_F(HttpTest, TheKeyNeverReachesLogsTranscriptsOrErrors) {
+TEST_F(LlmHttp, TheKeyNeverReachesLogsTranscriptsOrErrors) {
     TempDir dir("kevo-llm-test");
     const auto transcript = dir.path() / "t.jsonl";
     server.push({429, {{"Retry-After", "0"}}, R"({"error":{"message":"key )" + kKey + R"( is rate limited"}})"});
@@ -364,7 +364,7 @@ TEST_F(HttpTest, TheKeyNeverReachesLogsTranscriptsOrErrors) {
 
 // ---- Transcript and replay ------------------------------------------------------------------------
 
-TEST_F(HttpTest, TranscriptRecordsEveryExchangeAndReplaysThem) {
+TEST_F(LlmHttp, TranscriptRecordsEveryExchangeAndReplaysThem) {
     TempDir dir("kevo-llm-test");
     const auto transcript = dir.path() / "sub" / "t.jsonl";
     server.push({200, {}, chat_body("first", "stop", 1, 2, 0.5)});
@@ -419,7 +419,7 @@ TEST_F(HttpTest, TranscriptRecordsEveryExchangeAndReplaysThem) {
     EXPECT_THROW(in_order.chat(c), LlmError);
 }
 
-TEST_F(HttpTest, MakeClientBuildsAClientFromTheSharedOptions) {
+TEST_F(LlmHttp, MakeClientBuildsAClientFromTheSharedOptions) {
     server.set_default({200, {}, chat_body("ok")});
     LlmOptions o;
     o.url = server.base_url();

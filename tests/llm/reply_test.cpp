@@ -25,18 +25,18 @@ std::string message_of(const std::function<void()>& f) {
     return "";
 }
 
-TEST(ExtractKernel, SingleCudaBlock) {
+TEST(LlmExtractKernel, SingleCudaBlock) {
     EXPECT_EQ(extract_kernel("Here is the kernel:\n```cuda\n" + kKernel + "```\nIt is fast."), kKernel);
 }
 
-TEST(ExtractKernel, AcceptsCppAndUntaggedFencesAndTildes) {
+TEST(LlmExtractKernel, AcceptsCppAndUntaggedFencesAndTildes) {
     for (const std::string fence : {"```cpp", "```c++", "```", "```CUDA", "~~~cu", "```cuda title=k.cu"}) {
         const std::string close = fence[0] == '~' ? "~~~" : "```";
         EXPECT_EQ(extract_kernel("text\n" + fence + "\n" + kKernel + close + "\n"), kKernel) << fence;
     }
 }
 
-TEST(ExtractKernel, SeveralBlocksPicksTheOneDefiningKevoForward) {
+TEST(LlmExtractKernel, SeveralBlocksPicksTheOneDefiningKevoForward) {
     std::string reply = "First the helper:\n```cuda\n__device__ float sq(float x) { return x * x; }\n```\n"
                         "Usage:\n```cpp\nint rc = kevo_forward(in, 1, out, 1, s);\n```\n"
                         "The kernel:\n```cuda\n" + kKernel + "```\n"
@@ -44,24 +44,24 @@ TEST(ExtractKernel, SeveralBlocksPicksTheOneDefiningKevoForward) {
     EXPECT_EQ(extract_kernel(reply), kKernel);
 }
 
-TEST(ExtractKernel, SeveralDefinitionsPicksTheLast) {
+TEST(LlmExtractKernel, SeveralDefinitionsPicksTheLast) {
     std::string draft = "extern \"C\" int kevo_forward(const kevo_tensor*, int, kevo_tensor*, int, cudaStream_t) { return 1; }\n";
     EXPECT_EQ(extract_kernel("Draft:\n```cuda\n" + draft + "```\nFinal:\n```cuda\n" + kKernel + "```\n"), kKernel);
 }
 
-TEST(ExtractKernel, NoBlockIsAClearError) {
+TEST(LlmExtractKernel, NoBlockIsAClearError) {
     std::string m = message_of([] { extract_kernel("I think you should use shared memory tiling."); });
     EXPECT_NE(m.find("no code block"), std::string::npos) << m;
     m = message_of([] { extract_kernel("```python\nimport torch\n```"); });
     EXPECT_NE(m.find("only blocks in other languages"), std::string::npos) << m;
 }
 
-TEST(ExtractKernel, SeveralBlocksWithoutKevoForwardIsAnError) {
+TEST(LlmExtractKernel, SeveralBlocksWithoutKevoForwardIsAnError) {
     std::string m = message_of([] { extract_kernel("```cuda\nint a;\n```\n```cuda\nint b;\n```\n"); });
     EXPECT_NE(m.find("2 code blocks and none defines kevo_forward"), std::string::npos) << m;
 }
 
-TEST(ExtractKernel, CrlfRepliesComeBackWithLf) {
+TEST(LlmExtractKernel, CrlfRepliesComeBackWithLf) {
     std::string crlf;
     for (char c : "Kernel:\n```cuda\n" + kKernel + "```\n") {
         if (c == '\n') crlf += '\r';
@@ -70,17 +70,17 @@ TEST(ExtractKernel, CrlfRepliesComeBackWithLf) {
     EXPECT_EQ(extract_kernel(crlf), kKernel);
 }
 
-TEST(ExtractKernel, BareCodeAndUnterminatedFence) {
+TEST(LlmExtractKernel, BareCodeAndUnterminatedFence) {
     EXPECT_EQ(extract_kernel(kKernel), kKernel);
     EXPECT_EQ(extract_kernel("```cuda\n" + kKernel), kKernel);
 }
 
-TEST(ExtractKernel, NestedFenceInsideALongerFence) {
+TEST(LlmExtractKernel, NestedFenceInsideALongerFence) {
     std::string inner = "// usage in docs:\n// ```cuda\n" + kKernel;
     EXPECT_EQ(extract_kernel("````cuda\n" + inner + "````\n"), inner);
 }
 
-TEST(DefinesKevoForward, DefinitionsOnly) {
+TEST(LlmDefinesKevoForward, DefinitionsOnly) {
     EXPECT_TRUE(defines_kevo_forward(kKernel));
     EXPECT_TRUE(defines_kevo_forward("extern \"C\" int kevo_forward(A a) noexcept\n{ return 0; }"));
     EXPECT_TRUE(defines_kevo_forward("int kevo_forward(A a) __attribute__((used)) { return 0; }"));
@@ -103,7 +103,7 @@ const std::string kParent =
     "    if (i < n) y[i] = 1;\n"
     "}\n";
 
-TEST(ApplyEdits, ReplacesAUniqueMatch) {
+TEST(LlmApplyEdits, ReplacesAUniqueMatch) {
     std::string reply = "Make k2 write 2:\n```cuda\n<<<<<<< SEARCH\n    if (i < n) y[i] = 1;\n=======\n"
                         "    if (i < n) y[i] = 2;\n>>>>>>> REPLACE\n```\n";
     std::string out = apply_edits(kParent, reply);
@@ -112,7 +112,7 @@ TEST(ApplyEdits, ReplacesAUniqueMatch) {
     EXPECT_EQ(out.size(), kParent.size());
 }
 
-TEST(ApplyEdits, SeveralBlocksApplyInOrder) {
+TEST(LlmApplyEdits, SeveralBlocksApplyInOrder) {
     std::string reply =
         "<<<<<<< SEARCH\n    if (i < n) y[i] = 0;\n=======\n    if (i < n) y[i] = 3;\n>>>>>>> REPLACE\n"
         "then\n"
@@ -121,7 +121,7 @@ TEST(ApplyEdits, SeveralBlocksApplyInOrder) {
     EXPECT_NE(out.find("y[i] = 4;\n}\n// end k\n__global__ void k2"), std::string::npos) << out;
 }
 
-TEST(ApplyEdits, ASearchThatMatchesTwiceIsAPreciseError) {
+TEST(LlmApplyEdits, ASearchThatMatchesTwiceIsAPreciseError) {
     std::string reply = "<<<<<<< SEARCH\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n=======\n"
                         "    int i = threadIdx.x;\n>>>>>>> REPLACE\n";
     std::string m = message_of([&] { apply_edits(kParent, reply); });
@@ -129,7 +129,7 @@ TEST(ApplyEdits, ASearchThatMatchesTwiceIsAPreciseError) {
     EXPECT_NE(m.find("matches 2 places, at lines 2, 6"), std::string::npos) << m;
 }
 
-TEST(ApplyEdits, ASearchThatMatchesNowhereIsAPreciseError) {
+TEST(LlmApplyEdits, ASearchThatMatchesNowhereIsAPreciseError) {
     std::string ok = "<<<<<<< SEARCH\n    if (i < n) y[i] = 0;\n=======\n    if (i < n) y[i] = 9;\n>>>>>>> REPLACE\n";
     std::string bad = "<<<<<<< SEARCH\n__global__ void k2(float* y, int n) {\n    int j = 0;\n=======\nx\n>>>>>>> REPLACE\n";
     std::string m = message_of([&] { apply_edits(kParent, ok + bad); });
@@ -139,7 +139,7 @@ TEST(ApplyEdits, ASearchThatMatchesNowhereIsAPreciseError) {
     EXPECT_NE(m.find("first line occurs at line 5"), std::string::npos) << m;
 }
 
-TEST(ApplyEdits, CrlfEverywhere) {
+TEST(LlmApplyEdits, CrlfEverywhere) {
     auto to_crlf = [](const std::string& s) {
         std::string out;
         for (char c : s) out += c == '\n' ? std::string("\r\n") : std::string(1, c);
@@ -154,12 +154,12 @@ TEST(ApplyEdits, CrlfEverywhere) {
     EXPECT_EQ(apply_edits(to_crlf(kParent), reply), to_crlf(expected));
 }
 
-TEST(ApplyEdits, ToleratesIndentationDifferencesWhenUnambiguous) {
+TEST(LlmApplyEdits, ToleratesIndentationDifferencesWhenUnambiguous) {
     std::string reply = "<<<<<<< SEARCH\n  if (i < n) y[i] = 1;   \n=======\n    if (i < n) y[i] = 5;\n>>>>>>> REPLACE\n";
     EXPECT_NE(apply_edits(kParent, reply).find("y[i] = 5;"), std::string::npos);
 }
 
-TEST(ApplyEdits, MalformedOrMissingBlocks) {
+TEST(LlmApplyEdits, MalformedOrMissingBlocks) {
     EXPECT_NE(message_of([] { apply_edits(kParent, "no edits here"); }).find("no SEARCH/REPLACE edit block"),
               std::string::npos);
     EXPECT_NE(message_of([] { apply_edits(kParent, "<<<<<<< SEARCH\nx\n>>>>>>> REPLACE\n"); }).find("edit block 1"),
@@ -171,12 +171,12 @@ TEST(ApplyEdits, MalformedOrMissingBlocks) {
               std::string::npos);
 }
 
-TEST(ApplyEdits, DeletionAndNoFinalNewline) {
+TEST(LlmApplyEdits, DeletionAndNoFinalNewline) {
     std::string parent = "a\nb\nc";
     EXPECT_EQ(apply_edits(parent, "<<<<<<< SEARCH\nb\n=======\n>>>>>>> REPLACE\n"), "a\nc");
 }
 
-TEST(CandidateFromReply, EditsNeedAParent) {
+TEST(LlmCandidateFromReply, EditsNeedAParent) {
     std::string edit = "<<<<<<< SEARCH\n    if (i < n) y[i] = 1;\n=======\n    if (i < n) y[i] = 2;\n>>>>>>> REPLACE\n";
     EXPECT_NE(candidate_from_reply(edit, &kParent).find("y[i] = 2"), std::string::npos);
     EXPECT_THROW(candidate_from_reply(edit), ReplyError);

@@ -60,7 +60,7 @@ struct ChatResponse {
 
 // Every failure is an LlmError; `retryable` says whether trying again later may help.
 struct LlmError : std::runtime_error {
-    LlmError(const std::string& what, bool retryable) : std::runtime_error(what), retryable(retryable) {}
+    LlmError(const std::string& what, bool can_retry) : std::runtime_error(what), retryable(can_retry) {}
     bool retryable;
 };
 // The run's token or cost cap is reached: no new request is sent.
@@ -70,7 +70,8 @@ struct BudgetExceeded : LlmError {
 // The server answered with an HTTP error status (after any retries). 400/401/403/404 are never
 // retried; 429 and 5xx are retried first and surface here once the retries are used up.
 struct HttpError : LlmError {
-    HttpError(const std::string& what, int status, bool retryable) : LlmError(what, retryable), status(status) {}
+    HttpError(const std::string& what, int http_status, bool can_retry)
+        : LlmError(what, can_retry), status(http_status) {}
     int status;
 };
 // The server's reply is not JSON or not a Chat Completions object.
@@ -84,8 +85,8 @@ struct EmptyReply : LlmError {
 // The reply was cut off by max_tokens (finish_reason "length"). `response` holds the partial
 // content and the usage, which the client still counts against the budget.
 struct TruncatedReply : LlmError {
-    TruncatedReply(const std::string& what, ChatResponse response)
-        : LlmError(what, false), response(std::move(response)) {}
+    TruncatedReply(const std::string& what, ChatResponse partial)
+        : LlmError(what, false), response(std::move(partial)) {}
     ChatResponse response;
 };
 // Client::cancel() or the client's destruction stopped the request.

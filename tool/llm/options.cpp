@@ -48,7 +48,7 @@ void add_llm_options(CLI::App& app, LlmOptions& o) {
         ->type_name("FILE")->group(g);
     app.add_option("--llm-replay", o.replay,
                    "Answer from a recorded transcript instead of the network, matching requests by hash")
-        ->check(CLI::ExistingFile)->type_name("FILE")->group(g);
+        ->check(CLI::ExistingFile.description(""))->type_name("FILE")->group(g);
     app.add_flag("--llm-replay-in-order", o.replay_in_order,
                  "With --llm-replay: serve the recorded replies in file order, whatever is asked")
         ->group(g);
