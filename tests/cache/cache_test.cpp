@@ -1,0 +1,154 @@
+// The kernel cache: store/lookup, staleness (task, reference, edited source), broken entries.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cache/cache.h"
+#include "common/fs.h"
+#include "common/hash.h"
+#include "task/task.h"
+
+namespace fs = std::filesystem;
+using namespace kevo;
+
+namespace {
+
+class Cache : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir = std::make_unique<TempDir>("kevo-cache-test");
+        write_file_atomic(dir->path() / "ref.cpp", "at::Tensor scale(const at::Tensor& x) { return x * 2; }\n");
+        write_file_atomic(dir->path() / "task.json", R"({"name": "scale", "reference": {"source": "ref.cpp", "function": "scale"},
+            "inputs": [{"name": "x", "dtype": "float32", "shape": ["N"]}],
+            "outputs": [{"name": "y", "dtype": "float32", "shape": ["N"]}], "shapes": [{"N": 1000}]})");
+        task = load_task(dir->path() / "task.json");
+        cache_dir = dir->path() / "kernels";
+    }
+    cache::EntryMeta meta() const {
+        cache::EntryMeta m;
+        m.function = "scale";
+        m.arch = "sm_90";
+        m.task_hash = task.hash();
+        m.reference_hash = task.reference_hash();
+        m.origin = "manual";
+        m.speedup = 2.5;
+        return m;
+    }
+    cache::Lookup look(const std::string& arch = "sm_90") const {
+        return cache::lookup(cache_dir, "scale", arch, task.hash(), task.reference_hash());
+    }
+    std::unique_ptr<TempDir> dir;
+    Task task;
+    fs::path cache_dir;
+};
+
+const char* kKernel = "#include <kernelevo/abi.h>\nextern \"C\" int kevo_forward(const kevo_tensor*, int, kevo_tensor*, int, cudaStream_t) { return 0; }\n";
+
+TEST_F(Cache, MissingEntry) {
+    auto l = look();
+    EXPECT_EQ(l.state, cache::State::missing);
+    EXPECT_EQ(l.source, cache_dir / "scale" / "sm_90.cu");
+    EXPECT_EQ(l.metadata, cache_dir / "scale" / "sm_90.json");
+}
+
+TEST_F(Cache, StoreThenLookupIsValid) {
+    cache::store(cache_dir, kKernel, meta());
+    ASSERT_TRUE(fs::exists(cache_dir / "scale" / "sm_90.cu"));
+    auto l = look();
+    EXPECT_EQ(l.state, cache::State::valid) << l.reason;
+    ASSERT_TRUE(l.meta);
+    EXPECT_EQ(l.meta->source_hash, sha256_hex(kKernel));
+    EXPECT_EQ(l.meta->speedup, 2.5);
+    EXPECT_EQ(l.meta->origin, "manual");
+    EXPECT_FALSE(l.meta->date.empty());
+    EXPECT_EQ(read_file(cache_dir / "scale" / "sm_90.cu"), kKernel);
+    // Other architectures are still missing.
+    EXPECT_EQ(look("sm_80").state, cache::State::missing);
+}
+
+TEST_F(Cache, MetadataRoundTrips) {
+    auto m = meta();
+    m.validated = false;
+    m.model = "some/model";
+    m.prompt_tokens = 12345;
+    m.validation = {{"status", "unvalidated"}};
+    m.note = "hand-written";
+    auto back = cache::EntryMeta::from_json(m.to_json());
+    EXPECT_EQ(back.to_json(), m.to_json());
+    EXPECT_FALSE(back.validated);
+    EXPECT_THROW(cache::EntryMeta::from_json(nlohmann::json{{"function", "x"}}), UsageError);
+}
+
+TEST_F(Cache, TaskChangeMakesItStale) {
+    cache::store(cache_dir, kKernel, meta());
+    auto l = cache::lookup(cache_dir, "scale", "sm_90", "0000", task.reference_hash());
+    EXPECT_EQ(l.state, cache::State::stale);
+    EXPECT_NE(l.reason.find("task changed"), std::string::npos) << l.reason;
+}
+
+TEST_F(Cache, ReferenceChangeMakesItStale) {
+    cache::store(cache_dir, kKernel, meta());
+    write_file_atomic(dir->path() / "ref.cpp", "at::Tensor scale(const at::Tensor& x) { return x * 3; }\n");
+    Task changed = load_task(dir->path() / "task.json");
+    EXPECT_EQ(changed.hash(), task.hash());  // only the reference changed
+    auto l = cache::lookup(cache_dir, "scale", "sm_90", changed.hash(), changed.reference_hash());
+    EXPECT_EQ(l.state, cache::State::stale);
+    EXPECT_NE(l.reason.find("reference source changed"), std::string::npos) << l.reason;
+}
+
+TEST_F(Cache, EditedSourceMakesItStale) {
+    cache::store(cache_dir, kKernel, meta());
+    std::ofstream(cache_dir / "scale" / "sm_90.cu", std::ios::app) << "// tweak\n";
+    auto l = look();
+    EXPECT_EQ(l.state, cache::State::stale);
+    EXPECT_NE(l.reason.find("edited"), std::string::npos) << l.reason;
+}
+
+TEST_F(Cache, UncheckedHashesOnlyCheckTheSource) {
+    cache::store(cache_dir, kKernel, meta());
+    EXPECT_EQ(cache::lookup(cache_dir, "scale", "sm_90", "", "").state, cache::State::valid);
+}
+
+TEST_F(Cache, BrokenEntriesAreInvalid) {
+    cache::store(cache_dir, kKernel, meta());
+    write_file_atomic(cache_dir / "scale" / "sm_90.json", "{not json");
+    EXPECT_EQ(look().state, cache::State::invalid);
+    fs::remove(cache_dir / "scale" / "sm_90.json");
+    auto l = look();
+    EXPECT_EQ(l.state, cache::State::invalid);
+    EXPECT_NE(l.reason.find("no metadata"), std::string::npos);
+    // Metadata for another function/arch copied by hand.
+    auto m = meta();
+    m.arch = "sm_80";
+    cache::store(cache_dir, kKernel, m);
+    fs::copy_file(cache_dir / "scale" / "sm_80.json", cache_dir / "scale" / "sm_90.json");
+    EXPECT_EQ(look().state, cache::State::invalid);
+}
+
+TEST_F(Cache, StoreRejectsBadNames) {
+    auto m = meta();
+    m.arch = "90";
+    EXPECT_THROW(cache::store(cache_dir, kKernel, m), UsageError);
+    m = meta();
+    m.function = "../evil";
+    EXPECT_THROW(cache::store(cache_dir, kKernel, m), UsageError);
+}
+
+TEST_F(Cache, ListsEntries) {
+    cache::store(cache_dir, kKernel, meta());
+    auto m = meta();
+    m.arch = "sm_80";
+    cache::store(cache_dir, kKernel, m);
+    write_file_atomic(cache_dir / "other" / "sm_90a.cu", kKernel);
+    write_file_atomic(cache_dir / "other" / "notes.txt", "x");
+    auto e = cache::list_entries(cache_dir);
+    ASSERT_EQ(e.size(), 3u);
+    EXPECT_EQ(e[0].function, "other");
+    EXPECT_EQ(e[0].arch, "sm_90a");
+    EXPECT_EQ(e[1].arch, "sm_80");
+    EXPECT_EQ(e[2].arch, "sm_90");
+    EXPECT_TRUE(cache::list_entries(dir->path() / "nowhere").empty());
+}
+
+}  // namespace

@@ -1,0 +1,303 @@
+// Real `cmake` configure + build of a small user project (tests/cmake/project) and of the example:
+// cache hit / missing / stale reporting, the generated files, the task hashes computed in CMake
+// agreeing with kevo::Task, a configure-time search through a stand-in kernelevo, required
+// kernels, add_subdirectory() mode, and adding an architecture rebuilding only that kernel.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "cache/cache.h"
+#include "common/fs.h"
+#include "common/process.h"
+#include "task/task.h"
+
+namespace fs = std::filesystem;
+using namespace kevo;
+
+namespace {
+
+const fs::path kSource = KEVO_SOURCE_DIR;
+const fs::path kBinary = KEVO_BINARY_DIR;
+
+struct Run {
+    int rc;
+    std::string out;
+};
+
+Run run(std::vector<std::string> argv, const fs::path& cwd = {}, std::map<std::string, std::string> env = {}) {
+    ProcessOptions o;
+    o.argv = std::move(argv);
+    o.cwd = cwd;
+    o.timeout_s = 900;
+    o.env = std::move(env);
+    o.new_session = true;
+    ProcessResult r = run_process(o);
+    return {r.ok() ? 0 : (r.exit_code ? r.exit_code : 99), r.out + r.err};
+}
+
+std::string scale_kernel(float factor) {
+    return "#include <cuda_runtime.h>\n#include <kernelevo/abi.h>\n"
+           "__global__ void scale_kernel(const float* x, float* y, long long n) {\n"
+           "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "  if (i < n) y[i] = x[i] * " + std::to_string(factor) + "f;\n}\n"
+           "extern \"C\" int kevo_forward(const kevo_tensor* in, int, kevo_tensor* out, int, cudaStream_t s) {\n"
+           "  long long n = kevo_numel(&in[0]);\n"
+           "  scale_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>((const float*)in[0].data, (float*)out[0].data, n);\n"
+           "  return cudaGetLastError() != cudaSuccess;\n}\n";
+}
+
+class CMakeProject : public ::testing::Test {
+protected:
+    void SetUp() override {
+        tmp = std::make_unique<TempDir>("kevo-cmake-test");
+        src = tmp->path() / "src";
+        build = tmp->path() / "build";
+        cache_dir = src / "kernels";
+        fs::copy(kSource / "tests" / "cmake" / "project", src, fs::copy_options::recursive);
+    }
+    Run configure(std::vector<std::string> extra = {}) {
+        std::vector<std::string> argv = {KEVO_CMAKE_COMMAND, "-S", src.string(), "-B", build.string(), "-G", "Ninja",
+                                         "-DCMAKE_MAKE_PROGRAM=" KEVO_MAKE_PROGRAM, "-DCMAKE_CUDA_COMPILER=" KEVO_CUDA_COMPILER,
+                                         "-DCMAKE_BUILD_TYPE=Release", "-DKernelEvo_DIR=" + kBinary.string(),
+                                         "-DKEVO_TEST_CACHE_DIR=" + cache_dir.string()};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        Run r = run(argv);
+        last = r.out;
+        return r;
+    }
+    Run build_all() { return run({KEVO_CMAKE_COMMAND, "--build", build.string(), "--", "-j2"}); }
+    Task task(const std::string& fn) { return load_task(build / "kernelevo" / fn / "task.json"); }
+    nlohmann::json lookup(const std::string& fn) {
+        return nlohmann::json::parse(read_file(build / "kernelevo" / fn / "lookup.json"));
+    }
+    void store(const std::string& arch, const std::string& source, const fs::path& dir = {}) {
+        Task t = task("scale");
+        cache::EntryMeta m;
+        m.function = "scale";
+        m.arch = arch;
+        m.task_hash = t.hash();
+        m.reference_hash = t.reference_hash();
+        m.origin = "manual";
+        m.speedup = 2.5;
+        m.date = "2026-12-02T10:00:00Z";
+        cache::store(dir.empty() ? cache_dir : dir, source, m);
+    }
+    std::unique_ptr<TempDir> tmp;
+    fs::path src, build, cache_dir;
+    std::string last;
+};
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+TEST_F(CMakeProject, HashesAgreeWithTheToolAndHeadersHaveTheReferenceSignature) {
+    Run r = configure({"-DKEVO_TEST_VARIANTS=ON", "-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    for (const char* fn : {"scale", "mixed", "tol", "tiny"}) {
+        SCOPED_TRACE(fn);
+        Task t = task(fn);  // the tool's parser accepts what CMake wrote
+        auto l = lookup(fn);
+        EXPECT_EQ(l["task_hash"], t.hash()) << read_file(build / "kernelevo" / fn / "task.json");
+        EXPECT_EQ(l["reference_hash"], t.reference_hash());
+    }
+    Task mixed = task("mixed");
+    EXPECT_EQ(mixed.atol, 1e-2);  // float16 default
+    EXPECT_EQ(mixed.shapes.size(), 2u);
+    EXPECT_EQ(mixed.shapes[1].at("B"), 100);
+    EXPECT_EQ(mixed.correctness_trials, 3);
+    EXPECT_EQ(mixed.reference_function, "ref::deep::mixed_ref");
+    Task tol = task("tol");
+    EXPECT_EQ(tol.atol, 2.5e-7);
+    EXPECT_EQ(tol.rtol, 123456789012.0);
+    // Architectures: explicit list normalized, one line each.
+    EXPECT_TRUE(contains(r.out, "KernelEvo: mixed sm_90a: missing")) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: mixed sm_80: missing")) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: mixed sm_90: missing")) << r.out;
+
+    std::string h = read_file(build / "kernelevo" / "include" / "kernelevo" / "scale.h");
+    EXPECT_TRUE(contains(h, "namespace kernelevo {\nat::Tensor scale(const at::Tensor& x);")) << h;
+    EXPECT_FALSE(contains(h, "ATen")) << "the header must stay torch-free";
+    h = read_file(build / "kernelevo" / "include" / "kernelevo" / "mixed.h");
+    EXPECT_TRUE(contains(h, "namespace evo::ops {\nstd::tuple<at::Tensor, at::Tensor> mixed(const at::Tensor& a, const at::Tensor& idx,"))
+        << h;
+    h = read_file(build / "kernelevo" / "include" / "kernelevo" / "tol.h");
+    EXPECT_TRUE(contains(h, "std::vector<at::Tensor> tol(const at::Tensor& x, const at::Tensor& y);")) << h;
+    std::string d = read_file(build / "kernelevo" / "mixed" / "dispatch.cpp");
+    EXPECT_TRUE(contains(d, "namespace ref::deep {\nstd::tuple<at::Tensor, at::Tensor> mixed_ref(")) << d;
+    EXPECT_TRUE(contains(d, "{\"s\", 6, 0, {0}}")) << d;  // 0-dim float64
+    EXPECT_TRUE(contains(d, "{\"k\", 8, 1, {3}}")) << d;  // literal size
+
+    // `kernelevo cache hash` agrees too, when the tool is built.
+    fs::path exe = kBinary / "tool" / "cli" / "kernelevo";
+    if (fs::exists(exe)) {
+        Run hr = run({exe.string(), "cache", "hash", "--task", (build / "kernelevo" / "mixed" / "task.json").string(), "--json"});
+        ASSERT_EQ(hr.rc, 0) << hr.out;
+        EXPECT_EQ(nlohmann::json::parse(hr.out)["task_hash"], lookup("mixed")["task_hash"]);
+    }
+}
+
+TEST_F(CMakeProject, ReportsMissingHitAndStale) {
+    Run r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const std::string task_file = (build / "kernelevo" / "scale" / "task.json").string();
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference. Fill it with: ")) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("kernelevo search --task " + task_file + " --out " + cache_dir.string() +
+                                                    " --arch sm_90")))
+        << r.out;
+    EXPECT_FALSE(contains(read_file(build / "kernelevo" / "scale" / "dispatch.cpp"), "kevo_scale_sm90_forward"));
+    EXPECT_EQ(lookup("scale")["architectures"][0]["state"], "missing");
+
+    store("sm_90", scale_kernel(2));
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel (2.5x vs reference, hand-written, 2026-12-02)")) << r.out;
+    std::string d = read_file(build / "kernelevo" / "scale" / "dispatch.cpp");
+    EXPECT_TRUE(contains(d, "{\"sm_90\", 90, &kevo_scale_sm90_forward}")) << d;
+    EXPECT_EQ(lookup("scale")["architectures"][0]["state"], "valid");
+
+    // The reference changes: stale, reported, not compiled in.
+    std::ofstream(src / "ref" / "scale.cpp", std::ios::app) << "// changed\n";
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: stale (the reference source changed) -> reference. Refresh it with: ")) << r.out;
+    EXPECT_FALSE(contains(read_file(build / "kernelevo" / "scale" / "dispatch.cpp"), "kevo_scale_sm90_forward"));
+
+    // Kernels required: configure fails, naming the gap.
+    r = configure({"-DKERNELEVO_REQUIRE_KERNELS=ON"});
+    EXPECT_NE(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "no valid cached kernel for sm_90")) << r.out;
+    r = configure({"-DKERNELEVO_REQUIRE_KERNELS=OFF"});
+    EXPECT_EQ(r.rc, 0) << r.out;
+
+    // The task changes (new shape set): stale for that reason.
+    fs::remove_all(cache_dir);
+    r = configure();
+    store("sm_90", scale_kernel(2));
+    std::string cm = read_file(src / "CMakeLists.txt");
+    cm.replace(cm.find("\"N=1000\" \"N=7\""), 14, "\"N=1000\" \"N=9\"");
+    write_file_atomic(src / "CMakeLists.txt", cm);
+    r = configure();
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: stale (the task changed")) << r.out;
+
+    // A hand edit of the cached kernel is noticed.
+    cm.replace(cm.find("\"N=1000\" \"N=9\""), 14, "\"N=1000\" \"N=7\"");
+    write_file_atomic(src / "CMakeLists.txt", cm);
+    std::ofstream(cache_dir / "scale" / "sm_90.cu", std::ios::app) << "// tweak\n";
+    r = configure();
+    EXPECT_TRUE(contains(r.out, "kernel source was edited")) << r.out;
+}
+
+TEST_F(CMakeProject, ConfigureTimeSearchRunsOnlyWhenAskedAndNeverFailsConfigure) {
+    Run r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    // A stand-in kernelevo: records its arguments, prints progress, "finds" a staged kernel.
+    fs::path staged = tmp->path() / "staged";
+    store("sm_90", scale_kernel(2), staged);
+    fs::path args = tmp->path() / "args.txt";
+    fs::path fake = tmp->path() / "kernelevo";
+    write_file_atomic(fake, "#!/bin/sh\necho \"$@\" > '" + args.string() + "'\necho 'fake search: generation 3/3, best 2.5x'\n"
+                            "out=''; prev=''; for a in \"$@\"; do [ \"$prev\" = --out ] && out=$a; prev=$a; done\n"
+                            "[ -f '" + tmp->path().string() + "/fail' ] && exit 3\n"
+                            "mkdir -p \"$out/scale\" && cp '" + staged.string() + "'/scale/sm_90.* \"$out/scale/\"\n");
+    fs::permissions(fake, fs::perms::owner_all);
+
+    // SEARCH off: the stand-in is not run.
+    r = configure({"-DKERNELEVO_EXECUTABLE=" + fake.string()});
+    EXPECT_FALSE(fs::exists(args));
+    EXPECT_TRUE(contains(r.out, fake.string() + " search --task")) << r.out;
+
+    // A failing search: configure still succeeds and falls back.
+    write_file_atomic(tmp->path() / "fail", "");
+    r = configure({"-DKERNELEVO_SEARCH=ON", "-DKERNELEVO_SEARCH_OPTIONS=--budget-usd;2"});
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "the search failed (exit 3)")) << r.out;
+    EXPECT_TRUE(contains(r.out, "fake search: generation 3/3")) << r.out;  // progress visible
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference")) << r.out;
+    EXPECT_EQ(read_file(args), "search --task " + (build / "kernelevo" / "scale" / "task.json").string() + " --out " +
+                                   cache_dir.string() + " --arch sm_90 --budget-usd 2\n");
+
+    // A successful search fills the cache; the kernel is compiled in.
+    fs::remove(tmp->path() / "fail");
+    r = configure();
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel")) << r.out;
+    EXPECT_TRUE(contains(read_file(build / "kernelevo" / "scale" / "dispatch.cpp"), "kevo_scale_sm90_forward"));
+
+    // Once valid, no search runs.
+    fs::remove(args);
+    r = configure();
+    EXPECT_FALSE(fs::exists(args)) << r.out;
+}
+
+TEST_F(CMakeProject, AddSubdirectoryModeWorks) {
+    Run r = configure({"-DKEVO_TEST_SUBDIR=" + kSource.string(), "-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference")) << r.out;
+}
+
+fs::file_time_type mtime(const fs::path& p) { return fs::last_write_time(p); }
+
+fs::path find_object(const fs::path& build, const std::string& dir) {
+    for (const auto& e : fs::recursive_directory_iterator(build / "CMakeFiles" / dir))
+        if (e.path().extension() == ".o") return e.path();
+    return {};
+}
+
+TEST_F(CMakeProject, BuildsRunsAndAddingAnArchitectureRebuildsOnlyThatKernel) {
+    Run r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    // Both kernels define __global__ scale_kernel: the renaming lets them coexist.
+    store("sm_90", scale_kernel(2));
+    store("sm_80", scale_kernel(2));
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_FALSE(contains(r.out, "scale sm_80")) << r.out;
+    r = build_all();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    Run app = run({(build / "app").string()});
+    ASSERT_EQ(app.rc, 0) << app.out;
+    EXPECT_TRUE(contains(app.out, "impl=reference sum=20 reason=the tensors are not on a CUDA device")) << app.out;
+    app = run({(build / "app").string()}, {}, {{"KERNELEVO_DISABLE", "1"}});
+    EXPECT_TRUE(contains(app.out, "KERNELEVO_DISABLE")) << app.out;
+
+    const fs::path obj90 = find_object(build, "kevo_scale_sm90.dir");
+    ASSERT_FALSE(obj90.empty());
+    const fs::path main_obj = find_object(build, "app.dir");
+    const auto t90 = mtime(obj90), tmain = mtime(main_obj);
+    const auto ttask = mtime(build / "kernelevo" / "scale" / "task.json");
+    const auto theader = mtime(build / "kernelevo" / "include" / "kernelevo" / "scale.h");
+
+    r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90;80"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_80: cached kernel")) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel")) << r.out;
+    r = build_all();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "kevo_scale_sm80")) << r.out;
+    EXPECT_FALSE(contains(r.out, "kevo_scale_sm90.dir")) << r.out;
+    EXPECT_FALSE(find_object(build, "kevo_scale_sm80.dir").empty());
+    EXPECT_EQ(mtime(obj90), t90) << "the sm_90 kernel was recompiled";
+    EXPECT_EQ(mtime(main_obj), tmain) << "user code was recompiled";
+    EXPECT_EQ(mtime(build / "kernelevo" / "scale" / "task.json"), ttask);
+    EXPECT_EQ(mtime(build / "kernelevo" / "include" / "kernelevo" / "scale.h"), theader);
+    std::string d = read_file(build / "kernelevo" / "scale" / "dispatch.cpp");
+    EXPECT_TRUE(contains(d, "&kevo_scale_sm80_forward") && contains(d, "&kevo_scale_sm90_forward")) << d;
+    app = run({(build / "app").string()});
+    EXPECT_EQ(app.rc, 0) << app.out;
+}
+
+// The example's committed cache must match its kernelevo_optimize() calls (hashes), i.e. hit.
+TEST(Example, CommittedCacheIsValidForTheExampleTasks) {
+    TempDir tmp("kevo-example-test");
+    Run r = run({KEVO_CMAKE_COMMAND, "-S", (kSource / "examples" / "fused_ops").string(), "-B", (tmp.path() / "b").string(), "-G",
+                 "Ninja", "-DCMAKE_MAKE_PROGRAM=" KEVO_MAKE_PROGRAM, "-DCMAKE_CUDA_COMPILER=" KEVO_CUDA_COMPILER,
+                 "-DKernelEvo_DIR=" + kBinary.string()});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: gelu_bias sm_90: cached kernel")) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: row_softmax sm_90: cached kernel")) << r.out;
+}
+
+}  // namespace
