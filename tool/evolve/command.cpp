@@ -132,8 +132,14 @@ void run_search(SearchArgs& a, int& rc) {
 
     evolve::Search search(task, cfg, prompts, *provider, evaluator, *store);
     const bool tty = ::isatty(STDERR_FILENO);
-    search.on_progress([tty](const evolve::Progress& p) {
-        if (tty) std::cerr << "\r\033[K" << format_progress(p) << std::flush;
+    // A live line on a terminal; in a log, one line per generation.
+    search.on_progress([tty, shown = -1](const evolve::Progress& p) mutable {
+        if (tty) {
+            std::cerr << "\r\033[K" << format_progress(p) << std::flush;
+        } else if (p.generation != shown) {
+            std::cerr << "kernelevo: " << format_progress(p) << "\n";
+            shown = p.generation;
+        }
     });
     std::cerr << "kernelevo: searching " << task.name << " for " << arch << " (" << cfg.islands << " islands, state "
               << state.string() << ")\n";
@@ -206,7 +212,7 @@ void run_search(SearchArgs& a, int& rc) {
     if (!finished || result.stop_reason == "budget" || result.stop_reason == "time")
         std::cerr << "kernelevo: state saved; to continue, run again: " << command_line_hint()
                   << (finished ? " (with a larger budget or time limit)" : "") << "\n";
-    rc = finished && result.best ? 0 : 1;
+    rc = result.stop_reason.rfind("error: no GPU", 0) == 0 ? 2 : finished && result.best ? 0 : 1;
 }
 
 }  // namespace
