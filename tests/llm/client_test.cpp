@@ -72,6 +72,8 @@ TEST_F(LlmApiKey, LookupOrderPerHost) {
     EXPECT_EQ(find_api_key(local).value, "oa-key-123456");
     unsetenv("OPENAI_API_KEY");
     EXPECT_TRUE(find_api_key(local).value.empty()) << "an OpenRouter key must not go to another host";
+    EXPECT_EQ(find_api_key(local).withheld, "OPENROUTER_API_KEY");
+    EXPECT_EQ(find_api_key(local, "OPENROUTER_API_KEY").value, "or-key-123456");
     setenv("KERNELEVO_API_KEY", "kv-key-123456", 1);
     EXPECT_EQ(find_api_key(openrouter).value, "kv-key-123456");
     EXPECT_EQ(find_api_key(local).source, "KERNELEVO_API_KEY");

@@ -95,7 +95,7 @@ std::string status_hint(int status, const std::string& model, bool have_key) {
         case 400: return "the server rejected the request (check --model and the request parameters)";
         case 401:
             return have_key ? "the API key was rejected (check KERNELEVO_API_KEY or the provider's key variable)"
-                            : "no API key was sent; set KERNELEVO_API_KEY (or OPENROUTER_API_KEY / OPENAI_API_KEY)";
+                            : "no API key was sent; set KERNELEVO_API_KEY (see --llm-key-env)";
         case 402: return "payment required: the account is out of credits";
         case 403: return "forbidden: this key may not use model '" + model + "'";
         case 404: return "not found: unknown model '" + model + "' or wrong --llm-url";

@@ -244,7 +244,8 @@ public:
     Totals totals() const;
     // Throws BudgetExceeded when a cap is reached (what submit's requests would throw).
     void check_budget() const;
-    // Queued requests throw Cancelled; running ones are aborted.
+    // Permanent: queued and later requests throw Cancelled; running ones are aborted through
+    // Provider::cancel() (which, for an HttpProvider, is permanent too).
     void cancel();
     const ClientConfig& config() const { return config_; }
 

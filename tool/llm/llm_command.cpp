@@ -46,8 +46,9 @@ void register_llm_command(CLI::App& app, int& rc) {
         if (o.llm.replay.empty()) {
             llm::ApiKey key = llm::find_api_key(o.llm.url, o.llm.key_env);
             std::cout << "key:      "
-                      << (key.value.empty() ? "none (KERNELEVO_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY unset)"
-                                            : "from $" + key.source)
+                      << (!key.value.empty()     ? "from $" + key.source
+                          : key.withheld.empty() ? std::string("none (KERNELEVO_API_KEY and the provider's variable are unset)")
+                                                 : "none ($" + key.withheld + " is sent only to openrouter.ai)")
                       << "\n";
         }
         std::set<std::string> seen;

@@ -70,7 +70,10 @@ ApiKey find_api_key(const std::string& url, const std::string& key_env) {
     if (ApiKey key = get("KERNELEVO_API_KEY"); !key.value.empty()) return key;
     const std::string host = url_host(url);
     if (host == "openrouter.ai" || ends_with(host, ".openrouter.ai")) return get("OPENROUTER_API_KEY");
-    return get("OPENAI_API_KEY");
+    ApiKey key = get("OPENAI_API_KEY");
+    const char* openrouter = std::getenv("OPENROUTER_API_KEY");
+    if (openrouter && !trim(openrouter).empty()) key.withheld = "OPENROUTER_API_KEY";
+    return key;
 }
 
 std::shared_ptr<Provider> make_provider(const LlmOptions& o, const LogFn& log) {
@@ -79,7 +82,11 @@ std::shared_ptr<Provider> make_provider(const LlmOptions& o, const LogFn& log) {
             o.replay, o.replay_in_order ? ReplayProvider::Mode::InOrder : ReplayProvider::Mode::ByHash);
     HttpConfig c;
     c.base_url = o.url;
-    c.api_key = find_api_key(o.url, o.key_env).value;
+    ApiKey key = find_api_key(o.url, o.key_env);
+    if (key.value.empty() && !key.withheld.empty() && log)
+        log("note: " + key.withheld + " is set but is sent only to openrouter.ai, so no API key is sent to " +
+            url_host(o.url) + " (set KERNELEVO_API_KEY, or pass --llm-key-env " + key.withheld + ")");
+    c.api_key = key.value;
     c.connect_timeout_s = o.connect_timeout_s;
     c.read_timeout_s = o.read_timeout_s;
     c.max_attempts = o.max_attempts;

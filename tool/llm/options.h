@@ -45,11 +45,13 @@ void add_llm_options(CLI::App& app, LlmOptions& options);
 struct ApiKey {
     std::string value;    // empty: none found
     std::string source;   // the variable it came from, for messages ("" when none)
+    std::string withheld; // OPENROUTER_API_KEY when it is set but not sent to this host
 };
 // The key for `url`: $VAR when key_env names one; else KERNELEVO_API_KEY; else the variable of the
 // provider the URL points at (OPENROUTER_API_KEY for openrouter.ai, OPENAI_API_KEY for
 // api.openai.com and for any other host, as the OpenAI SDKs do). OPENROUTER_API_KEY is never sent
-// to another host. Surrounding whitespace is trimmed; the key is registered with register_secret().
+// to another host (make_provider logs a note when that leaves no key). Surrounding whitespace is
+// trimmed; the key is registered with register_secret().
 ApiKey find_api_key(const std::string& url, const std::string& key_env = "");
 
 // The provider the options describe: a ReplayProvider with --llm-replay, else an HttpProvider.
