@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cache/cache.h"
+#include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"
 #include "task/task.h"

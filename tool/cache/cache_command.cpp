@@ -111,7 +111,7 @@ void run_status(const StatusArgs& a, int& rc) {
             if (origin == "manual") origin = "hand-written";
             if (r.contains("validated") && !r["validated"].get<bool>()) origin += ", UNVALIDATED";
             std::printf("%-24s %-8s %-8s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
-                        state.c_str(), r.contains("speedup") ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
+                        state.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
                         r.value("date", std::string("-")).c_str(), origin.empty() ? "-" : origin.c_str());
             if (!r["reason"].get<std::string>().empty() && r["state"] != "valid")
                 std::printf("    %s\n", r["reason"].get<std::string>().c_str());
