@@ -23,12 +23,12 @@ namespace {
 const fs::path kSource = KEVO_SOURCE_DIR;
 const fs::path kBinary = KEVO_BINARY_DIR;
 
-struct Run {
+struct Outcome {
     int rc;
     std::string out;
 };
 
-Run run(std::vector<std::string> argv, const fs::path& cwd = {}, std::map<std::string, std::string> env = {}) {
+Outcome run(std::vector<std::string> argv, const fs::path& cwd = {}, std::map<std::string, std::string> env = {}) {
     ProcessOptions o;
     o.argv = std::move(argv);
     o.cwd = cwd;
@@ -59,17 +59,17 @@ protected:
         cache_dir = src / "kernels";
         fs::copy(kSource / "tests" / "cmake" / "project", src, fs::copy_options::recursive);
     }
-    Run configure(std::vector<std::string> extra = {}) {
+    Outcome configure(std::vector<std::string> extra = {}) {
         std::vector<std::string> argv = {KEVO_CMAKE_COMMAND, "-S", src.string(), "-B", build.string(), "-G", "Ninja",
                                          "-DCMAKE_MAKE_PROGRAM=" KEVO_MAKE_PROGRAM, "-DCMAKE_CUDA_COMPILER=" KEVO_CUDA_COMPILER,
                                          "-DCMAKE_BUILD_TYPE=Release", "-DKernelEvo_DIR=" + kBinary.string(),
                                          "-DKEVO_TEST_CACHE_DIR=" + cache_dir.string()};
         argv.insert(argv.end(), extra.begin(), extra.end());
-        Run r = run(argv);
+        Outcome r = run(argv);
         last = r.out;
         return r;
     }
-    Run build_all() { return run({KEVO_CMAKE_COMMAND, "--build", build.string(), "--", "-j2"}); }
+    Outcome build_all() { return run({KEVO_CMAKE_COMMAND, "--build", build.string(), "--", "-j2"}); }
     Task task(const std::string& fn) { return load_task(build / "kernelevo" / fn / "task.json"); }
     nlohmann::json lookup(const std::string& fn) {
         return nlohmann::json::parse(read_file(build / "kernelevo" / fn / "lookup.json"));
@@ -94,7 +94,7 @@ protected:
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 TEST_F(CMakeProject, HashesAgreeWithTheToolAndHeadersHaveTheReferenceSignature) {
-    Run r = configure({"-DKEVO_TEST_VARIANTS=ON", "-DCMAKE_CUDA_ARCHITECTURES=90"});
+    Outcome r = configure({"-DKEVO_TEST_VARIANTS=ON", "-DCMAKE_CUDA_ARCHITECTURES=90"});
     ASSERT_EQ(r.rc, 0) << r.out;
     for (const char* fn : {"scale", "mixed", "tol", "tiny"}) {
         SCOPED_TRACE(fn);
@@ -133,14 +133,14 @@ TEST_F(CMakeProject, HashesAgreeWithTheToolAndHeadersHaveTheReferenceSignature) 
     // `kernelevo cache hash` agrees too, when the tool is built.
     fs::path exe = kBinary / "tool" / "cli" / "kernelevo";
     if (fs::exists(exe)) {
-        Run hr = run({exe.string(), "cache", "hash", "--task", (build / "kernelevo" / "mixed" / "task.json").string(), "--json"});
+        Outcome hr = run({exe.string(), "cache", "hash", "--task", (build / "kernelevo" / "mixed" / "task.json").string(), "--json"});
         ASSERT_EQ(hr.rc, 0) << hr.out;
         EXPECT_EQ(nlohmann::json::parse(hr.out)["task_hash"], lookup("mixed")["task_hash"]);
     }
 }
 
 TEST_F(CMakeProject, ReportsMissingHitAndStale) {
-    Run r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
     ASSERT_EQ(r.rc, 0) << r.out;
     const std::string task_file = (build / "kernelevo" / "scale" / "task.json").string();
     EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference. Fill it with: ")) << r.out;
@@ -191,7 +191,7 @@ TEST_F(CMakeProject, ReportsMissingHitAndStale) {
 }
 
 TEST_F(CMakeProject, ConfigureTimeSearchRunsOnlyWhenAskedAndNeverFailsConfigure) {
-    Run r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
     ASSERT_EQ(r.rc, 0) << r.out;
     // A stand-in kernelevo: records its arguments, prints progress, "finds" a staged kernel.
     fs::path staged = tmp->path() / "staged";
@@ -233,21 +233,22 @@ TEST_F(CMakeProject, ConfigureTimeSearchRunsOnlyWhenAskedAndNeverFailsConfigure)
 }
 
 TEST_F(CMakeProject, AddSubdirectoryModeWorks) {
-    Run r = configure({"-DKEVO_TEST_SUBDIR=" + kSource.string(), "-DCMAKE_CUDA_ARCHITECTURES=90"});
+    Outcome r = configure({"-DKEVO_TEST_SUBDIR=" + kSource.string(), "-DCMAKE_CUDA_ARCHITECTURES=90"});
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference")) << r.out;
 }
 
 fs::file_time_type mtime(const fs::path& p) { return fs::last_write_time(p); }
 
-fs::path find_object(const fs::path& build, const std::string& dir) {
+fs::path find_object(const fs::path& build, const std::string& dir, const std::string& name = "") {
+    if (!fs::exists(build / "CMakeFiles" / dir)) return {};
     for (const auto& e : fs::recursive_directory_iterator(build / "CMakeFiles" / dir))
-        if (e.path().extension() == ".o") return e.path();
+        if (e.path().extension() == ".o" && (name.empty() || e.path().filename() == name)) return e.path();
     return {};
 }
 
 TEST_F(CMakeProject, BuildsRunsAndAddingAnArchitectureRebuildsOnlyThatKernel) {
-    Run r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
     ASSERT_EQ(r.rc, 0) << r.out;
     // Both kernels define __global__ scale_kernel: the renaming lets them coexist.
     store("sm_90", scale_kernel(2));
@@ -257,7 +258,7 @@ TEST_F(CMakeProject, BuildsRunsAndAddingAnArchitectureRebuildsOnlyThatKernel) {
     EXPECT_FALSE(contains(r.out, "scale sm_80")) << r.out;
     r = build_all();
     ASSERT_EQ(r.rc, 0) << r.out;
-    Run app = run({(build / "app").string()});
+    Outcome app = run({(build / "app").string()});
     ASSERT_EQ(app.rc, 0) << app.out;
     EXPECT_TRUE(contains(app.out, "impl=reference sum=20 reason=the tensors are not on a CUDA device")) << app.out;
     app = run({(build / "app").string()}, {}, {{"KERNELEVO_DISABLE", "1"}});
@@ -265,7 +266,8 @@ TEST_F(CMakeProject, BuildsRunsAndAddingAnArchitectureRebuildsOnlyThatKernel) {
 
     const fs::path obj90 = find_object(build, "kevo_scale_sm90.dir");
     ASSERT_FALSE(obj90.empty());
-    const fs::path main_obj = find_object(build, "app.dir");
+    const fs::path main_obj = find_object(build, "app.dir", "main.cpp.o");
+    ASSERT_FALSE(main_obj.empty());
     const auto t90 = mtime(obj90), tmain = mtime(main_obj);
     const auto ttask = mtime(build / "kernelevo" / "scale" / "task.json");
     const auto theader = mtime(build / "kernelevo" / "include" / "kernelevo" / "scale.h");
@@ -292,7 +294,7 @@ TEST_F(CMakeProject, BuildsRunsAndAddingAnArchitectureRebuildsOnlyThatKernel) {
 // The example's committed cache must match its kernelevo_optimize() calls (hashes), i.e. hit.
 TEST(Example, CommittedCacheIsValidForTheExampleTasks) {
     TempDir tmp("kevo-example-test");
-    Run r = run({KEVO_CMAKE_COMMAND, "-S", (kSource / "examples" / "fused_ops").string(), "-B", (tmp.path() / "b").string(), "-G",
+    Outcome r = run({KEVO_CMAKE_COMMAND, "-S", (kSource / "examples" / "fused_ops").string(), "-B", (tmp.path() / "b").string(), "-G",
                  "Ninja", "-DCMAKE_MAKE_PROGRAM=" KEVO_MAKE_PROGRAM, "-DCMAKE_CUDA_COMPILER=" KEVO_CUDA_COMPILER,
                  "-DKernelEvo_DIR=" + kBinary.string()});
     ASSERT_EQ(r.rc, 0) << r.out;
