@@ -178,7 +178,9 @@ std::string reference_wrapper_source(const Task& task) {
     ss << "};\n";
     ss << "static std::vector<at::Tensor> kevo_ref_run(const kevo_tensor* in) {\n"
        << "    using kevo_ref_detail::wrap;\n"
-       << "    return kevo_ref_detail::results(" << task.reference_function << "(";
+       // Qualified, so that argument-dependent lookup cannot pick at::relu over the user's relu.
+       << "    return kevo_ref_detail::results(" << (task.reference_function.rfind("::", 0) == 0 ? "" : "::")
+       << task.reference_function << "(";
     for (size_t i = 0; i < task.inputs.size(); ++i) ss << (i ? ", " : "") << "wrap(in[" << i << "])";
     ss << "));\n}\n";
     ss << kWrapperEntry;
