@@ -7,10 +7,13 @@
 #include <mutex>
 
 #include "common/error.h"
-#include "store/store.h"
+#include "store/backends.h"
 
 namespace kevo::store {
 namespace {
+
+using detail::dumps;
+using detail::now_unix;
 
 constexpr int kSchemaVersion = 1;
 
@@ -34,15 +37,6 @@ CREATE TABLE IF NOT EXISTS generations(
 CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY, generation INTEGER NOT NULL, kind TEXT NOT NULL,
   detail TEXT NOT NULL);
 )sql";
-
-// Compiler logs and replies may hold invalid UTF-8; replace it rather than fail the write.
-std::string dumps(const nlohmann::json& j) {
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-double now_unix() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // A prepared statement, finalized on scope exit.
 class Stmt {
@@ -229,7 +223,7 @@ public:
     Program claim_program(Program p) override {
         std::lock_guard<std::mutex> lock(mu_);
         Transaction tx(*this);
-        if (auto dup = select_program("norm_hash=? AND key<>? ORDER BY id LIMIT 1", [&](Stmt& s) {
+        if (auto dup = select_program("norm_hash=? AND key<>? AND status<>'duplicate' ORDER BY id LIMIT 1", [&](Stmt& s) {
                 s.bind(1, p.norm_hash).bind(2, p.key);
             })) {
             tx.commit();
@@ -382,13 +376,6 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Store> open_store(const std::string& location) {
-    std::string path = location;
-    if (path.rfind("sqlite:", 0) == 0) path = path.substr(7);
-    if (path.rfind("redis://", 0) == 0)
-        throw UsageError("state store " + location + ": the Redis backend is not built yet; use an SQLite file path");
-    if (path.empty()) throw UsageError("empty state store path");
-    return std::make_unique<SqliteStore>(path);
-}
+std::unique_ptr<Store> detail::open_sqlite(const std::string& path) { return std::make_unique<SqliteStore>(path); }
 
 }  // namespace kevo::store

@@ -2,9 +2,9 @@
 // request and reply with the tokens and money it cost, the run's configuration, the islands'
 // archives at each committed generation and the run's history.
 //
-// The interface is a handful of record-level operations, each atomic on its own, so that a
-// key-value backend (Redis: hashes + MULTI/EXEC or a Lua script for claim_program) can implement
-// it as well as the embedded SQLite one. Implementations are thread-safe.
+// The interface is a handful of record-level operations, each atomic on its own, implemented by
+// the embedded SQLite backend (sqlite_store.cpp) and by a Redis backend (redis_store.cpp: hashes,
+// Lua scripts and MULTI/EXEC) for runs that span machines. Implementations are thread-safe.
 //
 // Crash safety: every call that returns has committed its write; a process killed at any moment
 // loses only the operation in progress.
@@ -88,9 +88,10 @@ public:
 
     virtual std::optional<Program> find_program(const std::string& key) = 0;
     virtual std::optional<Program> get_program(int64_t id) = 0;
-    // Atomically: when another program (different key) already has program.norm_hash, returns that
-    // program and writes nothing; otherwise inserts (or replaces, same key) `program` and returns it
-    // with its id.
+    // Atomically: when another program (different key, not itself a "duplicate") already has
+    // program.norm_hash, returns the earliest such program and writes nothing; otherwise inserts
+    // (or replaces, same key) `program` and returns it with its id. (Duplicates are stored with the
+    // hash they duplicate; skipping them lets a resumed slot re-claim its own pending program.)
     virtual Program claim_program(Program program) = 0;
     // Inserts or replaces the program with the same key; returns its id.
     virtual int64_t put_program(const Program& program) = 0;
@@ -106,8 +107,43 @@ public:
     virtual std::vector<Event> events() = 0;
 };
 
-// Opens (creating when missing) a store: "PATH" or "sqlite:PATH" is an SQLite file (WAL journal,
-// synchronous commits). Throws UsageError when it cannot be opened or is not a KernelEvo state.
+// Where a store lives, parsed from a --state argument:
+//   PATH | sqlite:PATH                                   an SQLite file (the default)
+//   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME]  a Redis server (default port 6379, DB 0,
+//                                                        prefix "kernelevo")
+// Every key of a Redis run starts with "{NAME}:" (a hash tag), so several runs share one server.
+// The password, from the URL or else $KERNELEVO_REDIS_PASSWORD, is registered with
+// register_secret() and never shown by display().
+struct StoreLocation {
+    bool redis = false;
+    std::string path;                // SQLite file
+    std::string host = "localhost";  // Redis
+    int port = 6379, db = 0;
+    std::string prefix = "kernelevo";
+    std::string user, password;
+    // "PATH" or "redis://HOST:PORT/DB?prefix=NAME" (no password): for messages.
+    std::string display() const;
+    // The prefix of every key of this run: "{NAME}:".
+    std::string key_prefix() const { return "{" + prefix + "}:"; }
+};
+// Throws UsageError for a malformed location (the message never contains the password).
+StoreLocation parse_store_location(const std::string& location);
+
+// Whether this build has the Redis backend (hiredis was found at configure time).
+bool redis_supported();
+
+// Opens (creating when missing) a store. SQLite: WAL journal, synchronous commits. Redis: one
+// connection; each operation is one Lua script or MULTI/EXEC, hence atomic across machines.
+// Throws UsageError when it cannot be opened or reached (naming the file or host:port) or is not
+// a KernelEvo state.
+//
+// Every text the store writes (prompts, requests, replies, sources, feedback, validation details,
+// metadata, events, island states) passes through kevo::redact() first, whatever the backend.
 std::unique_ptr<Store> open_store(const std::string& location);
+// Whether a state exists there (an SQLite file, or the run's metadata key on the Redis server).
+bool store_exists(const std::string& location);
+// Deletes the state there (the SQLite file with its WAL and SHM files, or every key of the run's
+// prefix on the Redis server); nothing else is touched.
+void remove_store(const std::string& location);
 
 }  // namespace kevo::store

@@ -1,0 +1,29 @@
+// Internal: the backends behind open_store() (store.cpp), and helpers they share.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "store/store.h"
+
+namespace kevo::store::detail {
+
+std::unique_ptr<Store> open_sqlite(const std::string& path);
+
+// redis_store.cpp; only when built with hiredis (KEVO_HAVE_REDIS).
+std::unique_ptr<Store> open_redis(const StoreLocation& where);
+bool redis_exists(const StoreLocation& where);
+void redis_remove(const StoreLocation& where);
+
+// Compiler logs and replies may hold invalid UTF-8; replace it rather than fail the write.
+inline std::string dumps(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+inline nlohmann::json loads(const std::string& text) {
+    return text.empty() ? nlohmann::json() : nlohmann::json::parse(text);
+}
+inline double now_unix() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace kevo::store::detail

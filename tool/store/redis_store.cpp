@@ -1,0 +1,556 @@
+// The Redis state store (hiredis), for runs that span machines. Same semantics as the SQLite store:
+// every operation is one Lua script (EVAL), one MULTI/EXEC block or one single-key command, hence
+// atomic for every client of the server; a call that returned has been applied by the server, so
+// killing the client (even with kill -9) loses only the operation in progress. (Whether the server
+// itself survives a crash is its persistence setting: appendonly yes for that.)
+//
+// Key layout, P = "{NAME}:" (NAME: the URL's prefix, default "kernelevo"; the braces make P a
+// Redis Cluster hash tag and keep one run's keys apart from any other prefix's):
+//   P meta               hash   name -> JSON value (schema_version, structure, config, ...)
+//   P llm:seq            string last LLM call id
+//   P llm:ids            hash   call key -> id                      (the uniqueness index)
+//   P llm:<id>           hash   key kind request reply model prompt_tokens completion_tokens
+//                               cost_usd latency_s created
+//   P spent              hash   prompt_tokens completion_tokens calls cost_usd (running totals)
+//   P prog:seq           string last program id
+//   P prog:ids           hash   program key -> id
+//   P prog:<id>          hash   id key generation island parent_id origin attempt source norm_hash
+//                               status speedup feedback details llm_call_id created
+//   P prog:hash:<hash>   zset   ids of the programs with that normalized source hash (score = id)
+//   P islands            list   the islands' states (JSON) as of the last committed generation
+//   P generations        hash   generation -> history row (JSON)
+//   P events             list   events (JSON {generation, kind, detail}) in commit order
+// Texts are stored as they are (Redis strings are binary-safe); numbers as decimal text, doubles
+// with 17 significant digits so they read back exactly.
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "common/error.h"
+#include "store/backends.h"
+
+namespace kevo::store {
+namespace {
+
+using detail::dumps;
+using detail::loads;
+using detail::now_unix;
+
+constexpr const char* kSchemaVersion = "1";
+
+std::string num(int64_t v) { return std::to_string(v); }
+std::string num(int v) { return std::to_string(v); }
+std::string num(double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+}
+int64_t to_i64(const std::string& s) { return s.empty() ? 0 : std::strtoll(s.c_str(), nullptr, 10); }
+double to_double(const std::string& s) { return s.empty() ? 0 : std::strtod(s.c_str(), nullptr); }
+double json_double(const nlohmann::json& j, const char* k) {
+    auto it = j.find(k);
+    return it != j.end() && it->is_number() ? it->get<double>() : 0;  // NaN was written as null
+}
+int64_t json_i64(const nlohmann::json& j, const char* k) {
+    auto it = j.find(k);
+    return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+}
+
+// ---- Lua scripts: ARGV[1] is always the key prefix P ----------------------------------------
+
+// Creates the run's metadata (schema version) or checks it. Returns the stored schema version.
+const char* kInitScript = R"lua(
+local P = ARGV[1]
+local t = redis.call('TYPE', P .. 'meta')['ok']
+if t == 'none' then
+  redis.call('HSET', P .. 'meta', 'schema_version', ARGV[2])
+  return ARGV[2]
+elseif t ~= 'hash' then
+  return redis.error_reply('the key ' .. P .. 'meta holds a ' .. t .. ', not a KernelEvo state')
+end
+local v = redis.call('HGET', P .. 'meta', 'schema_version')
+if not v then
+  return redis.error_reply('the hash ' .. P .. 'meta has no schema_version: not a KernelEvo state')
+end
+return v
+)lua";
+
+// ARGV: P key kind request reply model prompt_tokens completion_tokens cost_usd latency_s created
+const char* kAddCallScript = R"lua(
+local P = ARGV[1]
+if redis.call('HEXISTS', P .. 'llm:ids', ARGV[2]) == 1 then
+  return redis.error_reply('an LLM call with the key ' .. ARGV[2] .. ' is stored already')
+end
+local id = redis.call('INCR', P .. 'llm:seq')
+redis.call('HSET', P .. 'llm:ids', ARGV[2], id)
+redis.call('HSET', P .. 'llm:' .. id, 'id', id, 'key', ARGV[2], 'kind', ARGV[3], 'request', ARGV[4],
+  'reply', ARGV[5], 'model', ARGV[6], 'prompt_tokens', ARGV[7], 'completion_tokens', ARGV[8],
+  'cost_usd', ARGV[9], 'latency_s', ARGV[10], 'created', ARGV[11])
+redis.call('HINCRBY', P .. 'spent', 'prompt_tokens', ARGV[7])
+redis.call('HINCRBY', P .. 'spent', 'completion_tokens', ARGV[8])
+redis.call('HINCRBY', P .. 'spent', 'calls', 1)
+redis.call('HINCRBYFLOAT', P .. 'spent', 'cost_usd', ARGV[9])
+return id
+)lua";
+
+// ARGV: P KIND(llm|prog) key -> the record's fields (flat), or nil.
+const char* kFindScript = R"lua(
+local id = redis.call('HGET', ARGV[1] .. ARGV[2] .. ':ids', ARGV[3])
+if not id then return false end
+return redis.call('HGETALL', ARGV[1] .. ARGV[2] .. ':' .. id)
+)lua";
+
+// ARGV: P KIND(llm|prog) -> every record's fields (unordered).
+const char* kAllScript = R"lua(
+local ids = redis.call('HVALS', ARGV[1] .. ARGV[2] .. ':ids')
+local out = {}
+for i, id in ipairs(ids) do out[i] = redis.call('HGETALL', ARGV[1] .. ARGV[2] .. ':' .. id) end
+return out
+)lua";
+
+// ARGV: P MODE(claim|put) key generation island parent_id origin attempt source norm_hash status
+//       speedup feedback details llm_call_id created
+// claim: when a program with another key, not itself a duplicate, has norm_hash (the lowest id wins), returns {0, its fields} and writes nothing.
+// Otherwise inserts or updates (same key; `created` is kept) and returns {1, id}.
+const char* kUpsertScript = R"lua(
+local P, key, hash = ARGV[1], ARGV[3], ARGV[10]
+if ARGV[2] == 'claim' then
+  for _, other in ipairs(redis.call('ZRANGE', P .. 'prog:hash:' .. hash, 0, -1)) do
+    local o = redis.call('HMGET', P .. 'prog:' .. other, 'key', 'status')
+    if o[1] ~= key and o[2] ~= 'duplicate' then
+      return {0, redis.call('HGETALL', P .. 'prog:' .. other)}
+    end
+  end
+end
+local id = redis.call('HGET', P .. 'prog:ids', key)
+local created = ARGV[16]
+if id then
+  local old = redis.call('HMGET', P .. 'prog:' .. id, 'norm_hash', 'created')
+  if old[1] and old[1] ~= hash then redis.call('ZREM', P .. 'prog:hash:' .. old[1], id) end
+  if old[2] then created = old[2] end
+else
+  id = redis.call('INCR', P .. 'prog:seq')
+  redis.call('HSET', P .. 'prog:ids', key, id)
+end
+redis.call('HSET', P .. 'prog:' .. id, 'id', id, 'key', key, 'generation', ARGV[4], 'island', ARGV[5],
+  'parent_id', ARGV[6], 'origin', ARGV[7], 'attempt', ARGV[8], 'source', ARGV[9], 'norm_hash', hash,
+  'status', ARGV[11], 'speedup', ARGV[12], 'feedback', ARGV[13], 'details', ARGV[14],
+  'llm_call_id', ARGV[15], 'created', created)
+redis.call('ZADD', P .. 'prog:hash:' .. hash, id, id)
+return {1, tonumber(id)}
+)lua";
+
+// ---- hiredis plumbing -----------------------------------------------------------------------
+
+struct ReplyDeleter {
+    void operator()(redisReply* r) const {
+        if (r) freeReplyObject(r);
+    }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+std::string str(const redisReply* r) {
+    if (!r) return {};
+    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR)
+        return std::string(r->str, r->len);
+    if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
+    return {};
+}
+
+// A flat field/value array (HGETALL) as a map.
+std::map<std::string, std::string> fields(const redisReply* r) {
+    std::map<std::string, std::string> m;
+    if (r && r->type == REDIS_REPLY_ARRAY)
+        for (size_t i = 0; i + 1 < r->elements; i += 2) m[str(r->element[i])] = str(r->element[i + 1]);
+    return m;
+}
+
+std::string get(const std::map<std::string, std::string>& m, const char* k) {
+    auto it = m.find(k);
+    return it == m.end() ? std::string() : it->second;
+}
+
+Program program_of(const std::map<std::string, std::string>& m) {
+    Program p;
+    p.id = to_i64(get(m, "id"));
+    p.key = get(m, "key");
+    p.generation = static_cast<int>(to_i64(get(m, "generation")));
+    p.island = static_cast<int>(to_i64(get(m, "island")));
+    p.parent_id = to_i64(get(m, "parent_id"));
+    p.origin = get(m, "origin");
+    p.attempt = static_cast<int>(to_i64(get(m, "attempt")));
+    p.source = get(m, "source");
+    p.norm_hash = get(m, "norm_hash");
+    p.status = get(m, "status");
+    p.speedup = to_double(get(m, "speedup"));
+    p.feedback = get(m, "feedback");
+    p.details = loads(get(m, "details"));
+    p.llm_call_id = to_i64(get(m, "llm_call_id"));
+    p.created = to_double(get(m, "created"));
+    return p;
+}
+
+LlmCall call_of(const std::map<std::string, std::string>& m) {
+    LlmCall c;
+    c.id = to_i64(get(m, "id"));
+    c.key = get(m, "key");
+    c.kind = get(m, "kind");
+    c.request = loads(get(m, "request"));
+    c.reply = get(m, "reply");
+    c.model = get(m, "model");
+    c.prompt_tokens = to_i64(get(m, "prompt_tokens"));
+    c.completion_tokens = to_i64(get(m, "completion_tokens"));
+    c.cost_usd = to_double(get(m, "cost_usd"));
+    c.latency_s = to_double(get(m, "latency_s"));
+    c.created = to_double(get(m, "created"));
+    return c;
+}
+
+// Writing to a socket the server has closed raises SIGPIPE, which would kill the process. Block
+// it on this thread for the duration of a command and swallow what it raised, leaving the
+// process's signal dispositions (inherited by child processes) alone.
+class SigpipeGuard {
+public:
+    SigpipeGuard() {
+        sigemptyset(&set_);
+        sigaddset(&set_, SIGPIPE);
+        sigset_t pending;
+        sigemptyset(&pending);
+        sigpending(&pending);
+        was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+        pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    }
+    ~SigpipeGuard() {
+        if (!was_pending_) {
+            timespec zero{0, 0};
+            while (sigtimedwait(&set_, nullptr, &zero) == SIGPIPE) {
+            }
+        }
+        pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    }
+    SigpipeGuard(const SigpipeGuard&) = delete;
+    SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+private:
+    sigset_t set_, old_;
+    bool was_pending_ = false;
+};
+
+// One connection to the server (reconnected when it broke), used under the store's mutex.
+class Connection {
+public:
+    explicit Connection(const StoreLocation& w) : w_(w), where_(w.host + ":" + std::to_string(w.port)) { connect(); }
+    ~Connection() {
+        if (ctx_) redisFree(ctx_);
+    }
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    const std::string& where() const { return where_; }
+
+    // One command; a server error reply becomes a UsageError.
+    Reply command(const std::vector<std::string>& args) {
+        std::vector<Reply> r = pipeline({args});
+        return std::move(r[0]);
+    }
+
+    // Several commands in one round trip (MULTI ... EXEC among them). Replies in order.
+    std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands) {
+        SigpipeGuard guard;
+        if (!ctx_ || ctx_->err) connect();
+        for (const auto& args : commands) {
+            std::vector<const char*> argv;
+            std::vector<size_t> lens;
+            for (const auto& a : args) {
+                argv.push_back(a.data());
+                lens.push_back(a.size());
+            }
+            if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK)
+                broken();
+        }
+        std::vector<Reply> replies;
+        std::string error;
+        for (size_t i = 0; i < commands.size(); ++i) {
+            void* raw = nullptr;
+            if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw) broken();
+            Reply r(static_cast<redisReply*>(raw));
+            if (r->type == REDIS_REPLY_ERROR && error.empty()) error = str(r.get());
+            if (r->type == REDIS_REPLY_ARRAY && commands[i][0] == "EXEC")
+                for (size_t e = 0; e < r->elements; ++e)
+                    if (r->element[e]->type == REDIS_REPLY_ERROR && error.empty()) error = str(r->element[e]);
+            replies.push_back(std::move(r));
+        }
+        if (!error.empty()) throw UsageError("Redis state store at " + where_ + ": " + strip_lua_noise(error));
+        return replies;
+    }
+
+private:
+    // "ERR user_script:5: the key ... script: 1d2c..., on @user_script:5." -> the message.
+    static std::string strip_lua_noise(std::string e) {
+        if (size_t p = e.find(" script: "); p != std::string::npos) e = e.substr(0, p);
+        if (e.rfind("ERR ", 0) == 0) e = e.substr(4);
+        if (e.rfind("user_script:", 0) == 0)
+            if (size_t p = e.find(": "); p != std::string::npos) e = e.substr(p + 2);
+        return e;
+    }
+
+    [[noreturn]] void broken() {
+        std::string why = ctx_ && ctx_->errstr[0] ? ctx_->errstr : "connection lost";
+        if (ctx_) {
+            redisFree(ctx_);
+            ctx_ = nullptr;  // the next call reconnects
+        }
+        throw UsageError("Redis state store at " + where_ + ": " + why +
+                         " (the operation in progress may not have been applied; rerun the same command to resume)");
+    }
+
+    void connect() {
+        if (ctx_) {
+            redisFree(ctx_);
+            ctx_ = nullptr;
+        }
+        timeval connect_timeout{5, 0};
+        redisContext* c = redisConnectWithTimeout(w_.host.c_str(), w_.port, connect_timeout);
+        if (!c || c->err) {
+            std::string why = c ? c->errstr : "out of memory";
+            if (c) redisFree(c);
+            throw UsageError("cannot connect to the Redis state store at " + where_ + ": " + why +
+                             " (is redis-server running there, and reachable from this machine?)");
+        }
+        ctx_ = c;
+        timeval io_timeout{60, 0};
+        redisSetTimeout(ctx_, io_timeout);
+        redisEnableKeepAlive(ctx_);
+        auto setup = [&](const std::vector<std::string>& args, const std::string& what) {
+            const char* argv[3];
+            size_t lens[3];
+            for (size_t i = 0; i < args.size(); ++i) {
+                argv[i] = args[i].data();
+                lens[i] = args[i].size();
+            }
+            Reply r(static_cast<redisReply*>(
+                redisCommandArgv(ctx_, static_cast<int>(args.size()), argv, lens)));
+            if (!r) broken();
+            if (r->type == REDIS_REPLY_ERROR) {
+                std::string msg = str(r.get());
+                redisFree(ctx_);
+                ctx_ = nullptr;
+                throw UsageError("Redis state store at " + where_ + ": " + what + ": " + msg);
+            }
+        };
+        if (!w_.password.empty()) {
+            if (w_.user.empty())
+                setup({"AUTH", w_.password}, "the password was refused");
+            else
+                setup({"AUTH", w_.user, w_.password}, "user " + w_.user + " could not log in");
+        }
+        if (w_.db != 0) setup({"SELECT", std::to_string(w_.db)}, "cannot select database " + std::to_string(w_.db));
+    }
+
+    StoreLocation w_;
+    std::string where_;
+    redisContext* ctx_ = nullptr;
+};
+
+class RedisStore : public Store {
+public:
+    explicit RedisStore(const StoreLocation& w) : conn_(w), p_(w.key_prefix()), display_(w.display()) {
+        std::string version = str(eval(kInitScript, {kSchemaVersion}).get());
+        if (version != kSchemaVersion)
+            throw UsageError("state store " + display_ + " has schema version " + version + ", expected " +
+                             kSchemaVersion);
+    }
+
+    std::optional<nlohmann::json> get_meta(const std::string& key) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Reply r = conn_.command({"HGET", p_ + "meta", key});
+        if (r->type != REDIS_REPLY_STRING) return std::nullopt;
+        return loads(str(r.get()));
+    }
+    void put_meta(const std::string& key, const nlohmann::json& value) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        conn_.command({"HSET", p_ + "meta", key, dumps(value)});
+    }
+
+    std::optional<LlmCall> find_llm_call(const std::string& key) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Reply r = eval(kFindScript, {"llm", key});
+        if (r->type != REDIS_REPLY_ARRAY) return std::nullopt;
+        return call_of(fields(r.get()));
+    }
+    int64_t add_llm_call(const LlmCall& c) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Reply r = eval(kAddCallScript, {c.key, c.kind, dumps(c.request), c.reply, c.model, num(c.prompt_tokens),
+                                        num(c.completion_tokens), num(finite(c.cost_usd)), num(finite(c.latency_s)),
+                                        num(c.created ? c.created : now_unix())});
+        return r->integer;
+    }
+    Spent spent() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto m = fields(conn_.command({"HGETALL", p_ + "spent"}).get());
+        return Spent{to_i64(get(m, "prompt_tokens")), to_i64(get(m, "completion_tokens")), to_i64(get(m, "calls")),
+                     to_double(get(m, "cost_usd"))};
+    }
+    std::vector<LlmCall> llm_calls() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Reply r = eval(kAllScript, {"llm"});
+        std::vector<LlmCall> out;
+        for (size_t i = 0; i < r->elements; ++i) out.push_back(call_of(fields(r->element[i])));
+        std::sort(out.begin(), out.end(), [](const LlmCall& a, const LlmCall& b) { return a.id < b.id; });
+        return out;
+    }
+
+    std::optional<Program> find_program(const std::string& key) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Reply r = eval(kFindScript, {"prog", key});
+        if (r->type != REDIS_REPLY_ARRAY) return std::nullopt;
+        return program_of(fields(r.get()));
+    }
+    std::optional<Program> get_program(int64_t id) override {
+        if (id <= 0) return std::nullopt;
+        std::lock_guard<std::mutex> lock(mu_);
+        auto m = fields(conn_.command({"HGETALL", p_ + "prog:" + num(id)}).get());
+        if (m.empty()) return std::nullopt;
+        return program_of(m);
+    }
+    Program claim_program(Program p) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Reply r = upsert("claim", p);
+        if (r->element[0]->integer == 0) return program_of(fields(r->element[1]));
+        p.id = r->element[1]->integer;
+        return p;
+    }
+    int64_t put_program(const Program& p) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        return upsert("put", p)->element[1]->integer;
+    }
+    std::vector<Program> programs() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Reply r = eval(kAllScript, {"prog"});
+        std::vector<Program> out;
+        for (size_t i = 0; i < r->elements; ++i) out.push_back(program_of(fields(r->element[i])));
+        std::sort(out.begin(), out.end(), [](const Program& a, const Program& b) { return a.id < b.id; });
+        return out;
+    }
+
+    void commit_generation(const Generation& g, const std::vector<nlohmann::json>& islands,
+                           const std::vector<Event>& events) override {
+        nlohmann::json row = {{"generation", g.generation}, {"best_speedup", g.best_speedup},
+                              {"best_program", g.best_program}, {"ok", g.ok}, {"failed", g.failed},
+                              {"tokens", g.tokens}, {"cost_usd", g.cost_usd}, {"elapsed_s", g.elapsed_s}};
+        std::vector<std::vector<std::string>> cmds{{"MULTI"}, {"DEL", p_ + "islands"}};
+        if (!islands.empty()) {
+            std::vector<std::string> push{"RPUSH", p_ + "islands"};
+            for (const auto& s : islands) push.push_back(dumps(s));
+            cmds.push_back(std::move(push));
+        }
+        cmds.push_back({"HSET", p_ + "generations", num(g.generation), dumps(row)});
+        if (!events.empty()) {
+            std::vector<std::string> push{"RPUSH", p_ + "events"};
+            for (const Event& e : events)
+                push.push_back(dumps({{"generation", e.generation}, {"kind", e.kind}, {"detail", e.detail}}));
+            cmds.push_back(std::move(push));
+        }
+        cmds.push_back({"EXEC"});
+        std::lock_guard<std::mutex> lock(mu_);
+        std::vector<Reply> r = conn_.pipeline(cmds);
+        if (r.back()->type != REDIS_REPLY_ARRAY)
+            throw UsageError("Redis state store at " + conn_.where() + ": the generation commit was aborted");
+    }
+    int last_generation() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Reply r = conn_.command({"HKEYS", p_ + "generations"});
+        int last = -1;
+        for (size_t i = 0; i < r->elements; ++i) last = std::max(last, static_cast<int>(to_i64(str(r->element[i]))));
+        return last;
+    }
+    std::vector<nlohmann::json> islands() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Reply r = conn_.command({"LRANGE", p_ + "islands", "0", "-1"});
+        std::vector<nlohmann::json> out;
+        for (size_t i = 0; i < r->elements; ++i) out.push_back(loads(str(r->element[i])));
+        return out;
+    }
+    std::vector<Generation> history() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto m = fields(conn_.command({"HGETALL", p_ + "generations"}).get());
+        std::vector<Generation> out;
+        for (const auto& [k, v] : m) {
+            nlohmann::json j = loads(v);
+            out.push_back(Generation{static_cast<int>(to_i64(k)), json_double(j, "best_speedup"),
+                                     json_i64(j, "best_program"), json_i64(j, "ok"), json_i64(j, "failed"),
+                                     json_i64(j, "tokens"), json_double(j, "cost_usd"), json_double(j, "elapsed_s")});
+        }
+        std::sort(out.begin(), out.end(), [](const Generation& a, const Generation& b) { return a.generation < b.generation; });
+        return out;
+    }
+    std::vector<Event> events() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Reply r = conn_.command({"LRANGE", p_ + "events", "0", "-1"});
+        std::vector<Event> out;
+        for (size_t i = 0; i < r->elements; ++i) {
+            nlohmann::json j = loads(str(r->element[i]));
+            out.push_back(Event{static_cast<int>(json_i64(j, "generation")), j.value("kind", std::string()),
+                                j.value("detail", nlohmann::json())});
+        }
+        return out;
+    }
+
+private:
+    static double finite(double v) { return std::isfinite(v) ? v : 0; }
+
+    Reply eval(const char* script, const std::vector<std::string>& args) {
+        std::vector<std::string> cmd{"EVAL", script, "0", p_};
+        cmd.insert(cmd.end(), args.begin(), args.end());
+        return conn_.command(cmd);
+    }
+
+    Reply upsert(const char* mode, const Program& p) {
+        Reply r = eval(kUpsertScript,
+                       {mode, p.key, num(p.generation), num(p.island), num(p.parent_id), p.origin, num(p.attempt),
+                        p.source, p.norm_hash, p.status, num(p.speedup), p.feedback,
+                        p.details.is_null() ? std::string() : dumps(p.details), num(p.llm_call_id),
+                        num(p.created ? p.created : now_unix())});
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+            throw UsageError("Redis state store at " + conn_.where() + ": unexpected reply to a program update");
+        return r;
+    }
+
+    std::mutex mu_;
+    Connection conn_;
+    std::string p_, display_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> detail::open_redis(const StoreLocation& where) { return std::make_unique<RedisStore>(where); }
+
+bool detail::redis_exists(const StoreLocation& where) {
+    Connection c(where);
+    return c.command({"EXISTS", where.key_prefix() + "meta"})->integer > 0;
+}
+
+void detail::redis_remove(const StoreLocation& where) {
+    Connection c(where);
+    // The prefix has no glob characters (parse_store_location refuses them), and no other prefix's
+    // keys can start with "{NAME}:".
+    std::string cursor = "0";
+    do {
+        Reply r = c.command({"SCAN", cursor, "MATCH", where.key_prefix() + "*", "COUNT", "1000"});
+        cursor = str(r->element[0]);
+        const redisReply* keys = r->element[1];
+        if (keys->elements == 0) continue;
+        std::vector<std::string> del{"DEL"};
+        for (size_t i = 0; i < keys->elements; ++i) del.push_back(str(keys->element[i]));
+        c.command(del);
+    } while (cursor != "0");
+}
+
+}  // namespace kevo::store
