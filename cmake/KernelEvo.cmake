@@ -41,6 +41,12 @@
 # KERNELEVO_EXECUTABLE, KERNELEVO_SEARCH_OPTIONS, KERNELEVO_TORCH_CUDA (AUTO|ON|OFF).
 include_guard(GLOBAL)
 
+# LibTorch's CMake config resets CMAKE_CUDA_ARCHITECTURES to OFF (it passes its own -gencode flags).
+# Remember what the project asked for when this module was loaded, usually before find_package(Torch).
+if(CMAKE_CUDA_ARCHITECTURES)
+  set_property(GLOBAL PROPERTY KERNELEVO_CUDA_ARCHITECTURES_AT_LOAD "${CMAKE_CUDA_ARCHITECTURES}")
+endif()
+
 if(CMAKE_VERSION VERSION_LESS 3.20)
   message(FATAL_ERROR "KernelEvo needs CMake 3.20 or newer (string(JSON), cmake_path); this is ${CMAKE_VERSION}")
 endif()
@@ -653,6 +659,15 @@ function(kernelevo_optimize NAME)
     if(NOT _arch_in)
       set(_arch_in "${CMAKE_CUDA_ARCHITECTURES}")
       set(_arch_from "CMAKE_CUDA_ARCHITECTURES")
+    endif()
+    if(NOT _arch_in)  # OFF: reset by LibTorch's config
+      get_property(_arch_in GLOBAL PROPERTY KERNELEVO_CUDA_ARCHITECTURES_AT_LOAD)
+      set(_arch_from "CMAKE_CUDA_ARCHITECTURES (as set before LibTorch reset it)")
+      if(NOT _arch_in AND TORCH_CUDA_ARCH_LIST)
+        string(REGEX MATCHALL "[0-9]+\\.[0-9]+a?" _torch_arches "${TORCH_CUDA_ARCH_LIST}")
+        string(REPLACE "." "" _arch_in "${_torch_arches}")
+        set(_arch_from "TORCH_CUDA_ARCH_LIST")
+      endif()
     endif()
   endif()
   set(_arches "")

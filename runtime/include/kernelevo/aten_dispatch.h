@@ -5,6 +5,7 @@
 // every call takes the reference path, and this header only needs the CUDA runtime headers.
 #pragma once
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>  // not pulled in by ATen.h in every LibTorch version
 
 #include <tuple>
 #include <vector>
@@ -84,7 +85,7 @@ inline int convert(const at::Tensor* const (&args)[N], kevo_tensor (&in)[N]) {
 // Index of the first input that needs autograd (the kernels have no backward), or -1.
 template <size_t N>
 inline int needs_grad(const at::Tensor* const (&args)[N]) {
-    if (!at::GradMode::is_enabled()) return -1;
+    if (!c10::GradMode::is_enabled()) return -1;
     for (size_t i = 0; i < N; ++i)
         if (args[i]->requires_grad()) return static_cast<int>(i);
     return -1;

@@ -315,7 +315,14 @@ public:
         }
         device_ = result["device"].value("index", 0);
         CK(cudaSetDevice(device_));
+        auto t0 = std::chrono::steady_clock::now();
+        auto lap = [&](const char* what) {
+            auto now = std::chrono::steady_clock::now();
+            result["profile_s"][what] = std::chrono::duration<double>(now - t0).count();
+            t0 = now;
+        };
         CK(cudaFree(nullptr));  // create the context before loading anything
+        lap("context");
         // A non-blocking stream: work a kernel puts on the legacy default stream is NOT ordered
         // with it, so such "side stream" work shows up as a cheat instead of being hidden.
         CK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -328,6 +335,7 @@ public:
             gate_cycles_ = static_cast<long long>(std::max(khz, 1000000)) * 300;  // ~300 ms at the top clock
         }
         load();
+        lap("load");
         json checks = json::array();
         double max_abs = 0;
         std::vector<std::string> warnings;
@@ -360,8 +368,10 @@ public:
         result["checks"] = checks;
         result["max_abs_diff"] = max_abs;
         result["trials"] = trials;
+        lap("correctness");
         if (job_.time) {
             result["timing"] = time_both(sc);
+            lap("timing");
             // A kernel that behaves only for its first calls is caught by checking again after timing.
             Buffers in(job_.inputs[0]);
             json check = run_trial(0, in, job_.seed + 104729, 0xFF, sc, warnings);
@@ -373,6 +383,7 @@ public:
                 result["checks"] = checks;
                 return result;
             }
+            lap("recheck");
         }
         result["status"] = "ok";
         result["warnings"] = warnings;
