@@ -33,7 +33,8 @@ python3 - "$tmp"/kb1.json "$tmp"/kb2.json "$tmp"/kb3.json <<'PY'
 import sys, json
 for f in sys.argv[1:]:
     j = json.load(open(f))
-    print(f"status {j['status']}  run {j['run_s']:.2f} s (compile {j['compile_s']:.2f} s, cached)  kernel {j['kernel_us']:.0f} us  reference {j['reference_us']:.0f} us  speedup {j['speedup']:.3f}")
+    prof = " ".join(f"{k} {v:.2f}" for k, v in (j.get('details') or {}).get('profile_s', {}).items())
+    print(f"status {j['status']}  run {j['run_s']:.2f} s (compile {j['compile_s']:.2f} s, cached)  kernel {j['kernel_us']:.0f} us  reference {j['reference_us']:.0f} us  speedup {j['speedup']:.3f}  [runner: {prof}]")
 PY
 echo "== repeatability: gelu_bias good.cu validated 5 times =="
 for i in 1 2 3 4 5; do
