@@ -1,6 +1,7 @@
 // Kill -9 in the middle of a search, then run the same search again: nothing committed is lost,
 // no stored reply is requested again, no evaluated candidate is evaluated again, and the outcome
-// equals that of an uninterrupted run.
+// equals that of an uninterrupted run. Run on the SQLite file and on a Redis server
+// (SearchKill/Backends.*/sqlite and .../redis).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "../store/store_backend.h"
 #include "common/fs.h"
 #include "store/store.h"
 
@@ -43,9 +45,8 @@ int wait_exit(pid_t pid) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
-std::vector<std::string> driver(const fs::path& dir, const std::string& delay) {
-    return {KEVO_SEARCH_DRIVER, (dir / "state.db").string(), "6", delay, (dir / "llm.log").string(),
-            (dir / "eval.log").string()};
+std::vector<std::string> driver(const std::string& state, const fs::path& dir, const std::string& delay) {
+    return {KEVO_SEARCH_DRIVER, state, "6", delay, (dir / "llm.log").string(), (dir / "eval.log").string()};
 }
 
 std::vector<std::tuple<std::string, std::string, std::string>> outcome(store::Store& s) {
@@ -55,12 +56,18 @@ std::vector<std::tuple<std::string, std::string, std::string>> outcome(store::St
     return out;
 }
 
-TEST(SearchKill, ResumesAfterKill9WithoutRepayingOrReevaluating) {
+class SearchKill : public testing::BackendTest {};
+KEVO_INSTANTIATE_BACKENDS(SearchKill);
+
+TEST_P(SearchKill, ResumesAfterKill9WithoutRepayingOrReevaluating) {
     TempDir straight, killed;
-    ASSERT_EQ(wait_exit(spawn(driver(straight.path(), "0"))), 0);
+    // Both runs' states: files in their directories, or two prefixes on one Redis server.
+    std::string straight_state = redis() ? location("straight") : (straight.path() / "state.db").string();
+    std::string killed_state = redis() ? location("killed") : (killed.path() / "state.db").string();
+    ASSERT_EQ(wait_exit(spawn(driver(straight_state, straight.path(), "0"))), 0);
 
     // Each evaluation takes 50 ms; kill while generation 3 or so is being evaluated.
-    pid_t pid = spawn(driver(killed.path(), "0.05"));
+    pid_t pid = spawn(driver(killed_state, killed.path(), "0.05"));
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (lines(killed.path() / "eval.log").size() < 12 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -71,7 +78,7 @@ TEST(SearchKill, ResumesAfterKill9WithoutRepayingOrReevaluating) {
     std::set<std::string> paid_seeds, evaluated;
     int committed_generations;
     {
-        auto s = store::open_store((killed.path() / "state.db").string());
+        auto s = store::open_store(killed_state);
         committed_generations = s->last_generation() + 1;
         for (const auto& p : s->programs())
             if (p.status != "pending" && p.status != "duplicate" && p.status != "no_code") evaluated.insert(p.norm_hash);
@@ -79,7 +86,7 @@ TEST(SearchKill, ResumesAfterKill9WithoutRepayingOrReevaluating) {
     }
     {
         // Seeds of committed LLM calls, from the store's own record of each request.
-        auto s = store::open_store((killed.path() / "state.db").string());
+        auto s = store::open_store(killed_state);
         for (const auto& c : s->llm_calls()) paid_seeds.insert(std::to_string(c.request.at("seed").get<int64_t>()));
     }
     ASSERT_GT(committed_generations, 0);
@@ -87,7 +94,7 @@ TEST(SearchKill, ResumesAfterKill9WithoutRepayingOrReevaluating) {
     size_t llm_before = lines(killed.path() / "llm.log").size();
     size_t eval_before = lines(killed.path() / "eval.log").size();
 
-    ASSERT_EQ(wait_exit(spawn(driver(killed.path(), "0"))), 0);
+    ASSERT_EQ(wait_exit(spawn(driver(killed_state, killed.path(), "0"))), 0);
 
     auto llm_after = lines(killed.path() / "llm.log");
     auto eval_after = lines(killed.path() / "eval.log");
@@ -96,8 +103,8 @@ TEST(SearchKill, ResumesAfterKill9WithoutRepayingOrReevaluating) {
     for (size_t i = eval_before; i < eval_after.size(); ++i)
         EXPECT_FALSE(evaluated.count(eval_after[i])) << "an evaluated candidate was evaluated again";
 
-    auto a = store::open_store((straight.path() / "state.db").string());
-    auto b = store::open_store((killed.path() / "state.db").string());
+    auto a = store::open_store(straight_state);
+    auto b = store::open_store(killed_state);
     EXPECT_EQ(outcome(*b), outcome(*a));
     EXPECT_EQ(b->spent().calls, a->spent().calls);
     EXPECT_EQ(b->history().size(), 7u);

@@ -109,16 +109,19 @@ void run_search(SearchArgs& a, int& rc) {
     evolve::ValidatorEvaluator evaluator(validator);
     std::string arch = validator.arch();
 
-    fs::path state = a.state.empty() ? cache_root() / "search" /
-                                           (task.name + "-" + arch + "-" + task.hash().substr(0, 12) + ".db")
-                                     : fs::path(a.state);
+    // An SQLite file (default: one per task and architecture under the cache) or a Redis URL.
+    std::string state = a.state.empty() ? (cache_root() / "search" /
+                                           (task.name + "-" + arch + "-" + task.hash().substr(0, 12) + ".db"))
+                                              .string()
+                                        : a.state;
+    store::StoreLocation where = store::parse_store_location(state);  // registers a Redis password
     if (a.fresh) {
-        for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(state.string() + suffix);
-    } else if (fs::exists(state)) {
-        std::cerr << "kernelevo: resuming the run in " << state.string() << "\n";
+        store::remove_store(state);
+    } else if (store::store_exists(state)) {
+        std::cerr << "kernelevo: resuming the run in " << where.display() << "\n";
     }
-    if (state.has_parent_path()) fs::create_directories(state.parent_path());
-    auto store = store::open_store(state.string());
+    if (!where.redis && fs::path(where.path).has_parent_path()) fs::create_directories(fs::path(where.path).parent_path());
+    auto store = store::open_store(state);
 
     auto log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
     std::shared_ptr<llm::Provider> provider;
@@ -142,7 +145,7 @@ void run_search(SearchArgs& a, int& rc) {
         }
     });
     std::cerr << "kernelevo: searching " << task.name << " for " << arch << " (" << cfg.islands << " islands, state "
-              << state.string() << ")\n";
+              << where.display() << ")\n";
 
     // Ctrl-C: the first stops cleanly after what is in flight; the second also aborts LLM requests.
     std::atomic<bool> stop{false}, done{false};
@@ -210,8 +213,12 @@ void run_search(SearchArgs& a, int& rc) {
     bool finished = result.stop_reason == "generations" || result.stop_reason == "target" ||
                     result.stop_reason == "budget" || result.stop_reason == "time";
     if (!finished || result.stop_reason == "budget" || result.stop_reason == "time")
-        std::cerr << "kernelevo: state saved; to continue, run again: " << command_line_hint()
-                  << (finished ? " (with a larger budget or time limit)" : "") << "\n";
+        std::cerr << "kernelevo: state saved; to continue, run again: " << redact(command_line_hint())
+                  << (finished ? " (with a larger budget or time limit)" : "")
+                  << (where.redis && !where.password.empty()
+                          ? " (the Redis password shows as ***: give it again, or in $KERNELEVO_REDIS_PASSWORD)"
+                          : "")
+                  << "\n";
     rc = result.stop_reason.rfind("error: no GPU", 0) == 0 ? 2 : finished && result.best ? 0 : 1;
 }
 
@@ -224,9 +231,13 @@ void register_search_command(CLI::App& app, int& rc) {
     cmd->add_option("--out", a->out, "Cache directory to write the best kernel to (NAME/sm_XX.cu + .json)")->required();
     cmd->add_option("--arch", a->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
     cmd->add_option("--state", a->state,
-                    "State store (SQLite file); rerunning with the same state resumes "
+                    "State store: an SQLite file, or redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] "
+                    "for a run that spans machines (port 6379, DB 0 and prefix kernelevo by default; every key "
+                    "of the run starts with {NAME}:, so runs with different prefixes share a server; password "
+                    "also from $KERNELEVO_REDIS_PASSWORD). Rerunning with the same state resumes "
                     "(default: a file per task and architecture under the kernelevo cache)");
-    cmd->add_flag("--fresh", a->fresh, "Discard the state store's previous run and start over");
+    cmd->add_flag("--fresh", a->fresh,
+                  "Discard the state store's previous run and start over (Redis: deletes the prefix's keys)");
     cmd->add_option("--initial", a->initial, "Seed kernel (.cu); default: the LLM writes a straightforward one");
     cmd->add_option("--generations", a->cfg.generations, "Evolution generations after the seed")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd->add_option("--islands", a->cfg.islands, "Islands (independent populations)")->capture_default_str()->check(CLI::Range(1, 64));
@@ -253,9 +264,12 @@ void register_search_command(CLI::App& app, int& rc) {
 
     auto r = std::make_shared<std::pair<std::string, std::string>>();
     CLI::App* rep = app.add_subcommand("report", "Print a search's history and plot it");
-    rep->add_option("--state", r->first, "The search's state store")->required()->check(CLI::ExistingFile);
+    rep->add_option("--state", r->first, "The search's state store: SQLite file or redis://... URL (as for search)")
+        ->required();
     rep->add_option("--plot", r->second, "Write a plot: FILE.svg, or FILE.html with the report");
     rep->callback([r, &rc] {
+        if (!store::store_exists(r->first))
+            throw UsageError("--state: no search state at " + store::parse_store_location(r->first).display());
         auto store = store::open_store(r->first);
         std::cout << evolve::report_text(*store);
         if (!r->second.empty()) {
