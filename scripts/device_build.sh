@@ -16,6 +16,9 @@ export PATH="$prefix/usr/bin:$PATH"
 extra=()
 [ -f "$prefix/usr/include/sqlite3.h" ] && extra+=(-DSQLite3_INCLUDE_DIR="$prefix/usr/include" -DSQLite3_LIBRARY="$libdir/libsqlite3.so")
 [ -d /usr/include/x86_64-linux-gnu/curl ] && extra+=(-DCURL_INCLUDE_DIR=/usr/include/x86_64-linux-gnu)
+# hiredis unpacked into a prefix has a .pc file pointing at /usr: build without the Redis backend
+# there (its tests run on the CPU machines).
+[ -f /usr/include/hiredis/hiredis.h ] || extra+=(-DKERNELEVO_ENABLE_REDIS=OFF)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" "${extra[@]}" ${KEVO_CMAKE_ARGS:-}
 printf 'export LD_LIBRARY_PATH=%q\nexport PATH=%q\n' "$LD_LIBRARY_PATH" "$PATH" > build-gpu/env.sh

@@ -78,7 +78,10 @@ inline uint64_t pack(uint64_t kernel, int reason, int arg, int detail) {
 
 inline void record(kevo_function* f, uint64_t kernel, int reason, int arg, int detail) {
     __atomic_store_n(&f->last, pack(kernel, reason, arg, detail), __ATOMIC_RELAXED);
-    __atomic_fetch_add(kernel == kReference ? &f->calls_reference : &f->calls_kernel, 1, __ATOMIC_RELAXED);
+    // A plain (unlocked) increment: a locked read-modify-write would cost more than the rest of the
+    // dispatch. The counts are statistics; concurrent calls may lose an increment.
+    uint64_t* counter = kernel == kReference ? &f->calls_reference : &f->calls_kernel;
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
 inline kevo_forward_fn refuse(kevo_function* f, int reason, int arg = -1, int detail = 0) {

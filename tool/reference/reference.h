@@ -6,7 +6,7 @@
 //        runs the reference and copies its results into `out` (checking count, shape and dtype)
 //   int  kevo_ref_call(const kevo_tensor* in, int n_in, cudaStream_t s);
 //        runs the reference and keeps its results (what timing measures: the plain LibTorch call)
-//   void kevo_ref_release(void);   poisons and drops kept results, empties LibTorch's cache
+//   void kevo_ref_release(void);   poisons and drops kept results
 //   const char* kevo_ref_error(void);
 #pragma once
 #include <filesystem>

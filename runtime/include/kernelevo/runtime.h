@@ -55,7 +55,8 @@ typedef struct kevo_function {
     const char* const* symbols;
     const kevo_kernel_entry* kernels;
     const char* arches; /* "sm_80,sm_90" or "" */
-    /* Runtime state: zero-initialize; written by the runtime only (atomically). */
+    /* Runtime state: zero-initialize; written by the runtime only. `last` is atomic; the call counts
+       are statistics that concurrent calls may undercount. */
     uint64_t last;
     uint64_t calls_kernel, calls_reference;
 } kevo_function;
