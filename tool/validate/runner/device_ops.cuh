@@ -159,11 +159,16 @@ __global__ void compare_kernel(const void* got, const void* expected, int32_t dt
 
 __global__ void worst_kernel(const void* got, const void* expected, int32_t dtype, int64_t n, bool exact, double atol,
                              double rtol, CompareStats* st) {
+    // Run only when something mismatched. Each thread visits its indices in increasing order, so
+    // its first hit is its smallest: one atomic per thread at most.
     const float target = __uint_as_float(st->max_diff_bits);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         bool bad;
         float d = elem_diff(load_as_double(got, dtype, i), load_as_double(expected, dtype, i), exact, atol, rtol, &bad);
-        if (d == target) atomicMin(&st->worst, static_cast<unsigned long long>(i));
+        if (d == target) {
+            atomicMin(&st->worst, static_cast<unsigned long long>(i));
+            break;
+        }
     }
 }
 
