@@ -189,22 +189,26 @@ struct Search::Impl {
             for (int i = 0; i < cfg.islands; ++i) islands.push_back(Island{i, {}, 0, 0, 0, 0, {}});
         }
 
-        for (const store::Program& p : store.programs()) {
-            if (p.ok()) {
-                ++progress.ok;
-                if (p.speedup > progress.best_speedup) {
-                    progress.best_speedup = p.speedup;
-                    best_id = p.id;
-                }
-            } else if (p.status == "duplicate") {
-                ++progress.duplicates;
-            } else if (counts_as_failed(p.status)) {
-                ++progress.failed;
-            }
-        }
+        for (const store::Program& p : store.programs()) tally(p);
         store::Spent s = store.spent();
         progress.tokens = s.tokens();
         progress.cost_usd = s.cost_usd;
+    }
+
+    // Counts an evaluated (or stored) program into the progress figures; the caller holds `mu`
+    // where other threads may be counting too.
+    void tally(const store::Program& p) {
+        if (p.ok()) {
+            ++progress.ok;
+            if (p.speedup > progress.best_speedup) {
+                progress.best_speedup = p.speedup;
+                best_id = p.id;
+            }
+        } else if (p.status == "duplicate") {
+            ++progress.duplicates;
+        } else if (counts_as_failed(p.status)) {
+            ++progress.failed;
+        }
     }
 
     // ---- one LLM call, one evaluation -----------------------------------------------------------
@@ -410,17 +414,7 @@ struct Search::Impl {
             }
         }
         std::lock_guard<std::mutex> lock(mu);
-        if (p.ok()) {
-            ++progress.ok;
-            if (p.speedup > progress.best_speedup) {
-                progress.best_speedup = p.speedup;
-                best_id = p.id;
-            }
-        } else if (p.status == "duplicate") {
-            ++progress.duplicates;
-        } else {
-            ++progress.failed;
-        }
+        tally(p);
         report();
     }
 
