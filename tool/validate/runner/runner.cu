@@ -73,7 +73,10 @@ json device_info() {
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
         j["present"] = false;
-        j["error"] = e != cudaSuccess ? std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e) : "no CUDA device";
+        std::string why = e == cudaErrorInsufficientDriver ? "no NVIDIA driver, or one older than this CUDA runtime"
+                          : e == cudaErrorNoDevice || e == cudaSuccess ? "no CUDA device"
+                                                                       : cudaGetErrorString(e);
+        j["error"] = "no usable CUDA GPU here (" + why + (e != cudaSuccess ? std::string(", ") + cudaGetErrorName(e) : std::string()) + ")";
         return j;
     }
     int dev = 0;
