@@ -40,6 +40,25 @@ void write_file_atomic(const fs::path& path, const std::string& data) {
     }
 }
 
+void install_file_atomic(const fs::path& file, const fs::path& dest, const std::string& what) {
+    std::error_code ec;
+    fs::create_directories(dest.parent_path(), ec);
+    fs::path staged = dest;
+    staged += ".tmp." + std::to_string(::getpid());
+    fs::copy_file(file, staged, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(staged, dest, ec);
+    if (ec) {
+        fs::remove(staged, ec);
+        throw UsageError("cannot write " + what + " into the cache at " + dest.parent_path().string() + ": " + ec.message());
+    }
+}
+
+std::string strip_dir(std::string text, const fs::path& dir) {
+    const std::string prefix = dir.string() + "/";
+    for (size_t pos; (pos = text.find(prefix)) != std::string::npos;) text.erase(pos, prefix.size());
+    return text;
+}
+
 TempDir::TempDir(const std::string& prefix) {
     fs::path base = fs::temp_directory_path();
     std::string templ = (base / (prefix + ".XXXXXX")).string();

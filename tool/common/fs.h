@@ -12,6 +12,13 @@ std::string read_file(const fs::path& path);
 // see a partial file. Creates parent directories.
 void write_file_atomic(const fs::path& path, const std::string& data);
 
+// Copies `file` into place at `dest` atomically (copy beside it, then rename), creating parent
+// directories: concurrent writers and readers of a cache never see a partial file. Throws
+// UsageError naming `what` on failure.
+void install_file_atomic(const fs::path& file, const fs::path& dest, const std::string& what);
+// Removes every occurrence of "dir/" from text (private temp paths mean nothing to a reader).
+std::string strip_dir(std::string text, const fs::path& dir);
+
 // A private (0700) directory removed on destruction unless keep() was called.
 class TempDir {
 public:

@@ -121,11 +121,8 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     po.cwd = tmp.path();
     po.timeout_s = opt.timeout_s;
     ProcessResult r = run_process(po);
-    std::string log = r.out + r.err;
     // Paths of the private temp dir mean nothing to the reader (or to an LLM repairing the code).
-    for (size_t pos; (pos = log.find(tmp.path().string() + "/")) != std::string::npos;)
-        log.erase(pos, tmp.path().string().size() + 1);
-    res.log = trim_compiler_log(log);
+    res.log = trim_compiler_log(strip_dir(r.out + r.err, tmp.path()));
     if (!r.ok()) {
         if (r.timed_out) res.log = "compilation " + r.describe() + "\n" + res.log;
         else if (res.log.empty()) res.log = "nvcc failed: " + r.describe();
@@ -133,11 +130,7 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
         res.seconds = elapsed();
         return res;
     }
-    fs::create_directories(dir, ec);
-    fs::path staged = dir / (res.source_hash + ".so.tmp." + std::to_string(::getpid()));
-    fs::copy_file(tmp.path() / "kernel.so", staged, fs::copy_options::overwrite_existing, ec);
-    if (!ec) fs::rename(staged, so, ec);
-    if (ec) throw UsageError("cannot write the compiled kernel into the cache at " + dir.string() + ": " + ec.message());
+    install_file_atomic(tmp.path() / "kernel.so", so, "the compiled kernel");
     res.ok = true;
     res.library = so;
     res.seconds = elapsed();

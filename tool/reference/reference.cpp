@@ -238,18 +238,11 @@ ReferenceBuild build_reference(const Task& task, double timeout_s) {
     ProcessResult r = run_process(po);
     b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!r.ok()) {
-        std::string log = r.out + r.err;
-        for (size_t pos; (pos = log.find(tmp.path().string() + "/")) != std::string::npos;)
-            log.erase(pos, tmp.path().string().size() + 1);
         b.log = "building the reference " + task.reference_source.string() + " failed (" + r.describe() + "):\n" +
-                trim_compiler_log(log, 8000);
+                trim_compiler_log(strip_dir(r.out + r.err, tmp.path()), 8000);
         return b;
     }
-    fs::create_directories(dir, ec);
-    fs::path staged = dir / (hash + ".so.tmp." + std::to_string(::getpid()));
-    fs::copy_file(tmp.path() / "reference.so", staged, fs::copy_options::overwrite_existing, ec);
-    if (!ec) fs::rename(staged, so, ec);
-    if (ec) throw UsageError("cannot write the reference build into the cache at " + dir.string() + ": " + ec.message());
+    install_file_atomic(tmp.path() / "reference.so", so, "the reference build");
     b.ok = true;
     b.library = so;
     return b;
