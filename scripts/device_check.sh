@@ -41,4 +41,4 @@ cmake build-ex > /dev/null 2>&1 && ninja -C build-ex >> "$out/example-build.log"
 build-ex/fused_ops 2>&1 | tee "$out/example.log"
 
 step validator figures
-timeout 240 scripts/measure_validator.sh build-gpu 2>&1 | tee "$out/measure.log"
+timeout 420 scripts/measure_validator.sh build-gpu 2>&1 | tee "$out/measure.log"

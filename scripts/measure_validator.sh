@@ -36,16 +36,29 @@ for f in sys.argv[1:]:
     prof = " ".join(f"{k} {v:.2f}" for k, v in (j.get('details') or {}).get('profile_s', {}).items())
     print(f"status {j['status']}  run {j['run_s']:.2f} s (compile {j['compile_s']:.2f} s, cached)  kernel {j['kernel_us']:.0f} us  reference {j['reference_us']:.0f} us  speedup {j['speedup']:.3f}  [runner: {prof}]")
 PY
-echo "== repeatability: gelu_bias good.cu validated 5 times =="
-for i in 1 2 3 4 5; do
-  "$kevo" validate --task $data/gelu_bias/task.json --kernel $data/gelu_bias/kernels/good.cu --json > "$tmp/r$i.json" || true
-done
-python3 - "$tmp"/r?.json <<'PY'
+# Repeatability under each timing configuration (the default first): 5 validations each.
+repeat() {
+  local label=$1; shift
+  echo "== repeatability ($label): gelu_bias good.cu validated 5 times =="
+  for i in 1 2 3 4 5; do
+    "$kevo" validate --task $data/gelu_bias/task.json --kernel $data/gelu_bias/kernels/good.cu --json "$@" > "$tmp/r$i.json" || true
+  done
+  python3 - "$tmp"/r?.json <<'PY'
 import sys, json, statistics
 s = [json.load(open(f)) for f in sys.argv[1:]]
 sp = [j['speedup'] for j in s]
 med = statistics.median(sp)
 print("speedups: " + " ".join(f"{x:.3f}" for x in sp) + f"  median {med:.3f}  max deviation {max(abs(x-med)/med for x in sp)*100:.2f}%")
 print("kernel us: " + " ".join(f"{j['kernel_us']:.1f}" for j in s) + "  reference us: " + " ".join(f"{j['reference_us']:.1f}" for j in s))
+t = [j['details'].get('timing', {}) for j in s]
+print("kernel per-copy medians: " + " | ".join(" ".join(f"{x:.1f}" for x in x.get('kernel', {}).get('per_copy_median_us', [])) for x in t))
 print("run seconds: " + " ".join(f"{j['run_s']:.2f}" for j in s))
 PY
+}
+repeat "default: --l2-flush read --timing-copies 4"
+if [ "${KEVO_MEASURE_VARIANTS:-0}" = 1 ]; then
+  repeat "--l2-flush write" --l2-flush write
+  repeat "--timing-copies 1" --timing-copies 1
+  repeat "--timing-copies 16" --timing-copies 16
+  repeat "--l2-flush write --timing-copies 1" --l2-flush write --timing-copies 1
+fi

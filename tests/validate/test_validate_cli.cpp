@@ -59,6 +59,17 @@ TEST(ValidateCli, BadArchIsUsageError) {
     EXPECT_NE(r.err.find("hopper"), std::string::npos);
 }
 
+TEST(ValidateCli, BadTimingOptionsAreUsageErrors) {
+    auto flush = kernelevo({"validate", "--task", (kData / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(),
+                            "--l2-flush", "sometimes"});
+    EXPECT_EQ(flush.exit_code, 2);
+    EXPECT_NE((flush.out + flush.err).find("--l2-flush"), std::string::npos) << flush.err;
+    auto copies = kernelevo({"validate", "--task", (kData / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(),
+                             "--timing-copies", "0"});
+    EXPECT_EQ(copies.exit_code, 2);
+    EXPECT_NE((copies.out + copies.err).find("--timing-copies"), std::string::npos) << copies.err;
+}
+
 TEST(ValidateCli, BrokenReferenceIsASetupErrorWithTheCompilerMessage) {
     TempDir dir("kevo-test");
     write_file_atomic(dir.path() / "ref.cpp", "#include <ATen/ATen.h>\nat::Tensor other_name(const at::Tensor& x, const at::Tensor& b) { return x + b; }\n");

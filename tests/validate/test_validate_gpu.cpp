@@ -53,6 +53,9 @@ TEST(ValidateGpu, CorrectKernelIsOkWithTimings) {
     EXPECT_FALSE(r.suspicious);
     EXPECT_EQ(r.details["timing"]["trials"], 30);
     EXPECT_GE(r.details["timing"]["l2_flush_bytes"].get<double>(), 2.0 * gelu_validator().device().l2_bytes);
+    EXPECT_EQ(r.details["timing"]["l2_flush"], "read");
+    EXPECT_EQ(r.details["timing"]["buffer_copies"], 4);
+    EXPECT_EQ(r.details["timing"]["kernel"]["per_copy_median_us"].size(), 4u);
     // Both shape sets were checked, some at reused addresses with fresh values.
     bool set0 = false, set1 = false, refill = false;
     for (const auto& c : r.details["checks"]) {
@@ -121,4 +124,18 @@ TEST(ValidateGpu, SuspiciousSpeedupIsFlagged) {
     ASSERT_EQ(r.status, Status::ok) << r.log;
     EXPECT_TRUE(r.suspicious);
     EXPECT_NE(r.log.find("suspicious"), std::string::npos);
+}
+
+TEST(ValidateGpu, MemsetFlushAndOneBufferCopyAlsoTime) {
+    REQUIRE_GPU();
+    ValidateOptions o;
+    o.timing_trials = 20;
+    o.l2_flush = "write";
+    o.timing_copies = 1;
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), o);
+    ValidationResult r = v.validate(read_file(kData / "gelu_bias" / "kernels" / "good.cu"));
+    ASSERT_EQ(r.status, Status::ok) << r.log;
+    EXPECT_GT(r.speedup, 0);
+    EXPECT_EQ(r.details["timing"]["l2_flush"], "write");
+    EXPECT_EQ(r.details["timing"]["buffer_copies"], 1);
 }

@@ -129,6 +129,9 @@ Validator::Validator(Task task, ValidateOptions options) : task_(std::move(task)
     if (!options_.arch.empty()) options_.arch = normalize_arch(options_.arch);
     if (options_.timeout_s <= 0) throw UsageError("the timeout must be positive");
     if (options_.timing_trials < 1) throw UsageError("timing needs at least one trial");
+    if (options_.l2_flush != "read" && options_.l2_flush != "write")
+        throw UsageError("L2 flush must be read or write, not '" + options_.l2_flush + "'");
+    if (options_.timing_copies < 1 || options_.timing_copies > 64) throw UsageError("timing copies must be between 1 and 64");
 }
 
 Validator::~Validator() = default;
@@ -225,6 +228,8 @@ ValidationResult Validator::run(const CompileResult& compiled) {
     job["timing_trials"] = options_.timing_trials;
     job["warmup"] = options_.warmup;
     job["timing_budget_s"] = std::max(1.0, options_.timeout_s * 0.4);
+    job["l2_flush"] = options_.l2_flush;
+    job["timing_copies"] = options_.timing_copies;
 
     std::lock_guard<std::mutex> lock(impl_->run_mu);  // the GPU runs one candidate at a time
     TempDir tmp("kernelevo-run");

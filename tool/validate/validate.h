@@ -42,6 +42,8 @@ struct ValidateOptions {
     double timeout_s = 30;        // watchdog for one candidate run (compile has its own)
     int timing_trials = 100;
     int warmup = 10;
+    std::string l2_flush = "read";  // how L2 is flushed before each timed call: read or write
+    int timing_copies = 4;          // input/output copies at different addresses, used in turn
     double suspicious_speedup = 10;
     bool time_kernels = true;     // false: correctness only
     std::filesystem::path runner; // empty: kernelevo-runner beside this executable

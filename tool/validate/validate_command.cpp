@@ -16,7 +16,8 @@ struct ValidateArgs {
     std::string task, kernel, arch;
     bool json = false, no_timing = false, keep = false;
     double timeout = 30, suspicious = 10;
-    int trials = 100, warmup = 10;
+    int trials = 100, warmup = 10, copies = 4;
+    std::string flush = "read";
 };
 
 std::string us(double v) {
@@ -56,6 +57,13 @@ void register_validate_command(CLI::App& app, int& rc) {
     cmd->add_option("--timeout", args->timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_option("--timing-trials", args->trials, "Timed trials per implementation")->capture_default_str()->check(CLI::Range(1, 100000));
     cmd->add_option("--warmup", args->warmup, "Warm-up calls per implementation")->capture_default_str()->check(CLI::Range(0, 10000));
+    cmd->add_option("--l2-flush", args->flush,
+                    "How L2 is flushed before each timed call: read (a buffer 4x L2, leaving clean lines) or write (memset)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"read", "write"}));
+    cmd->add_option("--timing-copies", args->copies, "Copies of the inputs and outputs, at different addresses, used in turn while timing")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 64));
     cmd->add_option("--suspicious", args->suspicious, "Flag speedups above this factor")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_flag("--no-timing", args->no_timing, "Check correctness only");
     cmd->add_flag("--keep-temps", args->keep, "Keep the runner's job directory (for debugging)");
@@ -72,6 +80,8 @@ void register_validate_command(CLI::App& app, int& rc) {
         opt.timeout_s = args->timeout;
         opt.timing_trials = args->trials;
         opt.warmup = args->warmup;
+        opt.l2_flush = args->flush;
+        opt.timing_copies = args->copies;
         opt.suspicious_speedup = args->suspicious;
         opt.time_kernels = !args->no_timing;
         opt.keep_temps = args->keep;

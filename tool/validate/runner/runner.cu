@@ -265,6 +265,8 @@ struct Job {
     bool time = true;
     int timing_trials = 100, warmup = 10;
     double timing_budget_s = 10;
+    std::string l2_flush = "read";  // read: leave L2 full of clean lines; write: memset (dirty lines)
+    int timing_copies = 4;          // buffer copies used in turn while timing
 };
 
 Job parse_job(const json& j) {
@@ -302,6 +304,8 @@ Job parse_job(const json& j) {
     job.timing_trials = j.value("timing_trials", 100);
     job.warmup = j.value("warmup", 10);
     job.timing_budget_s = j.value("timing_budget_s", 10.0);
+    job.l2_flush = j.value("l2_flush", std::string("read"));
+    job.timing_copies = std::max(1, j.value("timing_copies", 4));
     return job;
 }
 
@@ -590,7 +594,8 @@ private:
         for (const auto& t : job_.outputs[0]) set_bytes += t.bytes();
         size_t free_mem = 0, total_mem = 0;
         CK(cudaMemGetInfo(&free_mem, &total_mem));
-        const int copies = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(4, static_cast<int64_t>(free_mem / 4) / set_bytes)));
+        const int copies = static_cast<int>(
+            std::max<int64_t>(1, std::min<int64_t>(job_.timing_copies, static_cast<int64_t>(free_mem / 4) / set_bytes)));
         std::vector<Buffers> in_sets, out_sets;
         for (int c = 0; c < copies; ++c) {
             in_sets.emplace_back(job_.inputs[0]);
@@ -605,10 +610,30 @@ private:
             cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, device_);
             l2 = v;
         }
-        // Flush L2 between trials by writing a buffer well beyond its size (at least twice).
-        size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(4 * l2, 256ll << 20));
+        // Flush L2 between trials by touching a buffer well beyond its size (at least twice). By
+        // default the flush reads, so the timed call starts with L2 full of clean lines; a memset
+        // ("write") leaves it full of dirty lines whose write-back then lands inside the timed call.
+        size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(4 * l2, 256ll << 20)) & ~size_t(15);
         void* flush = nullptr;
         CK(cudaMalloc(&flush, flush_bytes));
+        CK(cudaMemsetAsync(flush, 0, flush_bytes, stream_));
+        const bool read_flush = job_.l2_flush != "write";
+        unsigned* flush_sink = nullptr;
+        CK(cudaMalloc(&flush_sink, sizeof(unsigned)));
+        int flush_blocks = 0;
+        {
+            int sms = 0;
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_);
+            flush_blocks = std::max(1, sms) * 4;
+        }
+        auto flush_l2 = [&](int i) {
+            if (read_flush) {
+                l2_flush_read<<<flush_blocks, 512, 0, stream_>>>(static_cast<const uint4*>(flush), flush_bytes / 16, flush_sink);
+                CK(cudaGetLastError());
+            } else {
+                CK(cudaMemsetAsync(flush, i & 0xFF, flush_bytes, stream_));
+            }
+        };
         auto run_kernel = [&] {
             auto i2 = in_sets[cur].fresh_abi();
             auto o2 = out_sets[cur].fresh_abi();
@@ -626,7 +651,7 @@ private:
         CK(cudaEventCreate(&e0));
         CK(cudaEventCreate(&e1));
         auto once = [&](auto&& fn, int i) {
-            CK(cudaMemsetAsync(flush, i & 0xFF, flush_bytes, stream_));
+            flush_l2(i);
             CK(cudaEventRecord(e0, stream_));
             fn();
             CK(cudaEventRecord(e1, stream_));
@@ -645,7 +670,7 @@ private:
         }
         {
             CK(cudaEventRecord(e0, stream_));
-            CK(cudaMemsetAsync(flush, 1, flush_bytes, stream_));
+            flush_l2(1);
             CK(cudaEventRecord(e1, stream_));
             CK(cudaEventSynchronize(e1));
             CK(cudaEventElapsedTime(&fw, e0, e1));
@@ -666,7 +691,7 @@ private:
             for (int k = 0; k < 2; ++k) {
                 bool kernel_turn = (k == 0) == (i % 2 == 0);
                 int slot = 4 * i + (kernel_turn ? 0 : 2);
-                CK(cudaMemsetAsync(flush, i & 0xFF, flush_bytes, stream_));
+                flush_l2(i);
                 CK(cudaEventRecord(ev[slot], stream_));
                 if (kernel_turn) run_kernel();
                 else run_ref();
@@ -686,6 +711,20 @@ private:
         }
         for (auto& e : ev) cudaEventDestroy(e);
         json k = summarize(kt), r = summarize(rt);
+        // Per-copy medians show whether a time depends on where the buffers lie.
+        json kc = json::array(), rc_ = json::array();
+        for (int c = 0; c < copies; ++c) {
+            std::vector<float> a, b;
+            for (int i = c; i < trials; i += copies) {
+                a.push_back(kt[i]);
+                b.push_back(rt[i]);
+            }
+            if (a.empty()) continue;
+            kc.push_back(summarize(a)["median_us"]);
+            rc_.push_back(summarize(b)["median_us"]);
+        }
+        k["per_copy_median_us"] = kc;
+        r["per_copy_median_us"] = rc_;
 
         // Work hidden from the stream is invisible to its events: compare wall-clock time with
         // the whole device synchronized against what the events saw.
@@ -705,10 +744,11 @@ private:
             throw CandidateFailure{"rejected", "the kernel takes " + fmt(wall_med) + " us of device time but only " + fmt(ev_med) +
                                                    " us on its stream: it does work outside the given stream"};
         cudaFree(flush);
+        cudaFree(flush_sink);
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
         return json{{"kernel", k}, {"reference", r}, {"trials", trials}, {"trials_reduced_to_fit_budget", reduced},
-                    {"warmup", job_.warmup}, {"l2_flush_bytes", flush_bytes}, {"buffer_copies", copies}, {"kernel_wall_us", wall_med}};
+                    {"warmup", job_.warmup}, {"l2_flush_bytes", flush_bytes}, {"l2_flush", read_flush ? "read" : "write"}, {"buffer_copies", copies}, {"kernel_wall_us", wall_med}};
     }
 
     const Job& job_;
