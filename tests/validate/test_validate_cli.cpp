@@ -82,6 +82,20 @@ TEST(ValidateCli, BrokenReferenceIsASetupErrorWithTheCompilerMessage) {
     EXPECT_NE(r.err.find("ref.cpp"), std::string::npos) << r.err;
 }
 
+TEST(ValidateCli, ReferenceWrittenForTorchExtensionsBuildsWithoutPython) {
+    TempDir dir("kevo-test");
+    write_file_atomic(dir.path() / "ref.cpp",
+                      "#include <torch/extension.h>\n"
+                      "torch::Tensor gelu_bias(torch::Tensor x, torch::Tensor bias) { return torch::gelu(x + bias); }\n");
+    std::string text = read_file(kData / "task.json");
+    text.replace(text.find("gelu_bias_ref.cpp"), 17, "ref.cpp");
+    write_file_atomic(dir.path() / "task.json", text);
+    auto r = kernelevo({"validate", "--task", (dir.path() / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(), "--json"});
+    ASSERT_FALSE(r.out.empty()) << r.err;  // a setup error prints no JSON
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(j["status"] == "ok" || j["status"] == "no_device") << r.out << r.err;
+}
+
 TEST(ValidateCli, GoodKernelWithoutGpuIsNoDeviceAfterCompiling) {
     auto r = kernelevo({"validate", "--task", (kData / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(), "--json"});
     auto j = nlohmann::json::parse(r.out);

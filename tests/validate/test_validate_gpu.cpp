@@ -37,6 +37,8 @@ struct Case {
     Status expected;
     const char* log_contains;
 };
+// So that gtest names the case instead of dumping its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.kernel << " -> " << status_name(c.expected); }
 
 class Fixtures : public ::testing::TestWithParam<Case> {};
 }  // namespace
@@ -139,3 +141,22 @@ TEST(ValidateGpu, MemsetFlushAndOneBufferCopyAlsoTime) {
     EXPECT_EQ(r.details["timing"]["l2_flush"], "write");
     EXPECT_EQ(r.details["timing"]["buffer_copies"], 1);
 }
+
+// Tasks of other shapes than the elementwise fixtures: reductions with a 0-dim, an int64 and a bool
+// output; bfloat16 LayerNorm with the default tolerance; an fp32 matrix product against cuBLAS.
+class OtherTasks : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OtherTasks, CorrectKernelIsOk) {
+    REQUIRE_GPU();
+    ValidateOptions o;
+    o.timing_trials = 20;
+    Validator v(load_task(kData / GetParam() / "task.json"), o);
+    ValidationResult r = v.validate(read_file(kData / GetParam() / "kernels" / "good.cu"));
+    ASSERT_EQ(r.status, Status::ok) << r.log;
+    EXPECT_GE(r.trials, 5);
+    EXPECT_GT(r.speedup, 0);
+    EXPECT_EQ(r.log.find("warning"), std::string::npos) << r.log;  // no output is constant
+}
+
+INSTANTIATE_TEST_SUITE_P(Validate, OtherTasks, ::testing::Values("reductions", "layernorm_bf16", "matmul"),
+                         [](const auto& info) { return std::string(info.param); });

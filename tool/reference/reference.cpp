@@ -163,6 +163,13 @@ extern "C" __attribute__((visibility("default"))) void kevo_ref_release(void) {
     g_kept.clear();
 }
 )CPP";
+
+// References written for PyTorch's C++ extensions include <torch/extension.h>, which needs Python's
+// headers. The reference never talks to Python, so it gets this stand-in (found first: -I comes
+// before the -isystem torch directories); pybind11 code in a reference still fails to build.
+const char* kExtensionShim =
+    "// kernelevo: stand-in for <torch/extension.h> without Python; the reference runs outside Python.\n"
+    "#pragma once\n#include <torch/torch.h>\n";
 }  // namespace
 
 std::string reference_wrapper_source(const Task& task) {
@@ -212,7 +219,7 @@ ReferenceBuild build_reference(const Task& task, double timeout_s) {
     // The reference's own directory, so that it can include its neighbours.
     argv.push_back("-I" + task.reference_source.parent_path().string());
     // Hash everything that goes into the build; headers the reference includes are not tracked.
-    std::string key = wrapper + "\x1e" + reference_text + "\x1e" + abi_header_text() + "\x1e" + cfg.libdir;
+    std::string key = wrapper + "\x1e" + reference_text + "\x1e" + abi_header_text() + "\x1e" + kExtensionShim + "\x1e" + cfg.libdir;
     for (const auto& a : argv) key += "\x1f" + a;
     const std::string hash = sha256_hex(key);
     fs::path dir = cache_root() / "references" / hash.substr(0, 2);
@@ -226,6 +233,7 @@ ReferenceBuild build_reference(const Task& task, double timeout_s) {
     TempDir tmp("kernelevo-ref");
     write_file_atomic(tmp.path() / "reference_wrapper.cpp", wrapper);
     write_file_atomic(tmp.path() / "include" / "kernelevo" / "abi.h", abi_header_text());
+    write_file_atomic(tmp.path() / "include" / "torch" / "extension.h", kExtensionShim);
     argv.push_back("-I" + (tmp.path() / "include").string());
     argv.insert(argv.end(), {"reference_wrapper.cpp", "-o", "reference.so", "-L" + cfg.libdir, "-Wl,-rpath," + cfg.libdir,
                              "-Wl,--no-as-needed"});

@@ -88,7 +88,11 @@ void register_validate_command(CLI::App& app, int& rc) {
         Validator v(task, opt);
         if (!args->json) std::cerr << "kernelevo: compiling " << args->kernel << " for " << v.arch() << " ...\n";
         CompileResult c = v.compile(source);
-        if (!args->json && c.ok) std::cerr << "kernelevo: compiled in " << c.seconds << " s" << (c.cached ? " (cached)" : "") << "; running ...\n";
+        if (!args->json && c.ok) {
+            char b[64];
+            std::snprintf(b, sizeof b, "%.2f s", c.seconds);
+            std::cerr << "kernelevo: compiled in " << b << (c.cached ? " (cached)" : "") << "; running ...\n";
+        }
         ValidationResult r = v.run(c);
         if (args->json) std::cout << r.to_json().dump(2) << std::endl;
         else print_human(task, r);
