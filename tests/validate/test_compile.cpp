@@ -69,6 +69,26 @@ TEST(Compile, CandidatesSeeTheAbiHeaderWithoutAnyIncludePathSetUp) {
     EXPECT_TRUE(r.ok) << r.log;
 }
 
+TEST(Compile, MissingEntryPointFailsAtCompileTimeWithTheContract) {
+    TempDir cache("kevo-test-cache");
+    CompileResult r = compile_kernel("#include <kernelevo/abi.h>\n__global__ void k(float* p) { p[0] = 1; }\n"
+                                     "extern \"C\" int kevo_forward_v2(const kevo_tensor*, int, kevo_tensor*, int, cudaStream_t) { return 0; }\n",
+                                     options(cache.path()));
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.log.find("kevo_forward"), std::string::npos) << r.log;
+    EXPECT_NE(r.log.find("note: a candidate must define extern \"C\" int kevo_forward("), std::string::npos) << r.log;
+}
+
+TEST(Compile, TorchHeaderInACandidateGetsAHint) {
+    TempDir cache("kevo-test-cache");
+    CompileResult r = compile_kernel("#include <torch/torch.h>\n#include <kernelevo/abi.h>\n"
+                                     "extern \"C\" int kevo_forward(const kevo_tensor*, int, kevo_tensor*, int, cudaStream_t) { return 0; }\n",
+                                     options(cache.path()));
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.log.find("torch/torch.h"), std::string::npos) << r.log;
+    EXPECT_NE(r.log.find("note: candidates include no LibTorch header"), std::string::npos) << r.log;
+}
+
 TEST(Compile, TrimKeepsFirstErrorsAndCapsSize) {
     std::string log;
     for (int i = 0; i < 1000; ++i) log += "kernel.cu(" + std::to_string(i) + "): error: something is wrong here\n";

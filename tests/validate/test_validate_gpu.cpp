@@ -83,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(
     Kernels, Fixtures,
     ::testing::Values(Case{"wrong_math.cu", Status::mismatch, "first mismatch at index"},
                       Case{"compile_error.cu", Status::compile_error, "undefined_function"},
-                      Case{"no_entry.cu", Status::runtime_error, "kevo_forward"},
+                      Case{"no_entry.cu", Status::compile_error, "kevo_forward"},
                       Case{"crash_segfault.cu", Status::runtime_error, "signal 11"},
                       Case{"illegal_address.cu", Status::runtime_error, "cudaErrorIllegalAddress"},
                       Case{"hang.cu", Status::timeout, "watchdog"},

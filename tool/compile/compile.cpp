@@ -15,6 +15,23 @@
 
 namespace kevo {
 
+namespace {
+// The one symbol every candidate must export (kernelevo/abi.h).
+const char* const kLinkContract = "kevo_forward";
+
+// A line for the reader (or the LLM repairing the code) when the failure is a broken contract
+// rather than a CUDA mistake.
+std::string compile_hint(const std::string& log) {
+    if (log.find("kevo_forward") != std::string::npos && log.find("not defined") != std::string::npos)
+        return "\nnote: a candidate must define extern \"C\" int kevo_forward(const kevo_tensor* in, int n_in, kevo_tensor* out, "
+               "int n_out, cudaStream_t stream) (see kernelevo/abi.h)\n";
+    if (log.find("torch/") != std::string::npos || log.find("ATen/") != std::string::npos || log.find("c10/") != std::string::npos)
+        if (log.find("No such file") != std::string::npos)
+            return "\nnote: candidates include no LibTorch header: only <kernelevo/abi.h>, the CUDA toolkit and the C++ standard library\n";
+    return "";
+}
+}  // namespace
+
 std::string normalize_arch(const std::string& arch_in) {
     std::string a = arch_in;
     for (auto& c : a) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -88,7 +105,8 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
 
     std::string flags;
     for (const auto& f : opt.extra_flags) flags += f + "\x1f";
-    res.source_hash = sha256_hex(source + "\x1e" + abi_header_text() + "\x1e" + res.arch + "\x1e" + flags + "\x1e" + version);
+    res.source_hash = sha256_hex(source + "\x1e" + abi_header_text() + "\x1e" + res.arch + "\x1e" + flags + "\x1e" + version +
+                                 "\x1e" + kLinkContract);
     fs::path dir = (opt.cache_dir.empty() ? cache_root() / "kernels" : opt.cache_dir) / res.source_hash.substr(0, 2);
     fs::path so = dir / (res.source_hash + ".so");
     fs::path err = dir / (res.source_hash + ".log");
@@ -116,7 +134,9 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     ProcessOptions po;
     po.argv = {nvcc, "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "--cudart", "shared",
                "-gencode", "arch=compute_" + gencode + ",code=sm_" + gencode,
-               "-I" + (tmp.path() / "include").string(), "-o", "kernel.so", "kernel.cu"};
+               "-I" + (tmp.path() / "include").string(), "-o", "kernel.so", "kernel.cu",
+               // A candidate without the entry point (or with C++ linkage) fails here, not at run time.
+               "-Xlinker", std::string("--require-defined=") + kLinkContract};
     for (const auto& f : opt.extra_flags) po.argv.push_back(f);
     po.cwd = tmp.path();
     po.timeout_s = opt.timeout_s;
@@ -126,6 +146,7 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     if (!r.ok()) {
         if (r.timed_out) res.log = "compilation " + r.describe() + "\n" + res.log;
         else if (res.log.empty()) res.log = "nvcc failed: " + r.describe();
+        else res.log += compile_hint(res.log);
         if (r.started && !r.timed_out && r.term_signal == 0) write_file_atomic(err, res.log);
         res.seconds = elapsed();
         return res;
