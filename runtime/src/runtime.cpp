@@ -14,6 +14,10 @@
 #include <vector>
 
 namespace {
+const char* dtype_label(int32_t dtype) {
+    const char* n = kevo_dtype_name(dtype);
+    return n ? n : "an unsupported dtype";
+}
 
 // ---- devices --------------------------------------------------------------------------------
 // cc + 1 per device (0: not queried yet), so zero-initialized storage means "unknown".
@@ -242,21 +246,6 @@ const char* kevo_last_impl(const char* function) {
     return f->kernels[k].arch;
 }
 
-const char* kevo_dtype_name(int32_t dtype) {
-    switch (dtype) {
-        case KEVO_FLOAT32: return "float32";
-        case KEVO_FLOAT16: return "float16";
-        case KEVO_BFLOAT16: return "bfloat16";
-        case KEVO_INT32: return "int32";
-        case KEVO_INT64: return "int64";
-        case KEVO_BOOL: return "bool";
-        case KEVO_FLOAT64: return "float64";
-        case KEVO_INT8: return "int8";
-        case KEVO_UINT8: return "uint8";
-        default: return "an unsupported dtype";
-    }
-}
-
 const char* kevo_last_reason(const char* function) {
     thread_local char buf[512];
     kevo_function* f = kevo_find_function(function);
@@ -298,8 +287,8 @@ const char* kevo_last_reason(const char* function) {
             break;
         case KEVO_REASON_ARG_COUNT: std::snprintf(buf, sizeof buf, "wrong number of arguments"); break;
         case KEVO_REASON_DTYPE:
-            std::snprintf(buf, sizeof buf, "'%s' is %s, the kernel takes %s", tensor_name(arg), kevo_dtype_name(detail),
-                          arg >= 0 && arg < f->n_in ? kevo_dtype_name(f->inputs[arg].dtype) : "?");
+            std::snprintf(buf, sizeof buf, "'%s' is %s, the kernel takes %s", tensor_name(arg), dtype_label(detail),
+                          arg >= 0 && arg < f->n_in ? dtype_label(f->inputs[arg].dtype) : "?");
             break;
         case KEVO_REASON_RANK:
             std::snprintf(buf, sizeof buf, "'%s' has %d dimensions, the kernel takes %d", tensor_name(arg), detail,

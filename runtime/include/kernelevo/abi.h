@@ -27,16 +27,28 @@ typedef struct CUstream_st* cudaStream_t;
 #define KEVO_ABI_VERSION 1
 #define KEVO_MAX_DIMS 8
 
+/* The one dtype table. Every side (the tool, the runner, the runtime, the generated code and,
+ * through a list generated at build time, CMake) expands this X-macro instead of keeping its own
+ * copy. Values are part of the ABI: never renumber, only append.
+ *   X(ENUM, value, task-file name, size in bytes, is floating point, ATen ScalarType name) */
+#define KEVO_DTYPE_LIST(X)                      \
+    X(FLOAT32,  0, "float32",  4, 1, Float)     \
+    X(FLOAT16,  1, "float16",  2, 1, Half)      \
+    X(BFLOAT16, 2, "bfloat16", 2, 1, BFloat16)  \
+    X(INT32,    3, "int32",    4, 0, Int)       \
+    X(INT64,    4, "int64",    8, 0, Long)      \
+    X(BOOL,     5, "bool",     1, 0, Bool)      \
+    X(FLOAT64,  6, "float64",  8, 1, Double)    \
+    X(INT8,     7, "int8",     1, 0, Char)      \
+    X(UINT8,    8, "uint8",    1, 0, Byte)
+
 typedef enum kevo_dtype {
-    KEVO_FLOAT32 = 0,
-    KEVO_FLOAT16 = 1,
-    KEVO_BFLOAT16 = 2,
-    KEVO_INT32 = 3,
-    KEVO_INT64 = 4,
-    KEVO_BOOL = 5,
-    KEVO_FLOAT64 = 6,
-    KEVO_INT8 = 7,
-    KEVO_UINT8 = 8
+#define KEVO_DTYPE_ENUM_(e, v, n, sz, fl, at) KEVO_##e = v,
+    KEVO_DTYPE_LIST(KEVO_DTYPE_ENUM_)
+#undef KEVO_DTYPE_ENUM_
+#define KEVO_DTYPE_ONE_(e, v, n, sz, fl, at) +1
+    KEVO_DTYPE_COUNT = 0 KEVO_DTYPE_LIST(KEVO_DTYPE_ONE_)
+#undef KEVO_DTYPE_ONE_
 } kevo_dtype;
 
 typedef struct kevo_tensor {
@@ -54,10 +66,29 @@ extern "C" {
 /* Element size in bytes of a kevo_dtype (0 for an unknown value). */
 static inline int kevo_dtype_size(int32_t dtype) {
     switch (dtype) {
-        case KEVO_FLOAT32: case KEVO_INT32: return 4;
-        case KEVO_FLOAT16: case KEVO_BFLOAT16: return 2;
-        case KEVO_INT64: case KEVO_FLOAT64: return 8;
-        case KEVO_BOOL: case KEVO_INT8: case KEVO_UINT8: return 1;
+#define KEVO_DTYPE_SIZE_(e, v, n, sz, fl, at) case KEVO_##e: return sz;
+        KEVO_DTYPE_LIST(KEVO_DTYPE_SIZE_)
+#undef KEVO_DTYPE_SIZE_
+        default: return 0;
+    }
+}
+
+/* Task-file name of a kevo_dtype ("float32", ..., "bool"); NULL for an unknown value. */
+static inline const char* kevo_dtype_name(int32_t dtype) {
+    switch (dtype) {
+#define KEVO_DTYPE_NAME_(e, v, n, sz, fl, at) case KEVO_##e: return n;
+        KEVO_DTYPE_LIST(KEVO_DTYPE_NAME_)
+#undef KEVO_DTYPE_NAME_
+        default: return 0;
+    }
+}
+
+/* 1 for floating-point dtypes (compared with a tolerance), 0 for integers and bool (exact). */
+static inline int kevo_dtype_is_floating(int32_t dtype) {
+    switch (dtype) {
+#define KEVO_DTYPE_FLOAT_(e, v, n, sz, fl, at) case KEVO_##e: return fl;
+        KEVO_DTYPE_LIST(KEVO_DTYPE_FLOAT_)
+#undef KEVO_DTYPE_FLOAT_
         default: return 0;
     }
 }

@@ -130,7 +130,7 @@ const char* kevo_function_arches(const char* function);
 uint64_t kevo_kernel_calls(const char* function);
 uint64_t kevo_reference_calls(const char* function);
 
-const char* kevo_dtype_name(int32_t dtype);
+/* kevo_dtype_name() (abi.h) names a dtype. */
 
 #ifdef __cplusplus
 }
