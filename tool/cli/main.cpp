@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/process.h"
+#include "sandbox/sandbox.h"
 
 #ifndef KEVO_VERSION
 #define KEVO_VERSION "0.0.0"
@@ -21,7 +22,18 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string(KEVO_VERSION));
     int rc = 0;
+    // Every child (compiler, judge, sandbox) dies with this process on SIGTERM or Ctrl-C.
+    kevo::install_child_cleanup();
+    std::string sandbox = kevo::sandbox_mode_name(kevo::sandbox_mode());
+    app.add_option("--sandbox", sandbox,
+                   "How candidate code is confined: auto (every layer the kernel allows, missing ones named once), "
+                   "require (a missing layer is an error), off (no sandbox: debugging only). Also $KERNELEVO_SANDBOX")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "require", "off"}))
+        ->each([](const std::string& v) { kevo::set_sandbox_mode(kevo::parse_sandbox_mode(v)); });
+    app.fallthrough();
     kevo::register_validate_command(app, rc);
+    kevo::register_doctor_command(app, rc);
 #ifdef KEVO_WITH_LLM
     kevo::register_llm_command(app, rc);
 #endif

@@ -1,5 +1,7 @@
 #include "common/process.h"
 
+#include "common/error.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -18,6 +21,65 @@ extern char** environ;
 namespace kevo {
 
 namespace {
+// Live children's process groups, for the signal handler (fixed slots: async-signal-safe).
+constexpr int kMaxChildren = 256;
+std::atomic<int> g_children[kMaxChildren];
+
+void register_child(int pid) {
+    for (auto& c : g_children) {
+        int expected = 0;
+        if (c.compare_exchange_strong(expected, pid)) return;
+    }
+}
+void unregister_child(int pid) {
+    for (auto& c : g_children) {
+        int expected = pid;
+        if (c.compare_exchange_strong(expected, 0)) return;
+    }
+}
+void on_fatal_signal(int sig) {
+    for (auto& c : g_children) {
+        int pid = c.load();
+        if (pid > 0) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+        }
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void apply_limits(const ProcessOptions& opt) {
+    struct rlimit core{0, 0};
+    setrlimit(RLIMIT_CORE, &core);
+    auto lim = [](int res, long v) {
+        if (v <= 0) return;
+        struct rlimit r{static_cast<rlim_t>(v), static_cast<rlim_t>(v)};
+        setrlimit(res, &r);
+    };
+    lim(RLIMIT_FSIZE, opt.max_file_bytes);
+    lim(RLIMIT_AS, opt.max_address_space);
+    lim(RLIMIT_CPU, opt.max_cpu_s);
+    lim(RLIMIT_NOFILE, opt.max_open_files);
+}
+
+std::vector<std::string> child_env(const ProcessOptions& opt) {
+    std::vector<std::string> env_strings;
+    if (opt.exact_env) {
+        for (const auto& [k, v] : *opt.exact_env) env_strings.push_back(k + "=" + v);
+        return env_strings;
+    }
+    for (char** e = environ; e && *e; ++e) {
+        std::string kv(*e);
+        auto eq = kv.find('=');
+        std::string name = kv.substr(0, eq);
+        if (is_secret_env_name(name) || opt.env.count(name)) continue;
+        env_strings.push_back(kv);
+    }
+    for (const auto& [k, v] : opt.env) env_strings.push_back(k + "=" + v);
+    return env_strings;
+}
+
 std::mutex g_secret_mu;
 std::vector<std::string>& secrets() {
     static std::vector<std::string> s;
@@ -81,15 +143,7 @@ ProcessResult run_process(const ProcessOptions& opt) {
     std::vector<char*> argv;
     for (const auto& a : opt.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    std::vector<std::string> env_strings;
-    for (char** e = environ; e && *e; ++e) {
-        std::string kv(*e);
-        auto eq = kv.find('=');
-        std::string name = kv.substr(0, eq);
-        if (is_secret_env_name(name) || opt.env.count(name)) continue;
-        env_strings.push_back(kv);
-    }
-    for (const auto& [k, v] : opt.env) env_strings.push_back(k + "=" + v);
+    std::vector<std::string> env_strings = child_env(opt);
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -112,12 +166,7 @@ ProcessResult run_process(const ProcessOptions& opt) {
         dup2(err_pipe[1], 2);
         int devnull = open("/dev/null", O_RDONLY);
         if (devnull >= 0) dup2(devnull, 0);
-        struct rlimit core{0, 0};
-        setrlimit(RLIMIT_CORE, &core);
-        if (opt.max_file_bytes > 0) {
-            struct rlimit fsz{static_cast<rlim_t>(opt.max_file_bytes), static_cast<rlim_t>(opt.max_file_bytes)};
-            setrlimit(RLIMIT_FSIZE, &fsz);
-        }
+        apply_limits(opt);
         if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
             int e = errno;
             (void)!write(exec_pipe[1], &e, sizeof e);
@@ -142,6 +191,7 @@ ProcessResult run_process(const ProcessOptions& opt) {
     }
     close(exec_pipe[0]);
     r.started = true;
+    register_child(pid);
 
     struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
     std::string* bufs[2] = {&r.out, &r.err};
@@ -152,6 +202,7 @@ ProcessResult run_process(const ProcessOptions& opt) {
                              std::chrono::duration<double>(opt.timeout_s));
     int status = 0;
     bool reaped = false;
+    auto exited_at = std::chrono::steady_clock::now();
     while (true) {
         int wait_ms = 200;
         if (opt.timeout_s > 0) {
@@ -165,6 +216,7 @@ ProcessResult run_process(const ProcessOptions& opt) {
             wait_ms = static_cast<int>(std::min<long long>(left, 200));
         }
         if (open_fds == 0) {
+            if (reaped) break;
             pid_t w = waitpid(pid, &status, WNOHANG);
             if (w == pid) {
                 reaped = true;
@@ -173,6 +225,12 @@ ProcessResult run_process(const ProcessOptions& opt) {
             poll(nullptr, 0, std::min(wait_ms, 20));
             continue;
         }
+        if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
+            reaped = true;
+            exited_at = std::chrono::steady_clock::now();
+        }
+        if (reaped && std::chrono::steady_clock::now() - exited_at > std::chrono::duration<double>(opt.exit_grace_s)) break;
+        if (reaped) wait_ms = std::min(wait_ms, 20);
         int n = poll(fds, 2, wait_ms);
         if (n < 0 && errno != EINTR) break;
         for (int i = 0; i < 2; ++i) {
@@ -196,6 +254,7 @@ ProcessResult run_process(const ProcessOptions& opt) {
     if (!reaped) waitpid(pid, &status, 0);
     // The child's process group may still hold grandchildren (a candidate's stray threads/processes).
     if (opt.new_session) kill(-pid, SIGKILL);
+    unregister_child(pid);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!r.timed_out) {
         if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
@@ -204,6 +263,137 @@ ProcessResult run_process(const ProcessOptions& opt) {
     for (int i = 0; i < 2; ++i)
         if (truncated[i]) bufs[i]->append("\n[... output truncated ...]\n");
     return r;
+}
+
+void install_child_cleanup() {
+    struct sigaction sa{};
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGHUP, &sa, nullptr);
+    struct sigaction old{};
+    sigaction(SIGINT, nullptr, &old);
+    if (old.sa_handler == SIG_DFL) sigaction(SIGINT, &sa, nullptr);
+}
+
+Subprocess::Subprocess(const ProcessOptions& opt) {
+    if (opt.argv.empty()) throw UsageError("empty command");
+    std::vector<char*> argv;
+    for (const auto& a : opt.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::vector<std::string> env_strings = child_env(opt);
+    std::vector<char*> envp;
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string cwd = opt.cwd.string();
+    int in_pipe[2], out_pipe[2], err_pipe[2];
+    if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC))
+        throw UsageError(std::string("pipe: ") + std::strerror(errno));
+    pid_ = fork();
+    if (pid_ < 0) throw UsageError(std::string("fork: ") + std::strerror(errno));
+    if (pid_ == 0) {
+        if (opt.new_session) setsid();
+        dup2(in_pipe[0], 0);
+        dup2(out_pipe[1], 1);
+        dup2(err_pipe[1], 2);
+        apply_limits(opt);
+        if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
+        execvpe(argv[0], argv.data(), envp.data());
+        _exit(127);
+    }
+    close(in_pipe[0]);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    in_ = in_pipe[1];
+    out_ = out_pipe[0];
+    err_ = err_pipe[0];
+    fcntl(err_, F_SETFL, O_NONBLOCK);
+    register_child(pid_);
+}
+
+Subprocess::~Subprocess() {
+    kill_now();
+    if (in_ >= 0) close(in_);
+    if (out_ >= 0) close(out_);
+    if (err_ >= 0) close(err_);
+}
+
+void Subprocess::kill_now() {
+    if (pid_ > 0 && !reaped_) {
+        kill(-pid_, SIGKILL);
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status_, 0);
+        reaped_ = true;
+        unregister_child(pid_);
+    }
+}
+
+bool Subprocess::alive() {
+    if (reaped_) return false;
+    if (waitpid(pid_, &status_, WNOHANG) == pid_) {
+        reaped_ = true;
+        kill(-pid_, SIGKILL);
+        unregister_child(pid_);
+    }
+    return !reaped_;
+}
+
+std::string Subprocess::describe_exit() {
+    if (!reaped_) return "still running";
+    if (WIFSIGNALED(status_)) return "killed by signal " + std::to_string(WTERMSIG(status_)) + " (" + strsignal(WTERMSIG(status_)) + ")";
+    return "exit code " + std::to_string(WEXITSTATUS(status_));
+}
+
+void Subprocess::drain_err() {
+    char buf[8192];
+    ssize_t n;
+    while ((n = read(err_, buf, sizeof buf)) > 0) {
+        err_buf_.append(buf, n);
+        if (err_buf_.size() > (64u << 10)) err_buf_.erase(0, err_buf_.size() - (64u << 10));
+    }
+}
+
+std::string Subprocess::err_tail(size_t n) const { return err_buf_.size() <= n ? err_buf_ : err_buf_.substr(err_buf_.size() - n); }
+
+bool Subprocess::write_line(const std::string& line) {
+    std::string data = line + "\n";
+    size_t off = 0;
+    signal(SIGPIPE, SIG_IGN);
+    while (off < data.size()) {
+        ssize_t n = write(in_, data.data() + off, data.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        off += n;
+    }
+    return true;
+}
+
+Subprocess::Read Subprocess::read_line(std::string& line, double timeout_s) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (true) {
+        auto nl = buf_.find('\n');
+        if (nl != std::string::npos) {
+            line = buf_.substr(0, nl);
+            buf_.erase(0, nl + 1);
+            return Read::line;
+        }
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) return Read::timeout;
+        struct pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+        int n = poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000)));
+        if (n < 0 && errno != EINTR) return Read::closed;
+        if (fds[1].revents & POLLIN) drain_err();
+        if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            char buf[65536];
+            ssize_t got = read(out_, buf, sizeof buf);
+            if (got <= 0) {
+                drain_err();
+                alive();
+                return Read::closed;
+            }
+            buf_.append(buf, got);
+        }
+    }
 }
 
 }  // namespace kevo

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <regex>
@@ -12,12 +13,15 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
+#include "sandbox/sandbox.h"
 
 namespace kevo {
 
 namespace {
 // The one symbol every candidate must export (kernelevo/abi.h).
 const char* const kLinkContract = "kevo_forward";
+
+std::string tail_text(const std::string& s, size_t n) { return s.size() <= n ? s : "[...]\n" + s.substr(s.size() - n); }
 
 // A line for the reader (or the LLM repairing the code) when the failure is a broken contract
 // rather than a CUDA mistake.
@@ -112,12 +116,25 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     fs::path err = dir / (res.source_hash + ".log");
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
 
+    fs::path digest = dir / (res.source_hash + ".so.sha256");
     std::error_code ec;
     if (fs::exists(so, ec)) {
-        res.ok = res.cached = true;
-        res.library = so;
-        res.seconds = elapsed();
-        return res;
+        // Reused only when it still matches the content hash recorded when it was built.
+        std::string want, got;
+        try {
+            want = read_file(digest).substr(0, 64);
+            got = sha256_hex(read_file(so));
+        } catch (const std::exception&) {
+        }
+        if (!want.empty() && want == got) {
+            res.ok = res.cached = true;
+            res.library = so;
+            res.library_sha256 = got;
+            res.seconds = elapsed();
+            return res;
+        }
+        std::fprintf(stderr, "kernelevo: warning: the cached build %s does not match its recorded hash; rebuilding it\n", so.c_str());
+        fs::remove(so, ec);
     }
     if (fs::exists(err, ec)) {  // the same source failed before: same answer, no recompile
         res.cached = true;
@@ -140,18 +157,47 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     for (const auto& f : opt.extra_flags) po.argv.push_back(f);
     po.cwd = tmp.path();
     po.timeout_s = opt.timeout_s;
+    // The compiler reads untrusted source: it runs sandboxed (no network, a private /tmp, the work
+    // dir as the only writable place) with limits on memory, CPU time and file size.
+    check_sandbox_layers();
+    SandboxPolicy policy;
+    policy.workdir = tmp.path();
+    std::vector<std::string> prefix = sandbox_prefix(policy);
+    po.argv.insert(po.argv.begin(), prefix.begin(), prefix.end());
+    po.exact_env = sandbox_environment({{"HOME", tmp.path().string()}});
+    po.max_address_space = opt.memory_bytes;
+    po.max_cpu_s = static_cast<long>(opt.timeout_s) + 5;
+    po.max_file_bytes = 256L << 20;
     ProcessResult r = run_process(po);
     // Paths of the private temp dir mean nothing to the reader (or to an LLM repairing the code).
     res.log = trim_compiler_log(strip_dir(r.out + r.err, tmp.path()));
     if (!r.ok()) {
-        if (r.timed_out) res.log = "compilation " + r.describe() + "\n" + res.log;
-        else if (res.log.empty()) res.log = "nvcc failed: " + r.describe();
-        else res.log += compile_hint(res.log);
-        if (r.started && !r.timed_out && r.term_signal == 0) write_file_atomic(err, res.log);
+        const std::string all = r.out + r.err;
+        const bool memory = all.find("memory exhausted") != std::string::npos || all.find("Cannot allocate memory") != std::string::npos ||
+                            all.find("std::bad_alloc") != std::string::npos || all.find("out of memory") != std::string::npos;
+        const bool killed = r.term_signal != 0 || all.find("died due to signal") != std::string::npos ||
+                            all.find("signal 9") != std::string::npos || all.find("Killed") != std::string::npos;
+        res.limit_hit = r.timed_out || memory || killed;
+        if (r.timed_out) {
+            res.log = "compile_error: the compilation hit the time limit (" + std::to_string(static_cast<long>(opt.timeout_s)) +
+                      " s) and was killed\n" + tail_text(res.log, 2000);
+        } else if (memory) {
+            res.log = "compile_error: the compiler hit the memory limit (" + std::to_string(opt.memory_bytes >> 20) +
+                      " MiB of address space per process) and was stopped\n" + tail_text(res.log, 2000);
+        } else if (res.log.empty()) {
+            res.log = "nvcc failed: " + r.describe();
+        } else {
+            res.log += compile_hint(res.log);
+        }
+        // Only a real verdict is remembered: a compile stopped by a limit is tried again next time.
+        if (r.started && !res.limit_hit) write_file_atomic(err, res.log);
         res.seconds = elapsed();
         return res;
     }
     install_file_atomic(tmp.path() / "kernel.so", so, "the compiled kernel");
+    res.library_sha256 = sha256_hex(read_file(so));
+    write_file_atomic(digest, res.library_sha256 + "\n");
+    fs::permissions(so, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read, ec);
     res.ok = true;
     res.library = so;
     res.seconds = elapsed();

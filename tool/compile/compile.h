@@ -11,6 +11,7 @@ struct CompileOptions {
     std::string arch = "sm_90";                // normalized "sm_XX"
     std::vector<std::string> extra_flags;      // appended to nvcc's command line
     double timeout_s = 180;                    // a compile that takes longer is killed
+    long memory_bytes = 8L << 30;              // address-space limit of each compiler process
     std::filesystem::path cache_dir;           // empty: cache_root()/kernels
     std::string nvcc;                          // empty: $KERNELEVO_NVCC, else nvcc on PATH / CUDA's bin
 };
@@ -18,9 +19,11 @@ struct CompileOptions {
 struct CompileResult {
     bool ok = false;
     std::filesystem::path library;  // the .so (in the cache) when ok
+    std::string library_sha256;     // its content hash, checked before every use
     std::string log;                // nvcc's output, trimmed (errors verbatim for the repair loop)
     double seconds = 0;             // wall time of this call
     bool cached = false;            // served from the content-hash cache
+    bool limit_hit = false;         // killed by a time or memory limit (never cached as a verdict)
     std::string source_hash;        // sha256 of the source + flags + arch + nvcc version
     std::string arch;
 };

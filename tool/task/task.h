@@ -31,6 +31,7 @@ struct Dim {
 struct Init {
     std::string kind = "randn";  // randn | rand | randint | ones | zeros | full | arange
     double a = 0, b = 1;         // randn: mean, std; rand/randint: low, high; full: value in a
+    std::filesystem::path path;  // file: the raw contiguous bytes (absolute)
 };
 
 struct TensorSpec {
@@ -47,12 +48,16 @@ struct Task {
     std::string name;
     std::filesystem::path reference_source;  // absolute
     std::string reference_function;
+    std::string reference_arg;  // handed to the reference's kevo_ref_setup() (e.g. a TorchScript file)
     std::vector<TensorSpec> inputs, outputs;
     std::vector<ShapeSet> shapes;  // at least one (empty when every dimension is literal)
     double atol = 1e-4, rtol = 1e-4;
     bool tolerance_given = false;
     int correctness_trials = 5;  // in all, spread over the shape sets (at least one per set)
 
+    // Whether shape set `set` is timed (default: every set) and its weight in the geometric mean.
+    bool is_timed(size_t set) const { return set < shapes.size(); }
+    double timing_weight(size_t) const { return 1.0; }
     // Concrete sizes of a tensor in shape set `set`.
     std::vector<int64_t> concrete_shape(const TensorSpec& t, size_t set) const;
     // Canonical JSON (relative reference path as written, symbolic shapes) — what the task *is*.

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <map>
 #include <cstdlib>
 #include <sstream>
 
@@ -10,6 +13,10 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "reference/reference.h"
+#include "common/hash.h"
+#include "sandbox/sandbox.h"
+#include "validate/gpu_lock.h"
+#include "validate/job.h"
 
 namespace kevo {
 
@@ -36,7 +43,7 @@ nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlo
 const char* status_name(Status s) { return kStatusNames[static_cast<int>(s)]; }
 
 Status parse_status(const std::string& s) {
-    for (int i = 0; i < 7; ++i)
+    for (size_t i = 0; i < sizeof kStatusNames / sizeof kStatusNames[0]; ++i)
         if (s == kStatusNames[i]) return static_cast<Status>(i);
     throw UsageError("unknown validation status '" + s + "'");
 }
@@ -52,7 +59,7 @@ nlohmann::json DeviceInfo::to_json() const {
     j.update({{"index", index}, {"name", name}, {"cc_major", cc_major}, {"cc_minor", cc_minor}, {"arch", arch()},
               {"sm_count", sm_count}, {"mem_bandwidth_gbs", mem_bandwidth_gbs}, {"total_mem", total_mem},
               {"l2_bytes", l2_bytes}, {"smem_per_block", smem_per_block}, {"smem_per_block_optin", smem_per_block_optin},
-              {"smem_per_sm", smem_per_sm}, {"driver_version", driver_version}, {"runtime_version", runtime_version}});
+              {"smem_per_sm", smem_per_sm}, {"driver_version", driver_version}, {"runtime_version", runtime_version}, {"uuid", uuid}});
     return j;
 }
 
@@ -73,6 +80,7 @@ DeviceInfo DeviceInfo::from_json(const nlohmann::json& j) {
     d.smem_per_sm = j.value("smem_per_sm", 0);
     d.driver_version = j.value("driver_version", 0);
     d.runtime_version = j.value("runtime_version", 0);
+    d.uuid = j.value("uuid", std::string());
     return d;
 }
 
@@ -91,7 +99,17 @@ nlohmann::json ValidationResult::to_json() const {
                           {"compile_s", num(compile_s)},
                           {"run_s", num(run_s)},
                           {"trials", trials},
+                          {"shapes", shapes_json()},
+                          {"confirmed", confirmed},
                           {"details", details}};
+}
+
+nlohmann::json ValidationResult::shapes_json() const {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& s : shapes)
+        a.push_back({{"set", s.set}, {"label", s.label}, {"kernel_us", num(s.kernel_us)}, {"reference_us", num(s.reference_us)},
+                     {"speedup", num(s.speedup)}, {"weight", s.weight}});
+    return a;
 }
 
 ValidationResult ValidationResult::from_json(const nlohmann::json& j) {
@@ -112,16 +130,64 @@ ValidationResult ValidationResult::from_json(const nlohmann::json& j) {
     r.run_s = d("run_s");
     r.trials = j.value("trials", 0);
     r.details = j.value("details", nlohmann::json::object());
+    r.confirmed = j.value("confirmed", false);
+    if (j.contains("shapes") && j["shapes"].is_array())
+        for (const auto& t : j["shapes"]) {
+            ShapeTiming s;
+            s.set = t.value("set", 0);
+            s.label = t.value("label", std::string());
+            s.kernel_us = t.value("kernel_us", 0.0);
+            s.reference_us = t.value("reference_us", 0.0);
+            s.speedup = t.value("speedup", 0.0);
+            s.weight = t.value("weight", 1.0);
+            r.shapes.push_back(s);
+        }
     return r;
 }
 
+namespace {
+// The weighted geometric mean of the timed shape sets' speedups.
+double weighted_geomean(const std::vector<ShapeTiming>& shapes) {
+    double lw = 0, w = 0;
+    for (const auto& t : shapes)
+        if (t.speedup > 0 && t.weight > 0) lw += t.weight * std::log(t.speedup), w += t.weight;
+    return w > 0 ? std::exp(lw / w) : 0;
+}
+
+// Landlock's view for the candidate process: system paths to read (with namespaces they are all
+// the sandbox has anyway) and the runner.
+std::vector<std::string> candidate_readable(const fs::path& runner, bool namespaces) {
+    std::vector<std::string> r = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/opt", "/sys", "/dev"};
+    for (const char* e : {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime", "nvidia", "OpenCL"})
+        r.push_back(std::string("/etc/") + e);
+    if (namespaces) r.push_back("/proc");
+    else r.insert(r.end(), {"/proc/self", "/proc/driver", "/proc/cpuinfo", "/proc/meminfo", "/proc/sys"});
+    r.push_back(runner.string());
+    if (const char* ld = std::getenv("LD_LIBRARY_PATH")) {
+        std::stringstream ss(ld);
+        std::string dir;
+        while (std::getline(ss, dir, ':'))
+            if (!dir.empty() && dir[0] == '/') r.push_back(dir);
+    }
+    return r;
+}
+}  // namespace
+
 struct Validator::Impl {
-    std::mutex device_mu, ref_mu, run_mu;
+    std::mutex device_mu, ref_mu, run_mu, bw_mu;
     bool device_queried = false;
     DeviceInfo device;
     bool ref_built = false;
     ReferenceBuild ref;
     fs::path runner;
+    std::unique_ptr<Subprocess> judge;
+    // The reference's time per shape set, measured once and re-measured periodically.
+    std::map<int, double> ref_us;
+    int ref_age = 0;
+    std::chrono::steady_clock::time_point ref_time;
+    double best_speedup = 0;
+    double bandwidth = -1;
+    std::function<void(const std::string&)> note = [](const std::string& s) { std::fprintf(stderr, "kernelevo: %s\n", s.c_str()); };
 };
 
 Validator::Validator(Task task, ValidateOptions options) : task_(std::move(task)), options_(std::move(options)), impl_(new Impl) {
@@ -129,12 +195,20 @@ Validator::Validator(Task task, ValidateOptions options) : task_(std::move(task)
     if (!options_.arch.empty()) options_.arch = normalize_arch(options_.arch);
     if (options_.timeout_s <= 0) throw UsageError("the timeout must be positive");
     if (options_.timing_trials < 1) throw UsageError("timing needs at least one trial");
-    if (options_.l2_flush != "read" && options_.l2_flush != "write")
-        throw UsageError("L2 flush must be read or write, not '" + options_.l2_flush + "'");
+    static const char* flushes[] = {"read", "write", "candidate-read", "candidate-write"};
+    if (std::find(std::begin(flushes), std::end(flushes), options_.l2_flush) == std::end(flushes))
+        throw UsageError("L2 flush must be read, write, candidate-read or candidate-write, not '" + options_.l2_flush + "'");
     if (options_.timing_copies < 1 || options_.timing_copies > 64) throw UsageError("timing copies must be between 1 and 64");
+    if (options_.min_timing_trials < 1) options_.min_timing_trials = 1;
 }
 
 Validator::~Validator() = default;
+
+void Validator::set_note(std::function<void(const std::string&)> note) { impl_->note = std::move(note); }
+void Validator::set_best_speedup(double s) {
+    std::lock_guard<std::mutex> lock(impl_->run_mu);
+    impl_->best_speedup = s;
+}
 
 const DeviceInfo& Validator::device() {
     std::lock_guard<std::mutex> lock(impl_->device_mu);
@@ -148,6 +222,7 @@ const DeviceInfo& Validator::device() {
     ProcessOptions po;
     po.argv = {impl_->runner.string(), "--info"};
     po.timeout_s = 60;
+    po.exact_env = sandbox_environment();
     ProcessResult r = run_process(po);
     if (!r.ok()) {
         impl_->device.error = "querying the GPU failed: " + r.describe() + " " + tail(r.err, 500);
@@ -159,6 +234,38 @@ const DeviceInfo& Validator::device() {
         impl_->device.error = std::string("unreadable device description: ") + e.what();
     }
     return impl_->device;
+}
+
+double Validator::measured_bandwidth_gbs() {
+    std::lock_guard<std::mutex> lock(impl_->bw_mu);
+    if (impl_->bandwidth >= 0) return impl_->bandwidth;
+    impl_->bandwidth = 0;
+    const DeviceInfo& d = device();
+    if (!d.present) return 0;
+    // Cached per device (its UUID) and toolkit in the tool's cache.
+    fs::path cache = cache_root() / "devices" / (d.uuid.empty() ? d.name : d.uuid) / "bandwidth.json";
+    std::error_code ec;
+    if (fs::exists(cache, ec)) {
+        try {
+            impl_->bandwidth = nlohmann::json::parse(read_file(cache)).value("copy_gbs", 0.0);
+            if (impl_->bandwidth > 0) return impl_->bandwidth;
+        } catch (const std::exception&) {
+        }
+    }
+    GpuLock gpu(d.uuid.empty() ? "gpu" + std::to_string(d.index) : d.uuid, "GPU " + std::to_string(d.index) + " (" + d.name + ")", impl_->note);
+    ProcessOptions po;
+    po.argv = {impl_->runner.string(), "--bandwidth"};
+    po.timeout_s = 120;
+    po.exact_env = sandbox_environment();
+    ProcessResult r = run_process(po);
+    if (r.ok()) {
+        try {
+            impl_->bandwidth = nlohmann::json::parse(r.out).value("copy_gbs", 0.0);
+            write_file_atomic(cache, nlohmann::json{{"copy_gbs", impl_->bandwidth}, {"gpu", d.name}}.dump());
+        } catch (const std::exception&) {
+        }
+    }
+    return impl_->bandwidth;
 }
 
 std::string Validator::arch() {
@@ -173,7 +280,37 @@ CompileResult Validator::compile(const std::string& source) {
     return compile_kernel(source, co);
 }
 
-ValidationResult Validator::run(const CompileResult& compiled) {
+ValidationResult Validator::run(const CompileResult& compiled) { return run_job(compiled, 0, false); }
+
+ValidationResult Validator::confirm(const CompileResult& compiled, const ValidationResult& first, double agree) {
+    ValidationResult second = run_job(compiled, 1000003, true);
+    ValidationResult out = first;
+    if (second.status != Status::ok) {
+        out.status = second.status == Status::no_device ? Status::no_device : Status::rejected;
+        out.log = "the second validation (fresh sandbox, new seeds) did not pass: " + std::string(status_name(second.status)) + ": " + second.log;
+        out.details["confirmation"] = second.to_json();
+        return out;
+    }
+    double a = first.speedup, b = second.speedup;
+    bool agrees = a > 0 && b > 0 && std::fabs(a - b) / std::max(a, b) <= agree;
+    out.details["confirmation"] = second.to_json();
+    if (!agrees) {
+        out.status = Status::rejected;
+        out.confirmed = false;
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "the second validation (fresh sandbox, new seeds) measured %.3fx, the first %.3fx: they differ by more than %.0f%%",
+                      b, a, 100 * agree);
+        out.log = buf;
+        return out;
+    }
+    out.confirmed = true;
+    // The second measurement, taken with a freshly measured reference, is what gets recorded.
+    out.speedup = std::sqrt(a * b);
+    out.suspicious = out.speedup > options_.suspicious_speedup;
+    return out;
+}
+
+ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed_offset, bool fresh_reference) {
     ValidationResult res;
     res.arch = compiled.arch.empty() ? arch() : compiled.arch;
     res.compile_s = compiled.seconds;
@@ -184,6 +321,7 @@ ValidationResult Validator::run(const CompileResult& compiled) {
     }
     const DeviceInfo& dev = device();
     res.gpu = dev.name;
+    const bool run_on_gpu = dev.present && (dev.arch() == res.arch || dev.arch() + "a" == res.arch);
     {
         // Build (or fetch) the reference even without a GPU: a broken reference is a broken task.
         std::lock_guard<std::mutex> lock(impl_->ref_mu);
@@ -193,99 +331,214 @@ ValidationResult Validator::run(const CompileResult& compiled) {
         }
         if (!impl_->ref.ok) throw UsageError(impl_->ref.log);
     }
-    if (!dev.present) {
-        res.status = Status::no_device;
-        res.log = "compiled for " + res.arch + "; not run: " + (dev.error.empty() ? std::string("no CUDA device") : dev.error);
-        return res;
-    }
-    if (dev.arch() != res.arch && dev.arch() + "a" != res.arch) {
-        res.status = Status::no_device;
-        res.log = "compiled for " + res.arch + ", but the GPU here is " + dev.name + " (" + dev.arch() + "); not run";
-        return res;
-    }
+    check_sandbox_layers();
+    const bool namespaces = sandbox_mode() != SandboxMode::off && sandbox_layers().namespaces;
 
-    nlohmann::json job;
-    job["kernel"] = compiled.library.string();
-    job["reference"] = impl_->ref.library.string();
-    job["shape_sets"] = nlohmann::json::array();
-    for (size_t s = 0; s < task_.shapes.size(); ++s) {
-        nlohmann::json set;
-        std::string label;
-        for (const auto& [k, v] : task_.shapes[s]) label += (label.empty() ? "" : ", ") + k + "=" + std::to_string(v);
-        set["label"] = label;
-        for (const auto& t : task_.inputs)
-            set["inputs"].push_back({{"name", t.name}, {"dtype", dtype_abi(t.dtype)}, {"sizes", task_.concrete_shape(t, s)},
-                                     {"init", {{"kind", t.init.kind}, {"a", t.init.a}, {"b", t.init.b}}}});
-        for (const auto& t : task_.outputs)
-            set["outputs"].push_back({{"name", t.name}, {"dtype", dtype_abi(t.dtype)}, {"sizes", task_.concrete_shape(t, s)}});
-        job["shape_sets"].push_back(set);
-    }
-    job["trials"] = task_.correctness_trials;
-    job["atol"] = task_.atol;
-    job["rtol"] = task_.rtol;
-    job["seed"] = 42;
-    job["time"] = options_.time_kernels;
-    job["timing_trials"] = options_.timing_trials;
-    job["warmup"] = options_.warmup;
-    job["timing_budget_s"] = std::max(1.0, options_.timeout_s * 0.4);
-    job["l2_flush"] = options_.l2_flush;
-    job["timing_copies"] = options_.timing_copies;
-
-    std::lock_guard<std::mutex> lock(impl_->run_mu);  // the GPU runs one candidate at a time
+    Job job;
     TempDir tmp("kernelevo-run");
     if (options_.keep_temps) tmp.keep();
-    fs::path job_file = tmp.path() / "job.json", result_file = tmp.path() / "result.json";
-    write_file_atomic(job_file, job.dump());
-    ProcessOptions po;
-    po.argv = {impl_->runner.string(), "--job", job_file.string(), "--result", result_file.string()};
-    po.cwd = tmp.path();
-    po.timeout_s = options_.timeout_s;
-    po.max_file_bytes = 64L << 20;
-    ProcessResult pr = run_process(po);
-    res.run_s = pr.seconds;
-    std::error_code ec;
-    nlohmann::json out;
-    if (fs::exists(result_file, ec)) {
-        try {
-            out = nlohmann::json::parse(read_file(result_file));
-        } catch (const std::exception&) {
-            out = nlohmann::json();
+    // The candidate process loads a private copy of the library, checked against its content hash.
+    fs::path lib = tmp.path() / "kernel.so";
+    std::string why = verify_compiled(compiled);
+    if (!why.empty()) {
+        res.status = Status::compile_error;
+        res.log = why;
+        return res;
+    }
+    fs::copy_file(compiled.library, lib, fs::copy_options::overwrite_existing);
+    job.kernel = lib.string();
+    job.workdir = tmp.path().string();
+    SandboxPolicy policy;
+    policy.workdir = tmp.path();
+    policy.gpu = run_on_gpu;
+    policy.read_only = {impl_->runner};
+    job.sandbox_prefix = sandbox_prefix(policy);
+    std::map<std::string, std::string> extra;
+    if (options_.device_index >= 0) extra["KERNELEVO_DEVICE"] = std::to_string(options_.device_index);
+    job.candidate_env = sandbox_environment(extra);
+    job.candidate_env["HOME"] = tmp.path().string();
+    job.confine = sandbox_mode() != SandboxMode::off;
+    job.readable = candidate_readable(impl_->runner, namespaces);
+    job.readable.push_back(tmp.path().string());
+    // With namespaces /tmp is the sandbox's own; without them the real /tmp stays out of reach.
+    job.writable = {tmp.path().string(), "/dev"};
+    if (namespaces) job.writable.push_back("/tmp");
+    job.call_timeout_s = options_.timeout_s;
+
+    if (!run_on_gpu) {
+        // No GPU of this architecture here: still load the candidate in the sandbox, so unresolved
+        // symbols and static constructors are checked (and confined) on every machine.
+        job.load_only = true;
+        ValidationResult lr = send_job(job, res);
+        if (lr.status != Status::ok) return lr;
+        res.status = Status::no_device;
+        res.details = lr.details;
+        if (!dev.present)
+            res.log = "compiled for " + res.arch + " and loaded in the sandbox; not run: " +
+                      (dev.error.empty() ? std::string("no CUDA device") : dev.error);
+        else
+            res.log = "compiled for " + res.arch + " and loaded in the sandbox, but the GPU here is " + dev.name + " (" + dev.arch() + "); not run";
+        return res;
+    }
+
+    job.reference = impl_->ref.library.string();
+    job.reference_arg = task_.reference_arg;
+    for (size_t s = 0; s < task_.shapes.size(); ++s) {
+        JobShapeSet set;
+        for (const auto& [k, v] : task_.shapes[s]) set.label += (set.label.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+        for (const auto& t : task_.inputs) {
+            JobTensor jt;
+            jt.name = t.name;
+            jt.dtype = dtype_abi(t.dtype);
+            jt.sizes = task_.concrete_shape(t, s);
+            jt.init = kevo_init_kind_from_name(t.init.kind.c_str());
+            jt.a = t.init.a;
+            jt.b = t.init.b;
+            jt.path = t.init.path.string();
+            set.inputs.push_back(jt);
+        }
+        for (const auto& t : task_.outputs) {
+            JobTensor jt;
+            jt.name = t.name;
+            jt.dtype = dtype_abi(t.dtype);
+            jt.sizes = task_.concrete_shape(t, s);
+            set.outputs.push_back(jt);
+        }
+        set.timed = task_.is_timed(s);
+        set.weight = task_.timing_weight(s);
+        job.sets.push_back(set);
+    }
+    job.trials = task_.correctness_trials;
+    job.atol = task_.atol;
+    job.rtol = task_.rtol;
+    job.seed = 42 + seed_offset;
+    job.time = options_.time_kernels;
+    job.timing_trials = options_.timing_trials;
+    job.min_timing_trials = std::min(options_.min_timing_trials, options_.timing_trials);
+    job.target_ci = options_.target_ci;
+    job.verify_fraction = options_.verify_fraction;
+    job.warmup = options_.warmup;
+    job.timing_budget_s = std::max(1.0, options_.timeout_s * 0.4);
+    job.l2_flush = options_.l2_flush;
+    job.timing_copies = options_.timing_copies;
+
+    std::lock_guard<std::mutex> lock(impl_->run_mu);  // one candidate at a time on this GPU ...
+    bool reuse = options_.reuse_reference_timing && !fresh_reference && !impl_->ref_us.empty() && impl_->ref_age < 25 &&
+                 std::chrono::steady_clock::now() - impl_->ref_time < std::chrono::minutes(10);
+    if (reuse) {
+        for (size_t s = 0; s < job.sets.size(); ++s)
+            if (impl_->ref_us.count(static_cast<int>(s))) job.sets[s].reference_us = impl_->ref_us[static_cast<int>(s)];
+        job.best_speedup = impl_->best_speedup;
+        ++impl_->ref_age;
+    }
+    // ... and across processes: the device's lock.
+    GpuLock gpu(dev.uuid.empty() ? "gpu" + std::to_string(dev.index) : dev.uuid, "GPU " + std::to_string(dev.index) + " (" + dev.name + ")", impl_->note);
+    ValidationResult out = send_job(job, res);
+    if (out.status == Status::ok && !out.shapes.empty()) {
+        const auto& sets = out.details["timing"]["sets"];
+        bool measured = false;
+        for (const auto& t : sets)
+            if (t.value("reference_source", std::string()) != "earlier in this run") measured = true;
+        if (measured) {
+            for (const auto& t : sets) impl_->ref_us[t.value("shape_set", 0)] = t["reference"].value("median_us", 0.0);
+            if (!reuse) {
+                impl_->ref_age = 0;
+                impl_->ref_time = std::chrono::steady_clock::now();
+            }
         }
     }
-    if (pr.timed_out) {
-        res.status = Status::timeout;
-        res.log = "the kernel did not finish within " + std::to_string(static_cast<int>(options_.timeout_s)) +
-                  " s (watchdog); the process was killed.\n" + tail(pr.err, 1500);
+    out.details["gpu_lock_wait_s"] = gpu.waited_s();
+    return out;
+}
+
+std::string Validator::verify_compiled(const CompileResult& compiled) {
+    if (compiled.library_sha256.empty()) return "";
+    std::string actual;
+    try {
+        actual = sha256_hex(read_file(compiled.library));
+    } catch (const std::exception& e) {
+        return std::string("the compiled kernel cannot be read: ") + e.what();
+    }
+    if (actual != compiled.library_sha256)
+        return "the compiled kernel " + compiled.library.string() + " does not match its content hash (it was modified after the build); it was not run";
+    return "";
+}
+
+ValidationResult Validator::send_job(const Job& job, const ValidationResult& base) {
+    ValidationResult res = base;
+    // The judge: one warm process per validator (the reference stays loaded), restarted when it dies.
+    if (!impl_->judge || !impl_->judge->alive()) {
+        ProcessOptions po;
+        po.argv = {impl_->runner.string(), "--serve"};
+        std::map<std::string, std::string> extra;
+        if (options_.device_index >= 0) extra["KERNELEVO_DEVICE"] = std::to_string(options_.device_index);
+        po.exact_env = sandbox_environment(extra);
+        impl_->judge = std::make_unique<Subprocess>(po);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    std::string line;
+    Subprocess::Read rd = Subprocess::Read::closed;
+    if (impl_->judge->write_line(nlohmann::json(job).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) {
+        // The judge enforces the per-call watchdog itself; this one catches a judge that hangs.
+        double limit = options_.timeout_s * 3 + 120 + job.timing_budget_s * job.sets.size();
+        rd = impl_->judge->read_line(line, limit);
+    }
+    res.run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rd != Subprocess::Read::line) {
+        std::string err = impl_->judge->err_tail(3000);
+        bool timed_out = rd == Subprocess::Read::timeout;
+        impl_->judge->kill_now();
+        std::string how = impl_->judge->describe_exit();
+        impl_->judge.reset();
+        res.status = timed_out ? Status::timeout : Status::runtime_error;
+        res.log = timed_out ? "the validation did not finish in time; the judge process was killed.\n" + tail(err, 1500)
+                            : "the judge process died (" + how + ") before reporting a result.\n" + tail(err, 3000);
         return res;
     }
-    if (!out.is_object() || !out.contains("status")) {
+    JobResult out;
+    try {
+        out = nlohmann::json::parse(line).get<JobResult>();
+    } catch (const std::exception& e) {
         res.status = Status::runtime_error;
-        res.log = "the process running the kernel died (" + pr.describe() + ") before reporting a result.\n" + tail(pr.out + pr.err, 3000);
+        res.log = std::string("unreadable result from the judge: ") + e.what();
         return res;
     }
-    std::string status = out.value("status", std::string());
-    if (status == "setup_error") throw UsageError("validating against the reference of '" + task_.name + "' failed: " + out.value("log", std::string()));
-    res.status = parse_status(status);
-    res.log = out.value("log", std::string());
-    res.max_abs_diff = out.value("max_abs_diff", 0.0);
-    res.trials = out.value("trials", 0);
-    res.details = out;
+    if (out.status == "setup_error") throw UsageError("validating against the reference of '" + task_.name + "' failed: " + out.log);
+    res.status = parse_status(out.status);
+    res.log = out.log;
+    res.max_abs_diff = out.max_abs_diff;
+    res.trials = out.trials;
+    res.details = nlohmann::json(out);
     res.details.erase("log");
     res.details.erase("status");
-    if (out.contains("timing")) {
-        const auto& t = out["timing"];
-        res.kernel_us = t["kernel"].value("median_us", 0.0);
-        res.reference_us = t["reference"].value("median_us", 0.0);
-        res.kernel_spread = t["kernel"].value("spread", 0.0);
-        res.reference_spread = t["reference"].value("spread", 0.0);
-        if (res.kernel_us > 0) res.speedup = res.reference_us / res.kernel_us;
-        res.suspicious = res.speedup > options_.suspicious_speedup;
-        if (res.suspicious)
-            res.log += (res.log.empty() ? "" : "\n") + std::string("suspicious: ") + std::to_string(res.speedup) +
-                       "x faster than the reference (threshold " + std::to_string(options_.suspicious_speedup) + "x); check it by hand";
+    if (!out.candidate_output.empty()) res.details["candidate_output"] = tail(out.candidate_output, 4000);
+    if (out.timing.contains("sets")) {
+        for (const auto& t : out.timing["sets"]) {
+            ShapeTiming st;
+            st.set = t.value("shape_set", 0);
+            st.label = t.value("label", std::string());
+            st.kernel_us = t["kernel"].value("median_us", 0.0);
+            st.reference_us = t["reference"].value("median_us", 0.0);
+            st.speedup = t.value("speedup", 0.0);
+            st.weight = t.value("weight", 1.0);
+            res.shapes.push_back(st);
+        }
+        if (!res.shapes.empty()) {
+            const auto& t0j = out.timing["sets"][0];
+            res.kernel_us = res.shapes[0].kernel_us;
+            res.reference_us = res.shapes[0].reference_us;
+            res.kernel_spread = t0j["kernel"].value("spread", 0.0);
+            res.reference_spread = t0j["reference"].value("spread", 0.0);
+            res.speedup = weighted_geomean(res.shapes);
+            res.suspicious = res.speedup > options_.suspicious_speedup;
+            if (res.suspicious)
+                res.log += (res.log.empty() ? "" : "\n") + std::string("suspicious: ") + std::to_string(res.speedup) +
+                           "x faster than the reference (threshold " + std::to_string(options_.suspicious_speedup) +
+                           "x); it enters a cache only if a second validation agrees";
+        }
     }
-    if (res.status == Status::ok && out.contains("warnings"))
-        for (const auto& w : out["warnings"]) res.log += (res.log.empty() ? "" : "\n") + std::string("warning: ") + w.get<std::string>();
+    if (res.status == Status::ok)
+        for (const auto& w : out.warnings) res.log += (res.log.empty() ? "" : "\n") + std::string("warning: ") + w;
     return res;
 }
 

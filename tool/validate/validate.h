@@ -6,6 +6,7 @@
 // all happen in children, so a crashing or hanging kernel cannot take the caller down.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +33,7 @@ struct DeviceInfo {
     int64_t total_mem = 0, l2_bytes = 0;
     int smem_per_block = 0, smem_per_block_optin = 0, smem_per_sm = 0;
     int driver_version = 0, runtime_version = 0;
+    std::string uuid;           // "GPU-..." : the identity of the device's lock
     std::string arch() const;  // "sm_90"
     nlohmann::json to_json() const;
     static DeviceInfo from_json(const nlohmann::json& j);
@@ -40,15 +42,28 @@ struct DeviceInfo {
 struct ValidateOptions {
     std::string arch;             // empty: the local GPU's, else sm_90
     double timeout_s = 30;        // watchdog for one candidate run (compile has its own)
-    int timing_trials = 100;
+    int timing_trials = 100;        // the most timed calls per shape set
+    int min_timing_trials = 20;     // the fewest before stopping early
+    double target_ci = 0.005;       // stop once the median's 95% interval is within +-0.5%
+    double verify_fraction = 0.1;   // share of timed calls whose outputs are checked
+    bool reuse_reference_timing = true;  // time the reference once per run (re-timed periodically)
     int warmup = 10;
-    std::string l2_flush = "read";  // how L2 is flushed before each timed call: read or write
+    // How L2 is flushed before each timed call: read or write (by the judge), candidate-read or
+    // candidate-write (on the candidate's stream).
+    std::string l2_flush = "read";
     int timing_copies = 4;          // input/output copies at different addresses, used in turn
     double suspicious_speedup = 10;
     bool time_kernels = true;     // false: correctness only
     std::filesystem::path runner; // empty: kernelevo-runner beside this executable
     CompileOptions compile;       // arch is filled from `arch`
+    int device_index = -1;        // the GPU to use (KERNELEVO_DEVICE); -1: the default
     bool keep_temps = false;
+};
+
+struct ShapeTiming {
+    int set = 0;
+    std::string label;
+    double kernel_us = 0, reference_us = 0, speedup = 0, weight = 1;
 };
 
 struct ValidationResult {
@@ -61,9 +76,12 @@ struct ValidationResult {
     std::string arch, gpu;
     double compile_s = 0, run_s = 0;
     int trials = 0;           // correctness trials run
+    std::vector<ShapeTiming> shapes;  // every timed shape set; `speedup` is their weighted geometric mean
+    bool confirmed = false;   // a second validation in a fresh sandbox with new seeds agreed
     nlohmann::json details;   // per-shape-set and per-check details from the runner
     bool ok() const { return status == Status::ok; }
     nlohmann::json to_json() const;
+    nlohmann::json shapes_json() const;
     static ValidationResult from_json(const nlohmann::json& j);
 };
 
@@ -78,12 +96,26 @@ public:
     std::string arch();
     // Thread-safe; may run in parallel with other compiles and with run().
     CompileResult compile(const std::string& source);
-    // Runs a compiled candidate; one at a time on the GPU (internally serialized).
+    // Runs a compiled candidate; one at a time on the GPU: serialized within the process and, by
+    // the per-device GpuLock, across processes.
     ValidationResult run(const CompileResult& compiled);
     // compile() then run().
     ValidationResult validate(const std::string& source);
+    // Validates `compiled` again in a fresh sandbox with new seeds and a re-measured reference;
+    // `first` is confirmed when both succeed and their speedups agree within `agree` (fraction).
+    // What enters a cache goes through here.
+    ValidationResult confirm(const CompileResult& compiled, const ValidationResult& first, double agree = 0.1);
+    // A result that would beat this speedup gets its reference re-measured in the same run.
+    void set_best_speedup(double s);
+    // Device copy bandwidth (GB/s, read + written), measured once per device and cached; 0 without a GPU.
+    double measured_bandwidth_gbs();
+    // Where progress notes go (waiting for the GPU lock, sandbox layers); default: stderr.
+    void set_note(std::function<void(const std::string&)> note);
 
 private:
+    ValidationResult run_job(const CompileResult& compiled, uint64_t seed_offset, bool fresh_reference);
+    ValidationResult send_job(const struct Job& job, const ValidationResult& base);
+    std::string verify_compiled(const CompileResult& compiled);
     struct Impl;
     Task task_;
     ValidateOptions options_;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "kernelevo/abi.h"
+#include "task/init_kind.h"
 
 namespace kevo_runner {
 
@@ -24,59 +25,71 @@ __device__ __forceinline__ double uniform01(uint64_t seed, uint64_t i, uint64_t 
     return ((h >> 11) + 1) * 0x1.0p-53;
 }
 
+// Element access by kevo_dtype, expanded from the one dtype table (kernelevo/abi.h).
+template <int D> struct dtype_storage;
+template <> struct dtype_storage<KEVO_FLOAT32> { using type = float; };
+template <> struct dtype_storage<KEVO_FLOAT16> { using type = __half; };
+template <> struct dtype_storage<KEVO_BFLOAT16> { using type = __nv_bfloat16; };
+template <> struct dtype_storage<KEVO_INT32> { using type = int32_t; };
+template <> struct dtype_storage<KEVO_INT64> { using type = int64_t; };
+template <> struct dtype_storage<KEVO_BOOL> { using type = uint8_t; };
+template <> struct dtype_storage<KEVO_FLOAT64> { using type = double; };
+template <> struct dtype_storage<KEVO_INT8> { using type = int8_t; };
+template <> struct dtype_storage<KEVO_UINT8> { using type = uint8_t; };
+
+template <typename T> __device__ __forceinline__ double to_double(T v) { return static_cast<double>(v); }
+template <> __device__ __forceinline__ double to_double(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ double to_double(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T from_double(double v) { return static_cast<T>(v); }
+template <> __device__ __forceinline__ __half from_double(double v) { return __float2half(static_cast<float>(v)); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_double(double v) { return __float2bfloat16(static_cast<float>(v)); }
+
 __device__ __forceinline__ double load_as_double(const void* p, int32_t dtype, int64_t i) {
     switch (dtype) {
-        case KEVO_FLOAT32: return static_cast<const float*>(p)[i];
-        case KEVO_FLOAT16: return __half2float(static_cast<const __half*>(p)[i]);
-        case KEVO_BFLOAT16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-        case KEVO_INT32: return static_cast<const int32_t*>(p)[i];
-        case KEVO_INT64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
-        case KEVO_BOOL: return static_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
-        case KEVO_FLOAT64: return static_cast<const double*>(p)[i];
-        case KEVO_INT8: return static_cast<const int8_t*>(p)[i];
-        case KEVO_UINT8: return static_cast<const uint8_t*>(p)[i];
+#define KEVO_LOAD_(e, v, n, sz, fl, at) \
+    case KEVO_##e: return to_double(static_cast<const dtype_storage<KEVO_##e>::type*>(p)[i]);
+        KEVO_DTYPE_LIST(KEVO_LOAD_)
+#undef KEVO_LOAD_
     }
     return 0;
 }
 
 __device__ __forceinline__ void store_from_double(void* p, int32_t dtype, int64_t i, double v) {
+    if (dtype == KEVO_BOOL) {  // any non-zero value is true
+        static_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0;
+        return;
+    }
     switch (dtype) {
-        case KEVO_FLOAT32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-        case KEVO_FLOAT16: static_cast<__half*>(p)[i] = __float2half(static_cast<float>(v)); break;
-        case KEVO_BFLOAT16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(static_cast<float>(v)); break;
-        case KEVO_INT32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
-        case KEVO_INT64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
-        case KEVO_BOOL: static_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0; break;
-        case KEVO_FLOAT64: static_cast<double*>(p)[i] = v; break;
-        case KEVO_INT8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
-        case KEVO_UINT8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
+#define KEVO_STORE_(e, vv, n, sz, fl, at) \
+    case KEVO_##e: static_cast<dtype_storage<KEVO_##e>::type*>(p)[i] = from_double<dtype_storage<KEVO_##e>::type>(v); break;
+        KEVO_DTYPE_LIST(KEVO_STORE_)
+#undef KEVO_STORE_
     }
 }
 
-enum InitKind { INIT_RANDN = 0, INIT_RAND, INIT_RANDINT, INIT_ONES, INIT_ZEROS, INIT_FULL, INIT_ARANGE };
-
-__global__ void fill_kernel(void* p, int32_t dtype, int64_t n, int kind, double a, double b, uint64_t seed) {
+static __global__ void fill_kernel(void* p, int32_t dtype, int64_t n, int kind, double a, double b, uint64_t seed) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         double v = 0;
         switch (kind) {
-            case INIT_RANDN: {
+            case KEVO_INIT_RANDN: {
                 double u1 = uniform01(seed, i, 0), u2 = uniform01(seed, i, 1);
                 v = a + b * sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
                 break;
             }
-            case INIT_RAND: v = a + (b - a) * (1.0 - uniform01(seed, i, 0)); break;
-            case INIT_RANDINT: v = fmin(floor(a + (b - a) * (1.0 - uniform01(seed, i, 0))), b - 1); break;
-            case INIT_ONES: v = 1; break;
-            case INIT_ZEROS: v = 0; break;
-            case INIT_FULL: v = a; break;
-            case INIT_ARANGE: v = static_cast<double>(i); break;
+            case KEVO_INIT_RAND: v = a + (b - a) * (1.0 - uniform01(seed, i, 0)); break;
+            case KEVO_INIT_RANDINT: v = fmin(floor(a + (b - a) * (1.0 - uniform01(seed, i, 0))), b - 1); break;
+            case KEVO_INIT_ONES: v = 1; break;
+            case KEVO_INIT_ZEROS: v = 0; break;
+            case KEVO_INIT_FULL: v = a; break;
+            case KEVO_INIT_ARANGE: v = static_cast<double>(i); break;
+            default: break;  // file: uploaded by the host, never filled here
         }
         store_from_double(p, dtype, i, v);
     }
 }
 
 // Order-independent 64-bit checksum of a byte range (sum of mixed 8-byte words).
-__global__ void checksum_kernel(const void* p, int64_t bytes, unsigned long long* out) {
+static __global__ void checksum_kernel(const void* p, int64_t bytes, unsigned long long* out) {
     const int64_t words = bytes / 8;
     unsigned long long acc = 0;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < words; i += (int64_t)gridDim.x * blockDim.x)
@@ -93,7 +106,7 @@ __global__ void checksum_kernel(const void* p, int64_t bytes, unsigned long long
 // Holds back the stream it runs on until the host raises *flag (or a time limit passes, for kernels
 // that synchronize inside their call). Work a kernel enqueues on that stream cannot start before it,
 // so anything that changes the outputs meanwhile was done elsewhere.
-__global__ void gate_kernel(volatile int* flag, volatile int* timed_out, long long max_cycles) {
+static __global__ void gate_kernel(volatile int* flag, volatile int* timed_out, long long max_cycles) {
     long long t0 = clock64();
     while (*flag == 0) {
         if (clock64() - t0 > max_cycles) {
@@ -107,7 +120,7 @@ __global__ void gate_kernel(volatile int* flag, volatile int* timed_out, long lo
 // Evicts L2 by reading a buffer several times its size. Unlike a memset it leaves clean lines, so
 // the next timed call does not pay for writing back someone else's data. The sink write never
 // happens in practice (the buffer is zeroed) but keeps the loads alive.
-__global__ void l2_flush_read(const uint4* p, size_t n, unsigned* sink) {
+static __global__ void l2_flush_read(const uint4* p, size_t n, unsigned* sink) {
     unsigned acc = 0;
     for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
         uint4 v = p[i];
@@ -143,7 +156,7 @@ __device__ __forceinline__ float elem_diff(double x, double y, bool exact, doubl
     return static_cast<float>(d);
 }
 
-__global__ void compare_kernel(const void* got, const void* expected, int32_t dtype, int64_t n, bool exact, double atol,
+static __global__ void compare_kernel(const void* got, const void* expected, int32_t dtype, int64_t n, bool exact, double atol,
                                double rtol, CompareStats* st) {
     unsigned long long bad_count = 0, first = ~0ull, nonconst = 0;
     float max_diff = 0.f, max_finite = 0.f;
@@ -169,7 +182,7 @@ __global__ void compare_kernel(const void* got, const void* expected, int32_t dt
     atomicMax(&st->max_finite_bits, __float_as_uint(max_finite));
 }
 
-__global__ void worst_kernel(const void* got, const void* expected, int32_t dtype, int64_t n, bool exact, double atol,
+static __global__ void worst_kernel(const void* got, const void* expected, int32_t dtype, int64_t n, bool exact, double atol,
                              double rtol, CompareStats* st) {
     // Run only when something mismatched. Each thread visits its indices in increasing order, so
     // its first hit is its smallest: one atomic per thread at most.

@@ -1,0 +1,32 @@
+// In-process confinement for the process that loads candidate code (kernelevo-runner's candidate
+// side). Called after CUDA is initialised and before the candidate library is opened, so static
+// constructors already run confined. Torch-free and CUDA-free: plain Linux system calls.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kevo {
+
+struct ConfineOptions {
+    std::vector<std::string> writable;   // Landlock: directories writable (the work dir)
+    std::vector<std::string> readable;   // Landlock: directories readable (system paths)
+    bool seccomp = true;
+    bool landlock = true;
+    long cpu_seconds = 0;                // RLIMIT_CPU, 0: unchanged
+    long open_files = 256;               // RLIMIT_NOFILE
+    long file_bytes = 64L << 20;         // RLIMIT_FSIZE
+};
+
+struct ConfineReport {
+    bool seccomp = false, landlock = false, no_new_privs = false, caps_dropped = false;
+    std::string notes;  // why a layer is off
+};
+
+// Applies the layers; never throws. A forbidden call afterwards either fails (EPERM) or, for exec,
+// fork and ptrace, kills the process with SIGSYS.
+ConfineReport confine_current_process(const ConfineOptions& options);
+
+// The signal a seccomp kill ends a process with.
+constexpr int kSandboxKillSignal = 31;  // SIGSYS
+
+}  // namespace kevo

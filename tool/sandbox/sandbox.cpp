@@ -1,0 +1,215 @@
+#include "sandbox/sandbox.h"
+
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/process.h"
+
+extern char** environ;
+
+namespace kevo {
+namespace fs = std::filesystem;
+
+namespace {
+SandboxMode g_mode = [] {
+    const char* v = std::getenv("KERNELEVO_SANDBOX");
+    if (v && *v) {
+        try {
+            return parse_sandbox_mode(v);
+        } catch (const std::exception&) {
+        }
+    }
+    return SandboxMode::automatic;
+}();
+
+std::string find_bwrap() {
+    if (const char* p = std::getenv("KERNELEVO_BWRAP"); p && *p) return p;
+    if (const char* path = std::getenv("PATH")) {
+        std::stringstream ss(path);
+        std::string dir;
+        while (std::getline(ss, dir, ':'))
+            if (!dir.empty() && ::access((dir + "/bwrap").c_str(), X_OK) == 0) return dir + "/bwrap";
+    }
+    for (const char* c : {"/usr/bin/bwrap", "/usr/local/bin/bwrap"})
+        if (::access(c, X_OK) == 0) return c;
+    return "";
+}
+
+bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+// System paths every sandboxed program needs to see (read-only). /etc is reduced to what the
+// loader, the compilers and CUDA read: its other files (shadow, credentials) stay out of sight.
+const char* const kEtcFiles[] = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group",
+                                 "nsswitch.conf", "localtime", "OpenCL", "nvidia", "gcc", "vulkan"};
+
+void add_ro(std::vector<std::string>& a, const std::string& p) {
+    a.insert(a.end(), {"--ro-bind-try", p, p});
+}
+}  // namespace
+
+SandboxMode parse_sandbox_mode(const std::string& s) {
+    if (s == "auto") return SandboxMode::automatic;
+    if (s == "require") return SandboxMode::require;
+    if (s == "off") return SandboxMode::off;
+    throw UsageError("--sandbox must be auto, require or off, not '" + s + "'");
+}
+
+const char* sandbox_mode_name(SandboxMode m) {
+    switch (m) {
+        case SandboxMode::automatic: return "auto";
+        case SandboxMode::require: return "require";
+        case SandboxMode::off: return "off";
+    }
+    return "auto";
+}
+
+void set_sandbox_mode(SandboxMode m) { g_mode = m; }
+SandboxMode sandbox_mode() { return g_mode; }
+
+std::string SandboxLayers::describe() const {
+    std::string s;
+    auto add = [&](const std::string& x) { s += (s.empty() ? "" : ", ") + x; };
+    if (namespaces) add("namespaces (" + bwrap + ")");
+    if (seccomp) add("seccomp");
+    if (landlock) add("landlock ABI " + std::to_string(landlock_abi));
+    add("rlimits");
+    add("environment allowlist");
+    return s;
+}
+
+const SandboxLayers& sandbox_layers() {
+    static SandboxLayers layers = [] {
+        SandboxLayers l;
+        l.bwrap = find_bwrap();
+        if (l.bwrap.empty()) {
+            l.why_not += "namespaces: bubblewrap (bwrap) not found; install it (Debian/Ubuntu: apt-get install bubblewrap)\n";
+        } else {
+            ProcessOptions po;
+            po.argv = {l.bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true"};
+            po.timeout_s = 20;
+            ProcessResult r = run_process(po);
+            if (r.ok()) {
+                l.namespaces = true;
+            } else {
+                std::string err = r.err.substr(0, r.err.find('\n'));
+                l.why_not += "namespaces: bwrap cannot create namespaces here (" + (err.empty() ? r.describe() : err) +
+                             "); user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone / user.max_user_namespaces)\n";
+            }
+        }
+        // Landlock: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) returns the ABI.
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+        long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u);
+        if (abi > 0) {
+            l.landlock = true;
+            l.landlock_abi = static_cast<int>(abi);
+        } else {
+            l.why_not += std::string("landlock: not available in this kernel (") + std::strerror(errno) + ")\n";
+        }
+        // Seccomp filters: available when the kernel was built with them (prctl says so).
+        FILE* f = std::fopen("/proc/self/status", "r");
+        if (f) {
+            char line[256];
+            while (std::fgets(line, sizeof line, f))
+                if (std::strncmp(line, "Seccomp:", 8) == 0) l.seccomp = true;
+            std::fclose(f);
+        }
+        if (!l.seccomp) l.why_not += "seccomp: this kernel does not support seccomp filters\n";
+        return l;
+    }();
+    return layers;
+}
+
+void check_sandbox_layers() {
+    if (g_mode == SandboxMode::off) return;
+    const SandboxLayers& l = sandbox_layers();
+    if (l.namespaces && l.seccomp && l.landlock) return;
+    if (g_mode == SandboxMode::require)
+        throw UsageError("--sandbox=require, but some sandbox layers are unavailable here:\n" + l.why_not +
+                         "active: " + l.describe());
+    static std::once_flag once;
+    std::call_once(once, [&] {
+        std::fprintf(stderr, "kernelevo: note: sandbox layers active: %s; missing:\n%s", l.describe().c_str(), l.why_not.c_str());
+    });
+}
+
+bool env_allowed(const std::string& name) {
+    if (is_secret_env_name(name)) return false;
+    static const char* const exact[] = {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
+                                        "CC", "CXX", "CUDAHOSTCXX", "CUDACXX", "PYTHONPATH", "PYTHONHOME", "OMP_NUM_THREADS",
+                                        "SOURCE_DATE_EPOCH"};
+    for (const char* e : exact)
+        if (name == e) return true;
+    static const char* const prefixes[] = {"LC_", "CUDA_", "NVIDIA_", "NCCL_", "NVCC_", "KERNELEVO_", "TRITON_", "TORCH_",
+                                           "OPENBLAS_", "MKL_", "PYTORCH_"};
+    for (const char* p : prefixes)
+        if (starts_with(name, p)) return true;
+    return false;
+}
+
+std::map<std::string, std::string> sandbox_environment(const std::map<std::string, std::string>& extra) {
+    std::map<std::string, std::string> env;
+    for (char** e = environ; e && *e; ++e) {
+        std::string kv(*e);
+        auto eq = kv.find('=');
+        if (eq == std::string::npos) continue;
+        std::string name = kv.substr(0, eq);
+        if (env_allowed(name)) env[name] = kv.substr(eq + 1);
+    }
+    env["TMPDIR"] = "/tmp";
+    for (const auto& [k, v] : extra) env[k] = v;
+    return env;
+}
+
+std::vector<std::string> sandbox_prefix(const SandboxPolicy& p) {
+    if (g_mode == SandboxMode::off) return {};
+    const SandboxLayers& l = sandbox_layers();
+    if (!l.namespaces) return {};
+    std::vector<std::string> a = {l.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"};
+    add_ro(a, "/usr");
+    // Merged-/usr systems have /bin, /lib... as symlinks: recreate them as links, else bind them.
+    for (const char* d : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
+        std::error_code ec;
+        if (fs::is_symlink(d, ec)) {
+            a.insert(a.end(), {"--symlink", fs::read_symlink(d, ec).string(), d});
+        } else if (fs::exists(d, ec)) {
+            add_ro(a, d);
+        }
+    }
+    for (const char* f : kEtcFiles) add_ro(a, std::string("/etc/") + f);
+    add_ro(a, "/opt");
+    add_ro(a, "/sys");  // CUDA reads the PCI topology there
+    a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"});
+    if (p.gpu) {
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator("/dev", ec)) {
+            std::string n = e.path().filename().string();
+            if (starts_with(n, "nvidia")) a.insert(a.end(), {"--dev-bind", e.path().string(), e.path().string()});
+        }
+    }
+    // Library directories outside /usr (a toolkit or a prefix named in LD_LIBRARY_PATH).
+    if (const char* ld = std::getenv("LD_LIBRARY_PATH")) {
+        std::stringstream ss(ld);
+        std::string dir;
+        while (std::getline(ss, dir, ':'))
+            if (!dir.empty() && dir[0] == '/' && !starts_with(dir, "/usr/")) add_ro(a, dir);
+    }
+    for (const auto& r : p.read_only) add_ro(a, fs::absolute(r).string());
+    if (!p.workdir.empty()) {
+        std::string w = fs::absolute(p.workdir).string();
+        a.insert(a.end(), {"--bind", w, w, "--chdir", w, "--setenv", "HOME", w});
+    }
+    a.push_back("--");
+    return a;
+}
+
+}  // namespace kevo

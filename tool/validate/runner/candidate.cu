@@ -1,0 +1,257 @@
+// The candidate side of the runner: the only process that loads candidate code. It starts inside
+// the sandbox (bubblewrap), brings CUDA up, confines itself (seccomp, Landlock, no capabilities),
+// then opens the candidate library — so static constructors already run confined — and answers the
+// judge's requests over the channel. It never sees expected outputs and writes no verdict: the judge
+// checks every output itself, in memory it owns.
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "channel.h"
+#include "device_ops.cuh"
+#include "runner.h"
+#include "sandbox/confine.h"
+#include "shared_buffer.h"
+
+namespace kevo_runner {
+
+namespace {
+
+typedef int (*forward_fn)(const kevo_tensor*, int, kevo_tensor*, int, cudaStream_t);
+
+struct Candidate {
+    int sock = -1;
+    int device = 0;
+    cudaStream_t stream = nullptr;
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    volatile int* gate = nullptr;  // [0] open, [1] timed out
+    int* gate_dev = nullptr;
+    long long gate_cycles = 0;
+    void* flush = nullptr;
+    size_t flush_bytes = 0;
+    unsigned* flush_sink = nullptr;
+    int flush_blocks = 0;
+    forward_fn forward = nullptr;
+    std::map<int, Mapping> buffers;
+
+    void reply(Msg& r) {
+        r.op = OP_REPLY;
+        if (!send_msg(sock, r)) _exit(0);  // the judge is gone
+    }
+
+    // Descriptors for one call, built fresh each time: a kernel that scribbles over them changes nothing.
+    bool tensors(const Msg& m, std::vector<kevo_tensor>& in, std::vector<kevo_tensor>& out, Msg& r) {
+        if (m.n_in < 0 || m.n_out < 0 || m.n_in + m.n_out > kMaxTensors) {
+            set_text(r, "bad tensor count");
+            return false;
+        }
+        for (int i = 0; i < m.n_in + m.n_out; ++i) {
+            const TensorRef& t = m.t[i];
+            auto it = buffers.find(t.buffer);
+            if (it == buffers.end() || t.ndim < 0 || t.ndim > KEVO_MAX_DIMS) {
+                set_text(r, "unknown buffer");
+                return false;
+            }
+            kevo_tensor k{};
+            k.data = it->second.data();
+            k.ndim = t.ndim;
+            k.dtype = t.dtype;
+            for (int d = 0; d < t.ndim; ++d) {
+                k.sizes[d] = t.sizes[d];
+                k.strides[d] = t.strides[d];
+            }
+            (i < m.n_in ? in : out).push_back(k);
+        }
+        return true;
+    }
+
+    int call(std::vector<kevo_tensor>& in, std::vector<kevo_tensor>& out) {
+        return forward(in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), stream);
+    }
+
+    void serve() {
+        while (true) {
+            Msg m;
+            int fd = -1;
+            RecvStatus st = recv_msg(sock, m, -1, &fd);
+            if (st != RecvStatus::ok) _exit(0);
+            Msg r;
+            switch (m.op) {
+                case OP_MAP: {
+                    Mapping map;
+                    std::string e = fd < 0 ? std::string("no fd") : import_shared(map, fd, m.size, device);
+                    if (e.empty()) buffers[m.id] = map;
+                    r.rc = e.empty() ? 0 : -1;
+                    set_text(r, e.c_str());
+                    break;
+                }
+                case OP_UNMAP: {
+                    auto it = buffers.find(m.id);
+                    if (it != buffers.end()) {
+                        release(it->second);
+                        buffers.erase(it);
+                    }
+                    break;
+                }
+                case OP_CALL: {
+                    std::vector<kevo_tensor> in, out;
+                    if (!tensors(m, in, out, r)) {
+                        r.rc = -1000;
+                        break;
+                    }
+                    if (m.flags & FLAG_GATED) {
+                        gate[0] = 0;
+                        gate[1] = 0;
+                        gate_kernel<<<1, 1, 0, stream>>>(gate_dev, gate_dev + 1, gate_cycles);
+                    }
+                    r.rc = call(in, out);
+                    int dev = -1;
+                    if (cudaGetDevice(&dev) == cudaSuccess && dev != device) {
+                        r.rc = -1001;
+                        set_text(r, "the kernel changed the current CUDA device and did not restore it");
+                    }
+                    break;
+                }
+                case OP_OPEN_GATE:
+                    gate[0] = 1;
+                    break;
+                case OP_SYNC:
+                case OP_DEVSYNC: {
+                    cudaError_t launch = cudaGetLastError();
+                    cudaError_t sync = m.op == OP_SYNC ? cudaStreamSynchronize(stream) : cudaDeviceSynchronize();
+                    cudaError_t e = sync != cudaSuccess ? sync : launch;
+                    r.cuda_error = static_cast<int32_t>(e);
+                    r.gate_timed_out = gate[1];
+                    if (e != cudaSuccess) set_text(r, (std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")").c_str());
+                    break;
+                }
+                case OP_TIME: {
+                    std::vector<kevo_tensor> in, out;
+                    if (!tensors(m, in, out, r)) {
+                        r.rc = -1000;
+                        break;
+                    }
+                    if ((m.flags & FLAG_FLUSH) && flush) {
+                        if (m.flags & FLAG_FLUSH_WRITE) cudaMemsetAsync(flush, m.id & 0xFF, flush_bytes, stream);
+                        else l2_flush_read<<<flush_blocks, 512, 0, stream>>>(static_cast<const uint4*>(flush), flush_bytes / 16, flush_sink);
+                    }
+                    cudaEventRecord(e0, stream);
+                    r.rc = call(in, out);
+                    cudaEventRecord(e1, stream);
+                    cudaError_t e = cudaEventSynchronize(e1);
+                    float ms = 0;
+                    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, e0, e1);
+                    r.ms = ms;
+                    r.cuda_error = static_cast<int32_t>(e);
+                    if (e != cudaSuccess) set_text(r, (std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")").c_str());
+                    break;
+                }
+                case OP_QUIT:
+                    std::fflush(nullptr);
+                    _exit(0);
+                default:
+                    r.rc = -1000;
+                    set_text(r, "unknown request");
+            }
+            reply(r);
+        }
+    }
+};
+
+void hello(int sock, int rc, const std::string& text) {
+    Msg m;
+    m.op = OP_HELLO;
+    m.rc = rc;
+    set_text(m, text.c_str());
+    send_msg(sock, m);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    size_t a = 0;
+    while (a <= s.size()) {
+        size_t b = s.find(sep, a);
+        if (b == std::string::npos) b = s.size();
+        if (b > a) out.push_back(s.substr(a, b - a));
+        a = b + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+int candidate_main(const CandidateArgs& args) {
+    Candidate c;
+    c.sock = args.channel;
+    c.device = args.device;
+    const bool gpu = !args.load_only;
+    if (gpu) {
+        // CUDA first: its initialisation opens devices and maps memory the confinement forbids later.
+        auto fail = [&](const std::string& what, cudaError_t e) {
+            hello(c.sock, 2, what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+            _exit(0);
+        };
+        cudaError_t e = cudaSetDevice(c.device);
+        if (e == cudaSuccess) e = cudaFree(nullptr);
+        if (e != cudaSuccess) fail("CUDA initialisation in the sandbox failed", e);
+        (void)cu();  // the driver API, before the sandbox forbids what its lookup needs
+        if ((e = cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking)) != cudaSuccess) fail("cudaStreamCreate", e);
+        cudaEventCreate(&c.e0);
+        cudaEventCreate(&c.e1);
+        void* g = nullptr;
+        if ((e = cudaHostAlloc(&g, 2 * sizeof(int), cudaHostAllocMapped)) != cudaSuccess) fail("cudaHostAlloc", e);
+        c.gate = static_cast<volatile int*>(g);
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&c.gate_dev), g, 0);
+        int khz = 0, sms = 0, l2 = 0;
+        cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, c.device);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, c.device);
+        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c.device);
+        c.gate_cycles = static_cast<long long>(std::max(khz, 1000000)) * 300;  // ~300 ms at the top clock
+        if (args.flush_bytes > 0) {
+            c.flush_bytes = args.flush_bytes;
+            if (cudaMalloc(&c.flush, c.flush_bytes) == cudaSuccess) {
+                cudaMemset(c.flush, 0, c.flush_bytes);
+                cudaMalloc(&c.flush_sink, sizeof(unsigned));
+                c.flush_blocks = std::max(1, sms) * 4;
+            } else {
+                c.flush = nullptr;
+            }
+        }
+        cudaDeviceSynchronize();
+    }
+    kevo::ConfineReport cr;
+    if (args.confine) {
+        kevo::ConfineOptions co;
+        co.readable = split(args.readable, ':');
+        co.writable = split(args.writable, ':');
+        co.cpu_seconds = args.cpu_seconds;
+        cr = kevo::confine_current_process(co);
+    }
+    std::string layers = std::string(cr.seccomp ? "seccomp " : "") + (cr.landlock ? "landlock " : "") +
+                         (cr.caps_dropped ? "no-capabilities " : "") + (cr.no_new_privs ? "no-new-privs" : "");
+    // Static constructors of the candidate run here, confined.
+    void* lib = dlopen(args.kernel.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char* err = dlerror();
+        hello(c.sock, 1, std::string("cannot load the compiled kernel: ") + (err ? err : "?"));
+        _exit(0);
+    }
+    c.forward = reinterpret_cast<forward_fn>(dlsym(lib, "kevo_forward"));
+    if (!c.forward) {
+        hello(c.sock, 1, "the kernel does not export kevo_forward");
+        _exit(0);
+    }
+    hello(c.sock, 0, layers + (cr.notes.empty() ? "" : "\n" + cr.notes));
+    if (args.load_only) _exit(0);
+    c.serve();
+    return 0;
+}
+
+}  // namespace kevo_runner

@@ -1,0 +1,120 @@
+// The judge <-> candidate channel: one SOCK_SEQPACKET socket pair, fixed-size messages, device
+// memory handed over as file descriptors (SCM_RIGHTS). The judge owns every buffer; the candidate
+// process maps what it is given and answers. The judge treats every reply as hostile input: it
+// checks sizes and fields and never trusts a reply for a verdict it can check itself.
+#pragma once
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+
+#include "kernelevo/abi.h"
+
+namespace kevo_runner {
+
+constexpr int kMaxTensors = 32;  // inputs + outputs of one call
+
+enum Op : int32_t {
+    OP_HELLO = 1,   // candidate -> judge: loaded (rc 0) or why not (text)
+    OP_MAP,         // judge -> candidate: map buffer `id` of `size` bytes (fd attached)
+    OP_UNMAP,       // judge -> candidate: drop buffer `id`
+    OP_CALL,        // judge -> candidate: call kevo_forward on `t`; FLAG_GATED holds the stream first
+    OP_OPEN_GATE,   // judge -> candidate: release the gate
+    OP_SYNC,        // judge -> candidate: synchronize the stream, report CUDA errors
+    OP_DEVSYNC,     // judge -> candidate: synchronize the device, report CUDA errors
+    OP_TIME,        // judge -> candidate: one timed call (events around kevo_forward), report ms
+    OP_QUIT,
+    OP_REPLY,
+};
+enum Flags : int32_t { FLAG_GATED = 1, FLAG_FLUSH = 2, FLAG_FLUSH_WRITE = 4 };
+
+struct TensorRef {
+    int32_t buffer;  // buffer id (OP_MAP)
+    int32_t ndim;
+    int32_t dtype;
+    int32_t pad;
+    int64_t sizes[KEVO_MAX_DIMS];
+    int64_t strides[KEVO_MAX_DIMS];
+};
+
+struct Msg {
+    int32_t op = 0;
+    int32_t id = 0;        // buffer id (MAP/UNMAP)
+    int32_t flags = 0;
+    int32_t n_in = 0, n_out = 0;
+    int32_t rc = 0;        // reply: kevo_forward's return value, or a runner error code
+    int32_t cuda_error = 0;
+    int32_t gate_timed_out = 0;
+    uint64_t size = 0;     // MAP: bytes
+    double ms = 0;         // TIME reply: event time of the call
+    char text[512] = {0};  // reply: error text
+    TensorRef t[kMaxTensors];
+};
+
+inline void set_text(Msg& m, const char* s) {
+    std::strncpy(m.text, s ? s : "", sizeof m.text - 1);
+    m.text[sizeof m.text - 1] = 0;
+}
+
+// Sends one message with an optional file descriptor.
+inline bool send_msg(int sock, const Msg& m, int fd = -1) {
+    struct iovec iov{const_cast<Msg*>(&m), sizeof m};
+    struct msghdr h{};
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    alignas(struct cmsghdr) char ctl[CMSG_SPACE(sizeof(int))];
+    if (fd >= 0) {
+        std::memset(ctl, 0, sizeof ctl);
+        h.msg_control = ctl;
+        h.msg_controllen = sizeof ctl;
+        struct cmsghdr* c = CMSG_FIRSTHDR(&h);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    return sendmsg(sock, &h, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof m);
+}
+
+enum class RecvStatus { ok, timeout, closed, malformed };
+
+// Receives one message within `timeout_s` (< 0: wait forever). A received fd lands in *fd.
+inline RecvStatus recv_msg(int sock, Msg& m, double timeout_s, int* fd = nullptr) {
+    if (fd) *fd = -1;
+    struct pollfd p{sock, POLLIN, 0};
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s < 0 ? 1e9 : timeout_s);
+    while (true) {
+        int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+        if (left < 0) return RecvStatus::timeout;
+        int n = poll(&p, 1, timeout_s < 0 ? -1 : left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0) return RecvStatus::timeout;
+        break;
+    }
+    struct iovec iov{&m, sizeof m};
+    struct msghdr h{};
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    alignas(struct cmsghdr) char ctl[CMSG_SPACE(sizeof(int))];
+    h.msg_control = ctl;
+    h.msg_controllen = sizeof ctl;
+    ssize_t got = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
+    if (got == 0) return RecvStatus::closed;
+    if (got < 0) return errno == ECONNRESET ? RecvStatus::closed : RecvStatus::malformed;
+    for (struct cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            int f;
+            std::memcpy(&f, CMSG_DATA(c), sizeof f);
+            if (fd) *fd = f;
+            else close(f);
+        }
+    }
+    if (got != static_cast<ssize_t>(sizeof m) || (h.msg_flags & MSG_TRUNC)) return RecvStatus::malformed;
+    m.text[sizeof m.text - 1] = 0;
+    return RecvStatus::ok;
+}
+
+}  // namespace kevo_runner

@@ -1,0 +1,643 @@
+// The judge's correctness checks and its management of the candidate process (see judge.h).
+#include "judge.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace kevo_runner {
+
+namespace {
+void stage(const std::string& s) { std::fprintf(stderr, "[runner] %s\n", s.c_str()); }
+
+int grid_for(int64_t n, int sms) {
+    int64_t blocks = (n + 255) / 256;
+    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(blocks, static_cast<int64_t>(sms) * 16)));
+}
+
+std::string index_string(int64_t flat, const std::vector<int64_t>& sizes) {
+    std::vector<int64_t> idx(sizes.size());
+    for (int i = static_cast<int>(sizes.size()) - 1; i >= 0; --i) {
+        idx[i] = sizes[i] ? flat % sizes[i] : 0;
+        flat = sizes[i] ? flat / sizes[i] : 0;
+    }
+    std::string s = "[";
+    for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+    return s + "]";
+}
+
+double host_value(const void* dev, int32_t dtype, int64_t i) {
+    unsigned char raw[8] = {0};
+    int sz = kevo_dtype_size(dtype);
+    if (cudaMemcpy(raw, static_cast<const char*>(dev) + i * sz, sz, cudaMemcpyDeviceToHost) != cudaSuccess) return NAN;
+    switch (dtype) {
+        case KEVO_FLOAT32: { float f; std::memcpy(&f, raw, 4); return f; }
+        case KEVO_FLOAT16: { __half h; std::memcpy(&h, raw, 2); return __half2float(h); }
+        case KEVO_BFLOAT16: { __nv_bfloat16 h; std::memcpy(&h, raw, 2); return __bfloat162float(h); }
+        case KEVO_INT32: { int32_t v; std::memcpy(&v, raw, 4); return v; }
+        case KEVO_INT64: { int64_t v; std::memcpy(&v, raw, 8); return static_cast<double>(v); }
+        case KEVO_FLOAT64: { double v; std::memcpy(&v, raw, 8); return v; }
+        case KEVO_INT8: return static_cast<int8_t>(raw[0]);
+        default: return raw[0];
+    }
+}
+
+// What a candidate process's end says about why it ended (bwrap reports 128 + signal).
+std::string describe_exit(int status) {
+    int sig = 0;
+    if (WIFSIGNALED(status)) sig = WTERMSIG(status);
+    else if (WIFEXITED(status) && WEXITSTATUS(status) > 128) sig = WEXITSTATUS(status) - 128;
+    if (sig == SIGSYS)
+        return "the sandbox killed the candidate process for a forbidden system call (starting programs or processes, "
+               "ptrace or reading other processes' memory are not allowed)";
+    if (sig) return std::string("the candidate process was killed by signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")";
+    if (WIFEXITED(status)) return "the candidate process exited with code " + std::to_string(WEXITSTATUS(status));
+    return "the candidate process ended";
+}
+}  // namespace
+
+std::string fmt(double v) {
+    if (std::isnan(v)) return "nan";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.7g", v);
+    return buf;
+}
+
+std::vector<kevo_tensor> Tensors::abi() const {
+    std::vector<kevo_tensor> out;
+    for (size_t i = 0; i < desc.size(); ++i) {
+        kevo_tensor k{};
+        k.data = mem[i].data();
+        k.ndim = static_cast<int32_t>(desc[i].sizes.size());
+        k.dtype = desc[i].dtype;
+        int64_t stride = 1;
+        for (int d = k.ndim - 1; d >= 0; --d) {
+            k.sizes[d] = desc[i].sizes[d];
+            k.strides[d] = stride;
+            stride *= desc[i].sizes[d];
+        }
+        out.push_back(k);
+    }
+    return out;
+}
+
+void Tensors::free() {
+    for (auto& m : mem) {
+        if (m.handle) release(m);
+        else if (m.ptr) cudaFree(m.data());
+    }
+    mem.clear();
+    ids.clear();
+}
+
+Judge::Judge() = default;
+
+Judge::~Judge() {
+    JobResult r;
+    stop_candidate(r);
+}
+
+void Judge::cuda_ok(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return;
+    throw SetupFailure{std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")"};
+}
+#define CK(x) cuda_ok((x), #x)
+
+void Judge::init_device(JobResult& r) {
+    if (device_ready_) {
+        r.device = device_json_;
+        return;
+    }
+    device_json_ = device_info();
+    r.device = device_json_;
+    if (!device_json_.value("present", false)) return;
+    device_ = device_json_.value("index", 0);
+    peak_gbs_ = device_json_.value("mem_bandwidth_gbs", 0.0);
+    CK(cudaSetDevice(device_));
+    CK(cudaFree(nullptr));
+    if (!cu().ok) throw SetupFailure{"the CUDA driver API (cuMem*) is unavailable"};
+    // Non-blocking streams: work a candidate puts on the legacy default stream is NOT ordered with them.
+    CK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&observer_, cudaStreamNonBlocking));
+    CK(cudaMalloc(&sum_, sizeof(unsigned long long)));
+    CK(cudaMalloc(&stats_, sizeof(CompareStats)));
+    int v = 0;
+    cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, device_);
+    l2_bytes_ = v;
+    cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device_);
+    // L2 is flushed between timed calls by reading a buffer well beyond its size: the next call
+    // starts with L2 full of clean lines (a memset would leave dirty ones to write back).
+    flush_bytes_ = static_cast<size_t>(std::max<int64_t>(4 * l2_bytes_, 256ll << 20)) & ~size_t(15);
+    CK(cudaMalloc(&flush_, flush_bytes_));
+    CK(cudaMemset(flush_, 0, flush_bytes_));
+    CK(cudaMalloc(&flush_sink_, sizeof(unsigned)));
+    flush_blocks_ = std::max(1, sms_) * 4;
+    CK(cudaDeviceSynchronize());
+    device_ready_ = true;
+}
+
+void Judge::load_reference(const Job& job) {
+    if (ref_lib_ && ref_path_ == job.reference && ref_arg_ == job.reference_arg) return;
+    if (ref_lib_) throw SetupFailure{"one judge process serves one reference; start another for " + job.reference};
+    stage("loading the reference");
+    ref_lib_ = dlopen(job.reference.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!ref_lib_) throw SetupFailure{std::string("cannot load the reference build: ") + dlerror()};
+    ref_forward_ = reinterpret_cast<decltype(ref_forward_)>(dlsym(ref_lib_, "kevo_ref_forward"));
+    ref_call_ = reinterpret_cast<decltype(ref_call_)>(dlsym(ref_lib_, "kevo_ref_call"));
+    ref_release_ = reinterpret_cast<decltype(ref_release_)>(dlsym(ref_lib_, "kevo_ref_release"));
+    ref_error_ = reinterpret_cast<decltype(ref_error_)>(dlsym(ref_lib_, "kevo_ref_error"));
+    if (!ref_forward_ || !ref_call_ || !ref_release_ || !ref_error_) throw SetupFailure{"the reference build lacks its entry points"};
+    if (auto setup = reinterpret_cast<int (*)(const char*)>(dlsym(ref_lib_, "kevo_ref_setup"))) {
+        if (setup(job.reference_arg.c_str()) != 0) throw SetupFailure{std::string("the reference's setup failed: ") + ref_error_()};
+    }
+    ref_path_ = job.reference;
+    ref_arg_ = job.reference_arg;
+}
+
+void Judge::start_candidate(const Job& job, JobResult& r) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw SetupFailure{"socketpair failed"};
+    int out_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0) throw SetupFailure{"pipe failed"};
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) throw SetupFailure{"cannot find the runner's own executable"};
+    self[n] = 0;
+    std::vector<std::string> argv = job.sandbox_prefix;
+    argv.insert(argv.end(), {self, "--candidate", "--channel", "3", "--device", std::to_string(device_), "--kernel", job.kernel});
+    if (!job.workdir.empty()) argv.insert(argv.end(), {"--workdir", job.workdir});
+    std::string readable;
+    for (const auto& p : job.readable) readable += (readable.empty() ? "" : ":") + p;
+    if (!readable.empty()) argv.insert(argv.end(), {"--readable", readable});
+    std::string writable;
+    for (const auto& p : job.writable) writable += (writable.empty() ? "" : ":") + p;
+    if (!writable.empty()) argv.insert(argv.end(), {"--writable", writable});
+    if (!job.confine) argv.push_back("--no-confine");
+    if (job.load_only) argv.push_back("--load-only");
+    if (job.l2_flush == "candidate-read" || job.l2_flush == "candidate-write")
+        argv.insert(argv.end(), {"--flush-bytes", std::to_string(flush_bytes_)});
+    std::vector<std::string> env;
+    for (const auto& [k, v] : job.candidate_env) env.push_back(k + "=" + v);
+    std::vector<char*> av, ev;
+    for (auto& a : argv) av.push_back(a.data());
+    av.push_back(nullptr);
+    for (auto& e : env) ev.push_back(e.data());
+    ev.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid < 0) throw SetupFailure{"fork failed"};
+    if (pid == 0) {
+        setsid();
+        dup2(sv[1], 3);
+        dup2(out_pipe[1], 1);
+        dup2(out_pipe[1], 2);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0) dup2(devnull, 0);
+        for (int fd = 4; fd < 4096; ++fd) close(fd);  // nothing of the judge's leaks in
+        execvpe(av[0], av.data(), ev.data());
+        _exit(127);
+    }
+    close(sv[1]);
+    close(out_pipe[1]);
+    pid_ = pid;
+    sock_ = sv[0];
+    output_.clear();
+    int rfd = out_pipe[0];
+    output_reader_ = std::thread([this, rfd] {
+        char buf[4096];
+        ssize_t got;
+        while ((got = read(rfd, buf, sizeof buf)) > 0)
+            if (output_.size() < (64u << 10)) output_.append(buf, std::min<size_t>(got, (64u << 10) - output_.size()));
+        close(rfd);
+    });
+    Msg hello;
+    RecvStatus st = recv_msg(sock_, hello, std::max(60.0, job.call_timeout_s), nullptr);
+    if (st == RecvStatus::timeout) throw CandidateFailure{"timeout", "the candidate process did not start within the time limit (its static constructors hang?)"};
+    if (st != RecvStatus::ok || hello.op != OP_HELLO) {
+        int status = 0;
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        if (output_reader_.joinable()) output_reader_.join();
+        std::string why = describe_exit(status);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && output_.empty()) throw SetupFailure{"cannot start the sandboxed candidate process (" + std::string(av[0]) + ")"};
+        if (output_.find("bwrap:") != std::string::npos && output_.find("kevo") == std::string::npos)
+            throw SetupFailure{"the sandbox (bubblewrap) failed to start: " + output_.substr(0, 500)};
+        throw CandidateFailure{why.find("sandbox killed") != std::string::npos ? "rejected" : "runtime_error",
+                               why + " while loading (static constructors run at load time)"};
+    }
+    r.sandbox["candidate_layers"] = hello.text;
+    r.sandbox["namespaces"] = !job.sandbox_prefix.empty();
+    if (hello.rc == 1) throw CandidateFailure{"compile_error", hello.text};
+    if (hello.rc != 0) throw SetupFailure{hello.text};
+}
+
+void Judge::stop_candidate(JobResult& r) {
+    if (pid_ > 0) {
+        Msg q;
+        q.op = OP_QUIT;
+        send_msg(sock_, q);
+        int status = 0;
+        bool reaped = false;
+        for (int i = 0; i < 100 && !reaped; ++i) {  // up to 1 s to exit on its own
+            if (waitpid(pid_, &status, WNOHANG) == pid_) reaped = true;
+            else usleep(10000);
+        }
+        // Whatever it left behind dies with it: its session, and with bwrap its whole PID namespace.
+        kill(-pid_, SIGKILL);
+        kill(pid_, SIGKILL);
+        if (!reaped) waitpid(pid_, &status, 0);
+        pid_ = -1;
+    }
+    if (sock_ >= 0) close(sock_);
+    sock_ = -1;
+    if (output_reader_.joinable()) output_reader_.join();
+    if (!output_.empty()) r.candidate_output = output_;
+}
+
+Msg Judge::request(Msg m, double timeout_s, const char* what, int fd) {
+    if (!send_msg(sock_, m, fd)) {
+        int status = 0;
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        throw CandidateFailure{describe_exit(status).find("sandbox killed") != std::string::npos ? "rejected" : "runtime_error",
+                               describe_exit(status) + " " + what};
+    }
+    Msg r;
+    RecvStatus st = recv_msg(sock_, r, timeout_s, nullptr);
+    if (st == RecvStatus::timeout)
+        throw CandidateFailure{"timeout", std::string("the kernel did not finish within ") + fmt(timeout_s) + " s " + what + " (watchdog); the process was killed"};
+    if (st == RecvStatus::closed) {
+        int status = 0;
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        std::string why = describe_exit(status);
+        throw CandidateFailure{why.find("sandbox killed") != std::string::npos ? "rejected" : "runtime_error", why + " " + what};
+    }
+    if (st != RecvStatus::ok || r.op != OP_REPLY) throw CandidateFailure{"rejected", std::string("malformed reply from the candidate process ") + what};
+    return r;
+}
+
+Tensors Judge::allocate(const std::vector<JobTensor>& desc, bool shared) {
+    Tensors t;
+    t.desc = desc;
+    for (const auto& d : desc) {
+        Mapping m;
+        size_t bytes = static_cast<size_t>(std::max<int64_t>(d.bytes(), 1));
+        if (shared) {
+            std::string e = create_shared(m, bytes, device_);
+            if (!e.empty()) {
+                t.mem.push_back(m);
+                t.free();
+                throw SetupFailure{e + " (tensor " + d.name + ")"};
+            }
+        } else {
+            void* p = nullptr;
+            cudaError_t e = cudaMalloc(&p, bytes);
+            if (e != cudaSuccess) {
+                t.free();
+                throw SetupFailure{"cannot allocate " + std::to_string(bytes) + " bytes for tensor " + d.name + ": " + cudaGetErrorString(e)};
+            }
+            m.ptr = reinterpret_cast<CUdeviceptr>(p);
+            m.size = bytes;
+        }
+        t.mem.push_back(m);
+        t.ids.push_back(-1);
+    }
+    return t;
+}
+
+void Judge::share(Tensors& t) {
+    for (size_t i = 0; i < t.mem.size(); ++i) {
+        if (t.ids[i] >= 0) continue;
+        Msg m;
+        m.op = OP_MAP;
+        m.id = next_id_++;
+        m.size = t.mem[i].size;
+        Msg r = request(m, job_->call_timeout_s, "while mapping buffers", t.mem[i].fd);
+        if (r.rc != 0) throw SetupFailure{std::string("the candidate process could not map a buffer: ") + r.text};
+        t.ids[i] = m.id;
+    }
+}
+
+void Judge::unshare(Tensors& t) {
+    if (pid_ <= 0) return;
+    for (int& id : t.ids) {
+        if (id < 0) continue;
+        Msg m;
+        m.op = OP_UNMAP;
+        m.id = id;
+        request(m, job_->call_timeout_s, "while unmapping buffers");
+        id = -1;
+    }
+}
+
+void Judge::fill_refs(Msg& m, const Tensors& in, const Tensors& out) const {
+    m.n_in = static_cast<int32_t>(in.desc.size());
+    m.n_out = static_cast<int32_t>(out.desc.size());
+    if (m.n_in + m.n_out > kMaxTensors) throw SetupFailure{"too many tensors for one call (at most " + std::to_string(kMaxTensors) + ")"};
+    auto put = [&](const Tensors& t, int base) {
+        auto abi = t.abi();
+        for (size_t i = 0; i < abi.size(); ++i) {
+            TensorRef& r = m.t[base + i];
+            r.buffer = t.ids[i];
+            r.ndim = abi[i].ndim;
+            r.dtype = abi[i].dtype;
+            for (int d = 0; d < r.ndim; ++d) {
+                r.sizes[d] = abi[i].sizes[d];
+                r.strides[d] = abi[i].strides[d];
+            }
+        }
+    };
+    put(in, 0);
+    put(out, m.n_in);
+}
+
+void Judge::fill(Tensors& t, uint64_t seed) {
+    for (size_t i = 0; i < t.desc.size(); ++i) {
+        const auto& d = t.desc[i];
+        int64_t n = d.numel();
+        if (n == 0) continue;
+        if (d.init == KEVO_INIT_FILE) {
+            auto it = file_data_.find(d.path);
+            if (it == file_data_.end()) {
+                std::ifstream f(d.path, std::ios::binary);
+                if (!f) throw SetupFailure{"cannot read the values of input '" + d.name + "' from " + d.path};
+                std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+                if (static_cast<int64_t>(bytes.size()) != d.bytes())
+                    throw SetupFailure{"input '" + d.name + "': " + d.path + " holds " + std::to_string(bytes.size()) +
+                                       " bytes, the tensor needs " + std::to_string(d.bytes())};
+                it = file_data_.emplace(d.path, std::move(bytes)).first;
+            }
+            CK(cudaMemcpyAsync(t.mem[i].data(), it->second.data(), it->second.size(), cudaMemcpyHostToDevice, stream_));
+            continue;
+        }
+        fill_kernel<<<grid_for(n, sms_), 256, 0, stream_>>>(t.mem[i].data(), d.dtype, n, d.init, d.a, d.b, seed * 1000003ull + i);
+        CK(cudaGetLastError());
+    }
+}
+
+void Judge::poison(Tensors& t, unsigned char pattern) {
+    for (size_t i = 0; i < t.desc.size(); ++i) CK(cudaMemsetAsync(t.mem[i].data(), pattern, t.desc[i].bytes(), stream_));
+}
+
+std::vector<unsigned long long> Judge::checksums(const Tensors& t, cudaStream_t s) {
+    std::vector<unsigned long long> out;
+    for (size_t i = 0; i < t.desc.size(); ++i) {
+        CK(cudaMemsetAsync(sum_, 0, sizeof(unsigned long long), s));
+        int64_t bytes = t.desc[i].bytes();
+        checksum_kernel<<<grid_for(bytes / 8 + 1, sms_), 256, 0, s>>>(t.mem[i].data(), bytes, sum_);
+        CK(cudaGetLastError());
+        unsigned long long v = 0;
+        CK(cudaMemcpyAsync(&v, sum_, sizeof v, cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        out.push_back(v);
+    }
+    return out;
+}
+
+void Judge::reference_forward(const Tensors& in, Tensors& expected) {
+    auto ins = in.abi();
+    auto outs = expected.abi();
+    int rc = ref_forward_(ins.data(), static_cast<int>(ins.size()), outs.data(), static_cast<int>(outs.size()), stream_);
+    if (rc != 0) throw SetupFailure{std::string("the reference failed: ") + ref_error_()};
+    CK(cudaStreamSynchronize(stream_));
+}
+
+json Judge::compare(size_t set, uint64_t seed, const Tensors& out, const Tensors& expected, std::vector<std::string>& warnings) {
+    json check;
+    bool pass = true;
+    double max_abs = 0;
+    std::string message;
+    for (size_t o = 0; o < out.desc.size(); ++o) {
+        const auto& d = out.desc[o];
+        int64_t n = d.numel();
+        if (n == 0) continue;
+        bool exact = !kevo_dtype_is_floating(d.dtype);
+        CompareStats init{};
+        init.first_bad = ~0ull;
+        init.worst = ~0ull;
+        CK(cudaMemcpyAsync(stats_, &init, sizeof init, cudaMemcpyHostToDevice, stream_));
+        compare_kernel<<<grid_for(n, sms_), 256, 0, stream_>>>(out.mem[o].data(), expected.mem[o].data(), d.dtype, n, exact, job_->atol, job_->rtol, stats_);
+        CK(cudaGetLastError());
+        CompareStats st{};
+        CK(cudaMemcpyAsync(&st, stats_, sizeof st, cudaMemcpyDeviceToHost, stream_));
+        CK(cudaStreamSynchronize(stream_));
+        if (st.mismatches) {  // find the worst element for the report
+            worst_kernel<<<grid_for(n, sms_), 256, 0, stream_>>>(out.mem[o].data(), expected.mem[o].data(), d.dtype, n, exact, job_->atol, job_->rtol, stats_);
+            CK(cudaGetLastError());
+            CK(cudaMemcpyAsync(&st, stats_, sizeof st, cudaMemcpyDeviceToHost, stream_));
+            CK(cudaStreamSynchronize(stream_));
+        }
+        float max_diff, max_finite;
+        std::memcpy(&max_diff, &st.max_diff_bits, 4);
+        std::memcpy(&max_finite, &st.max_finite_bits, 4);
+        max_abs = std::max<double>(max_abs, max_finite);
+        if (st.nonconstant == 0 && n > 1) {
+            std::string w = "the reference output '" + d.name + "' is constant on these inputs; the check cannot tell a correct kernel from one that writes a constant";
+            if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+        }
+        if (st.mismatches && pass) {
+            pass = false;
+            std::ostringstream ss;
+            const std::string& label = job_->sets[set].label;
+            ss << "output '" << d.name << "' differs from the reference in shape set " << set;
+            if (!label.empty()) ss << " (" << label << ")";
+            ss << ", seed " << seed << ": " << st.mismatches << " of " << n << " elements outside atol " << fmt(job_->atol)
+               << " + rtol " << fmt(job_->rtol) << "*|expected|.\n";
+            ss << "first mismatch at index " << index_string(st.first_bad, d.sizes) << " (flat " << st.first_bad
+               << "): got " << fmt(host_value(out.mem[o].data(), d.dtype, st.first_bad)) << ", expected "
+               << fmt(host_value(expected.mem[o].data(), d.dtype, st.first_bad)) << "\n";
+            if (st.worst != ~0ull)
+                ss << "worst element at index " << index_string(st.worst, d.sizes) << " (flat " << st.worst
+                   << "): got " << fmt(host_value(out.mem[o].data(), d.dtype, st.worst)) << ", expected "
+                   << fmt(host_value(expected.mem[o].data(), d.dtype, st.worst)) << " (|diff| " << fmt(max_diff) << ")";
+            message = ss.str();
+            check["output"] = d.name;
+            check["mismatches"] = st.mismatches;
+            check["first_mismatch"] = st.first_bad;
+            check["worst"] = st.worst;
+        }
+    }
+    check["pass"] = pass;
+    check["max_abs_diff"] = max_abs;
+    if (!pass) check["message"] = message;
+    return check;
+}
+
+json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned char pattern, std::vector<std::string>& warnings) {
+    json check{{"shape_set", set}, {"seed", seed}};
+    auto t_last = std::chrono::steady_clock::now();
+    auto tlap = [&](const char* what) {  // where a trial's time goes, summed over trials
+        auto now = std::chrono::steady_clock::now();
+        trial_profile_[what] += std::chrono::duration<double>(now - t_last).count();
+        t_last = now;
+    };
+    fill(in, seed);
+    CK(cudaStreamSynchronize(stream_));
+    auto before = checksums(in, stream_);
+    tlap("fill_inputs");
+    // Output and expected buffers are reused per shape set (poisoned before every run).
+    if (outputs_.size() <= set) outputs_.resize(set + 1), expected_.resize(set + 1);
+    if (outputs_[set].desc.empty()) outputs_[set] = allocate(job_->sets[set].outputs, true);
+    if (expected_[set].desc.empty()) expected_[set] = allocate(job_->sets[set].outputs, false);
+    Tensors& out = outputs_[set];
+    Tensors& expected = expected_[set];
+    share(in);
+    share(out);
+    poison(out, pattern);
+    poison(expected, pattern ^ 0x80);
+    CK(cudaStreamSynchronize(stream_));
+    auto poisoned = checksums(out, stream_);
+    tlap("poison_outputs");
+    // The candidate holds its stream behind a gate, calls the kernel, and the judge watches the
+    // outputs from its own process meanwhile: honest work is queued behind the gate and cannot have
+    // touched them yet.
+    Msg call;
+    call.op = OP_CALL;
+    call.flags = FLAG_GATED;
+    fill_refs(call, in, out);
+    Msg r = request(call, job_->call_timeout_s, "during the correctness check");
+    if (r.rc == -1001) throw CandidateFailure{"rejected", r.text};
+    if (r.rc != 0) throw CandidateFailure{"runtime_error", "kevo_forward returned " + std::to_string(r.rc) + " (during the correctness check)"};
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto during = checksums(out, observer_);
+    Msg open;
+    open.op = OP_OPEN_GATE;
+    request(open, job_->call_timeout_s, "while opening the gate");
+    Msg sync;
+    sync.op = OP_SYNC;
+    r = request(sync, job_->call_timeout_s, "while running the kernel");
+    if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", std::string("CUDA error while running the kernel: ") + r.text};
+    if (!r.gate_timed_out && during != poisoned)
+        throw CandidateFailure{"rejected",
+                               "the outputs were written while the given stream was still held back: the kernel works on another "
+                               "stream (or the legacy default stream) or from a host thread; enqueue everything on `stream`"};
+    tlap("kernel_gated");
+    // Work the caller never waits for (another stream, a host thread) may still be landing.
+    auto h1 = checksums(out, stream_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    Msg ds;
+    ds.op = OP_DEVSYNC;
+    r = request(ds, job_->call_timeout_s, "in work the kernel left behind");
+    if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", std::string("CUDA error in work the kernel left behind: ") + r.text};
+    auto h2 = checksums(out, stream_);
+    if (h1 != h2)
+        throw CandidateFailure{"rejected",
+                               "the outputs changed after the given stream had finished: the kernel does work on another stream or host thread that the caller never waits for; enqueue everything on `stream`"};
+    auto after = checksums(in, stream_);
+    for (size_t i = 0; i < before.size(); ++i)
+        if (before[i] != after[i]) throw CandidateFailure{"rejected", "the kernel modified input '" + in.desc[i].name + "'; inputs are read-only"};
+    tlap("side_effect_checks");
+    // The reference runs in the judge, after the candidate: its results never exist in memory the
+    // candidate process can reach.
+    reference_forward(in, expected);
+    tlap("reference");
+    json c = compare(set, seed, out, expected, warnings);
+    tlap("compare");
+    check.update(c);
+    return check;
+}
+
+JobResult Judge::run(const Job& job) {
+    job_ = &job;
+    JobResult result;
+    trial_profile_.clear();
+    auto t0 = std::chrono::steady_clock::now();
+    auto lap = [&](const char* what) {
+        auto now = std::chrono::steady_clock::now();
+        result.profile_s[what] = std::chrono::duration<double>(now - t0).count();
+        t0 = now;
+    };
+    std::vector<Tensors> keep;  // input sets of this job
+    auto cleanup = [&] {
+        for (auto& t : outputs_) t.free();
+        for (auto& t : expected_) t.free();
+        outputs_.clear();
+        expected_.clear();
+        for (auto& t : keep) t.free();
+        keep.clear();
+        stop_candidate(result);
+    };
+    try {
+        if (!job.load_only) {
+            init_device(result);
+            if (!result.device.value("present", false)) {
+                result.status = "no_device";
+                result.log = result.device.value("error", std::string("no CUDA device"));
+                return result;
+            }
+            lap("context");
+            load_reference(job);
+        }
+        start_candidate(job, result);
+        lap("load");
+        if (job.load_only) {
+            cleanup();
+            result.status = "ok";
+            return result;
+        }
+        const int sets = static_cast<int>(job.sets.size());
+        int trials = std::max<int>(job.trials, 2 * sets);
+        double max_abs = 0;
+        // Trials come in pairs per shape set: fresh buffers (allocated while the previous ones are
+        // still held, so at new addresses), then the SAME buffers refilled with new values. Every
+        // trial has its own values, so a kernel that caches results by pointer or by shape fails.
+        for (int t = 0; t < trials; ++t) {
+            size_t set = (t / 2) % sets;
+            bool refill = t % 2 == 1;
+            if (!refill) keep.push_back(allocate(job.sets[set].inputs, true));
+            Tensors& in = keep.back();
+            uint64_t seed = job.seed + t;
+            json check = correctness_trial(set, in, seed, static_cast<unsigned char>(t % 2 ? 0x7F : 0xFF), result.warnings);
+            check["refill_same_addresses"] = refill;
+            max_abs = std::max(max_abs, check.value("max_abs_diff", 0.0));
+            result.checks.push_back(check);
+            result.max_abs_diff = max_abs;
+            result.trials = t + 1;
+            if (!check.value("pass", false)) {
+                result.status = "mismatch";
+                result.log = check.value("message", std::string());
+                cleanup();
+                return result;
+            }
+            if (keep.size() > 2) {  // keep the previous set alive (new addresses), drop older ones
+                unshare(keep.front());
+                keep.front().free();
+                keep.erase(keep.begin());
+            }
+        }
+        lap("correctness");
+        for (const auto& [k, v] : trial_profile_) result.profile_s[std::string("trials.") + k] = v;
+        if (job.time) {
+            json timing = json::array();
+            for (size_t s = 0; s < job.sets.size(); ++s)
+                if (job.sets[s].timed) timing.push_back(time_set(s));
+            result.timing = json{{"sets", timing}};
+            if (!timing.empty()) {  // the first timed set, as before
+                result.timing["kernel"] = timing[0]["kernel"];
+                result.timing["reference"] = timing[0]["reference"];
+            }
+            lap("timing");
+        }
+        result.status = "ok";
+    } catch (const CandidateFailure& f) {
+        result.status = f.status;
+        result.log = f.message;
+    } catch (...) {
+        cleanup();
+        throw;
+    }
+    cleanup();
+    return result;
+}
+
+}  // namespace kevo_runner

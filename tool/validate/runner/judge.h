@@ -1,0 +1,116 @@
+// The judge: the trusted side of a validation (see runner.h). It owns the GPU buffers, fills the
+// inputs, runs the reference, starts the sandboxed candidate process and checks what it did.
+#pragma once
+#include <cuda_runtime.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "channel.h"
+#include "device_ops.cuh"
+#include "runner.h"
+#include "shared_buffer.h"
+
+namespace kevo_runner {
+
+using kevo::Job;
+using kevo::JobResult;
+using kevo::JobTensor;
+using json = nlohmann::json;
+
+// The candidate failed: status is one of runtime_error, mismatch, rejected, timeout, compile_error.
+struct CandidateFailure {
+    std::string status, message;
+};
+// The reference or the runner failed: not the candidate's fault.
+struct SetupFailure {
+    std::string message;
+};
+
+// One set of tensors in memory the candidate process can map (or, for expected outputs, judge-only).
+struct Tensors {
+    std::vector<JobTensor> desc;
+    std::vector<Mapping> mem;
+    std::vector<int> ids;  // buffer ids in the candidate process (-1: not shared)
+    std::vector<kevo_tensor> abi() const;  // judge-side descriptors
+    void free();
+};
+
+struct Summary {
+    double median_us = 0, p10_us = 0, p90_us = 0, mean_us = 0, min_us = 0, spread = 0, ci = 0;
+    size_t n = 0;
+    json to_json() const;
+};
+Summary summarize(std::vector<double> us);
+
+class Judge {
+public:
+    Judge();
+    ~Judge();
+    JobResult run(const Job& job);
+
+private:
+    friend struct TimingSession;
+    // setup
+    void init_device(JobResult& r);
+    void load_reference(const Job& job);
+    void start_candidate(const Job& job, JobResult& r);
+    void stop_candidate(JobResult& r);
+    // candidate requests
+    Msg request(Msg m, double timeout_s, const char* what, int fd = -1);
+    void share(Tensors& t);
+    void unshare(Tensors& t);
+    void fill_refs(Msg& m, const Tensors& in, const Tensors& out) const;
+    // device work of the judge
+    Tensors allocate(const std::vector<JobTensor>& desc, bool shared);
+    void fill(Tensors& t, uint64_t seed);
+    void poison(Tensors& t, unsigned char pattern);
+    std::vector<unsigned long long> checksums(const Tensors& t, cudaStream_t s);
+    void reference_forward(const Tensors& in, Tensors& expected);
+    json compare(size_t set, uint64_t seed, const Tensors& out, const Tensors& expected, std::vector<std::string>& warnings);
+    void flush_l2(int i);
+    // phases
+    json correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned char pattern, std::vector<std::string>& warnings);
+    json time_set(size_t set);
+    void cuda_ok(cudaError_t e, const char* what);
+
+    const Job* job_ = nullptr;
+    int device_ = 0;
+    bool device_ready_ = false;
+    json device_json_;
+    double peak_gbs_ = 0;
+    cudaStream_t stream_ = nullptr, observer_ = nullptr;
+    unsigned long long* sum_ = nullptr;
+    CompareStats* stats_ = nullptr;
+    void* flush_ = nullptr;
+    size_t flush_bytes_ = 0;
+    unsigned* flush_sink_ = nullptr;
+    int flush_blocks_ = 0;
+    int64_t l2_bytes_ = 0;
+    int sms_ = 1;
+    double judge_overhead_us_ = -1;  // event + launch + sync overhead of a call, measured on the reference
+    // reference
+    std::string ref_path_, ref_arg_;
+    void* ref_lib_ = nullptr;
+    int (*ref_forward_)(const kevo_tensor*, int, kevo_tensor*, int, cudaStream_t) = nullptr;
+    int (*ref_call_)(const kevo_tensor*, int, cudaStream_t) = nullptr;
+    void (*ref_release_)(void) = nullptr;
+    const char* (*ref_error_)(void) = nullptr;
+    std::map<std::string, std::string> file_data_;  // init kind file: path -> bytes
+    // candidate process
+    pid_t pid_ = -1;
+    int sock_ = -1;
+    std::thread output_reader_;
+    std::string output_;
+    int next_id_ = 1;
+    std::vector<Tensors> outputs_, expected_;  // per shape set
+    std::map<std::string, double> trial_profile_;
+};
+
+std::string fmt(double v);
+
+}  // namespace kevo_runner

@@ -1,0 +1,40 @@
+// kernelevo-runner, split by concern:
+//   main.cu          command line: --info, --bandwidth, --serve (the judge), --candidate
+//   device_info.cu   the device description (JSON) and the measured copy bandwidth
+//   judge.cu         the trusted side: inputs, reference, trials and cheat checks, verdicts
+//   timing.cu        timed calls, early stopping, the wall-clock cross-check and physical floor
+//   candidate.cu     the sandboxed side: loads the candidate library and calls it on request
+//   channel.h        the judge <-> candidate protocol; shared_buffer.h  device memory both map
+//   device_ops.cuh   fill, checksum, compare, gate and L2-flush kernels
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "validate/job.h"
+
+namespace kevo_runner {
+
+struct CandidateArgs {
+    int channel = 3;        // the socket to the judge
+    int device = 0;
+    std::string kernel;     // the candidate library
+    std::string workdir;
+    std::string readable;   // ':'-separated paths the candidate may read (Landlock)
+    std::string writable;   // ':'-separated paths the candidate may write (Landlock)
+    bool confine = true;
+    bool load_only = false;
+    long cpu_seconds = 0;
+    size_t flush_bytes = 0;  // > 0: keep an L2-flush buffer for timed calls that flush here
+};
+int candidate_main(const CandidateArgs& args);
+
+nlohmann::json device_info();
+// Device-to-device copy bandwidth in GB/s (bytes read + written), measured with a large copy.
+double measure_copy_bandwidth(int device);
+
+// The judge: reads Job lines on stdin, answers JobResult lines on stdout, until EOF. One process
+// serves many jobs of one task: the reference is loaded once and kept.
+int serve_main();
+
+}  // namespace kevo_runner
