@@ -2,6 +2,12 @@
 // Skips where there is no CUDA device; runs for real on the H200.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <future>
+#include <thread>
+
+#include "common/process.h"
+
 #include "common/fs.h"
 #include "task/task.h"
 #include "validate/validate.h"
@@ -51,13 +57,24 @@ TEST(ValidateGpu, CorrectKernelIsOkWithTimings) {
     EXPECT_LT(r.max_abs_diff, 1e-4);
     EXPECT_GT(r.kernel_us, 0);
     EXPECT_GT(r.reference_us, 0);
-    EXPECT_NEAR(r.speedup, r.reference_us / r.kernel_us, 1e-9);
+    // Every shape set is timed; the speedup is their geometric mean.
+    ASSERT_EQ(r.shapes.size(), 2u);
+    EXPECT_NEAR(r.shapes[0].speedup, r.reference_us / r.kernel_us, 1e-9);
+    EXPECT_NEAR(r.speedup, std::sqrt(r.shapes[0].speedup * r.shapes[1].speedup), 1e-9);
     EXPECT_FALSE(r.suspicious);
-    EXPECT_EQ(r.details["timing"]["trials"], 30);
-    EXPECT_GE(r.details["timing"]["l2_flush_bytes"].get<double>(), 2.0 * gelu_validator().device().l2_bytes);
-    EXPECT_EQ(r.details["timing"]["l2_flush"], "read");
-    EXPECT_EQ(r.details["timing"]["buffer_copies"], 4);
-    EXPECT_EQ(r.details["timing"]["kernel"]["per_copy_median_us"].size(), 4u);
+    const auto& t = r.details["timing"]["sets"][0];
+    EXPECT_GE(t["trials"].get<int>(), 20);  // early stopping may end before the maximum ...
+    EXPECT_LE(t["trials"].get<int>(), 30);  // ... never after it
+    EXPECT_GE(t["verified_calls"].get<int>(), 2);  // the first and the last timed call, at least
+    EXPECT_GE(t["l2_flush_bytes"].get<double>(), 2.0 * gelu_validator().device().l2_bytes);
+    EXPECT_EQ(t["l2_flush"], "read");
+    EXPECT_EQ(t["buffer_copies"], 4);
+    EXPECT_EQ(t["kernel"]["per_copy_median_us"].size(), 4u);
+    EXPECT_GT(t["floor_us"].get<double>(), 0);
+    EXPECT_LE(t["floor_us"].get<double>(), r.kernel_us);
+    // The candidate ran confined.
+    const std::string layers = r.details["sandbox"].value("candidate_layers", std::string());
+    EXPECT_NE(layers.find("seccomp"), std::string::npos) << layers;
     // Both shape sets were checked, some at reused addresses with fresh values.
     bool set0 = false, set1 = false, refill = false;
     for (const auto& c : r.details["checks"]) {
@@ -98,7 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"cheat_host_thread.cu", Status::rejected, "stream"},
                       Case{"cheat_default_stream.cu", Status::rejected, "stream"},
                       Case{"cheat_modify_input.cu", Status::rejected, "modified input 'x'"},
-                      Case{"cheat_stale_memory.cu", Status::mismatch, "differs from the reference"}),
+                      Case{"cheat_stale_memory.cu", Status::mismatch, "differs from the reference"},
+                      Case{"cheat_forge_result.cu", Status::mismatch, "differs from the reference"},
+                      Case{"cheat_daemon.cu", Status::rejected, "forbidden system call"}),
     [](const ::testing::TestParamInfo<Case>& info) {
         std::string n = info.param.kernel;
         return n.substr(0, n.size() - 3);
@@ -138,8 +157,8 @@ TEST(ValidateGpu, MemsetFlushAndOneBufferCopyAlsoTime) {
     ValidationResult r = v.validate(read_file(kData / "gelu_bias" / "kernels" / "good.cu"));
     ASSERT_EQ(r.status, Status::ok) << r.log;
     EXPECT_GT(r.speedup, 0);
-    EXPECT_EQ(r.details["timing"]["l2_flush"], "write");
-    EXPECT_EQ(r.details["timing"]["buffer_copies"], 1);
+    EXPECT_EQ(r.details["timing"]["sets"][0]["l2_flush"], "write");
+    EXPECT_EQ(r.details["timing"]["sets"][0]["buffer_copies"], 1);
 }
 
 // Tasks of other shapes than the elementwise fixtures: reductions with a 0-dim, an int64 and a bool
@@ -160,3 +179,57 @@ TEST_P(OtherTasks, CorrectKernelIsOk) {
 
 INSTANTIATE_TEST_SUITE_P(Validate, OtherTasks, ::testing::Values("reductions", "layernorm_bf16", "matmul"),
                          [](const auto& info) { return std::string(info.param); });
+
+// Memoizing across timed calls cannot pay: every timed call gets new input values, so a kernel that
+// remembers (pointers, sampled values) of its last 16 calls never hits, does the work, and gets an
+// honest (lower) speedup instead of the ~89x it reported before.
+TEST(ValidateGpu, MemoizationDuringTimingDoesNotPay) {
+    REQUIRE_GPU();
+    ValidationResult good = validate_fixture("good.cu");
+    ValidationResult r = validate_fixture("cheat_memo_timing.cu");
+    ASSERT_TRUE(r.status == Status::ok || r.status == Status::mismatch) << r.log;
+    if (r.status == Status::ok) EXPECT_LT(r.speedup, good.speedup * 1.1) << r.log;
+}
+
+// The reference is timed once per run and reused; a confirmation re-measures it.
+TEST(ValidateGpu, ReferenceTimedOnceThenReused) {
+    REQUIRE_GPU();
+    ValidateOptions o;
+    o.timing_trials = 30;
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), o);
+    std::string src = read_file(kData / "gelu_bias" / "kernels" / "good.cu");
+    ValidationResult a = v.validate(src);
+    ValidationResult b = v.validate(src);
+    ASSERT_EQ(a.status, Status::ok) << a.log;
+    ASSERT_EQ(b.status, Status::ok) << b.log;
+    EXPECT_EQ(a.details["timing"]["sets"][0]["reference_source"], "measured");
+    EXPECT_EQ(b.details["timing"]["sets"][0]["reference_source"], "earlier in this run");
+    EXPECT_NEAR(b.speedup, a.speedup, 0.05 * a.speedup);
+    // Confirmation: a fresh sandbox, new seeds and a re-measured reference agree.
+    ValidationResult c = v.confirm(v.compile(src), b);
+    EXPECT_EQ(c.status, Status::ok) << c.log;
+    EXPECT_TRUE(c.confirmed);
+}
+
+// N processes validating at once take turns on the GPU (the cross-process lock): all ok, and their
+// speedups within 3% of a solo run.
+TEST(ValidateGpu, ConcurrentValidationsTakeTurns) {
+    REQUIRE_GPU();
+    auto one = [] {
+        ProcessOptions po;
+        po.argv = {KEVO_EXE, "validate", "--task", (kData / "gelu_bias" / "task.json").string(), "--kernel",
+                   (kData / "gelu_bias" / "kernels" / "good.cu").string(), "--json"};
+        po.timeout_s = 300;
+        ProcessResult r = run_process(po);
+        return nlohmann::json::parse(r.out.empty() ? "{}" : r.out);
+    };
+    nlohmann::json solo = one();
+    ASSERT_EQ(solo.value("status", ""), "ok") << solo.dump();
+    std::vector<std::future<nlohmann::json>> runs;
+    for (int i = 0; i < 4; ++i) runs.push_back(std::async(std::launch::async, one));
+    for (auto& f : runs) {
+        nlohmann::json j = f.get();
+        ASSERT_EQ(j.value("status", ""), "ok") << j.dump().substr(0, 2000);
+        EXPECT_NEAR(j["speedup"].get<double>(), solo["speedup"].get<double>(), 0.03 * solo["speedup"].get<double>());
+    }
+}
