@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -85,11 +86,11 @@ enum class RecvStatus { ok, timeout, closed, malformed };
 inline RecvStatus recv_msg(int sock, Msg& m, double timeout_s, int* fd = nullptr) {
     if (fd) *fd = -1;
     struct pollfd p{sock, POLLIN, 0};
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s < 0 ? 1e9 : timeout_s);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(std::max(0.0, timeout_s) * 1000));
     while (true) {
-        int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-        if (left < 0) return RecvStatus::timeout;
-        int n = poll(&p, 1, timeout_s < 0 ? -1 : left);
+        long long left = timeout_s < 0 ? -1 : std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (timeout_s >= 0 && left < 0) return RecvStatus::timeout;
+        int n = poll(&p, 1, timeout_s < 0 ? -1 : static_cast<int>(std::min<long long>(left, 1 << 30)));
         if (n < 0 && errno == EINTR) continue;
         if (n == 0) return RecvStatus::timeout;
         break;
