@@ -127,8 +127,8 @@ void add_help_command(CLI::App& root, int& rc) {
             }
             cur = next;
         }
-        const CLI::App* parent = cur->get_parent();
-        std::cout << cur->help(parent ? command_path(*parent) : std::string());
+        // The formatter directly: App::help() would show the help of the selected `help` itself.
+        std::cout << cur->get_formatter()->make_help(cur, command_path(*cur), CLI::AppFormatMode::Normal);
         rc = 0;
     });
 }

@@ -65,7 +65,7 @@ void require_toolkit_arch(const std::string& arch, const CompileOptions& options
     }
     throw UsageError("--arch " + arch + ": the installed CUDA toolkit (" + version + ", " + nvcc_path(options) +
                      ") cannot compile for it" + (list.empty() ? std::string() : "; it supports " + list) +
-                     " (and the a/f variants of recent ones). Pick one of those, or install a toolkit that supports " +
+                     ". Pick one of those, or install a toolkit that supports " +
                      arch + " (KERNELEVO_NVCC selects the nvcc).");
 }
 

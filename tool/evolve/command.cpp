@@ -95,8 +95,8 @@ void require_local_gpu(Validator& validator, const std::string& arch) {
     const DeviceInfo& d = validator.device();
     const std::string nothing_done = " Nothing was sent to the LLM and no search state was created.";
     if (!d.present)
-        throw UsageError("no usable GPU here for " + arch + ": " + (d.error.empty() ? std::string("no CUDA device") : d.error) +
-                         ". kernelevo search validates every candidate on the local GPU." + nothing_done);
+        throw UsageError("kernelevo search validates every candidate on the local GPU, and there is none that can run " +
+                         arch + " kernels: " + (d.error.empty() ? std::string("no CUDA device") : d.error) + "." + nothing_done);
     if (d.arch() != arch && d.arch() + "a" != arch)
         throw UsageError("--arch " + arch + ": the GPU here is " + d.name + " (" + d.arch() +
                          "), which cannot run " + arch + " kernels; search on a machine with such a GPU, or pass --arch " +

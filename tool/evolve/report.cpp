@@ -54,7 +54,8 @@ std::vector<double> ticks(double lo, double hi, bool integer = false) {
         }
     if (integer) step = std::max(1.0, std::round(step));
     std::vector<double> t;
-    for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-6; v += step) t.push_back(v);
+    for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-6; v += step)
+        t.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);  // never "-0"
     return t;
 }
 
