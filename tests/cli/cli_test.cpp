@@ -95,6 +95,12 @@ TEST(CliSuggest, MistypedOptionSuggestsTheNearestOneOfThatCommand) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_TRUE(contains(r.err, "did you mean '--json'?")) << r.err;
 
+    r = kernelevo({"--json", "cache", "status", "--cache-dir", "."});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(contains(r.err, "'--json' is an option of ")) << r.err;
+    EXPECT_TRUE(contains(r.err, "'kernelevo cache status'")) << r.err;
+    EXPECT_TRUE(contains(r.err, "give it after the command")) << r.err;
+
     r = kernelevo({"search", "--task", "t", "--out", "o", "--model", "m", "--budget-uds=5"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_TRUE(contains(r.err, "'--budget-uds' is not an option of 'kernelevo search'; did you mean '--budget-usd'?")) << r.err;
@@ -217,6 +223,20 @@ TEST(CliSearch, WithoutAGpuExitsTwoBeforeAnyRequestAndBeforeCreatingState) {
     EXPECT_TRUE(server.requests().empty());
     EXPECT_FALSE(fs::exists(state));
     EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(CliSearch, ABadLlmConfigurationIsRejectedBeforeTheStateIsCreated) {
+    TempDir dir;
+    const fs::path state = dir.path() / "state.db";
+    for (std::vector<std::string> bad : {std::vector<std::string>{"--llm-url", "ftp://example.org", "--model", "m"},
+                                         {"--llm-url", "http://127.0.0.1:9/v1"}}) {  // no --model
+        std::vector<std::string> args = {"search", "--task", (kData / "gelu_bias" / "task.json").string(), "--out",
+                                         (dir.path() / "kernels").string(), "--state", state.string()};
+        args.insert(args.end(), bad.begin(), bad.end());
+        auto r = kernelevo(args);
+        EXPECT_EQ(r.exit_code, 2) << r.err;
+        EXPECT_FALSE(fs::exists(state)) << r.err;
+    }
 }
 
 TEST(CliLlm, AnUnreachableUrlFailsWithinTheConnectTimeoutWithoutRetries) {
@@ -355,6 +375,17 @@ TEST(CliReport, ReadsARunWithoutWritingToIt) {
     EXPECT_TRUE(contains(r.out, "Task gelu_bias (sm_90), 3 generation(s) committed, stopped: generations")) << r.out;
     EXPECT_TRUE(contains(r.out, "Migrations: 1; restarts: 1 (island 1 at generation 2)")) << r.out;
     EXPECT_EQ(sha_of(state), before);
+    for (const char* suffix : {"-wal", "-shm"}) EXPECT_FALSE(fs::exists(state.string() + suffix)) << suffix;
+
+    // While a search has the state open (and writes to its WAL), the report sees what it committed.
+    auto live = store::open_store(state.string());
+    store::Generation g;
+    g.generation = 3;
+    g.best_speedup = 2.5;
+    live->commit_generation(g, {}, {});
+    r = kernelevo({"report", "--state", state.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json::parse(r.out)["generations"].size(), 4u);
 }
 
 TEST(CliReport, JsonAndCandidateExports) {

@@ -92,8 +92,25 @@ std::string suggestions(const CLI::App& root) {
         if (word.rfind("-", 0) == 0) {
             word = word.substr(0, word.find('='));
             auto near = closest(word, option_names(at));
-            if (!near.empty())
+            if (!near.empty()) {
                 out += "kernelevo: '" + word + "' is not an option of '" + where + "'; did you mean " + quoted_list(near) + "?\n";
+                continue;
+            }
+            // An option of a command, given before it ("kernelevo --json cache status").
+            std::vector<std::string> owners;
+            std::vector<const CLI::App*> pending = {&at};  // `at` itself: it was given before `at` was named
+            while (!pending.empty()) {
+                const CLI::App* sub = pending.back();
+                pending.pop_back();
+                auto names = option_names(*sub);
+                if (std::find(names.begin(), names.end(), word) != names.end()) owners.push_back(command_path(*sub));
+                for (const CLI::App* s2 : sub->get_subcommands([](const CLI::App*) { return true; })) pending.push_back(s2);
+            }
+            std::sort(owners.begin(), owners.end());
+            if (!owners.empty()) {
+                if (owners.size() > 3) owners.resize(3), owners.back() = "...";
+                out += "kernelevo: '" + word + "' is an option of " + quoted_list(owners) + ": give it after the command\n";
+            }
         } else {
             auto names = subcommand_names(at);
             if (names.empty() || command_seen) continue;

@@ -151,6 +151,18 @@ void run_search(SearchArgs& a, int& rc) {
     a.llm.model_seed = cfg.seed;
     if (a.llm.models.size() == 1) cfg.model = llm::parse_model_choice(a.llm.models[0]).name;
 
+    // Usage and setup errors (exit 2) come before any LLM request and before the state store is
+    // touched: the LLM configuration (URL, models, key), the architecture, the GPU.
+    auto log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
+    std::shared_ptr<llm::Provider> provider;
+    std::unique_ptr<llm::Client> client;
+    if (!a.llm.replay.empty()) {
+        provider = llm::make_provider(a.llm, log);
+    } else {
+        client = llm::make_client(a.llm, log);
+        provider = std::make_shared<ClientProvider>(*client);
+    }
+
     ValidateOptions vo;
     vo.arch = a.arch.empty() ? std::string() : normalize_arch(a.arch);
     vo.timeout_s = a.timeout;
@@ -158,7 +170,6 @@ void run_search(SearchArgs& a, int& rc) {
     Validator validator(task, vo);
     evolve::ValidatorEvaluator evaluator(validator);
     std::string arch = validator.arch();
-    // Setup errors (exit 2) come before any LLM request and before the state store is touched.
     require_toolkit_arch(arch, vo.compile);
     require_local_gpu(validator, arch);
 
@@ -175,16 +186,6 @@ void run_search(SearchArgs& a, int& rc) {
     }
     if (!where.redis && fs::path(where.path).has_parent_path()) fs::create_directories(fs::path(where.path).parent_path());
     auto store = store::open_store(state);
-
-    auto log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
-    std::shared_ptr<llm::Provider> provider;
-    std::unique_ptr<llm::Client> client;
-    if (!a.llm.replay.empty()) {
-        provider = llm::make_provider(a.llm, log);
-    } else {
-        client = llm::make_client(a.llm, log);
-        provider = std::make_shared<ClientProvider>(*client);
-    }
 
     evolve::Search search(task, cfg, prompts, *provider, evaluator, *store);
     const bool tty = ::isatty(STDERR_FILENO) && !verbose();

@@ -4,6 +4,8 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <mutex>
 
 #include "common/error.h"
@@ -130,8 +132,25 @@ class SqliteStore : public Store {
 public:
     SqliteStore(const std::string& path, Access access) {
         const bool read_only = access == Access::read_only;
-        const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX;
-        if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+        int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX;
+        std::string name = path;
+        if (read_only && !std::filesystem::exists(path + "-wal") && !std::filesystem::exists(path + "-shm")) {
+            // No writer has the file open (a WAL writer always has a -wal file): read it as immutable,
+            // so that SQLite does not leave -wal/-shm files beside it either.
+            name = "file:";
+            for (char c : std::filesystem::absolute(path).string()) {
+                if (c == '%' || c == '?' || c == '#') {
+                    char esc[4];
+                    std::snprintf(esc, sizeof esc, "%%%02X", static_cast<unsigned char>(c));
+                    name += esc;
+                } else {
+                    name += c;
+                }
+            }
+            name += "?immutable=1";
+            flags |= SQLITE_OPEN_URI;
+        }
+        if (sqlite3_open_v2(name.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
             std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
             sqlite3_close(db_);
             throw UsageError("cannot open the state store " + path + ": " + msg);
