@@ -694,4 +694,20 @@ TEST(CliSearchGpu, JsonSummary) {
     EXPECT_FALSE(contains(r.err, "gen 0 |")) << r.err;  // --quiet: no progress lines
 }
 
+// On a GPU host: an architecture the local GPU cannot run is a setup error before any request.
+TEST(CliSearchGpu, AnArchitectureTheLocalGpuCannotRunExitsTwoBeforeAnyRequest) {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), ValidateOptions{});
+    const std::string other = v.device().arch() == "sm_80" ? "sm_90" : "sm_80";
+    llm::test::LoopbackServer server;
+    TempDir dir;
+    auto r = kernelevo({"search", "--task", (kData / "gelu_bias" / "task.json").string(), "--out",
+                        (dir.path() / "kernels").string(), "--state", (dir.path() / "s.db").string(), "--llm-url",
+                        server.base_url(), "--model", "m", "--arch", other});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "cannot run " + other + " kernels")) << r.err;
+    EXPECT_TRUE(server.requests().empty());
+    EXPECT_FALSE(fs::exists(dir.path() / "s.db"));
+}
+
 }  // namespace
