@@ -152,10 +152,11 @@ TEST(CliHelp, ACommandWithoutItsSubcommandShowsItsHelp) {
 
 TEST(CliVerbosity, QuietAndVerboseAreOfferedWhereLongOperationsPrintAndExcludeEachOther) {
     for (std::vector<std::string> cmd : {std::vector<std::string>{"validate"}, {"search"}, {"cache", "add"}, {"cache", "prune"}}) {
+        const bool has_verbose = cmd[0] != "cache";  // cache add/prune have nothing more to say
         cmd.push_back("--help");
         auto r = kernelevo(cmd);
         EXPECT_TRUE(contains(r.out, "-q,--quiet")) << r.out;
-        EXPECT_TRUE(contains(r.out, "-v,--verbose")) << r.out;
+        EXPECT_EQ(contains(r.out, "-v,--verbose"), has_verbose) << r.out;
     }
     auto r = kernelevo({"validate", "--task", (kData / "gelu_bias" / "task.json").string(), "--kernel", "k.cu", "-q", "-v"});
     EXPECT_EQ(r.exit_code, 2);

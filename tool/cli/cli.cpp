@@ -150,11 +150,11 @@ void add_help_command(CLI::App& root, int& rc) {
     });
 }
 
-void add_verbosity_flags(CLI::App& cmd) {
+void add_verbosity_flags(CLI::App& cmd, const std::string& verbose_help) {
     CLI::Option* q = cmd.add_flag_callback("-q,--quiet", [] { set_verbosity(Verbosity::quiet); },
                                            "Print only the result and errors (no progress lines)");
-    CLI::Option* v = cmd.add_flag_callback("-v,--verbose", [] { set_verbosity(Verbosity::verbose); },
-                                           "Print more while working (each candidate, compiler notes)");
+    if (verbose_help.empty()) return;
+    CLI::Option* v = cmd.add_flag_callback("-v,--verbose", [] { set_verbosity(Verbosity::verbose); }, verbose_help);
     q->excludes(v);
 }
 

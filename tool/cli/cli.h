@@ -30,7 +30,8 @@ std::string suggestions(const CLI::App& root);
 // Adds `kernelevo help [COMMAND [SUBCOMMAND]]` to the root app; prints to stdout, sets rc.
 void add_help_command(CLI::App& root, int& rc);
 
-// -q/--quiet and -v/--verbose on `cmd`; they set kevo::verbosity() (common/log.h).
-void add_verbosity_flags(CLI::App& cmd);
+// -q/--quiet on `cmd`, and -v/--verbose when `verbose_help` says what it adds; they set
+// kevo::verbosity() (common/log.h).
+void add_verbosity_flags(CLI::App& cmd, const std::string& verbose_help = "");
 
 }  // namespace kevo::cli

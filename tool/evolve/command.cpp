@@ -322,7 +322,7 @@ void register_search_command(CLI::App& app, int& rc) {
     llm::add_llm_options(*cmd, a->llm);
     cmd->add_option("--replay", a->llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)");
     cmd->add_flag("--json", a->json, "Print the final summary as one JSON object on stdout (schema: README, JSON output)");
-    cli::add_verbosity_flags(*cmd);
+    cli::add_verbosity_flags(*cmd, "Print a progress line after every evaluation, not one per generation (no live line)");
     cmd->callback([a, &rc] { run_search(*a, rc); });
 
     struct ReportArgs {

@@ -70,7 +70,7 @@ void register_validate_command(CLI::App& app, int& rc) {
     cmd->add_option("--suspicious", args->suspicious, "Flag speedups above this factor")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_flag("--no-timing", args->no_timing, "Check correctness only");
     cmd->add_flag("--keep-temps", args->keep, "Keep the runner's job directory (for debugging)");
-    cli::add_verbosity_flags(*cmd);
+    cli::add_verbosity_flags(*cmd, "Also print the compiler output and the runner's details (per-trial checks, timing, device)");
     cmd->callback([args, &rc] {
         Task task = load_task(args->task);
         std::string source;
