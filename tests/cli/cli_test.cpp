@@ -695,6 +695,30 @@ TEST(CliSearchGpu, JsonSummary) {
     EXPECT_FALSE(contains(r.err, "gen 0 |")) << r.err;  // --quiet: no progress lines
 }
 
+// On a GPU host: an LLM URL nothing listens on stops the search within seconds, as a setup error.
+TEST(CliSearchGpu, AnUnreachableLlmStopsTheSearchAtOnceWithExitTwo) {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    std::string url;
+    {
+        llm::test::LoopbackServer closed;  // a port that was just free
+        url = closed.base_url();
+    }
+    TempDir dir;
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = kernelevo({"search", "--task", (kData / "gelu_bias" / "task.json").string(), "--out",
+                        (dir.path() / "kernels").string(), "--state", (dir.path() / "s.db").string(), "--llm-url", url,
+                        "--model", "m", "--json"},
+                       {}, 600);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60.0);  // no minutes of retries
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "not retried")) << r.err;
+    EXPECT_TRUE(contains(r.err, "the LLM never answered")) << r.err;
+    EXPECT_FALSE(contains(r.err, "retrying in")) << r.err;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["exit_code"], 2);
+    EXPECT_EQ(j["llm"]["requests"], 0);
+}
+
 // On a GPU host: an architecture the local GPU cannot run is a setup error before any request.
 TEST(CliSearchGpu, AnArchitectureTheLocalGpuCannotRunExitsTwoBeforeAnyRequest) {
     if (!have_gpu()) GTEST_SKIP() << "no CUDA device";

@@ -272,14 +272,20 @@ void run_search(SearchArgs& a, int& rc) {
     bool finished = result.stop_reason == "generations" || result.stop_reason == "target" ||
                     result.stop_reason == "budget" || result.stop_reason == "time";
     const bool resumable = !finished || result.stop_reason == "budget" || result.stop_reason == "time";
-    if (resumable)
+    // No request of this run (or of the runs it resumes) was ever answered: a wrong --llm-url,
+    // model or key, or no network. A setup problem, not a search that got somewhere.
+    const bool llm_never_answered = result.stop_reason.rfind("error: LLM request failed", 0) == 0 && store->spent().calls == 0;
+    if (llm_never_answered)
+        std::cerr << "kernelevo: the LLM never answered: check --llm-url, --model and the API key (kernelevo llm check "
+                     "tests them), then run the same command again\n";
+    else if (resumable)
         std::cerr << "kernelevo: state saved; to continue, run again: " << redact(command_line_hint())
                   << (finished ? " (with a larger budget or time limit)" : "")
                   << (where.redis && !where.password.empty()
                           ? " (the Redis password shows as ***: give it again, or in $KERNELEVO_REDIS_PASSWORD)"
                           : "")
                   << "\n";
-    rc = result.stop_reason.rfind("error: no GPU", 0) == 0 ? 2 : finished && result.best ? 0 : 1;
+    rc = result.stop_reason.rfind("error: no GPU", 0) == 0 || llm_never_answered ? 2 : finished && result.best ? 0 : 1;
     if (a.json) std::cout << summary_json(task, arch, where, result, a.out, *store, resumable, rc).dump(2) << std::endl;
 }
 
