@@ -66,6 +66,7 @@ TEST(CliSuggest, EditDistanceAndClosest) {
     EXPECT_EQ(cli::closest("--budget", {"--budget-usd", "--budget-tokens", "--arch"}),
               (std::vector<std::string>{"--budget-usd", "--budget-tokens"}));
     EXPECT_TRUE(cli::closest("xyz", {"search", "report", "cache"}).empty());
+    EXPECT_TRUE(cli::closest("-q", {"-h", "-v"}).empty());  // too short to guess
 }
 
 TEST(CliSuggest, MistypedCommandSuggestsTheNearestOne) {

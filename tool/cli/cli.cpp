@@ -31,6 +31,7 @@ std::vector<std::string> closest(const std::string& word, const std::vector<std:
     const size_t core = word.size() - std::min(word.find_first_not_of('-'), word.size());
     const size_t limit = std::max<size_t>(1, core / 3);
     std::vector<std::pair<size_t, std::string>> hits;
+    if (core < 3) return {};  // "-q" is one edit away from every short option: no useful guess
     for (const auto& c : candidates) {
         if (c == word) continue;
         size_t dist = edit_distance(word, c);

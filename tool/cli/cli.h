@@ -14,7 +14,8 @@ namespace kevo::cli {
 size_t edit_distance(const std::string& a, const std::string& b);
 
 // The candidates nearest to `word` (distance at most max(1, |word| / 3), or `word` a prefix of
-// a candidate), nearest first; empty when none is close.
+// a candidate; leading dashes not counted), nearest first, at most three; empty when none is close
+// or `word` is shorter than three letters.
 std::vector<std::string> closest(const std::string& word, const std::vector<std::string>& candidates);
 
 // The subcommand the parse reached (the deepest selected one; `root` when none).

@@ -346,6 +346,7 @@ void register_search_command(CLI::App& app, int& rc) {
                     "Write every candidate (id, generation, island, origin, status, speedup, timings, ...): FILE.csv, "
                     "or FILE.json (with source and feedback)");
     rep->add_flag("--json", r->json, "Print the report as one JSON object on stdout (schema: README, JSON output)");
+    cli::add_verbosity_flags(*rep);
     rep->callback([r, &rc] {
         auto output_kind = [](const std::string& file, std::initializer_list<const char*> exts, const char* opt) {
             std::string ext = fs::path(file).extension().string();

@@ -152,10 +152,11 @@ std::string legend(double x, double y, int islands, bool any_migration, bool any
     item("<line x1='" + std::to_string(x) + "' x2='" + std::to_string(x + 12) + "' y1='" + std::to_string(y) +
              "' y2='" + std::to_string(y) + "' stroke='" + kBestColour + "' stroke-width='2'/>",
          "best so far");
-    for (int i = 0; i < islands; ++i)
+    // Colours repeat after ten islands; so does the legend stop there.
+    for (int i = 0; i < std::min(islands, 10); ++i)
         item("<circle cx='" + std::to_string(x + 6) + "' cy='" + std::to_string(y) + "' r='4' fill='" +
                  island_colour(i) + "'/>",
-             "island " + std::to_string(i));
+             "island " + std::to_string(i) + (islands > 10 && i == 9 ? " (colours repeat)" : ""));
     if (any_migration)
         item("<line x1='" + std::to_string(x + 6) + "' x2='" + std::to_string(x + 6) + "' y1='" +
                  std::to_string(y - 7) + "' y2='" + std::to_string(y + 7) + "' stroke='#6a6' stroke-dasharray='2 3'/>",
