@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -229,16 +230,35 @@ TEST_F(LlmHttp, CutOffByTheTokenLimitIsATypedErrorWithThePartialReply) {
     EXPECT_NE(std::string(e.what()).find("max_tokens 123"), std::string::npos) << e.what();
 }
 
-TEST_F(LlmHttp, ConnectionRefusedIsARetryableNetworkError) {
+TEST_F(LlmHttp, AServerNeverReachedFailsAtOnceWithoutRetries) {
     HttpConfig c = config();
     {
         LoopbackServer closed;   // a port that was just free
         c.base_url = closed.base_url();
     }
-    c.max_attempts = 2;
+    c.max_attempts = 6;
+    c.backoff_initial_s = 5;     // a retry would show in the time taken
+    auto t0 = std::chrono::steady_clock::now();
     auto e = expect_throw<LlmError>([&] { HttpProvider(c).chat(request()); });
-    EXPECT_TRUE(e.retryable);
+    EXPECT_LT(seconds_since(t0), 2.0);
+    EXPECT_FALSE(e.retryable);
     EXPECT_NE(std::string(e.what()).find("failed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not retried"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--llm-url"), std::string::npos) << e.what();
+    EXPECT_EQ(log.all().find("retrying"), std::string::npos) << log.all();
+}
+
+TEST_F(LlmHttp, ConnectionRefusedAfterASuccessIsRetried) {
+    auto flaky = std::make_unique<LoopbackServer>();
+    flaky->push({200, {}, chat_body("first", "stop", 1, 1)});
+    HttpConfig c = config();
+    c.base_url = flaky->base_url();
+    c.max_attempts = 2;
+    HttpProvider provider(c);
+    EXPECT_EQ(provider.chat(request()).content, "first");
+    flaky.reset();               // the server goes away mid-run: a network hiccup, worth retrying
+    auto e = expect_throw<LlmError>([&] { provider.chat(request()); });
+    EXPECT_TRUE(e.retryable);
     EXPECT_NE(std::string(e.what()).find("gave up after 2 attempts"), std::string::npos) << e.what();
 }
 

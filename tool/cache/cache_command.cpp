@@ -1,5 +1,6 @@
-// `kernelevo cache status|add|hash`: inspect the committed kernel cache, add a hand-written or
-// external kernel (validated on the local GPU unless --unvalidated), print a task's hashes.
+// `kernelevo cache status|add|remove|prune|hash`: inspect the committed kernel cache (and what a
+// configured build wants of it), add a hand-written or external kernel (validated on the local GPU
+// unless --unvalidated), remove entries, prune stale ones, print a task's hashes.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -8,9 +9,13 @@
 #include <set>
 
 #include "cache/cache.h"
+#include "cli/cli.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/log.h"
+#include "common/process.h"
+#include "compile/arch_support.h"
 #include "compile/compile.h"
 #include "task/task.h"
 #include "validate/validate.h"
@@ -32,17 +37,27 @@ struct AddArgs {
     std::string task, kernel, arch, cache_dir, note, origin = "manual", model;
     bool unvalidated = false;
 };
+struct RemoveArgs {
+    std::string cache_dir, function;
+    std::vector<std::string> arches;
+    bool dry_run = false;
+};
+struct PruneArgs {
+    std::string cache_dir, build_dir;
+    std::vector<std::string> tasks;
+    bool unused = false, dry_run = false;
+};
 struct HashArgs {
     std::string task;
     bool json = false;
 };
 
 // Tasks given with --task, plus those kernelevo_optimize() wrote under BUILD/kernelevo/*/task.json.
-std::map<std::string, Task> collect_tasks(const StatusArgs& a) {
+std::map<std::string, Task> collect_tasks(const std::vector<std::string>& task_files, const std::string& build_dir) {
     std::map<std::string, Task> tasks;
-    std::vector<fs::path> files(a.tasks.begin(), a.tasks.end());
-    if (!a.build_dir.empty()) {
-        fs::path root = fs::path(a.build_dir) / "kernelevo";
+    std::vector<fs::path> files(task_files.begin(), task_files.end());
+    if (!build_dir.empty()) {
+        fs::path root = fs::path(build_dir) / "kernelevo";
         if (!fs::is_directory(root)) throw UsageError("--build-dir: " + root.string() + " does not exist (configure with kernelevo_optimize() first)");
         for (const auto& d : fs::directory_iterator(root))
             if (fs::is_regular_file(d.path() / "task.json")) files.push_back(d.path() / "task.json");
@@ -54,6 +69,26 @@ std::map<std::string, Task> collect_tasks(const StatusArgs& a) {
     return tasks;
 }
 
+// What the build wants: function -> the architectures kernelevo_optimize() looked up at configure
+// time (BUILD/kernelevo/NAME/lookup.json).
+std::map<std::string, std::set<std::string>> wanted_arches(const std::string& build_dir) {
+    std::map<std::string, std::set<std::string>> wanted;
+    if (build_dir.empty()) return wanted;
+    std::error_code ec;
+    for (const auto& d : fs::directory_iterator(fs::path(build_dir) / "kernelevo", ec)) {
+        fs::path f = d.path() / "lookup.json";
+        if (!fs::is_regular_file(f)) continue;
+        try {
+            nlohmann::json j = nlohmann::json::parse(read_file(f));
+            auto& arches = wanted[j.at("function").get<std::string>()];
+            for (const auto& a : j.at("architectures")) arches.insert(a.at("arch").get<std::string>());
+        } catch (const std::exception& e) {
+            throw UsageError("--build-dir: cannot read " + f.string() + ": " + e.what() + " (re-run cmake)");
+        }
+    }
+    return wanted;
+}
+
 std::string fmt(const char* f, double v) {
     char b[64];
     std::snprintf(b, sizeof b, f, v);
@@ -62,10 +97,12 @@ std::string fmt(const char* f, double v) {
 
 void run_status(const StatusArgs& a, int& rc) {
     if (!fs::is_directory(a.cache_dir)) throw UsageError("--cache-dir: " + a.cache_dir + " is not a directory");
-    auto tasks = collect_tasks(a);
+    auto tasks = collect_tasks(a.tasks, a.build_dir);
+    auto wanted = wanted_arches(a.build_dir);
     std::map<std::string, std::set<std::string>> rows;  // function -> arches
     for (const auto& e : cache::list_entries(a.cache_dir)) rows[e.function].insert(e.arch);
     for (const auto& [name, t] : tasks) rows[name];  // functions with a task but no entry at all
+    for (const auto& [name, arches] : wanted) rows[name].insert(arches.begin(), arches.end());
     // Every function known from a task is checked against every arch seen anywhere in the cache.
     std::set<std::string> all_arches;
     for (const auto& [f, arches] : rows) all_arches.insert(arches.begin(), arches.end());
@@ -83,9 +120,15 @@ void run_status(const StatusArgs& a, int& rc) {
         }
         for (const auto& arch : arches) {
             cache::Lookup l = cache::lookup(a.cache_dir, function, arch, th, rh);
+            auto w = wanted.find(function);
+            const bool by_build = w != wanted.end() && w->second.count(arch);
             nlohmann::json row{{"function", function}, {"arch", arch}, {"state", cache::state_name(l.state)},
                                {"checked_against_task", checked}, {"reason", l.reason},
-                               {"source", l.source.string()}, {"metadata", l.metadata.string()}};
+                               {"source", l.source.string()}, {"metadata", l.metadata.string()},
+                               {"validated", nullptr}};
+            if (!a.build_dir.empty()) row["wanted_by_build"] = by_build;
+            if (checked) row["search_command"] = "kernelevo search --task " + shell_quote(t->second.file.string()) +
+                                                 " --out " + shell_quote(a.cache_dir) + " --arch " + arch;
             if (l.meta) {
                 row["speedup"] = l.meta->speedup;
                 row["date"] = l.meta->date;
@@ -98,8 +141,19 @@ void run_status(const StatusArgs& a, int& rc) {
             out.push_back(row);
         }
     }
+    // The architectures the build wants that the cache lacks (missing, or present but not valid).
+    nlohmann::json lacking = nlohmann::json::array();
+    for (const auto& r : out)
+        if (r.value("wanted_by_build", false) && r["state"] != "valid") lacking.push_back(r);
     if (a.json) {
-        std::cout << nlohmann::json{{"cache_dir", fs::absolute(a.cache_dir).string()}, {"entries", out}}.dump(2) << "\n";
+        nlohmann::json j{{"cache_dir", fs::absolute(a.cache_dir).string()}, {"entries", out}};
+        if (!a.build_dir.empty()) {
+            nlohmann::json lack = nlohmann::json::array();
+            for (const auto& r : lacking) lack.push_back({{"function", r["function"]}, {"arch", r["arch"]}, {"state", r["state"]}});
+            j["build_dir"] = fs::absolute(a.build_dir).string();
+            j["build_lacks"] = lack;
+        }
+        std::cout << j.dump(2) << "\n";
     } else {
         if (out.empty()) std::cout << "No kernels in " << a.cache_dir << "\n";
         std::printf("%-24s %-8s %-8s %-9s %-21s %s\n", "FUNCTION", "ARCH", "STATE", "SPEEDUP", "DATE", "ORIGIN");
@@ -109,7 +163,11 @@ void run_status(const StatusArgs& a, int& rc) {
             std::string origin = r.value("origin", "");
             if (origin == "search" && !r.value("model", std::string()).empty()) origin += " (" + r["model"].get<std::string>() + ")";
             if (origin == "manual") origin = "hand-written";
-            if (r.contains("validated") && !r["validated"].get<bool>()) origin += ", UNVALIDATED";
+            if (r["validated"].is_boolean() && !r["validated"].get<bool>()) {
+                origin += ", UNVALIDATED";
+                if (state == "valid" || state == "ok?") state = "unval.";
+            }
+            if (r.value("wanted_by_build", false) && r["state"] == "missing") state = "MISSING";
             std::printf("%-24s %-8s %-8s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
                         state.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
                         r.value("date", std::string("-")).c_str(), origin.empty() ? "-" : origin.c_str());
@@ -119,13 +177,110 @@ void run_status(const StatusArgs& a, int& rc) {
         if (tasks.empty())
             std::cout << "(staleness not checked: pass --task T.json or --build-dir BUILD to compare with the current tasks; "
                          "ok? = readable and unedited)\n";
+        bool any_unvalidated = false;
+        for (const auto& r : out) any_unvalidated |= r["validated"].is_boolean() && !r["validated"].get<bool>();
+        if (any_unvalidated)
+            std::cout << "(unval. = stored with cache add --unvalidated: never checked against the reference; "
+                         "run kernelevo cache add without --unvalidated on a GPU to validate it)\n";
+        if (!a.build_dir.empty()) {
+            if (lacking.empty()) {
+                std::cout << "The build in " << a.build_dir << " has a valid kernel for every architecture it wants.\n";
+            } else {
+                std::cout << "\nThe build in " << a.build_dir << " wants " << lacking.size()
+                          << " kernel(s) the cache lacks (the reference runs there instead):\n";
+                for (const auto& r : lacking)
+                    std::cout << "  " << r["function"].get<std::string>() << " " << r["arch"].get<std::string>() << " ("
+                              << r["state"].get<std::string>() << "): " << r.value("search_command", std::string()) << "\n";
+            }
+        }
     }
     rc = problems ? 1 : 0;
+}
+
+// Deletes one entry's files (and the function's folder when it is left empty).
+void remove_entry(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
+    fs::remove(cache::source_path(cache_dir, function, arch));
+    fs::remove(cache::metadata_path(cache_dir, function, arch));
+    std::error_code ec;
+    if (fs::is_empty(cache_dir / function, ec)) fs::remove(cache_dir / function, ec);
+}
+
+void run_remove(const RemoveArgs& a, int& rc) {
+    if (!fs::is_directory(a.cache_dir)) throw UsageError("--cache-dir: " + a.cache_dir + " is not a directory");
+    std::set<std::string> functions, arches;
+    for (const auto& e : cache::list_entries(a.cache_dir)) functions.insert(e.function);
+    if (!functions.count(a.function)) {
+        auto near = cli::closest(a.function, std::vector<std::string>(functions.begin(), functions.end()));
+        throw UsageError("no function '" + a.function + "' in the cache " + a.cache_dir +
+                         (near.empty() ? "" : "; did you mean '" + near.front() + "'?"));
+    }
+    for (const auto& e : cache::list_entries(a.cache_dir))
+        if (e.function == a.function) arches.insert(e.arch);
+    std::vector<std::string> targets;
+    if (a.arches.empty()) targets.assign(arches.begin(), arches.end());
+    for (const auto& given : a.arches) {
+        std::string arch = normalize_arch(given);
+        if (!arches.count(arch)) {
+            std::string have;
+            for (const auto& x : arches) have += (have.empty() ? "" : " ") + x;
+            throw UsageError("the cache has no " + a.function + " kernel for " + arch + " (it has " + have + ")");
+        }
+        targets.push_back(arch);
+    }
+    for (const auto& arch : targets) {
+        if (!a.dry_run) remove_entry(a.cache_dir, a.function, arch);
+        std::cout << (a.dry_run ? "would remove " : "removed ") << cache::source_path(a.cache_dir, a.function, arch).string()
+                  << " (+ .json)\n";
+    }
+    rc = 0;
+}
+
+void run_prune(const PruneArgs& a, int& rc) {
+    if (!fs::is_directory(a.cache_dir)) throw UsageError("--cache-dir: " + a.cache_dir + " is not a directory");
+    if (a.tasks.empty() && a.build_dir.empty())
+        throw UsageError("prune needs the current tasks to tell stale entries: pass --build-dir BUILD or --task T.json");
+    if (a.unused && a.build_dir.empty()) throw UsageError("--unused needs --build-dir (what the build wants)");
+    auto tasks = collect_tasks(a.tasks, a.build_dir);
+    auto wanted = wanted_arches(a.build_dir);
+    int removed = 0, kept = 0;
+    for (const auto& e : cache::list_entries(a.cache_dir)) {
+        auto t = tasks.find(e.function);
+        // Hand edits and half-written entries are never deleted by prune: they may be someone's work.
+        cache::Lookup plain = cache::lookup(a.cache_dir, e.function, e.arch, "", "");
+        std::string why;
+        if (t != tasks.end()) {
+            cache::Lookup l = cache::lookup(a.cache_dir, e.function, e.arch, t->second.hash(), t->second.reference_hash());
+            if (l.state == cache::State::stale && plain.state == cache::State::valid) why = "stale: " + l.reason;
+        }
+        if (why.empty() && a.unused && plain.state == cache::State::valid) {
+            auto w = wanted.find(e.function);
+            if (w == wanted.end()) why = "unused: the build has no kernelevo_optimize(" + e.function + ")";
+            else if (!w->second.count(e.arch)) why = "unused: the build does not target " + e.arch;
+        }
+        if (why.empty()) {
+            if (plain.state != cache::State::valid) {
+                ++kept;
+                if (!quiet())
+                    std::cout << "kept " << e.function << " " << e.arch << " (" << plain.reason
+                              << "; remove it with kernelevo cache remove if it is not wanted)\n";
+            }
+            continue;
+        }
+        if (!a.dry_run) remove_entry(a.cache_dir, e.function, e.arch);
+        ++removed;
+        std::cout << (a.dry_run ? "would remove " : "removed ") << e.function << " " << e.arch << " (" << why << ")\n";
+    }
+    if (!quiet())
+        std::cout << (a.dry_run ? "would remove " : "removed ") << removed << " entr" << (removed == 1 ? "y" : "ies")
+                  << (kept ? ", kept " + std::to_string(kept) + " broken or hand-edited" : std::string()) << "\n";
+    rc = 0;
 }
 
 void run_add(const AddArgs& a, int& rc) {
     Task task = load_task(a.task);
     const std::string arch = normalize_arch(a.arch);
+    CompileOptions toolkit;
+    if (!a.unvalidated) require_toolkit_arch(arch, toolkit);  // nothing is compiled with --unvalidated
     std::string source;
     try {
         source = read_file(a.kernel);
@@ -155,7 +310,7 @@ void run_add(const AddArgs& a, int& rc) {
         ValidateOptions vopt;
         vopt.arch = arch;
         Validator v(task, vopt);
-        std::cerr << "kernelevo: validating " << a.kernel << " for " << arch << " ...\n";
+        if (!quiet()) std::cerr << "kernelevo: validating " << a.kernel << " for " << arch << " ...\n";
         ValidationResult r = v.validate(source);
         if (!r.ok()) {
             std::cerr << "kernelevo: not stored: validation " << status_name(r.status)
@@ -181,16 +336,19 @@ void run_add(const AddArgs& a, int& rc) {
 }  // namespace
 
 void register_cache_command(CLI::App& app, int& rc) {
-    CLI::App* cache = app.add_subcommand("cache", "Inspect and fill the per-architecture kernel cache (CACHE_DIR/NAME/sm_XX.cu + .json)");
+    CLI::App* cache = app.add_subcommand("cache", "Inspect, fill and clean the per-architecture kernel cache (CACHE_DIR/NAME/sm_XX.cu + .json)");
     cache->require_subcommand(1);
 
     auto st = std::make_shared<StatusArgs>();
     CLI::App* status = cache->add_subcommand("status",
-        "List every function and architecture in the cache with speedup, date, origin and stale/missing marks. "
-        "Exit 0 when every entry is valid, 1 otherwise.");
+        "List every function and architecture in the cache with speedup, date, origin and stale/missing/unvalidated "
+        "marks. Exit 0 when every entry is valid (and, with --build-dir, every architecture the build wants is "
+        "cached), 1 otherwise.");
     status->add_option("--cache-dir", st->cache_dir, "The cache directory (kernelevo_optimize()'s CACHE_DIR)")->required();
     status->add_option("--task", st->tasks, "Current task file(s) to check staleness against (repeatable)");
-    status->add_option("--build-dir", st->build_dir, "A configured build tree: use the tasks kernelevo_optimize() wrote there (BUILD/kernelevo/*/task.json)");
+    status->add_option("--build-dir", st->build_dir,
+                       "A configured build tree: check against the tasks kernelevo_optimize() wrote there and list the "
+                       "architectures the build wants that the cache lacks (BUILD/kernelevo/*/task.json, lookup.json)");
     status->add_flag("--json", st->json, "Print JSON");
     status->callback([st, &rc] { run_status(*st, rc); });
 
@@ -206,7 +364,29 @@ void register_cache_command(CLI::App& app, int& rc) {
     add->add_option("--origin", ad->origin, "Origin recorded in the metadata (manual, search, ...)")->capture_default_str();
     add->add_option("--model", ad->model, "Model that wrote the kernel, if any");
     add->add_option("--note", ad->note, "Free text recorded in the metadata");
+    cli::add_verbosity_flags(*add);
     add->callback([ad, &rc] { run_add(*ad, rc); });
+
+    auto rm = std::make_shared<RemoveArgs>();
+    CLI::App* remove = cache->add_subcommand("remove",
+        "Delete a function's cached kernels (all architectures, or those given with --arch). Exit 0 removed, 2 no such entry.");
+    remove->add_option("--cache-dir", rm->cache_dir, "The cache directory")->required();
+    remove->add_option("--function", rm->function, "The function (the kernelevo_optimize() name)")->required();
+    remove->add_option("--arch", rm->arches, "Only this architecture, e.g. sm_90 (repeatable)");
+    remove->add_flag("--dry-run", rm->dry_run, "Only print what would be removed");
+    remove->callback([rm, &rc] { run_remove(*rm, rc); });
+
+    auto pr = std::make_shared<PruneArgs>();
+    CLI::App* prune = cache->add_subcommand("prune",
+        "Delete the entries that are stale because their task or reference changed (and, with --unused, those the build "
+        "no longer uses). Entries edited by hand or missing a file are kept and listed. Exit 0, 2 on bad usage.");
+    prune->add_option("--cache-dir", pr->cache_dir, "The cache directory")->required();
+    prune->add_option("--build-dir", pr->build_dir, "A configured build tree: its tasks and the architectures it wants");
+    prune->add_option("--task", pr->tasks, "Current task file(s) (repeatable)");
+    prune->add_flag("--unused", pr->unused, "Also delete valid entries of functions or architectures the build (--build-dir) does not use");
+    prune->add_flag("--dry-run", pr->dry_run, "Only print what would be removed");
+    cli::add_verbosity_flags(*prune);
+    prune->callback([pr, &rc] { run_prune(*pr, rc); });
 
     auto hs = std::make_shared<HashArgs>();
     CLI::App* hash = cache->add_subcommand("hash",

@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 
+#include "cli/cli.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/process.h"
@@ -16,9 +17,12 @@
 #endif
 
 int main(int argc, char** argv) {
+    // The name is fixed so that usage lines read "kernelevo ...", not the executable's path.
     CLI::App app{"kernelevo " KEVO_VERSION
                  " — LLM-driven evolutionary search for fast CUDA kernels, built into CMake projects.\n"
-                 "Exit codes: 0 success, 1 the candidate or the work failed, 2 bad usage, task or setup."};
+                 "Exit codes: 0 success, 1 the candidate or the work failed, 2 bad usage, task or setup.\n"
+                 "Run 'kernelevo help COMMAND' (or COMMAND --help) for a command's options.",
+                 "kernelevo"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string(KEVO_VERSION));
     int rc = 0;
@@ -32,6 +36,7 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"auto", "require", "off"}))
         ->each([](const std::string& v) { kevo::set_sandbox_mode(kevo::parse_sandbox_mode(v)); });
     app.fallthrough();
+    kevo::cli::add_help_command(app, rc);
     kevo::register_validate_command(app, rc);
     kevo::register_doctor_command(app, rc);
 #ifdef KEVO_WITH_LLM
@@ -46,8 +51,23 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        int code = app.exit(e);
-        return code == 0 ? 0 : 2;
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        // A mistyped command or option: say what was meant instead of only what was not expected.
+        std::string hints = kevo::cli::suggestions(app);
+        const bool no_command = std::string(e.what()) == "A subcommand is required";
+        if (no_command && hints.empty()) {
+            const CLI::App& at = kevo::cli::deepest_selected(app);
+            std::cerr << "kernelevo: error: '" << kevo::cli::command_path(at) << "' needs a command\n\n"
+                      << at.help(at.get_parent() ? kevo::cli::command_path(*at.get_parent()) : std::string());
+            return 2;
+        }
+        if (!hints.empty()) {
+            if (!no_command) std::cerr << "kernelevo: error: " << e.what() << "\n";
+            std::cerr << hints;
+            return 2;
+        }
+        app.exit(e);
+        return 2;
     } catch (const kevo::UsageError& e) {
         std::cerr << "kernelevo: error: " << kevo::redact(e.what()) << "\n";
         return 2;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -11,10 +12,13 @@
 #include <thread>
 
 #include "cache/cache.h"
+#include "cli/cli.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/log.h"
 #include "common/process.h"
+#include "compile/arch_support.h"
 #include "evolve/report.h"
 #include "evolve/search.h"
 #include "evolve/validator_evaluator.h"
@@ -43,7 +47,7 @@ private:
 
 struct SearchArgs {
     std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time;
-    bool fresh = false;
+    bool fresh = false, json = false;
     double timeout = 30;
     int timing_trials = 100;
     evolve::SearchConfig cfg;
@@ -84,6 +88,52 @@ std::string command_line_hint() {
     return s.empty() ? "the same kernelevo search command" : s;
 }
 
+// Every candidate is validated on this machine's GPU: without one that can run `arch`, no LLM
+// request is worth its money and no state is worth creating. (A search whose validations run on
+// remote workers skips this check.)
+void require_local_gpu(Validator& validator, const std::string& arch) {
+    const DeviceInfo& d = validator.device();
+    const std::string nothing_done = " Nothing was sent to the LLM and no search state was created.";
+    if (!d.present)
+        throw UsageError("kernelevo search validates every candidate on the local GPU, and there is none that can run " +
+                         arch + " kernels: " + (d.error.empty() ? std::string("no CUDA device") : d.error) + "." + nothing_done);
+    if (d.arch() != arch && d.arch() + "a" != arch)
+        throw UsageError("--arch " + arch + ": the GPU here is " + d.name + " (" + d.arch() +
+                         "), which cannot run " + arch + " kernels; search on a machine with such a GPU, or pass --arch " +
+                         d.arch() + "." + nothing_done);
+}
+
+// The final summary, --json: see README.md ("JSON output").
+nlohmann::json summary_json(const Task& task, const std::string& arch, const store::StoreLocation& where,
+                            const evolve::SearchResult& result, const std::string& out_dir, store::Store& store,
+                            bool resumable, int rc) {
+    const evolve::Progress& p = result.progress;
+    store::Spent spent = store.spent();
+    nlohmann::json best = nullptr;
+    if (result.best)
+        best = {{"speedup", result.best->speedup},
+                {"program", result.best->id},
+                {"generation", result.best->generation},
+                {"island", result.best->island},
+                {"model", result.best_model},
+                {"kernel_us", result.best->details.value("kernel_us", 0.0)},
+                {"reference_us", result.best->details.value("reference_us", 0.0)},
+                {"source", cache::source_path(out_dir, task.name, arch).string()},
+                {"metadata", cache::metadata_path(out_dir, task.name, arch).string()}};
+    return {{"task", task.name},
+            {"arch", arch},
+            {"state", where.display()},
+            {"stop_reason", result.stop_reason},
+            {"generations", result.generations_committed},
+            {"best", best},
+            {"candidates", {{"ok", p.ok}, {"failed", p.failed}, {"duplicates", p.duplicates}}},
+            {"llm", {{"requests", spent.calls}, {"prompt_tokens", spent.prompt_tokens},
+                     {"completion_tokens", spent.completion_tokens}, {"cost_usd", spent.cost_usd}}},
+            {"elapsed_s", p.elapsed_s},
+            {"resumable", resumable},
+            {"exit_code", rc}};
+}
+
 void run_search(SearchArgs& a, int& rc) {
     Task task = load_task(a.task);
     evolve::SearchConfig cfg = a.cfg;
@@ -101,28 +151,8 @@ void run_search(SearchArgs& a, int& rc) {
     a.llm.model_seed = cfg.seed;
     if (a.llm.models.size() == 1) cfg.model = llm::parse_model_choice(a.llm.models[0]).name;
 
-    ValidateOptions vo;
-    vo.arch = a.arch;
-    vo.timeout_s = a.timeout;
-    vo.timing_trials = a.timing_trials;
-    Validator validator(task, vo);
-    evolve::ValidatorEvaluator evaluator(validator);
-    std::string arch = validator.arch();
-
-    // An SQLite file (default: one per task and architecture under the cache) or a Redis URL.
-    std::string state = a.state.empty() ? (cache_root() / "search" /
-                                           (task.name + "-" + arch + "-" + task.hash().substr(0, 12) + ".db"))
-                                              .string()
-                                        : a.state;
-    store::StoreLocation where = store::parse_store_location(state);  // registers a Redis password
-    if (a.fresh) {
-        store::remove_store(state);
-    } else if (store::store_exists(state)) {
-        std::cerr << "kernelevo: resuming the run in " << where.display() << "\n";
-    }
-    if (!where.redis && fs::path(where.path).has_parent_path()) fs::create_directories(fs::path(where.path).parent_path());
-    auto store = store::open_store(state);
-
+    // Usage and setup errors (exit 2) come before any LLM request and before the state store is
+    // touched: the LLM configuration (URL, models, key), the architecture, the GPU.
     auto log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
     std::shared_ptr<llm::Provider> provider;
     std::unique_ptr<llm::Client> client;
@@ -133,19 +163,48 @@ void run_search(SearchArgs& a, int& rc) {
         provider = std::make_shared<ClientProvider>(*client);
     }
 
+    ValidateOptions vo;
+    vo.arch = a.arch.empty() ? std::string() : normalize_arch(a.arch);
+    vo.timeout_s = a.timeout;
+    vo.timing_trials = a.timing_trials;
+    Validator validator(task, vo);
+    evolve::ValidatorEvaluator evaluator(validator);
+    std::string arch = validator.arch();
+    require_toolkit_arch(arch, vo.compile);
+    require_local_gpu(validator, arch);
+
+    // An SQLite file (default: one per task and architecture under the cache) or a Redis URL.
+    std::string state = a.state.empty() ? (cache_root() / "search" /
+                                           (task.name + "-" + arch + "-" + task.hash().substr(0, 12) + ".db"))
+                                              .string()
+                                        : a.state;
+    store::StoreLocation where = store::parse_store_location(state);  // registers a Redis password
+    if (a.fresh) {
+        store::remove_store(state);
+    } else if (store::store_exists(state) && !quiet()) {
+        std::cerr << "kernelevo: resuming the run in " << where.display() << "\n";
+    }
+    if (!where.redis && fs::path(where.path).has_parent_path()) fs::create_directories(fs::path(where.path).parent_path());
+    auto store = store::open_store(state);
+
     evolve::Search search(task, cfg, prompts, *provider, evaluator, *store);
-    const bool tty = ::isatty(STDERR_FILENO);
-    // A live line on a terminal; in a log, one line per generation.
+    const bool tty = ::isatty(STDERR_FILENO) && !verbose();
+    // A live line on a terminal; in a log, one line per generation; --verbose: a line per
+    // evaluation; --quiet: none.
     search.on_progress([tty, shown = -1](const evolve::Progress& p) mutable {
-        if (tty) {
+        if (quiet()) return;
+        if (verbose()) {
+            std::cerr << "kernelevo: " << format_progress(p) << "\n";
+        } else if (tty) {
             std::cerr << "\r\033[K" << format_progress(p) << std::flush;
         } else if (p.generation != shown) {
             std::cerr << "kernelevo: " << format_progress(p) << "\n";
             shown = p.generation;
         }
     });
-    std::cerr << "kernelevo: searching " << task.name << " for " << arch << " (" << cfg.islands << " islands, state "
-              << where.display() << ")\n";
+    if (!quiet())
+        std::cerr << "kernelevo: searching " << task.name << " for " << arch << " (" << cfg.islands << " islands, state "
+                  << where.display() << ")\n";
 
     // Ctrl-C: the first stops cleanly after what is in flight; the second also aborts LLM requests.
     std::atomic<bool> stop{false}, done{false};
@@ -179,7 +238,7 @@ void run_search(SearchArgs& a, int& rc) {
     done = true;
     watcher.join();
     std::signal(SIGINT, old_handler);
-    if (tty) std::cerr << "\n";
+    if (tty && !quiet()) std::cerr << "\n";
 
     const evolve::Progress& p = result.progress;
     std::cerr << "kernelevo: stopped (" << result.stop_reason << ") after " << result.generations_committed
@@ -212,14 +271,22 @@ void run_search(SearchArgs& a, int& rc) {
     }
     bool finished = result.stop_reason == "generations" || result.stop_reason == "target" ||
                     result.stop_reason == "budget" || result.stop_reason == "time";
-    if (!finished || result.stop_reason == "budget" || result.stop_reason == "time")
+    const bool resumable = !finished || result.stop_reason == "budget" || result.stop_reason == "time";
+    // No request of this run (or of the runs it resumes) was ever answered: a wrong --llm-url,
+    // model or key, or no network. A setup problem, not a search that got somewhere.
+    const bool llm_never_answered = result.stop_reason.rfind("error: LLM request failed", 0) == 0 && store->spent().calls == 0;
+    if (llm_never_answered)
+        std::cerr << "kernelevo: the LLM never answered: check --llm-url, --model and the API key (kernelevo llm check "
+                     "tests them), then run the same command again\n";
+    else if (resumable)
         std::cerr << "kernelevo: state saved; to continue, run again: " << redact(command_line_hint())
                   << (finished ? " (with a larger budget or time limit)" : "")
                   << (where.redis && !where.password.empty()
                           ? " (the Redis password shows as ***: give it again, or in $KERNELEVO_REDIS_PASSWORD)"
                           : "")
                   << "\n";
-    rc = result.stop_reason.rfind("error: no GPU", 0) == 0 ? 2 : finished && result.best ? 0 : 1;
+    rc = result.stop_reason.rfind("error: no GPU", 0) == 0 || llm_never_answered ? 2 : finished && result.best ? 0 : 1;
+    if (a.json) std::cout << summary_json(task, arch, where, result, a.out, *store, resumable, rc).dump(2) << std::endl;
 }
 
 }  // namespace
@@ -260,23 +327,49 @@ void register_search_command(CLI::App& app, int& rc) {
     cmd->add_option("--timing-trials", a->timing_trials, "Timed trials per implementation")->capture_default_str()->check(CLI::Range(1, 100000));
     llm::add_llm_options(*cmd, a->llm);
     cmd->add_option("--replay", a->llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)");
+    cmd->add_flag("--json", a->json, "Print the final summary as one JSON object on stdout (schema: README, JSON output)");
+    cli::add_verbosity_flags(*cmd, "Print a progress line after every evaluation, not one per generation (no live line)");
     cmd->callback([a, &rc] { run_search(*a, rc); });
 
-    auto r = std::make_shared<std::pair<std::string, std::string>>();
-    CLI::App* rep = app.add_subcommand("report", "Print a search's history and plot it");
-    rep->add_option("--state", r->first, "The search's state store: SQLite file or redis://... URL (as for search)")
+    struct ReportArgs {
+        std::string state, plot, candidates;
+        bool json = false;
+    };
+    auto r = std::make_shared<ReportArgs>();
+    CLI::App* rep = app.add_subcommand("report",
+        "Print a search's history (best speedup by generation and by tokens, migrations, restarts), plot it, "
+        "and export every candidate. Reads the state only: it never writes to it or creates one.");
+    rep->add_option("--state", r->state, "The search's state store: SQLite file or redis://... URL (as for search)")
         ->required();
-    rep->add_option("--plot", r->second, "Write a plot: FILE.svg, or FILE.html with the report");
+    rep->add_option("--plot", r->plot, "Write a plot: FILE.svg, or FILE.html with the report");
+    rep->add_option("--candidates", r->candidates,
+                    "Write every candidate (id, generation, island, origin, status, speedup, timings, ...): FILE.csv, "
+                    "or FILE.json (with source and feedback)");
+    rep->add_flag("--json", r->json, "Print the report as one JSON object on stdout (schema: README, JSON output)");
+    cli::add_verbosity_flags(*rep);
     rep->callback([r, &rc] {
-        if (!store::store_exists(r->first))
-            throw UsageError("--state: no search state at " + store::parse_store_location(r->first).display());
-        auto store = store::open_store(r->first);
-        std::cout << evolve::report_text(*store);
-        if (!r->second.empty()) {
-            fs::path plot = r->second;
-            bool html = plot.extension() == ".html" || plot.extension() == ".htm";
-            write_file_atomic(plot, html ? evolve::report_html(*store) : evolve::report_svg(*store));
-            std::cerr << "kernelevo: plot written to " << plot.string() << "\n";
+        auto output_kind = [](const std::string& file, std::initializer_list<const char*> exts, const char* opt) {
+            std::string ext = fs::path(file).extension().string();
+            for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            for (const char* e : exts)
+                if (ext == e) return ext;
+            std::string list;
+            for (const char* e : exts) list += (list.empty() ? "" : ", ") + std::string(e);
+            throw UsageError(std::string(opt) + ": " + file + ": the file name must end in " + list);
+        };
+        const std::string plot_kind = r->plot.empty() ? "" : output_kind(r->plot, {".svg", ".html", ".htm"}, "--plot");
+        const std::string cand_kind = r->candidates.empty() ? "" : output_kind(r->candidates, {".csv", ".json"}, "--candidates");
+        auto store = store::open_store(r->state, store::Access::read_only);
+        if (r->json) std::cout << evolve::report_json(*store).dump(2) << std::endl;
+        else std::cout << evolve::report_text(*store);
+        if (!r->plot.empty()) {
+            write_file_atomic(r->plot, plot_kind == ".svg" ? evolve::report_svg(*store) : evolve::report_html(*store));
+            if (!quiet()) std::cerr << "kernelevo: plot written to " << r->plot << "\n";
+        }
+        if (!r->candidates.empty()) {
+            write_file_atomic(r->candidates, cand_kind == ".csv" ? evolve::candidates_csv(*store)
+                                                                : evolve::candidates_json(*store).dump(2) + "\n");
+            if (!quiet()) std::cerr << "kernelevo: candidates written to " << r->candidates << "\n";
         }
         rc = 0;
     });

@@ -43,8 +43,8 @@ std::string xml_escape(const std::string& s) {
     return out;
 }
 
-// About five round tick values covering [lo, hi].
-std::vector<double> ticks(double lo, double hi) {
+// About five round tick values covering [lo, hi]; whole numbers only when `integer`.
+std::vector<double> ticks(double lo, double hi, bool integer = false) {
     double span = std::max(hi - lo, 1e-9);
     double step = std::pow(10.0, std::floor(std::log10(span / 5)));
     for (double m : {1.0, 2.0, 5.0, 10.0})
@@ -52,25 +52,45 @@ std::vector<double> ticks(double lo, double hi) {
             step *= m;
             break;
         }
+    if (integer) step = std::max(1.0, std::round(step));
     std::vector<double> t;
-    for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-6; v += step) t.push_back(v);
+    for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-6; v += step)
+        t.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);  // never "-0"
     return t;
 }
+
+// One colour per island (cycled past ten).
+const char* island_colour(int island) {
+    static const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+    return kColours[static_cast<unsigned>(island) % 10];
+}
+const char* kBestColour = "#222";
 
 struct Series {
     std::vector<double> x, y;
 };
+struct Dot {
+    double x, y;
+    int island;
+};
+struct Mark {
+    double x;
+    int island;   // -1: all islands (a migration)
+};
 
-// One chart: a step line (best so far) and optional dots, in a w x h box at (ox, oy).
+// One chart: the best-so-far step line, candidates as dots coloured by island, migrations as
+// dashed vertical lines and restarts as triangles on the x axis, in a w x h box at (ox, oy).
 std::string chart(double ox, double oy, double w, double h, const std::string& title, const std::string& xlabel,
-                  const Series& line, const Series& dots, const std::function<std::string(double)>& xfmt) {
+                  const Series& line, const std::vector<Dot>& dots, const std::vector<Mark>& migrations,
+                  const std::vector<Mark>& restarts, bool integer_x, const std::function<std::string(double)>& xfmt) {
     const double left = 56, right = 16, top = 30, bottom = 44;
     double pw = w - left - right, ph = h - top - bottom;
     double xmax = 1, ymax = 1.0;
     for (double x : line.x) xmax = std::max(xmax, x);
-    for (double x : dots.x) xmax = std::max(xmax, x);
+    for (const Dot& d : dots) xmax = std::max(xmax, d.x);
     for (double y : line.y) ymax = std::max(ymax, y);
-    for (double y : dots.y) ymax = std::max(ymax, y);
+    for (const Dot& d : dots) ymax = std::max(ymax, d.y);
     ymax *= 1.1;
     auto px = [&](double x) { return ox + left + pw * x / xmax; };
     auto py = [&](double y) { return oy + top + ph * (1 - y / ymax); };
@@ -82,8 +102,9 @@ std::string chart(double ox, double oy, double w, double h, const std::string& t
           << "' stroke='#e4e4e4'/>\n<text x='" << px(0) - 6 << "' y='" << py(t) + 4 << "' text-anchor='end'>"
           << fmt("%.2gx", t) << "</text>\n";
     }
-    for (double t : ticks(0, xmax))
-        s << "<text x='" << px(t) << "' y='" << py(0) + 16 << "' text-anchor='middle'>" << xfmt(t) << "</text>\n";
+    for (double t : ticks(0, xmax, integer_x))
+        s << "<text class='xtick' x='" << px(t) << "' y='" << py(0) + 16 << "' text-anchor='middle'>" << xfmt(t)
+          << "</text>\n";
     // The reference's speed (1x).
     s << "<line x1='" << px(0) << "' x2='" << px(xmax) << "' y1='" << py(1) << "' y2='" << py(1)
       << "' stroke='#999' stroke-dasharray='4 3'/>\n";
@@ -93,16 +114,60 @@ std::string chart(double ox, double oy, double w, double h, const std::string& t
     s << "<text x='" << ox + left + pw / 2 << "' y='" << oy + h - 6 << "' text-anchor='middle'>" << xml_escape(xlabel)
       << "</text>\n<text transform='translate(" << ox + 14 << "," << oy + top + ph / 2
       << ") rotate(-90)' text-anchor='middle'>speedup over reference</text>\n";
-    for (size_t i = 0; i < dots.x.size(); ++i)
-        s << "<circle cx='" << px(dots.x[i]) << "' cy='" << py(dots.y[i]) << "' r='2.5' fill='#9ab' opacity='0.7'/>\n";
+    if (line.x.empty() && dots.empty()) {
+        s << "<text class='nodata' x='" << ox + left + pw / 2 << "' y='" << oy + top + ph / 2
+          << "' text-anchor='middle' fill='#888' font-size='14'>no data yet: no generation committed</text>\n";
+        return s.str();
+    }
+    for (const Mark& m : migrations)
+        s << "<line class='migration' x1='" << px(m.x) << "' x2='" << px(m.x) << "' y1='" << py(0) << "' y2='"
+          << py(ymax) << "' stroke='#6a6' stroke-dasharray='2 3'/>\n";
+    for (const Mark& m : restarts) {
+        double x = px(m.x), y = py(0);
+        s << "<path class='restart' d='M" << x << "," << y - 9 << " l-5,9 l10,0 z' fill='" << island_colour(m.island)
+          << "' stroke='#000' stroke-width='0.5'><title>island " << m.island << " restarted</title></path>\n";
+    }
+    for (const Dot& d : dots)
+        s << "<circle class='candidate' cx='" << px(d.x) << "' cy='" << py(d.y) << "' r='3' fill='"
+          << island_colour(d.island) << "' opacity='0.75'/>\n";
     if (!line.x.empty()) {
-        s << "<polyline fill='none' stroke='#c33' stroke-width='2' points='";
+        s << "<polyline class='best' fill='none' stroke='" << kBestColour << "' stroke-width='2' points='";
         for (size_t i = 0; i < line.x.size(); ++i) {
             if (i) s << px(line.x[i]) << "," << py(line.y[i - 1]) << " ";
             s << px(line.x[i]) << "," << py(line.y[i]) << " ";
         }
         s << "'/>\n";
     }
+    return s.str();
+}
+
+// What the marks and colours mean, in one row below the charts.
+std::string legend(double x, double y, int islands, bool any_migration, bool any_restart) {
+    std::ostringstream s;
+    s << "<g class='legend'>\n";
+    auto item = [&](const std::string& symbol, const std::string& label) {
+        s << symbol << "<text x='" << x + 16 << "' y='" << y + 4 << "'>" << xml_escape(label) << "</text>\n";
+        x += 24 + 7.0 * static_cast<double>(label.size());
+    };
+    item("<line x1='" + std::to_string(x) + "' x2='" + std::to_string(x + 12) + "' y1='" + std::to_string(y) +
+             "' y2='" + std::to_string(y) + "' stroke='" + kBestColour + "' stroke-width='2'/>",
+         "best so far");
+    // Colours repeat after ten islands; so does the legend stop there.
+    for (int i = 0; i < std::min(islands, 10); ++i)
+        item("<circle cx='" + std::to_string(x + 6) + "' cy='" + std::to_string(y) + "' r='4' fill='" +
+                 island_colour(i) + "'/>",
+             "island " + std::to_string(i) + (islands > 10 && i == 9 ? " (colours repeat)" : ""));
+    if (any_migration)
+        item("<line x1='" + std::to_string(x + 6) + "' x2='" + std::to_string(x + 6) + "' y1='" +
+                 std::to_string(y - 7) + "' y2='" + std::to_string(y + 7) + "' stroke='#6a6' stroke-dasharray='2 3'/>",
+             "migration");
+    if (any_restart)
+        item("<path d='M" + std::to_string(x + 6) + "," + std::to_string(y - 5) + " l-5,9 l10,0 z' fill='#fff' stroke='#000'/>",
+             "restart (island colour)");
+    item("<line x1='" + std::to_string(x) + "' x2='" + std::to_string(x + 12) + "' y1='" + std::to_string(y) +
+             "' y2='" + std::to_string(y) + "' stroke='#999' stroke-dasharray='4 3'/>",
+         "reference (1x)");
+    s << "</g>\n";
     return s.str();
 }
 
@@ -180,31 +245,135 @@ std::string report_text(store::Store& st) {
 
 std::string report_svg(store::Store& st) {
     auto history = st.history();
-    Series by_gen, by_tokens, dots;
+    Series by_gen, by_tokens;
     for (const auto& g : history) {
         by_gen.x.push_back(g.generation);
         by_gen.y.push_back(g.best_speedup);
         by_tokens.x.push_back(static_cast<double>(g.tokens));
         by_tokens.y.push_back(g.best_speedup);
     }
-    for (const auto& p : st.programs())
-        if (p.ok()) {
-            dots.x.push_back(p.generation);
-            dots.y.push_back(p.speedup);
-        }
+    std::vector<Dot> dots;
+    int islands = st.get_meta("structure").value_or(nlohmann::json::object()).value("islands", 0);
+    for (const auto& p : st.programs()) {
+        islands = std::max(islands, p.island + 1);
+        if (p.ok()) dots.push_back({static_cast<double>(p.generation), p.speedup, p.island});
+    }
+    std::vector<Mark> migrations, restarts;
+    for (const auto& e : st.events()) {
+        if (e.kind == "migration" && (migrations.empty() || migrations.back().x != e.generation))
+            migrations.push_back({static_cast<double>(e.generation), -1});
+        if (e.kind == "restart")
+            restarts.push_back({static_cast<double>(e.generation), e.detail.value("island", 0)});
+    }
     std::string name = st.get_meta("task_name").value_or("?").get<std::string>();
-    const double w = 480, h = 320;
+    const double w = 480, h = 320, legend_h = 30;
     std::ostringstream s;
-    s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << 2 * w << "' height='" << h + 30 << "' viewBox='0 0 "
-      << 2 * w << " " << h + 30 << "' font-family='sans-serif' font-size='12'>\n"
+    s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << 2 * w << "' height='" << h + 30 + legend_h
+      << "' viewBox='0 0 " << 2 * w << " " << h + 30 + legend_h << "' font-family='sans-serif' font-size='12'>\n"
       << "<rect width='100%' height='100%' fill='white'/>\n"
       << "<text x='" << w << "' y='18' text-anchor='middle' font-size='14'>KernelEvo search: " << xml_escape(name)
       << "</text>\n"
-      << chart(0, 30, w, h, "Best speedup by generation", "generation", by_gen, dots,
+      << chart(0, 30, w, h, "Best speedup by generation", "generation", by_gen, dots, migrations, restarts, true,
                [](double v) { return fmt("%.0f", v); })
-      << chart(w, 30, w, h, "Best speedup by tokens spent", "LLM tokens", by_tokens, Series{}, tokens_str)
-      << "</svg>\n";
+      << chart(w, 30, w, h, "Best speedup by tokens spent", "LLM tokens", by_tokens, {}, {}, {}, false, tokens_str)
+      << legend(60, h + 30 + legend_h / 2, islands, !migrations.empty(), !restarts.empty()) << "</svg>\n";
     return s.str();
+}
+
+nlohmann::json report_json(store::Store& st) {
+    auto programs = st.programs();
+    store::Spent spent = st.spent();
+    nlohmann::json structure = st.get_meta("structure").value_or(nlohmann::json::object());
+    int64_t ok = 0, failed = 0, dup = 0, repairs = 0;
+    const store::Program* best = nullptr;
+    for (const auto& p : programs) {
+        if (p.ok()) {
+            ++ok;
+            if (!best || p.speedup > best->speedup) best = &p;
+        } else if (p.status == "duplicate") {
+            ++dup;
+        } else if (p.status != "pending") {
+            ++failed;
+        }
+        if (p.origin == "repair") ++repairs;
+    }
+    nlohmann::json generations = nlohmann::json::array();
+    for (const auto& g : st.history())
+        generations.push_back({{"generation", g.generation}, {"best_speedup", g.best_speedup},
+                               {"best_program", g.best_program}, {"ok", g.ok}, {"failed", g.failed},
+                               {"tokens", g.tokens}, {"cost_usd", g.cost_usd}, {"elapsed_s", g.elapsed_s}});
+    nlohmann::json migrations = nlohmann::json::array(), restarts = nlohmann::json::array();
+    for (const auto& e : st.events()) {
+        if (e.kind == "migration")
+            migrations.push_back({{"generation", e.generation}, {"from", e.detail.value("from", -1)},
+                                  {"to", e.detail.value("to", -1)},
+                                  {"programs", e.detail.value("programs", nlohmann::json::array())}});
+        if (e.kind == "restart")
+            restarts.push_back({{"generation", e.generation}, {"island", e.detail.value("island", -1)}});
+    }
+    nlohmann::json best_json = nullptr;
+    if (best)
+        best_json = {{"program", best->id}, {"speedup", best->speedup}, {"generation", best->generation},
+                     {"island", best->island}, {"origin", best->origin}};
+    return {{"task", st.get_meta("task_name").value_or("").get<std::string>()},
+            {"arch", structure.value("arch", "")},
+            {"islands", structure.value("islands", 0)},
+            {"stop_reason", st.get_meta("stop_reason").value_or("").get<std::string>()},
+            {"elapsed_s", st.get_meta("elapsed_s").value_or(0.0).get<double>()},
+            {"candidates", {{"ok", ok}, {"failed", failed}, {"duplicates", dup}, {"repairs", repairs}}},
+            {"llm", {{"requests", spent.calls}, {"prompt_tokens", spent.prompt_tokens},
+                     {"completion_tokens", spent.completion_tokens}, {"cost_usd", spent.cost_usd}}},
+            {"best", best_json},
+            {"generations", generations},
+            {"migrations", migrations},
+            {"restarts", restarts}};
+}
+
+namespace {
+const char* kCandidateColumns[] = {"id", "generation", "island", "origin", "attempt", "parent_id", "status",
+                                   "speedup", "kernel_us", "reference_us", "key", "norm_hash", "llm_call_id", "created"};
+
+nlohmann::json candidate_row(const store::Program& p) {
+    auto num = [&](const char* k) {
+        return p.details.is_object() && p.details.contains(k) && p.details[k].is_number() ? p.details[k].get<double>() : 0.0;
+    };
+    return {{"id", p.id}, {"generation", p.generation}, {"island", p.island}, {"origin", p.origin},
+            {"attempt", p.attempt}, {"parent_id", p.parent_id}, {"status", p.status}, {"speedup", p.speedup},
+            {"kernel_us", num("kernel_us")}, {"reference_us", num("reference_us")}, {"key", p.key},
+            {"norm_hash", p.norm_hash}, {"llm_call_id", p.llm_call_id}, {"created", p.created}};
+}
+
+std::string csv_field(const nlohmann::json& v) {
+    if (!v.is_string()) return v.dump();
+    const std::string& t = v.get_ref<const std::string&>();
+    if (t.find_first_of(",\"\r\n") == std::string::npos) return t;
+    std::string out = "\"";
+    for (char c : t) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+}
+}  // namespace
+
+std::string candidates_csv(store::Store& st) {
+    std::ostringstream s;
+    for (size_t i = 0; i < std::size(kCandidateColumns); ++i) s << (i ? "," : "") << kCandidateColumns[i];
+    s << "\n";
+    for (const auto& p : st.programs()) {
+        nlohmann::json row = candidate_row(p);
+        for (size_t i = 0; i < std::size(kCandidateColumns); ++i) s << (i ? "," : "") << csv_field(row[kCandidateColumns[i]]);
+        s << "\n";
+    }
+    return s.str();
+}
+
+nlohmann::json candidates_json(store::Store& st) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& p : st.programs()) {
+        nlohmann::json row = candidate_row(p);
+        row["feedback"] = p.feedback;
+        row["source"] = p.source;
+        out.push_back(std::move(row));
+    }
+    return out;
 }
 
 std::string report_html(store::Store& st) {

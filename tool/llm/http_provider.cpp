@@ -290,6 +290,7 @@ ChatResponse HttpProvider::chat(const ChatRequest& request) {
         Attempt a = attempt(payload);
         Failure f;
         if (cancelled_) throw Cancelled();
+        if (a.connected) connected_once_ = true;
         if (a.read_timed_out || a.code == CURLE_OPERATION_TIMEDOUT) {
             f.message = a.connected ? "no complete reply from " + url_ + " within " +
                                           format_seconds(config_.read_timeout_s) + " (read timeout)"
@@ -373,7 +374,13 @@ ChatResponse HttpProvider::chat(const ChatRequest& request) {
             }
         }
 
-        // A failed attempt: retry it, or give up.
+        // A failed attempt: retry it, or give up. A server that this provider has never reached
+        // (connection refused, unknown host, connect timeout) is a wrong URL or no network, not a
+        // hiccup: fail within the connect timeout instead of retrying for minutes.
+        if (f.retryable && !a.connected && !connected_once_) {
+            f.retryable = false;
+            f.message += " (not retried: no connection to this server has succeeded yet; check --llm-url and the network)";
+        }
         if (!f.retryable) raise(f);
         if (n >= config_.max_attempts) {
             if (n > 1) f.message += " (gave up after " + std::to_string(n) + " attempts)";

@@ -142,6 +142,7 @@ private:
     HttpConfig config_;
     std::string url_;
     std::atomic<bool> cancelled_{false};
+    std::atomic<bool> connected_once_{false};   // some attempt reached the server (retry policy)
     std::mutex mu_;                      // guards idle_, rng_, and the cancel wait
     std::condition_variable cancel_cv_;
     std::vector<std::unique_ptr<Transfer>> idle_;

@@ -3,7 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "common/process.h"
@@ -17,6 +20,7 @@ void register_llm_command(CLI::App& app, int& rc) {
         llm::LlmOptions llm;
         std::string prompt = "Reply with the single word: pong";
         int max_tokens = 1024;
+        bool json = false;
     };
     static CheckOptions o;
     // A check should answer quickly; these defaults (shown in --help) are shorter than a search's.
@@ -38,18 +42,27 @@ void register_llm_command(CLI::App& app, int& rc) {
                       "Completion token limit of the request (reasoning models need room to think)")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    check->add_flag("--json", o.json, "Print the results as one JSON object on stdout (schema: README, JSON output)");
 
     check->callback([&rc] {
         auto log = [](const std::string& line) { std::cerr << "kernelevo: llm: " << line << "\n"; };
         auto client = llm::make_client(o.llm, log);
-        std::cout << "url:      " << (o.llm.replay.empty() ? o.llm.url : "replay of " + o.llm.replay) << "\n";
+        // Human lines go to `text`, which --json discards.
+        std::ostringstream discard;
+        std::ostream& text = o.json ? static_cast<std::ostream&>(discard) : std::cout;
+        nlohmann::json report{{"url", o.llm.replay.empty() ? o.llm.url : std::string()},
+                              {"replay", o.llm.replay.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.llm.replay)},
+                              {"key_source", nullptr},
+                              {"models", nlohmann::json::array()}};
+        text << "url:      " << (o.llm.replay.empty() ? o.llm.url : "replay of " + o.llm.replay) << "\n";
         if (o.llm.replay.empty()) {
             llm::ApiKey key = llm::find_api_key(o.llm.url, o.llm.key_env);
-            std::cout << "key:      "
-                      << (!key.value.empty()     ? "from $" + key.source
-                          : key.withheld.empty() ? std::string("none (KERNELEVO_API_KEY and the provider's variable are unset)")
-                                                 : "none ($" + key.withheld + " is sent only to openrouter.ai)")
-                      << "\n";
+            if (!key.value.empty()) report["key_source"] = key.source;
+            text << "key:      "
+                 << (!key.value.empty()     ? "from $" + key.source
+                     : key.withheld.empty() ? std::string("none (KERNELEVO_API_KEY and the provider's variable are unset)")
+                                            : "none ($" + key.withheld + " is sent only to openrouter.ai)")
+                 << "\n";
         }
         std::set<std::string> seen;
         int failed = 0;
@@ -60,12 +73,18 @@ void register_llm_command(CLI::App& app, int& rc) {
             request.messages = {{"user", o.prompt}};
             request.temperature = 0;
             request.max_tokens = o.max_tokens;
-            std::cout << "\nmodel:    " << m.name << "\n" << std::flush;
+            text << "\nmodel:    " << m.name << "\n" << std::flush;
+            nlohmann::json row{{"model", m.name}};
             try {
                 llm::ChatResponse r = client->chat(request);
                 char cost[64] = "not reported";
                 if (r.usage.cost_known) std::snprintf(cost, sizeof cost, "$%.6f", r.usage.cost_usd);
-                std::cout << "answered: " << r.model << "\n"
+                row.update({{"status", "ok"}, {"answered_by", r.model}, {"latency_s", r.latency_s}, {"attempts", r.attempts},
+                            {"answer", redact(llm::snippet(r.content, 200))}, {"prompt_tokens", r.usage.prompt_tokens},
+                            {"completion_tokens", r.usage.completion_tokens},
+                            {"cost_usd", r.usage.cost_known ? nlohmann::json(r.usage.cost_usd) : nlohmann::json(nullptr)},
+                            {"error", nullptr}});
+                text << "answered: " << r.model << "\n"
                           << "latency:  " << llm::format_seconds(r.latency_s)
                           << (r.attempts > 1 ? " (" + std::to_string(r.attempts) + " attempts)" : "") << "\n"
                           << "answer:   " << redact(llm::snippet(r.content, 200)) << "\n"
@@ -75,10 +94,14 @@ void register_llm_command(CLI::App& app, int& rc) {
                           << "status:   ok\n";
             } catch (const llm::LlmError& e) {
                 ++failed;
-                std::cout << "status:   FAILED\n" << std::flush;
+                row.update({{"status", "failed"}, {"error", redact(e.what())}});
+                text << "status:   FAILED\n" << std::flush;
                 std::cerr << "kernelevo: llm check: " << m.name << ": " << redact(e.what()) << "\n";
             }
+            report["models"].push_back(row);
         }
+        report["ok"] = failed == 0;
+        if (o.json) std::cout << report.dump(2) << std::endl;
         rc = failed ? 1 : 0;
     });
 }

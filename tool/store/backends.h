@@ -8,7 +8,7 @@
 
 namespace kevo::store::detail {
 
-std::unique_ptr<Store> open_sqlite(const std::string& path);
+std::unique_ptr<Store> open_sqlite(const std::string& path, Access access);
 
 // redis_store.cpp; only when built with hiredis (KEVO_HAVE_REDIS).
 std::unique_ptr<Store> open_redis(const StoreLocation& where);

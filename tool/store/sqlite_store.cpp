@@ -4,6 +4,8 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <mutex>
 
 #include "common/error.h"
@@ -128,14 +130,51 @@ LlmCall read_call(const Stmt& s) {
 
 class SqliteStore : public Store {
 public:
-    explicit SqliteStore(const std::string& path) {
-        if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                            nullptr) != SQLITE_OK) {
+    SqliteStore(const std::string& path, Access access) {
+        const bool read_only = access == Access::read_only;
+        int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX;
+        std::string name = path;
+        if (read_only && !std::filesystem::exists(path + "-wal") && !std::filesystem::exists(path + "-shm")) {
+            // No writer has the file open (a WAL writer always has a -wal file): read it as immutable,
+            // so that SQLite does not leave -wal/-shm files beside it either.
+            name = "file:";
+            for (char c : std::filesystem::absolute(path).string()) {
+                if (c == '%' || c == '?' || c == '#') {
+                    char esc[4];
+                    std::snprintf(esc, sizeof esc, "%%%02X", static_cast<unsigned char>(c));
+                    name += esc;
+                } else {
+                    name += c;
+                }
+            }
+            name += "?immutable=1";
+            flags |= SQLITE_OPEN_URI;
+        }
+        if (sqlite3_open_v2(name.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
             std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
             sqlite3_close(db_);
             throw UsageError("cannot open the state store " + path + ": " + msg);
         }
         sqlite3_busy_timeout(db_, 10000);
+        if (read_only) {
+            // Reading only: no schema, no journal mode change; the file stays as it is.
+            std::string version;
+            try {
+                Stmt s(db_, "SELECT value FROM meta WHERE key='schema_version'");
+                if (s.step()) version = s.text(0);
+            } catch (const UsageError&) {
+            }
+            if (version.empty()) {
+                sqlite3_close(db_);
+                throw UsageError(path + " is not a KernelEvo search state (no schema_version in a meta table)");
+            }
+            if (version != std::to_string(kSchemaVersion)) {
+                sqlite3_close(db_);
+                throw UsageError("state store " + path + " has schema version " + version + ", expected " +
+                                 std::to_string(kSchemaVersion));
+            }
+            return;
+        }
         try {
             exec("PRAGMA journal_mode=WAL");
             exec("PRAGMA synchronous=FULL");
@@ -376,6 +415,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Store> detail::open_sqlite(const std::string& path) { return std::make_unique<SqliteStore>(path); }
+std::unique_ptr<Store> detail::open_sqlite(const std::string& path, Access access) {
+    return std::make_unique<SqliteStore>(path, access);
+}
 
 }  // namespace kevo::store

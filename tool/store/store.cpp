@@ -208,10 +208,16 @@ bool redis_supported() {
 #endif
 }
 
-std::unique_ptr<Store> open_store(const std::string& location) {
+std::unique_ptr<Store> open_store(const std::string& location, Access access) {
     StoreLocation w = parse_store_location(location);
-    if (!w.redis) return std::make_unique<RedactingStore>(detail::open_sqlite(w.path));
+    if (!w.redis) {
+        if (access == Access::read_only && !std::filesystem::is_regular_file(w.path))
+            throw UsageError("no search state at " + w.path);
+        return std::make_unique<RedactingStore>(detail::open_sqlite(w.path, access));
+    }
 #ifdef KEVO_HAVE_REDIS
+    if (access == Access::read_only && !detail::redis_exists(w))
+        throw UsageError("no search state at " + w.display());
     return std::make_unique<RedactingStore>(detail::open_redis(w));
 #else
     no_redis(w);

@@ -139,7 +139,12 @@ bool redis_supported();
 //
 // Every text the store writes (prompts, requests, replies, sources, feedback, validation details,
 // metadata, events, island states) passes through kevo::redact() first, whatever the backend.
-std::unique_ptr<Store> open_store(const std::string& location);
+//
+// Access::read_only (kernelevo report) never creates, converts or adds tables to anything: a
+// missing, empty or foreign file is a UsageError and stays as it was; writes through the store
+// fail. (A Redis state is read without writes once its metadata exists: check store_exists().)
+enum class Access { read_write, read_only };
+std::unique_ptr<Store> open_store(const std::string& location, Access access = Access::read_write);
 // Whether a state exists there (an SQLite file, or the run's metadata key on the Redis server).
 bool store_exists(const std::string& location);
 // Deletes the state there (the SQLite file with its WAL and SHM files, or every key of the run's

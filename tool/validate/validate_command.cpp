@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/cli.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/log.h"
+#include "compile/arch_support.h"
 #include "validate/validate.h"
 
 namespace kevo {
@@ -67,6 +70,7 @@ void register_validate_command(CLI::App& app, int& rc) {
     cmd->add_option("--suspicious", args->suspicious, "Flag speedups above this factor")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_flag("--no-timing", args->no_timing, "Check correctness only");
     cmd->add_flag("--keep-temps", args->keep, "Keep the runner's job directory (for debugging)");
+    cli::add_verbosity_flags(*cmd, "Also print the compiler output and the runner's details (per-trial checks, timing, device)");
     cmd->callback([args, &rc] {
         Task task = load_task(args->task);
         std::string source;
@@ -76,7 +80,7 @@ void register_validate_command(CLI::App& app, int& rc) {
             throw UsageError("--kernel: cannot read " + args->kernel);
         }
         ValidateOptions opt;
-        opt.arch = args->arch;
+        opt.arch = args->arch.empty() ? std::string() : normalize_arch(args->arch);
         opt.timeout_s = args->timeout;
         opt.timing_trials = args->trials;
         opt.warmup = args->warmup;
@@ -86,16 +90,21 @@ void register_validate_command(CLI::App& app, int& rc) {
         opt.time_kernels = !args->no_timing;
         opt.keep_temps = args->keep;
         Validator v(task, opt);
-        if (!args->json) std::cerr << "kernelevo: compiling " << args->kernel << " for " << v.arch() << " ...\n";
+        // An architecture the toolkit cannot compile is a setup error, not a failed candidate.
+        require_toolkit_arch(v.arch(), opt.compile);
+        const bool progress = !args->json && !quiet();
+        if (progress) std::cerr << "kernelevo: compiling " << args->kernel << " for " << v.arch() << " ...\n";
         CompileResult c = v.compile(source);
-        if (!args->json && c.ok) {
+        if (progress && c.ok) {
             char b[64];
             std::snprintf(b, sizeof b, "%.2f s", c.seconds);
             std::cerr << "kernelevo: compiled in " << b << (c.cached ? " (cached)" : "") << "; running ...\n";
+            if (verbose() && !c.log.empty()) std::cerr << "kernelevo: compiler output:\n" << c.log << "\n";
         }
         ValidationResult r = v.run(c);
         if (args->json) std::cout << r.to_json().dump(2) << std::endl;
         else print_human(task, r);
+        if (!args->json && verbose() && !r.details.is_null()) std::cerr << "kernelevo: details:\n" << r.details.dump(2) << "\n";
         rc = r.status == Status::ok ? 0 : r.status == Status::no_device ? 2 : 1;
     });
 }
