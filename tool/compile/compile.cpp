@@ -116,6 +116,7 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     if (fs::exists(so, ec)) {
         res.ok = res.cached = true;
         res.library = so;
+        res.kernels = load_kernel_resources(so);
         res.seconds = elapsed();
         return res;
     }
@@ -136,13 +137,15 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
                "-gencode", "arch=compute_" + gencode + ",code=sm_" + gencode,
                "-I" + (tmp.path() / "include").string(), "-o", "kernel.so", "kernel.cu",
                // A candidate without the entry point (or with C++ linkage) fails here, not at run time.
-               "-Xlinker", std::string("--require-defined=") + kLinkContract};
+               "-Xlinker", std::string("--require-defined=") + kLinkContract, "-Xptxas", "-v"};
     for (const auto& f : opt.extra_flags) po.argv.push_back(f);
     po.cwd = tmp.path();
     po.timeout_s = opt.timeout_s;
     ProcessResult r = run_process(po);
     // Paths of the private temp dir mean nothing to the reader (or to an LLM repairing the code).
-    res.log = trim_compiler_log(strip_dir(r.out + r.err, tmp.path()));
+    const std::string output = strip_dir(r.out + r.err, tmp.path());
+    res.kernels = parse_ptxas_info(output);
+    res.log = trim_compiler_log(strip_ptxas_info(output));
     if (!r.ok()) {
         if (r.timed_out) res.log = "compilation " + r.describe() + "\n" + res.log;
         else if (res.log.empty()) res.log = "nvcc failed: " + r.describe();
@@ -151,6 +154,7 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
         res.seconds = elapsed();
         return res;
     }
+    save_kernel_resources(so, res.kernels);  // before the .so: a cache hit always finds both
     install_file_atomic(tmp.path() / "kernel.so", so, "the compiled kernel");
     res.ok = true;
     res.library = so;

@@ -1,0 +1,27 @@
+// Speed-of-light figures on a ValidationResult: what the validator, `kernelevo validate`, the search
+// and `kernelevo tune` call after a successful run.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sol/sol.h"
+#include "validate/validate.h"
+
+namespace kevo::sol {
+
+// The bandwidth the memory floors assume, and where it comes from. Uses the validator's measured
+// copy bandwidth where it has one, else the device's datasheet peak (from clock and bus width),
+// else 0 (no GPU: no floors).
+std::pair<double, std::string> bandwidth_of(Validator& validator);
+
+// The kernel times of a result per timed shape set: details.shapes[] ({"set", "kernel_us"}) when the
+// runner timed several sets, else the result's kernel_us for the first timed set.
+std::vector<std::pair<int, double>> kernel_times(const ValidationResult& r, const Task& task);
+
+// Adds details["sol"] (Sol::to_json()) to an ok result with a kernel time; leaves others as they are.
+// `gbs` 0: nothing is added. `sm_count` scales the compute peak (0: the table's reference part).
+void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::string& bandwidth_source = "measured copy bandwidth",
+                  int sm_count = 0);
+
+}  // namespace kevo::sol
