@@ -2,10 +2,8 @@
 
 namespace kevo::sol {
 
-std::pair<double, std::string> bandwidth_of(Validator& validator) {
-    // The lead's runner measures the copy bandwidth once per device (Validator::measured_bandwidth_gbs());
-    // until that lands here, the datasheet peak stands in and says so.
-    const DeviceInfo& d = validator.device();
+std::pair<double, std::string> bandwidth_of(const DeviceInfo& d, double measured_gbs) {
+    if (measured_gbs > 0) return {measured_gbs, "measured copy bandwidth"};
     if (d.present && d.mem_bandwidth_gbs > 0) return {d.mem_bandwidth_gbs, "datasheet peak"};
     return {0, "unknown"};
 }
@@ -33,3 +31,15 @@ void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::
 }
 
 }  // namespace kevo::sol
+
+namespace kevo {
+
+void annotate_resources(ValidationResult& r, const CompileResult& compiled) {
+    if (compiled.kernels.empty()) return;
+    if (!r.details.is_object()) r.details = nlohmann::json::object();
+    nlohmann::json k = nlohmann::json::array();
+    for (const auto& x : compiled.kernels) k.push_back(x.to_json());
+    r.details["resources"] = k;
+}
+
+}  // namespace kevo

@@ -1,5 +1,6 @@
 // Speed-of-light figures on a ValidationResult: what the validator, `kernelevo validate`, the search
-// and `kernelevo tune` call after a successful run.
+// and `kernelevo tune` call after a successful run. Header-only use of validate.h: kevo_validate
+// itself links this (kevo_sol).
 #pragma once
 #include <string>
 #include <utility>
@@ -10,10 +11,10 @@
 
 namespace kevo::sol {
 
-// The bandwidth the memory floors assume, and where it comes from. Uses the validator's measured
-// copy bandwidth where it has one, else the device's datasheet peak (from clock and bus width),
-// else 0 (no GPU: no floors).
-std::pair<double, std::string> bandwidth_of(Validator& validator);
+// The bandwidth the memory floors assume, and where it comes from: the measured copy bandwidth
+// (Validator::measured_bandwidth_gbs(), read + write counted) when positive, else the device's
+// datasheet peak (from clock and bus width), else 0 (no GPU: no floors).
+std::pair<double, std::string> bandwidth_of(const DeviceInfo& device, double measured_gbs = 0);
 
 // The kernel times of a result per timed shape set: details.shapes[] ({"set", "kernel_us"}) when the
 // runner timed several sets, else the result's kernel_us for the first timed set.
@@ -25,3 +26,8 @@ void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::
                   int sm_count = 0);
 
 }  // namespace kevo::sol
+
+namespace kevo {
+// Adds details["resources"] (ptxas figures per kernel, KernelResources::to_json()) from the compile.
+void annotate_resources(ValidationResult& r, const CompileResult& compiled);
+}  // namespace kevo

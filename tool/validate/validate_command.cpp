@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "sol/annotate.h"
 #include "validate/validate.h"
 
 namespace kevo {
@@ -39,6 +40,16 @@ void print_human(const Task& task, const ValidationResult& r) {
                           r.speedup, r.suspicious ? "  (suspicious: check by hand)" : "");
             std::cout << b;
         }
+        if (r.details.contains("sol")) {
+            const auto& sol = r.details["sol"];
+            std::cout << "  speed of light  " << sol::sol_line(sol) << " [" << sol.value("bandwidth_source", std::string()) << " "
+                      << static_cast<long>(sol.value("bandwidth_gbs", 0.0)) << " GB/s]\n";
+        }
+    }
+    if (r.details.contains("resources") && !r.details["resources"].empty()) {
+        std::vector<KernelResources> k;
+        for (const auto& j : r.details["resources"]) k.push_back(KernelResources::from_json(j));
+        std::cout << "  ptxas        " << resources_summary(k) << "\n";
     }
     if (!r.log.empty()) std::cout << (r.status == Status::ok ? "" : "\n") << r.log << (r.log.back() == '\n' ? "" : "\n");
 }
@@ -94,6 +105,9 @@ void register_validate_command(CLI::App& app, int& rc) {
             std::cerr << "kernelevo: compiled in " << b << (c.cached ? " (cached)" : "") << "; running ...\n";
         }
         ValidationResult r = v.run(c);
+        annotate_resources(r, c);
+        auto [gbs, source_of_gbs] = sol::bandwidth_of(v.device());
+        sol::annotate_sol(r, task, gbs, source_of_gbs, v.device().sm_count);
         if (args->json) std::cout << r.to_json().dump(2) << std::endl;
         else print_human(task, r);
         rc = r.status == Status::ok ? 0 : r.status == Status::no_device ? 2 : 1;
