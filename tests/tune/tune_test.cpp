@@ -130,7 +130,7 @@ TEST(Tune, GridTriesEveryPointOnceAndFindsTheBest) {
     TuneOptions o;
     o.compile_jobs = 4;
     int seen = 0;
-    TuneResult r = tune(src, ev, o, [&](const Trial&) { ++seen; });
+    TuneResult r = tune::tune(src, ev, o, [&](const Trial&) { ++seen; });
     EXPECT_EQ(r.strategy, "grid");
     EXPECT_EQ(r.space, 16u);
     ASSERT_EQ(r.trials.size(), 16u);  // a 16-point space costs 16 runs
@@ -152,7 +152,7 @@ TEST(Tune, GridTriesEveryPointOnceAndFindsTheBest) {
 TEST(Tune, FailingVariantsAreSkippedAndTiesKeepTheDefault) {
     // BLOCK=512 does not compile; every other point is equally fast.
     FnEvaluator ev([](const Point& p) { return p.at("BLOCK") == 512 ? -1.0 : 2.0; });
-    TuneResult r = tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128 256 512)\n"), ev, TuneOptions{});
+    TuneResult r = tune::tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128 256 512)\n"), ev, TuneOptions{});
     ASSERT_EQ(r.trials.size(), 4u);
     int failed = 0;
     for (const auto& t : r.trials) failed += t.status == "compile_error";
@@ -168,14 +168,14 @@ TEST(Tune, RandomDrawsDistinctPointsWithinTheBudget) {
     o.strategy = "random";
     o.max_evals = 10;
     o.seed = 7;
-    TuneResult r = tune(src, ev, o);
+    TuneResult r = tune::tune(src, ev, o);
     ASSERT_EQ(r.trials.size(), 10u);
     std::set<Point> points;
     for (const auto& t : r.trials) points.insert(t.point);
     EXPECT_EQ(points.size(), 10u);
     EXPECT_EQ(r.trials[0].point, (Point{{"BLOCK", 128}, {"UNROLL", 1}}));
     FnEvaluator again(landscape);
-    TuneResult r2 = tune(src, again, o);  // the same seed: the same points
+    TuneResult r2 = tune::tune(src, again, o);  // the same seed: the same points
     for (size_t i = 0; i < r.trials.size(); ++i) EXPECT_EQ(r2.trials[i].point, r.trials[i].point);
 }
 
@@ -188,14 +188,14 @@ TEST(Tune, TpeFindsTheOptimumOfALargeSpaceWithFewEvaluations) {
         o.max_evals = 20;  // of 64 points
         o.seed = seed;
         FnEvaluator ev(landscape);
-        TuneResult r = tune(src, ev, o);
+        TuneResult r = tune::tune(src, ev, o);
         EXPECT_EQ(r.strategy, "tpe");  // auto on a space larger than the budget
         EXPECT_EQ(r.trials.size(), 20u);
         found += r.best_trial()->speedup == 3.0;
         tpe_sum += r.best_trial()->speedup;
         o.strategy = "random";
         FnEvaluator ev2(landscape);
-        random_sum += tune(src, ev2, o).best_trial()->speedup;
+        random_sum += tune::tune(src, ev2, o).best_trial()->speedup;
     }
     EXPECT_GE(found, 4) << "TPE found the optimum in " << found << " of 6 runs";
     EXPECT_GT(tpe_sum, random_sum);
@@ -203,11 +203,11 @@ TEST(Tune, TpeFindsTheOptimumOfALargeSpaceWithFewEvaluations) {
 
 TEST(Tune, BadInputIsATuneError) {
     FnEvaluator ev(landscape);
-    EXPECT_THROW(tune("__global__ void k() {}", ev, TuneOptions{}), TuneError);
+    EXPECT_THROW(tune::tune("__global__ void k() {}", ev, TuneOptions{}), TuneError);
     TuneOptions o;
     o.strategy = "annealing";
-    EXPECT_THROW(tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128)\n"), ev, o), TuneError);
+    EXPECT_THROW(tune::tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128)\n"), ev, o), TuneError);
     o = TuneOptions{};
     o.max_evals = 0;
-    EXPECT_THROW(tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128)\n"), ev, o), TuneError);
+    EXPECT_THROW(tune::tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128)\n"), ev, o), TuneError);
 }
