@@ -2,6 +2,7 @@
 // summaries and diverse inspirations; the --target-sol stop; tuning of KEVO_TUNABLE candidates.
 #include <gtest/gtest.h>
 
+#include "common/error.h"
 #include "common/fs.h"
 #include "evolve/prompt_text.h"
 #include "evolve/search.h"
@@ -18,12 +19,12 @@ using testing::ScriptedEvaluator;
 using testing::ScriptedProvider;
 using testing::user_prompt;
 
-struct Run {
+struct SolRun {
     TempDir dir{"kevo-sol-search"};
     Task task;
     std::unique_ptr<store::Store> store;
     ScriptedEvaluator evaluator;
-    Run() {
+    SolRun() {
         fs::path ref = fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "gelu_bias_ref.cpp";
         nlohmann::json j = {
             {"name", "gelu_bias"},
@@ -94,7 +95,7 @@ TEST(Prompts, InspirationsAreTheBestAndTheMostDifferent) {
 }
 
 TEST(SearchSol, PromptsCarryBoundsLimitsAndTheProfile) {
-    Run r;
+    SolRun r;
     r.evaluator.profile_text = "k [grid (4096, 1, 1), block (256, 1, 1)]: 131 us; DRAM 91% of peak, SM 23%";
     ScriptedProvider provider(evolving);
     r.run(small(2), provider);
@@ -115,20 +116,24 @@ TEST(SearchSol, PromptsCarryBoundsLimitsAndTheProfile) {
         if (prompt_kind(q) == "mutate_full" || prompt_kind(q) == "mutate_diff") mutation = user_prompt(q);
     ASSERT_FALSE(mutation.empty());
     EXPECT_NE(mutation.find("% of the speed of light)"), std::string::npos) << mutation;  // parent_metrics
-    EXPECT_NE(mutation.find("Speed of light: 10.0 us; the memory floor is 3.00 us: 30% of the limit"), std::string::npos) << mutation;
-    EXPECT_NE(mutation.find("Profile (Nsight Compute): k [grid (4096, 1, 1)"), std::string::npos) << mutation;
+    EXPECT_NE(mutation.find("\nSpeed of light: "), std::string::npos) << mutation;
+    EXPECT_NE(mutation.find(" us; the memory floor is 3.00 us: "), std::string::npos) << mutation;
+    // The profile of a new best reaches the prompts that mutate it.
+    bool profiled = false;
+    for (const auto& q : reqs) profiled = profiled || user_prompt(q).find("Profile (Nsight Compute): k [grid (4096, 1, 1)") != std::string::npos;
+    EXPECT_TRUE(profiled);
     EXPECT_GE(r.evaluator.profiles(), 1);
 }
 
 TEST(SearchSol, WithoutAProfilerPromptsSayNothingAboutIt) {
-    Run r;
+    SolRun r;
     ScriptedProvider provider(evolving);
     r.run(small(1), provider);
     for (const auto& q : provider.requests()) EXPECT_EQ(user_prompt(q).find("Profile (Nsight Compute)"), std::string::npos);
 }
 
 TEST(SearchSol, StopsAtTheTargetFractionOfTheSpeedOfLight) {
-    Run r;
+    SolRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(100);
     cfg.target_sol = 0.6;  // speedup 2x in the scripted evaluator
@@ -141,7 +146,7 @@ TEST(SearchSol, StopsAtTheTargetFractionOfTheSpeedOfLight) {
 }
 
 TEST(SearchSol, TunesAPromisingCandidateWithoutTheLlm) {
-    Run r;
+    SolRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(1);
     cfg.initial_source = kTunable;
@@ -169,7 +174,7 @@ TEST(SearchSol, TunesAPromisingCandidateWithoutTheLlm) {
     r.run(cfg, provider);
     EXPECT_EQ(r.evaluator.runs().size(), runs);
     // --tune-evals 0: no tuning.
-    Run off;
+    SolRun off;
     cfg.tune_evals = 0;
     off.run(cfg, provider);
     EXPECT_FALSE(off.store->find_program("g0.seed.a0.tune"));

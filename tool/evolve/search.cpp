@@ -423,7 +423,7 @@ struct Search::Impl {
             if (p.ok()) {
                 result.child = p;
                 result.feedback = p.feedback;
-                if (auto tuned = tune_program(p, slot.key + ".tune")) {
+                if (auto tuned = tune_program(p, p.key + ".tune")) {
                     result.child = tuned;
                     result.feedback = tuned->feedback;
                 }
