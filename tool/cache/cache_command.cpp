@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cache/cache.h"
+#include "sol/sol.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -93,6 +94,7 @@ void run_status(const StatusArgs& a, int& rc) {
                 row["model"] = l.meta->model;
                 row["validated"] = l.meta->validated;
                 row["gpu"] = l.meta->gpu;
+                row["summary"] = sol::result_summary(l.meta->validation);  // per-shape speedups, speed of light
             }
             if (l.state != cache::State::valid) ++problems;
             out.push_back(row);
@@ -113,6 +115,7 @@ void run_status(const StatusArgs& a, int& rc) {
             std::printf("%-24s %-8s %-8s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
                         state.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
                         r.value("date", std::string("-")).c_str(), origin.empty() ? "-" : origin.c_str());
+            if (!r.value("summary", std::string()).empty()) std::printf("    %s\n", r["summary"].get<std::string>().c_str());
             if (!r["reason"].get<std::string>().empty() && r["state"] != "valid")
                 std::printf("    %s\n", r["reason"].get<std::string>().c_str());
         }

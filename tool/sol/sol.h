@@ -96,4 +96,10 @@ std::string limits_text(const Task& task, const Limits& limits);
 std::string sol_line(const nlohmann::json& sol_json);
 inline std::string sol_line(const Sol& sol) { return sol_line(sol.to_json()); }
 
+// For reports and `kernelevo cache status`, from a stored validation (ValidationResult::to_json(), or
+// its details): each timed shape set's speedup (details.shapes[]: set, label, speedup) and the
+// speed-of-light fraction, e.g. "M=4096 N=4096 2.31x, M=33 N=1001 1.10x; 88% of the speed of light".
+// "" when it holds neither.
+std::string result_summary(const nlohmann::json& validation);
+
 }  // namespace kevo::sol
