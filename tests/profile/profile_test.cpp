@@ -7,6 +7,7 @@
 
 #include "common/fs.h"
 #include "profile/profile.h"
+#include "task/task.h"
 
 using namespace kevo;
 using namespace kevo::profile;
@@ -144,4 +145,18 @@ TEST(Profiler, RunsNcuAndSummarizes) {
     std::string failed = p.profile({"/bin/runner", "other"});
     EXPECT_EQ(failed.rfind("profile failed: ncu exit code 3", 0), 0u) << failed;
     EXPECT_NE(failed.find("bad command line"), std::string::npos) << failed;
+}
+
+TEST(Bench, CommandDescribesTheTaskTensorsByTheirTables) {
+    Task t = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
+    auto argv = bench_command("/opt/kernelevo-bench", "/cache/k.so", t, 1, 2, 1);
+    EXPECT_EQ(argv, (std::vector<std::string>{"/opt/kernelevo-bench", "--kernel", "/cache/k.so", "--warmup", "2", "--calls", "1",
+                                              "--in", "0:33,1001:0:0:1",  // float32, randn (mean 0, std 1)
+                                              "--in", "0:1001:0:0:1", "--out", "0:33,1001"}));
+    ProfileOptions o = bench_profile_options();
+    auto ncu = ncu_command("ncu", argv, o);
+    std::string all;
+    for (const auto& a : ncu) all += a + " ";
+    EXPECT_NE(all.find(" --profile-from-start off "), std::string::npos) << all;  // only the bench's profiled calls
+    EXPECT_EQ(all.find("--launch-count"), std::string::npos) << all;           // every launch in them
 }

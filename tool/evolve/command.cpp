@@ -110,6 +110,12 @@ void run_search(SearchArgs& a, int& rc) {
     Validator validator(task, vo);
     evolve::ValidatorEvaluator evaluator(validator);
     evaluator.log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
+    if (cfg.profile_best) {  // new best kernels run once more, alone, under ncu (kernelevo-bench)
+        evaluator.profile_options = profile::bench_profile_options();
+        evaluator.profile_command = [&task, bench = profile::default_bench()](const CompileResult& c) {
+            return profile::bench_command(bench, c.library, task, static_cast<size_t>(task.timed_sets().front()));
+        };
+    }
     std::string arch = validator.arch();
 
     // An SQLite file (default: one per task and architecture under the cache) or a Redis URL.

@@ -40,9 +40,14 @@ Evaluation ValidatorEvaluator::run(const CompileResult& compiled) {
 
 std::string ValidatorEvaluator::profile(const CompileResult& compiled) {
     if (!profile_command) return "";
-    if (!profiler_) profiler_ = std::make_unique<profile::Profiler>(profile::ProfileOptions{}, log);
+    if (!profiler_) profiler_ = std::make_unique<profile::Profiler>(profile_options, log);
     if (!profiler_->available()) return "";
-    return profiler_->profile(profile_command(compiled));
+    std::string summary = profiler_->profile(profile_command(compiled));
+    if (summary.rfind("profile failed", 0) == 0) {  // for the person running the search, not for the model
+        if (log) log(summary);
+        return "";
+    }
+    return summary;
 }
 
 }  // namespace kevo::evolve

@@ -23,6 +23,7 @@ public:
     std::string profile(const CompileResult& compiled) override;
 
     std::function<std::vector<std::string>(const CompileResult&)> profile_command;
+    profile::ProfileOptions profile_options;
     std::function<void(const std::string&)> log;
 
 private:

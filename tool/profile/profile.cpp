@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/fs.h"
 #include "common/process.h"
+#include "task/init_kind.h"
 
 namespace kevo::profile {
 
@@ -118,6 +120,7 @@ std::vector<std::string> ncu_command(const std::string& ncu, const std::vector<s
     std::string metrics;
     for (const auto& m : o.metrics.empty() ? default_metrics() : o.metrics) metrics += (metrics.empty() ? "" : ",") + m;
     std::vector<std::string> argv = {ncu, "--csv", "--page", "raw", "--metrics", metrics, "--target-processes", "all"};
+    if (!o.profile_from_start) argv.insert(argv.end(), {"--profile-from-start", "off"});
     if (o.launch_skip > 0) argv.insert(argv.end(), {"--launch-skip", std::to_string(o.launch_skip)});
     if (o.launch_count > 0) argv.insert(argv.end(), {"--launch-count", std::to_string(o.launch_count)});
     if (!o.kernel_regex.empty()) argv.insert(argv.end(), {"--kernel-name", "regex:" + o.kernel_regex});
@@ -244,6 +247,51 @@ std::string summarize(const std::vector<KernelProfile>& kernels, size_t max_kern
     }
     if (order.size() > max_kernels) out += "\n(" + std::to_string(order.size() - max_kernels) + " more kernel(s) not shown)";
     return out;
+}
+
+std::filesystem::path default_bench() {
+    if (const char* p = std::getenv("KERNELEVO_BENCH"); p && *p) return p;
+    std::filesystem::path beside = self_exe_dir() / "kernelevo-bench";
+    std::error_code ec;
+    if (std::filesystem::exists(beside, ec)) return beside;
+#ifdef KEVO_BUILD_BENCH
+    if (std::filesystem::exists(KEVO_BUILD_BENCH, ec)) return KEVO_BUILD_BENCH;
+#endif
+    return beside;
+}
+
+std::vector<std::string> bench_command(const std::filesystem::path& bench, const std::filesystem::path& library, const Task& task,
+                                       size_t set, int warmup, int calls) {
+    std::vector<std::string> argv = {bench.string(), "--kernel", library.string(), "--warmup", std::to_string(warmup),
+                                     "--calls", std::to_string(calls)};
+    auto dims = [&](const TensorSpec& t) {
+        std::string s;
+        for (int64_t v : task.concrete_shape(t, set)) s += (s.empty() ? "" : ",") + std::to_string(v);
+        return s;
+    };
+    auto number = [](double v) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.17g", v);
+        return std::string(b);
+    };
+    for (const auto& t : task.inputs) {
+        int kind = kevo_init_kind_from_name(t.init.kind.c_str());
+        argv.push_back("--in");
+        argv.push_back(std::to_string(dtype_abi(t.dtype)) + ":" + dims(t) + ":" + std::to_string(kind < 0 ? KEVO_INIT_ZEROS : kind) +
+                       ":" + number(t.init.a) + ":" + number(t.init.b));
+    }
+    for (const auto& t : task.outputs) {
+        argv.push_back("--out");
+        argv.push_back(std::to_string(dtype_abi(t.dtype)) + ":" + dims(t));
+    }
+    return argv;
+}
+
+ProfileOptions bench_profile_options() {
+    ProfileOptions o;
+    o.profile_from_start = false;
+    o.launch_count = 0;
+    return o;
 }
 
 Profiler::Profiler(ProfileOptions options, std::function<void(const std::string&)> log)

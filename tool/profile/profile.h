@@ -3,11 +3,14 @@
 // few-line summary for the next prompts (DRAM and SM throughput, achieved occupancy, registers,
 // the top warp-stall reasons). Where ncu is missing, Profiler says so once and profiles nothing.
 #pragma once
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "task/task.h"
 
 namespace kevo::profile {
 
@@ -26,6 +29,7 @@ struct ProfileOptions {
     int launch_skip = 0;        // kernel launches to let pass before profiling (warm-up)
     int launch_count = 3;       // launches profiled
     std::string kernel_regex;   // only kernels whose name matches (ncu --kernel-name regex:...); empty: all
+    bool profile_from_start = true;  // false: only launches between cudaProfilerStart/Stop (kernelevo-bench)
     double timeout_s = 300;     // ncu replays every kernel several times: slow
     std::vector<std::string> metrics;  // empty: default_metrics()
 };
@@ -53,6 +57,16 @@ std::vector<KernelProfile> parse_ncu_csv(const std::string& text);
 // "gelu(float const*, float*, int) [grid (4096, 1, 1), block (256, 1, 1)]: 131 us; DRAM 91% of peak,
 //  SM 23%; achieved occupancy 87% (theoretical 100%); 32 registers/thread; top stalls: long_scoreboard 12.3, ..."
 std::string summarize(const std::vector<KernelProfile>& kernels, size_t max_kernels = 3);
+
+// kernelevo-bench (tool/profile/bench.cu): $KERNELEVO_BENCH, else beside this executable, else the build tree's.
+std::filesystem::path default_bench();
+// The bench's command line for a compiled candidate on shape set `set` of the task: inputs drawn
+// as the task says (dtype and init kind by their table values), `calls` profiled calls after
+// `warmup` unprofiled ones.
+std::vector<std::string> bench_command(const std::filesystem::path& bench, const std::filesystem::path& library, const Task& task,
+                                       size_t set, int warmup = 3, int calls = 1);
+// The options to profile a bench run: its profiled range only, every launch in it.
+ProfileOptions bench_profile_options();
 
 // Runs ncu around programs and summarizes; tells `log` once when ncu is missing.
 class Profiler {
