@@ -205,16 +205,19 @@ TEST_F(SolTest, SeveralTimedSetsCombineLikeSpeedups) {
     sol::Limits l = sol::limits(t, 4000, "measured copy bandwidth", "sm_90");
     ASSERT_EQ(l.sets.size(), 2u);
     EXPECT_EQ(l.sets[1].label, "M=33 N=1001");
-    double f0 = l.sets[0].memory_us / 150, f1 = l.sets[1].memory_us / 8;
+    EXPECT_STREQ(l.sets[1].bound(), "launch");  // 0.27 MB: a tiny set is bound by the launch, not its bytes
+    EXPECT_DOUBLE_EQ(l.sets[1].floor_us(), sol::kLaunchFloorUs);
+    double f0 = l.sets[0].memory_us / 150, f1 = sol::kLaunchFloorUs / 8;
     sol::Sol s = sol::measure(l, {{1, 8}, {0, 150}, {2, 99}});  // set 2 is not timed: ignored
     ASSERT_EQ(s.sets.size(), 2u);
     EXPECT_NEAR(s.fraction, std::exp((3 * std::log(f0) + std::log(f1)) / 4), 1e-12);
     std::string line = sol::sol_line(s);
     EXPECT_EQ(line.rfind("M=8192 N=8192: 150 us; the memory floor is ", 0), 0u) << line;
-    EXPECT_NE(line.find("; M=33 N=1001: 8.00 us; the memory floor is 0.07 us"), std::string::npos) << line;
+    EXPECT_NE(line.find("; M=33 N=1001: 8.00 us; the launch floor is 2.00 us: 25% of the limit"), std::string::npos) << line;
     EXPECT_NE(line.find("overall"), std::string::npos) << line;
     std::string text = sol::limits_text(t, l);
     EXPECT_NE(text.find("(weight 3)"), std::string::npos) << text;
+    EXPECT_NE(text.find("- M=33 N=1001: 262.0 KiB; memory floor 0.07 us (below the launch floor of 2.00 us)"), std::string::npos) << text;
 }
 
 TEST(Fitness, WeightedGeometricMean) {

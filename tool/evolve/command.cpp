@@ -43,7 +43,7 @@ private:
 
 struct SearchArgs {
     std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time;
-    bool fresh = false;
+    bool fresh = false, no_profile = false;
     double timeout = 30;
     int timing_trials = 100;
     evolve::SearchConfig cfg;
@@ -90,6 +90,7 @@ void run_search(SearchArgs& a, int& rc) {
     Task task = load_task(a.task);
     evolve::SearchConfig cfg = a.cfg;
     cfg.mode = a.mode;
+    cfg.profile_best = !a.no_profile;
     cfg.max_time_s = parse_duration(a.max_time);
     if (!a.initial.empty()) cfg.initial_source = read_file(a.initial);
     evolve::Prompts prompts;
@@ -269,7 +270,7 @@ void register_search_command(CLI::App& app, int& rc) {
                     "Validations spent tuning the KEVO_TUNABLE parameters of a promising candidate, without the LLM (0: never)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    cmd->add_flag("--no-profile{false}", a->cfg.profile_best, "Do not profile new best kernels with Nsight Compute (ncu)");
+    cmd->add_flag("--no-profile", a->no_profile, "Do not profile new best kernels with Nsight Compute (ncu)");
     cmd->add_option("--prompts", a->prompts, "Directory overriding prompt templates (system.md abi.md seed.md mutate_full.md mutate_diff.md repair.md)");
     cmd->add_option("--jobs", a->cfg.jobs, "Candidates in progress at once (0: all of a generation)")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd->add_option("--llm-temperature", a->cfg.llm_temperature, "Sampling temperature of the LLM")->capture_default_str();

@@ -121,7 +121,10 @@ Limits limits(const Task& task, double gbs, const std::string& source, const std
         f.label = shape_label(task, static_cast<size_t>(s));
         f.bytes = min_bytes(task, static_cast<size_t>(s));
         f.flops = flops(task, static_cast<size_t>(s));
-        if (l.bandwidth_gbs > 0) f.memory_us = static_cast<double>(f.bytes) / (l.bandwidth_gbs * 1e3);  // B / (GB/s) in us
+        if (l.bandwidth_gbs > 0) {
+            f.memory_us = static_cast<double>(f.bytes) / (l.bandwidth_gbs * 1e3);  // B / (GB/s) in us
+            f.launch_us = kLaunchFloorUs;
+        }
         if (l.peak_flops > 0 && f.flops > 0) f.compute_us = f.flops / l.peak_flops * 1e6;
         l.sets.push_back(f);
     }
@@ -162,6 +165,7 @@ nlohmann::json Sol::to_json() const {
                           {"flops", ss.floor.flops},
                           {"memory_floor_us", ss.floor.memory_us},
                           {"compute_floor_us", ss.floor.compute_us},
+                          {"launch_floor_us", ss.floor.launch_us},
                           {"floor_us", ss.floor.floor_us()},
                           {"bound", ss.floor.bound()},
                           {"kernel_us", ss.kernel_us},
@@ -192,6 +196,7 @@ std::string limits_text(const Task& task, const Limits& l) {
         if (f.floor_us() > 0) {
             s << "; memory floor " << us(f.memory_us);
             if (f.compute_us > 0) s << ", compute floor " << us(f.compute_us);
+            if (std::string(f.bound()) == "launch") s << " (below the launch floor of " << us(f.launch_us) << ")";
         }
         if (l.sets.size() > 1 && i < l.weights.size() && l.weights[i] != 1.0) s << " (weight " << l.weights[i] << ")";
         s << "\n";

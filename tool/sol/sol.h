@@ -4,10 +4,12 @@
 // read once and each output written once (sum of numel * dtype size), divided by the device's copy
 // bandwidth (read + write counted). The compute floor is the task's "flops" expression evaluated
 // for the set, divided by the architecture's peak rate for the task's compute dtype (the one table
-// below, dense, scaled by the device's SM count). The floor is the larger of the two; a kernel's
+// below, dense, scaled by the device's SM count). The floor is the larger of the two, and never
+// below the launch floor (kLaunchFloorUs) that bounds tiny shape sets; a kernel's
 // fraction of the speed of light is floor / measured time (1.0 = at the limit). Over several timed
 // shape sets the fraction is the weighted geometric mean of the sets' fractions, as for speedups.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -46,6 +48,10 @@ double flops(const Task& task, size_t set);
 // "M=4096 N=4096" ("(literal shapes)" when the set binds nothing).
 std::string shape_label(const Task& task, size_t set);
 
+// The shortest time CUDA events report for a kernel launch, about 2 us on current GPUs: what a
+// tiny shape set is bound by, whatever its bytes.
+constexpr double kLaunchFloorUs = 2.0;
+
 struct SetFloor {
     int set = 0;
     std::string label;  // shape_label()
@@ -53,8 +59,11 @@ struct SetFloor {
     double flops = 0;
     double memory_us = 0;   // bytes / bandwidth
     double compute_us = 0;  // flops / peak (0 without flops or a known peak)
-    double floor_us() const { return memory_us > compute_us ? memory_us : compute_us; }
-    const char* bound() const { return compute_us > memory_us ? "compute" : "memory"; }
+    double launch_us = 0;   // kLaunchFloorUs when there is a memory floor
+    double floor_us() const { return std::max(launch_us, std::max(memory_us, compute_us)); }
+    const char* bound() const {
+        return launch_us > memory_us && launch_us > compute_us ? "launch" : compute_us > memory_us ? "compute" : "memory";
+    }
 };
 
 struct Limits {
