@@ -7,6 +7,8 @@
 
 #include "common/fs.h"
 #include "profile/profile.h"
+#include "common/process.h"
+#include "compile/compile.h"
 #include "task/task.h"
 
 using namespace kevo;
@@ -159,4 +161,29 @@ TEST(Bench, CommandDescribesTheTaskTensorsByTheirTables) {
     for (const auto& a : ncu) all += a + " ";
     EXPECT_NE(all.find(" --profile-from-start off "), std::string::npos) << all;  // only the bench's profiled calls
     EXPECT_EQ(all.find("--launch-count"), std::string::npos) << all;           // every launch in them
+}
+
+TEST(Bench, RejectsBadUsageAndLoadsARealCandidate) {
+    ProcessOptions po;
+    po.argv = {default_bench().string(), "--kernel", "k.so", "--out", "99:4"};
+    po.timeout_s = 60;
+    ProcessResult bad = run_process(po);
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("unknown dtype in '99:4'"), std::string::npos) << bad.err;
+    po.argv = {default_bench().string(), "--kernel", "/nonexistent/k.so", "--out", "0:4"};
+    ProcessResult missing = run_process(po);
+    EXPECT_EQ(missing.exit_code, 3) << missing.err;
+
+    // A real candidate built by nvcc: it loads; without a GPU the first CUDA call fails cleanly.
+    TempDir cache("kevo-bench-test");
+    CompileOptions co;
+    co.cache_dir = cache.path();
+    CompileResult c = compile_kernel(read_file(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "kernels" / "good.cu"), co);
+    ASSERT_TRUE(c.ok) << c.log;
+    Task t = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
+    po.argv = bench_command(default_bench(), c.library, t, 1);
+    ProcessResult r = run_process(po);
+    if (r.exit_code == 0) GTEST_SKIP() << "a GPU ran it (profiled on the GPU host by kevo_search_gpu_test)";
+    EXPECT_EQ(r.exit_code, 4) << r.describe() << " " << r.err;
+    EXPECT_NE(r.err.find("kernelevo-bench: cudaMalloc: "), std::string::npos) << r.err;
 }

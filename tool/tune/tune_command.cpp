@@ -79,8 +79,8 @@ void register_tune_command(CLI::App& app, int& rc) {
         Validator v(task, vo);
         const DeviceInfo& dev = v.device();
         if (!dev.present) {
-            std::cerr << "kernelevo: no GPU here (" << (dev.error.empty() ? "no CUDA device" : dev.error)
-                      << "): tuning needs one (status no_device)\n";
+            std::cerr << "kernelevo: " << (dev.error.empty() ? "no CUDA device here" : dev.error)
+                      << ": tuning needs a GPU (status no_device)\n";
             rc = 2;
             return;
         }
