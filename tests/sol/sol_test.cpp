@@ -230,3 +230,16 @@ TEST(Fitness, WeightedGeometricMean) {
     EXPECT_EQ(weighted_geomean({2.0, 3.0}, {1}), 0);        // mismatched weights
     EXPECT_EQ(weighted_geomean({2.0, NAN}, {}), 0);
 }
+
+TEST(Sol, ResultSummaryShowsEachShapeAndTheFraction) {
+    json v = {{"status", "ok"},
+              {"speedup", 1.6},
+              {"details", {{"shapes", {{{"set", 0}, {"label", "M=4096 N=4096"}, {"speedup", 2.31}},
+                                       {{"set", 1}, {"label", "M=33 N=1001"}, {"speedup", 1.1}}}},
+                           {"sol", {{"fraction", 0.88}}}}}};
+    EXPECT_EQ(sol::result_summary(v), "M=4096 N=4096 2.31x, M=33 N=1001 1.10x; 88% of the speed of light");
+    json top = {{"shapes", {{{"set", 2}, {"speedup", 0.9}}}}};  // per-set timings at the top level
+    EXPECT_EQ(sol::result_summary(top), "set 2 0.90x");
+    EXPECT_EQ(sol::result_summary(json{{"status", "ok"}}), "");
+    EXPECT_EQ(sol::result_summary(json()), "");
+}

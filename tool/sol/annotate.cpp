@@ -21,9 +21,12 @@ std::vector<std::pair<int, double>> kernel_times(const ValidationResult& r, cons
 }
 
 void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::string& source, int sm_count) {
-    if (!r.ok() || !(gbs > 0)) return;
-    auto times = kernel_times(r, task);
-    if (times.empty()) return;
+    annotate_sol(r, task, gbs, source, sm_count, kernel_times(r, task));
+}
+
+void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::string& source, int sm_count,
+                  const std::vector<std::pair<int, double>>& times) {
+    if (!r.ok() || !(gbs > 0) || times.empty()) return;
     Sol s = measure(limits(task, gbs, source, r.arch, sm_count), times);
     if (s.sets.empty()) return;
     if (!r.details.is_object()) r.details = nlohmann::json::object();

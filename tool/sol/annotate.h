@@ -24,6 +24,10 @@ std::vector<std::pair<int, double>> kernel_times(const ValidationResult& r, cons
 // `gbs` 0: nothing is added. `sm_count` scales the compute peak (0: the table's reference part).
 void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::string& bandwidth_source = "measured copy bandwidth",
                   int sm_count = 0);
+// The same with the kernel times given: (shape set, kernel us) per timed set, e.g. from the
+// validator's per-set timings.
+void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::string& bandwidth_source, int sm_count,
+                  const std::vector<std::pair<int, double>>& kernel_us);
 
 }  // namespace kevo::sol
 

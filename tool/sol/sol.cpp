@@ -228,14 +228,17 @@ std::string sol_line(const nlohmann::json& j) {
 std::string result_summary(const nlohmann::json& v) {
     if (!v.is_object()) return "";
     const nlohmann::json& d = v.contains("details") && v["details"].is_object() ? v["details"] : v;
+    // Per-set timings: the result's own "shapes", else its details' (where the runner put them).
+    const nlohmann::json& shapes = v.contains("shapes") && v["shapes"].is_array() ? v["shapes"]
+                                   : d.contains("shapes") && d["shapes"].is_array() ? d["shapes"]
+                                                                                    : nlohmann::json::array();
     std::string out;
-    if (d.contains("shapes") && d["shapes"].is_array())
-        for (const auto& s : d["shapes"]) {
-            if (!s.is_object() || !(s.value("speedup", 0.0) > 0)) continue;
-            std::string label = s.value("label", std::string());
-            if (label.empty()) label = "set " + std::to_string(s.value("set", 0));
-            out += (out.empty() ? "" : ", ") + label + " " + fmt("%.2fx", s.value("speedup", 0.0));
-        }
+    for (const auto& s : shapes) {
+        if (!s.is_object() || !(s.value("speedup", 0.0) > 0)) continue;
+        std::string label = s.value("label", std::string());
+        if (label.empty()) label = "set " + std::to_string(s.value("set", 0));
+        out += (out.empty() ? "" : ", ") + label + " " + fmt("%.2fx", s.value("speedup", 0.0));
+    }
     if (d.contains("sol") && d["sol"].is_object() && d["sol"].value("fraction", 0.0) > 0)
         out += (out.empty() ? "" : "; ") + fmt("%.0f%% of the speed of light", 100 * d["sol"].value("fraction", 0.0));
     return out;
