@@ -8,7 +8,7 @@
 #include <set>
 
 #include "cache/cache.h"
-#include "sol/sol.h"
+#include "sol/annotate.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -159,7 +159,13 @@ void run_add(const AddArgs& a, int& rc) {
         vopt.arch = arch;
         Validator v(task, vopt);
         std::cerr << "kernelevo: validating " << a.kernel << " for " << arch << " ...\n";
-        ValidationResult r = v.validate(source);
+        CompileResult compiled = v.compile(source);
+        ValidationResult r = v.run(compiled);
+        if (r.ok()) {  // the speed of light and ptxas's figures go into the metadata too
+            annotate_resources(r, compiled);
+            auto [gbs, gbs_source] = sol::bandwidth_of(v.device());
+            sol::annotate_sol(r, task, gbs, gbs_source, v.device().sm_count);
+        }
         if (!r.ok()) {
             std::cerr << "kernelevo: not stored: validation " << status_name(r.status)
                       << (r.status == Status::no_device ? " (no GPU here; --unvalidated stores it anyway, marked as such)" : "") << "\n";
@@ -177,6 +183,7 @@ void run_add(const AddArgs& a, int& rc) {
     cache::store(a.cache_dir, source, m);
     std::cout << "stored " << cache::source_path(a.cache_dir, m.function, arch).string() << " (+ .json)";
     if (m.validated) std::cout << fmt(": %.2fx vs the reference", m.speedup) << " on " << m.gpu;
+    if (std::string summary = sol::result_summary(m.validation); !summary.empty()) std::cout << " (" << summary << ")";
     std::cout << "\n";
     rc = 0;
 }
