@@ -144,9 +144,23 @@ TEST(Profiler, RunsNcuAndSummarizes) {
     std::string s = p.profile({"/bin/runner", "program-arg"});
     EXPECT_EQ(s.rfind("gelu_bias_kernel(", 0), 0u) << s;
     EXPECT_NE(s.find("DRAM 91% of peak"), std::string::npos) << s;
+    // An ncu without a stall metric: retried with the core metrics only.
+    write_file_atomic(fake, "#!/bin/sh\n"
+                            "case \"$*\" in *stalled*) echo '==ERROR== Failed to find metric smsp__x' >&2; exit 1;; esac\n"
+                            "cat '" + (dir.path() / "out.csv").string() + "'\n");
+    ::chmod(fake.c_str(), 0755);
+    EXPECT_EQ(p.profile({"/bin/runner", "program-arg"}).rfind("gelu_bias_kernel(", 0), 0u);
+    write_file_atomic(fake, "#!/bin/sh\necho 'bad command line' >&2; exit 3\n");
+    ::chmod(fake.c_str(), 0755);
     std::string failed = p.profile({"/bin/runner", "other"});
     EXPECT_EQ(failed.rfind("profile failed: ncu exit code 3", 0), 0u) << failed;
     EXPECT_NE(failed.find("bad command line"), std::string::npos) << failed;
+    // No access to the counters: said once, then profiling is off.
+    write_file_atomic(fake, "#!/bin/sh\necho '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission' >&2; exit 1\n");
+    ::chmod(fake.c_str(), 0755);
+    EXPECT_NE(p.profile({"/bin/runner", "x"}).find("ERR_NVGPUCTRPERM"), std::string::npos);
+    EXPECT_FALSE(p.available());
+    EXPECT_EQ(p.profile({"/bin/runner", "x"}), "");
 }
 
 TEST(Bench, CommandDescribesTheTaskTensorsByTheirTables) {

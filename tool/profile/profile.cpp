@@ -90,7 +90,7 @@ const std::vector<std::string>& stall_reasons() {
 
 const std::vector<std::string>& default_metrics() {
     static const std::vector<std::string> m = [] {
-        std::vector<std::string> v = {kDuration, kDram, kSm, kOccupancy, kTheoretical, kRegisters};
+        std::vector<std::string> v = {kDuration, kDram, kSm, kOccupancy, kTheoretical, kRegisters};  // the core six
         for (const auto& r : stall_reasons()) v.push_back(stall_metric(r));
         return v;
     }();
@@ -315,6 +315,20 @@ std::string Profiler::profile(const std::vector<std::string>& program_argv) {
     po.argv = ncu_command(ncu_, program_argv, options_);
     po.timeout_s = options_.timeout_s;
     ProcessResult r = run_process(po);
+    if (!r.ok() && options_.metrics.empty() && (r.out + r.err).find("metric") != std::string::npos) {
+        // An ncu that lacks one of the stall metrics: once more with the core set only.
+        ProfileOptions core = options_;
+        core.metrics.assign(default_metrics().begin(), default_metrics().begin() + 6);
+        po.argv = ncu_command(ncu_, program_argv, core);
+        r = run_process(po);
+    }
+    if (!r.ok() && (r.out + r.err).find("ERR_NVGPUCTRPERM") != std::string::npos) {
+        // No access to the performance counters: no later profile can work either.
+        ncu_.clear();
+        said_ = true;
+        return "profile failed: ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM: run as root or "
+               "allow it with the driver option NVreg_RestrictProfilingToAdminUsers=0); profiling is off for this run";
+    }
     if (!r.ok()) {
         std::string why = r.err.empty() ? r.out : r.err;
         if (why.size() > 400) why = why.substr(0, 400) + " ...";
