@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "evolve/prompt_text.h"
+#include "evolve/report.h"
 #include "evolve/search.h"
 #include "scripted.h"
 #include "store/store.h"
@@ -141,6 +142,9 @@ TEST(SearchSol, StopsAtTheTargetFractionOfTheSpeedOfLight) {
     EXPECT_EQ(res.stop_reason, "target_sol");
     EXPECT_GE(res.progress.best_sol, 0.6);
     EXPECT_LT(res.generations_committed, 100);
+    std::string report = report_text(*r.store);
+    EXPECT_NE(report.find("stopped: target_sol"), std::string::npos) << report;
+    EXPECT_NE(report.find("% of the speed of light"), std::string::npos) << report;  // on the Best: line
     cfg.target_sol = 1.5;
     EXPECT_THROW(Search(r.task, cfg, Prompts(), provider, r.evaluator, *r.store), UsageError);
 }

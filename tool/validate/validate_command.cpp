@@ -59,7 +59,9 @@ void register_validate_command(CLI::App& app, int& rc) {
     auto args = std::make_shared<ValidateArgs>();
     CLI::App* cmd = app.add_subcommand("validate",
                                        "Compile a candidate kernel, check it against the task's reference on seeded random inputs "
-                                       "for every shape set, and time both (first shape set). Exit 0 ok, 1 the candidate failed, "
+                                       "for every shape set, and time both (first shape set); report the fraction of the speed of light (bytes moved "
+                                       "over the device bandwidth, FLOPs over its peak) and ptxas's registers, spills and shared memory. "
+                                       "Exit 0 ok, 1 the candidate failed, "
                                        "2 bad usage, a broken task or setup, or no GPU to run on (status no_device).");
     cmd->add_option("--task", args->task, "Task file (JSON)")->required();
     cmd->add_option("--kernel", args->kernel, "Candidate kernel: one .cu file defining kevo_forward (see kernelevo/abi.h)")->required();
