@@ -108,6 +108,10 @@ TEST_F(CMakeProject, HashesAgreeWithTheToolAndHeadersHaveTheReferenceSignature) 
     EXPECT_EQ(mixed.shapes.size(), 2u);
     EXPECT_EQ(mixed.shapes[1].at("B"), 100);
     EXPECT_EQ(mixed.correctness_trials, 3);
+    EXPECT_EQ(mixed.timed_sets(), (std::vector<int>{0, 1}));  // TIMING_WEIGHTS and FLOPS reach the task
+    EXPECT_EQ(mixed.weights(), (std::vector<double>{3, 1.5}));
+    EXPECT_EQ(mixed.flops, "2*B*4");
+    EXPECT_TRUE(task("tiny").timing_sets.empty());  // TIMING_SHAPES naming every set is the default
     EXPECT_EQ(mixed.reference_function, "ref::deep::mixed_ref");
     Task tol = task("tol");
     EXPECT_EQ(tol.atol, 2.5e-7);

@@ -61,7 +61,7 @@ TEST(Selection, TemperatureControlsGreed) {
 TEST(Prompts, DefaultsRenderAndOverridesReplaceThem) {
     Prompts p;
     std::map<std::string, std::string> vars = {{"task_name", "gelu"}, {"task", "T"}, {"reference", "R"},
-                                               {"abi", p.text("abi")}, {"gpu", "G"}};
+                                               {"abi", p.text("abi")}, {"gpu", "G"}, {"speed_of_light", "S"}};
     std::string seed = p.render("seed", vars);
     EXPECT_NE(seed.find("# Task: gelu"), std::string::npos);
     EXPECT_NE(seed.find("extern \"C\" int kevo_forward"), std::string::npos);  // the ABI and its example

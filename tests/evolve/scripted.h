@@ -4,6 +4,8 @@
 //   COMPILE_ERROR   the compile fails (log "error: scripted compile error")
 //   MISMATCH        it compiles and runs but the output is wrong
 //   SPEEDUP=<x>     correct, <x> times faster than the reference (default 1.0)
+//   KEVO_TUNABLE(FACTOR, <d>, ...)  the speedup is multiplied by d/100 (for the tuner)
+// Correct results carry speed-of-light details: a 3 us floor, so the fraction is 0.3 x speedup.
 #pragma once
 #include <atomic>
 #include <functional>
@@ -22,6 +24,13 @@ public:
     std::string arch() override { return "sm_90"; }
     CompileResult compile(const std::string& source) override;
     Evaluation run(const CompileResult& compiled) override;
+    double measured_bandwidth_gbs() override { return 4300; }
+    std::string profile(const CompileResult&) override {
+        ++profiles_;
+        return profile_text;
+    }
+    std::string profile_text;  // what profile() answers ("" : no profiler)
+    int profiles() const { return profiles_; }
 
     // Seconds each run() sleeps (to give a test time to kill the process mid-run).
     double run_delay_s = 0;
@@ -35,7 +44,7 @@ public:
 private:
     mutable std::mutex mu_;
     std::vector<std::string> sources_by_id_, runs_;
-    std::atomic<int> compiles_{0}, running_{0};
+    std::atomic<int> compiles_{0}, running_{0}, profiles_{0};
     std::atomic<bool> overlapped_{false};
 };
 

@@ -147,5 +147,33 @@ TEST(SearchGpu, ValidatesAtLeastTenCandidatesPerMinute) {
     EXPECT_GE(per_minute_wall, 10.0);
 }
 
+// The prompts after a new best carry its speed-of-light line and ptxas figures and, where ncu can
+// profile on this host, its Nsight Compute summary (run through kernelevo-bench).
+TEST(SearchGpu, ReplayedSearchFeedsSpeedOfLightAndProfileIntoPrompts) {
+    REQUIRE_GPU();
+    TempDir dir;
+    write_transcript(dir.path() / "transcript.jsonl", {read_file(kKernels / "seed_fixed.cu"), vec4(256, 32), vec4(512, 16)});
+    fs::path state = dir.path() / "state.db";
+    ProcessResult r = kernelevo({"search", "--task", (kData / "task.json").string(), "--out", (dir.path() / "kernels").string(),
+                                 "--state", state.string(), "--replay", (dir.path() / "transcript.jsonl").string(),
+                                 "--llm-replay-in-order", "--islands", "1", "--children", "1", "--jobs", "1",
+                                 "--generations", "2", "--mode", "full", "--timing-trials", "30"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    auto store = store::open_store(state.string());
+    auto call = store->find_llm_call("g2.i0.c0.a0");
+    ASSERT_TRUE(call);
+    std::string prompt = call->request["messages"].back()["content"].get<std::string>();
+    EXPECT_NE(prompt.find("## Speed of light"), std::string::npos);
+    EXPECT_NE(prompt.find("Speed of light: "), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find(" registers"), std::string::npos) << prompt;  // ptxas
+    bool no_ncu = r.err.find("(ncu) not found") != std::string::npos;
+    std::cout << (no_ncu ? "no ncu on this host" : "profile in the prompt: ")
+              << (no_ncu ? "" : prompt.substr(prompt.find("Profile (Nsight Compute)") == std::string::npos ? 0 : prompt.find("Profile (Nsight Compute)"), 600))
+              << "\n" << r.err << "\n";
+    if (no_ncu) GTEST_SKIP() << "no Nsight Compute here: profiles are skipped (said once)";
+    EXPECT_NE(prompt.find("Profile (Nsight Compute): "), std::string::npos) << r.err;
+    EXPECT_NE(prompt.find("DRAM "), std::string::npos) << prompt;
+}
+
 }  // namespace
 }  // namespace kevo

@@ -10,6 +10,7 @@
 
 #include "cache/cache.h"
 #include "cli/cli.h"
+#include "sol/annotate.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -136,6 +137,7 @@ void run_status(const StatusArgs& a, int& rc) {
                 row["model"] = l.meta->model;
                 row["validated"] = l.meta->validated;
                 row["gpu"] = l.meta->gpu;
+                row["summary"] = sol::result_summary(l.meta->validation);  // per-shape speedups, speed of light
             }
             if (l.state != cache::State::valid) ++problems;
             out.push_back(row);
@@ -171,6 +173,7 @@ void run_status(const StatusArgs& a, int& rc) {
             std::printf("%-24s %-8s %-8s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
                         state.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
                         r.value("date", std::string("-")).c_str(), origin.empty() ? "-" : origin.c_str());
+            if (!r.value("summary", std::string()).empty()) std::printf("    %s\n", r["summary"].get<std::string>().c_str());
             if (!r["reason"].get<std::string>().empty() && r["state"] != "valid")
                 std::printf("    %s\n", r["reason"].get<std::string>().c_str());
         }
@@ -311,7 +314,19 @@ void run_add(const AddArgs& a, int& rc) {
         vopt.arch = arch;
         Validator v(task, vopt);
         if (!quiet()) std::cerr << "kernelevo: validating " << a.kernel << " for " << arch << " ...\n";
-        ValidationResult r = v.validate(source);
+        CompileResult compiled = v.compile(source);
+        ValidationResult r = v.run(compiled);
+        if (r.ok()) {
+            // What enters a cache is validated twice: again in a fresh sandbox with new seeds and a
+            // re-measured reference, and the two speedups must agree.
+            if (!quiet()) std::cerr << "kernelevo: confirming in a fresh sandbox with new seeds ...\n";
+            r = v.confirm(compiled, r);
+        }
+        if (r.ok()) {  // the speed of light and ptxas's figures go into the metadata too
+            annotate_resources(r, compiled);
+            auto [gbs, gbs_source] = sol::bandwidth_of(v.device(), v.measured_bandwidth_gbs());
+            sol::annotate_sol(r, task, gbs, gbs_source, v.device().sm_count);
+        }
         if (!r.ok()) {
             std::cerr << "kernelevo: not stored: validation " << status_name(r.status)
                       << (r.status == Status::no_device ? " (no GPU here; --unvalidated stores it anyway, marked as such)" : "") << "\n";
@@ -329,6 +344,7 @@ void run_add(const AddArgs& a, int& rc) {
     cache::store(a.cache_dir, source, m);
     std::cout << "stored " << cache::source_path(a.cache_dir, m.function, arch).string() << " (+ .json)";
     if (m.validated) std::cout << fmt(": %.2fx vs the reference", m.speedup) << " on " << m.gpu;
+    if (std::string summary = sol::result_summary(m.validation); !summary.empty()) std::cout << " (" << summary << ")";
     std::cout << "\n";
     rc = 0;
 }

@@ -9,4 +9,5 @@ void register_llm_command(CLI::App& app, int& rc);
 void register_search_command(CLI::App& app, int& rc);   // search + report
 void register_cache_command(CLI::App& app, int& rc);
 void register_doctor_command(CLI::App& app, int& rc);
+void register_tune_command(CLI::App& app, int& rc);    // tune (KEVO_TUNABLE parameters, no LLM)
 }  // namespace kevo

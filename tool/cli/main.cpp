@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
 #ifdef KEVO_WITH_CACHE
     kevo::register_cache_command(app, rc);
 #endif
+#ifdef KEVO_WITH_TUNE
+    kevo::register_tune_command(app, rc);
+#endif
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -130,6 +130,7 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
             res.ok = res.cached = true;
             res.library = so;
             res.library_sha256 = got;
+            res.kernels = load_kernel_resources(so);
             res.seconds = elapsed();
             return res;
         }
@@ -153,7 +154,7 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
                "-gencode", "arch=compute_" + gencode + ",code=sm_" + gencode,
                "-I" + (tmp.path() / "include").string(), "-o", "kernel.so", "kernel.cu",
                // A candidate without the entry point (or with C++ linkage) fails here, not at run time.
-               "-Xlinker", std::string("--require-defined=") + kLinkContract};
+               "-Xlinker", std::string("--require-defined=") + kLinkContract, "-Xptxas", "-v"};
     for (const auto& f : opt.extra_flags) po.argv.push_back(f);
     po.cwd = tmp.path();
     po.timeout_s = opt.timeout_s;
@@ -170,7 +171,9 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     po.max_file_bytes = 256L << 20;
     ProcessResult r = run_process(po);
     // Paths of the private temp dir mean nothing to the reader (or to an LLM repairing the code).
-    res.log = trim_compiler_log(strip_dir(r.out + r.err, tmp.path()));
+    const std::string output = strip_dir(r.out + r.err, tmp.path());
+    res.kernels = parse_ptxas_info(output);
+    res.log = trim_compiler_log(strip_ptxas_info(output));
     if (!r.ok()) {
         const std::string all = r.out + r.err;
         const bool memory = all.find("memory exhausted") != std::string::npos || all.find("Cannot allocate memory") != std::string::npos ||
@@ -194,6 +197,7 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
         res.seconds = elapsed();
         return res;
     }
+    save_kernel_resources(so, res.kernels);  // before the .so: a cache hit always finds both
     install_file_atomic(tmp.path() / "kernel.so", so, "the compiled kernel");
     res.library_sha256 = sha256_hex(read_file(so));
     write_file_atomic(digest, res.library_sha256 + "\n");

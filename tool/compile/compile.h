@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "compile/ptxas.h"
+
 namespace kevo {
 
 struct CompileOptions {
@@ -26,6 +28,7 @@ struct CompileResult {
     bool limit_hit = false;         // killed by a time or memory limit (never cached as a verdict)
     std::string source_hash;        // sha256 of the source + flags + arch + nvcc version
     std::string arch;
+    std::vector<KernelResources> kernels;  // registers, spills, shared memory per __global__ (ptxas -v)
 };
 
 CompileResult compile_kernel(const std::string& source, const CompileOptions& options);

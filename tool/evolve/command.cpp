@@ -47,7 +47,7 @@ private:
 
 struct SearchArgs {
     std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time;
-    bool fresh = false, json = false;
+    bool fresh = false, json = false, no_profile = false;
     double timeout = 30;
     int timing_trials = 100;
     evolve::SearchConfig cfg;
@@ -73,8 +73,10 @@ double parse_duration(const std::string& s) {
 std::string format_progress(const evolve::Progress& p) {
     char buf[200];
     long t = static_cast<long>(p.elapsed_s);
-    std::snprintf(buf, sizeof buf, "gen %d | best %.3fx | ok %lld failed %lld dup %lld | %.1fk tokens | $%.4f | %ld:%02ld:%02ld",
-                  p.generation, p.best_speedup, static_cast<long long>(p.ok), static_cast<long long>(p.failed),
+    char sol[32] = "";
+    if (p.best_sol > 0) std::snprintf(sol, sizeof sol, " (%.0f%% SOL)", 100 * p.best_sol);
+    std::snprintf(buf, sizeof buf, "gen %d | best %.3fx%s | ok %lld failed %lld dup %lld | %.1fk tokens | $%.4f | %ld:%02ld:%02ld",
+                  p.generation, p.best_speedup, sol, static_cast<long long>(p.ok), static_cast<long long>(p.failed),
                   static_cast<long long>(p.duplicates), static_cast<double>(p.tokens) / 1000, p.cost_usd, t / 3600,
                   t / 60 % 60, t % 60);
     return buf;
@@ -138,6 +140,7 @@ void run_search(SearchArgs& a, int& rc) {
     Task task = load_task(a.task);
     evolve::SearchConfig cfg = a.cfg;
     cfg.mode = a.mode;
+    cfg.profile_best = !a.no_profile;
     cfg.max_time_s = parse_duration(a.max_time);
     if (!a.initial.empty()) cfg.initial_source = read_file(a.initial);
     evolve::Prompts prompts;
@@ -169,6 +172,13 @@ void run_search(SearchArgs& a, int& rc) {
     vo.timing_trials = a.timing_trials;
     Validator validator(task, vo);
     evolve::ValidatorEvaluator evaluator(validator);
+    evaluator.log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
+    if (cfg.profile_best) {  // new best kernels run once more, alone, under ncu (kernelevo-bench)
+        evaluator.profile_options = profile::bench_profile_options();
+        evaluator.profile_command = [&task, bench = profile::default_bench()](const CompileResult& c) {
+            return profile::bench_command(bench, c.library, task, static_cast<size_t>(task.timed_sets().front()));
+        };
+    }
     std::string arch = validator.arch();
     require_toolkit_arch(arch, vo.compile);
     require_local_gpu(validator, arch);
@@ -269,7 +279,7 @@ void run_search(SearchArgs& a, int& rc) {
     } else {
         std::cerr << "kernelevo: no correct kernel found yet\n";
     }
-    bool finished = result.stop_reason == "generations" || result.stop_reason == "target" ||
+    bool finished = result.stop_reason == "generations" || result.stop_reason == "target" || result.stop_reason == "target_sol" ||
                     result.stop_reason == "budget" || result.stop_reason == "time";
     const bool resumable = !finished || result.stop_reason == "budget" || result.stop_reason == "time";
     // No request of this run (or of the runs it resumes) was ever answered: a wrong --llm-url,
@@ -319,6 +329,15 @@ void register_search_command(CLI::App& app, int& rc) {
     cmd->add_option("--seed", a->cfg.seed, "Random seed (selection, model choice, request seeds)")->capture_default_str();
     cmd->add_option("--max-time", a->max_time, "Stop after this wall time (e.g. 900, 30m, 2h)");
     cmd->add_option("--target-speedup", a->cfg.target_speedup, "Stop once a kernel is this much faster than the reference")->check(CLI::PositiveNumber);
+    cmd->add_option("--target-sol", a->cfg.target_sol,
+                    "Stop once a kernel reaches this fraction of the speed of light (e.g. 0.9: its time is within 1/0.9 of "
+                    "the floor set by the bytes it must move and, where the task gives flops, the arithmetic)")
+        ->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--tune-evals", a->cfg.tune_evals,
+                    "Validations spent tuning the KEVO_TUNABLE parameters of a promising candidate, without the LLM (0: never)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_flag("--no-profile", a->no_profile, "Do not profile new best kernels with Nsight Compute (ncu)");
     cmd->add_option("--prompts", a->prompts, "Directory overriding prompt templates (system.md abi.md seed.md mutate_full.md mutate_diff.md repair.md)");
     cmd->add_option("--jobs", a->cfg.jobs, "Candidates in progress at once (0: all of a generation)")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd->add_option("--llm-temperature", a->cfg.llm_temperature, "Sampling temperature of the LLM")->capture_default_str();

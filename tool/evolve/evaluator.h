@@ -29,6 +29,12 @@ public:
     virtual CompileResult compile(const std::string& source) = 0;
     // Only called for a successful compile, and never concurrently (the search serializes runs).
     virtual Evaluation run(const CompileResult& compiled) = 0;
+    // The device's measured copy bandwidth in GB/s (read + write counted) for the speed-of-light
+    // floors; 0 when not measured (the datasheet peak in device() stands in, and prompts say so).
+    virtual double measured_bandwidth_gbs() { return 0; }
+    // A few lines from a profiler (Nsight Compute) about a compiled candidate that ran correctly,
+    // for the next prompts; "" when there is no profiler. Never called concurrently with run().
+    virtual std::string profile(const CompileResult& /*compiled*/) { return ""; }
 };
 
 }  // namespace kevo::evolve

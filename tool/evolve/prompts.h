@@ -5,10 +5,12 @@
 // Templates and their placeholders:
 //   system       (none)
 //   abi          (none)                      the kernel ABI text with a short example
-//   seed         task_name task reference abi gpu
-//   mutate_full  task_name task reference abi gpu parent_code parent_metrics inspirations feedback
+//   seed         task_name task reference abi gpu speed_of_light
+//   mutate_full  task_name task reference abi gpu speed_of_light parent_code parent_metrics inspirations feedback
 //   mutate_diff  the same as mutate_full; asks for SEARCH/REPLACE edits
-//   repair       task_name task reference abi gpu code error
+//   repair       task_name task reference abi gpu speed_of_light code error
+// feedback holds the validation result: timings, the speed-of-light line, ptxas resources and, for
+// the best kernels, the profiler's summary.
 #pragma once
 #include <filesystem>
 #include <map>

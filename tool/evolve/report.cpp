@@ -1,4 +1,5 @@
 #include "evolve/report.h"
+#include "sol/sol.h"
 
 #include <algorithm>
 #include <cmath>
@@ -206,7 +207,8 @@ std::string report_text(store::Store& st) {
       << duration_str(elapsed) << "\n";
     if (best)
         s << "Best: " << fmt("%.3f", best->speedup) << "x (program #" << best->id << ", generation " << best->generation
-          << ", island " << best->island << ", " << best->origin << ")\n";
+          << ", island " << best->island << ", " << best->origin << ")"
+          << (sol::result_summary(best->details).empty() ? "" : ": " + sol::result_summary(best->details)) << "\n";
     else
         s << "Best: no correct kernel yet\n";
 

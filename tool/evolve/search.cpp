@@ -11,6 +11,8 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "evolve/archive.h"
+#include "evolve/prompt_text.h"
+#include "tune/tune.h"
 #include "llm/reply.h"
 
 namespace kevo::evolve {
@@ -45,41 +47,6 @@ std::string fixed(double v, int digits) {
     return s.str();
 }
 
-std::string describe_task(const Task& t) {
-    std::ostringstream s;
-    auto shape = [](const TensorSpec& spec) {
-        std::string r = std::string(dtype_name(spec.dtype)) + "[";
-        for (size_t i = 0; i < spec.shape.size(); ++i)
-            r += (i ? ", " : "") + (spec.shape[i].symbol.empty() ? std::to_string(spec.shape[i].value) : spec.shape[i].symbol);
-        return r + "]";
-    };
-    s << "Reference function: `" << t.reference_function << "`\n\nInputs (in order):\n";
-    for (const auto& in : t.inputs) s << "- " << in.name << ": " << shape(in) << " (values: " << in.init.kind << ")\n";
-    s << "\nOutputs (in order):\n";
-    for (const auto& out : t.outputs) s << "- " << out.name << ": " << shape(out) << "\n";
-    if (!t.shapes.empty() && !t.shapes[0].empty()) {
-        s << "\nShape sets (all are checked for correctness, the first is timed):\n";
-        for (const auto& set : t.shapes) {
-            s << "-";
-            for (const auto& [sym, v] : set) s << " " << sym << "=" << v;
-            s << "\n";
-        }
-    }
-    s << "\nTolerance: atol " << t.atol << ", rtol " << t.rtol << ".";
-    return s.str();
-}
-
-std::string describe_gpu(const DeviceInfo& d, const std::string& arch) {
-    if (!d.present) return "Target architecture " + arch + " (no device details available).";
-    std::ostringstream s;
-    s << d.name << " (" << arch << ", compute capability " << d.cc_major << "." << d.cc_minor << "): " << d.sm_count
-      << " SMs, about " << fixed(d.mem_bandwidth_gbs, 0) << " GB/s peak memory bandwidth, "
-      << d.l2_bytes / (1024 * 1024) << " MiB L2 cache, " << d.smem_per_block / 1024
-      << " KiB shared memory per block (up to " << d.smem_per_block_optin / 1024 << " KiB opt-in, "
-      << d.smem_per_sm / 1024 << " KiB per SM), " << d.total_mem / (1024LL * 1024 * 1024) << " GiB device memory.";
-    return s.str();
-}
-
 Elite elite_of(const store::Program& p) {
     return Elite{p.id, p.speedup, technique_of(p.source), static_cast<int64_t>(normalize_source(p.source).size())};
 }
@@ -109,7 +76,7 @@ struct Search::Impl {
     Evaluator& evaluator;
     store::Store& store;
 
-    std::string reference, task_text, gpu_text, arch;
+    std::string reference, task_text, gpu_text, arch, limits_text;
     std::vector<Island> islands;
     std::function<void(const Progress&)> progress_fn;
 
@@ -200,6 +167,7 @@ struct Search::Impl {
     void tally(const store::Program& p) {
         if (p.ok()) {
             ++progress.ok;
+            progress.best_sol = std::max(progress.best_sol, sol_fraction_of(p.details));
             if (p.speedup > progress.best_speedup) {
                 progress.best_speedup = p.speedup;
                 best_id = p.id;
@@ -270,6 +238,7 @@ struct Search::Impl {
             std::lock_guard<std::mutex> lock(gpu);
             check_stop();
             ev = evaluator.run(compiled);
+            if (ev.ok() && cfg.profile_best && is_new_best(ev.speedup)) add_profile(ev, compiled);
         }
         if (ev.status == "no_device") {  // not the candidate's fault: stop, re-evaluate on resume
             request_stop("error: no GPU to validate on: " + ev.feedback);
@@ -279,6 +248,78 @@ struct Search::Impl {
         p.speedup = ev.ok() ? ev.speedup : 0;
         p.feedback = ev.feedback;
         p.details = ev.details;
+    }
+
+    bool is_new_best(double speedup) {
+        std::lock_guard<std::mutex> lock(mu);
+        return speedup > progress.best_speedup;
+    }
+
+    // What a profiler says about a new best kernel goes into its feedback, hence the next prompts.
+    void add_profile(Evaluation& ev, const CompileResult& compiled) {
+        std::string summary = evaluator.profile(compiled);
+        if (summary.empty()) return;
+        ev.feedback += "\nProfile (Nsight Compute): " + summary;
+        if (ev.details.is_object()) ev.details["profile"] = summary;
+    }
+
+    // The evaluator with every run under the GPU lock, for the tuner.
+    struct LockedEvaluator : Evaluator {
+        Evaluator& inner;
+        std::mutex& gpu;
+        Impl& impl;
+        LockedEvaluator(Evaluator& e, std::mutex& g, Impl& i) : inner(e), gpu(g), impl(i) {}
+        DeviceInfo device() override { return inner.device(); }
+        std::string arch() override { return inner.arch(); }
+        CompileResult compile(const std::string& source) override { return inner.compile(source); }
+        Evaluation run(const CompileResult& compiled) override {
+            std::lock_guard<std::mutex> lock(gpu);
+            if (impl.should_stop()) throw Stopped{};
+            return inner.run(compiled);
+        }
+    };
+
+    // Tunes a correct program that declares tunables and is within 10% of the best so far. The
+    // better variant (if any) is stored under KEY.tune, so a resumed run replays it.
+    std::optional<store::Program> tune_program(const store::Program& p, const std::string& key) {
+        if (cfg.tune_evals <= 0) return std::nullopt;
+        std::vector<tune::Tunable> tunables;
+        try {
+            tunables = tune::parse_tunables(p.source);
+        } catch (const tune::TuneError&) {
+            return std::nullopt;  // the compiler accepted it; the tuner cannot read it: leave it be
+        }
+        if (tunables.empty()) return std::nullopt;
+        if (auto done = store.find_program(key)) {
+            if (done->status != "pending") return done->ok() ? done : std::nullopt;
+        }
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            if (p.speedup < 0.9 * progress.best_speedup) return std::nullopt;
+        }
+        tune::TuneOptions o;
+        o.max_evals = cfg.tune_evals;
+        o.seed = Rng(cfg.seed, key).next();
+        LockedEvaluator locked(evaluator, gpu, *this);
+        tune::TuneResult r = tune::tune(p.source, locked, o);
+        const tune::Trial* best = r.best_trial();
+        if (!best || best->point == tune::default_point(r.tunables) || best->speedup <= p.speedup) return std::nullopt;
+        store::Program t;
+        t.key = key;
+        t.generation = p.generation;
+        t.island = p.island;
+        t.parent_id = p.id;
+        t.origin = "tune";
+        t.attempt = p.attempt;
+        t.source = r.best_source;
+        finish(t);  // validated once more, as every stored program is
+        if (t.ok()) {
+            t.feedback += "\nTuned without the LLM: " + tune::point_text(best->point) + " (" + std::to_string(r.trials.size()) +
+                          " variants, strategy " + r.strategy + "; the untuned kernel: " + fixed(p.speedup, 3) + "x)";
+            t.details["tune"] = r.to_json();
+            store.put_program(t);
+        }
+        return t.ok() ? std::optional<store::Program>(t) : std::nullopt;
     }
 
     // ---- a slot: parent selection, mutation, repair loop -----------------------------------------
@@ -294,7 +335,7 @@ struct Search::Impl {
 
     std::map<std::string, std::string> base_vars() const {
         return {{"task_name", task.name}, {"task", task_text}, {"reference", reference},
-                {"abi", prompts.text("abi")}, {"gpu", gpu_text}};
+                {"abi", prompts.text("abi")}, {"gpu", gpu_text}, {"speed_of_light", limits_text}};
     }
 
     std::vector<llm::Message> messages(const std::string& templ, const std::map<std::string, std::string>& vars) const {
@@ -312,16 +353,20 @@ struct Search::Impl {
             for (const Elite& e : elites) speedups.push_back(e.speedup);
             size_t pick = select_index(speedups, cfg.temperature, rng.uniform());
             parent = store.get_program(elites[pick].id);
-            // Inspirations: the island's best (unless it is the parent), then random other elites.
-            std::vector<Elite> others;
-            for (size_t i = 0; i < elites.size(); ++i)
-                if (i != pick) others.push_back(elites[i]);
-            std::stable_sort(others.begin(), others.end(),
-                             [](const Elite& a, const Elite& b) { return a.speedup > b.speedup; });
-            for (size_t i = 1; i < others.size(); ++i)  // Fisher-Yates on everything after the best
-                std::swap(others[i], others[i + static_cast<size_t>(rng.uniform() * static_cast<double>(others.size() - i))]);
-            for (size_t i = 0; i < others.size() && static_cast<int>(insp.size()) < cfg.inspirations; ++i)
-                if (auto p = store.get_program(others[i].id)) insp.push_back(*p);
+            // Inspirations: the island's fastest other program, then the most different ones.
+            std::vector<store::Program> programs;
+            std::vector<std::string> sources;
+            std::vector<double> speeds;
+            int parent_index = -1;
+            for (size_t i = 0; i < elites.size(); ++i) {
+                auto p = i == pick ? parent : store.get_program(elites[i].id);
+                if (!p) continue;
+                if (i == pick) parent_index = static_cast<int>(programs.size());
+                programs.push_back(*p);
+                sources.push_back(p->source);
+                speeds.push_back(p->speedup);
+            }
+            for (size_t i : pick_inspirations(sources, speeds, parent_index, cfg.inspirations)) insp.push_back(programs[i]);
         }
         bool diff = parent && (cfg.mode == "diff" || (cfg.mode == "mixed" && rng.uniform() < cfg.diff_share));
         bool initial = slot.generation == 0 && !cfg.initial_source.empty();
@@ -333,6 +378,8 @@ struct Search::Impl {
         if (parent) {
             vars["parent_code"] = parent->source;
             vars["parent_metrics"] = "speedup " + fixed(parent->speedup, 3) + "x over the reference";
+            if (double f = sol_fraction_of(parent->details); f > 0)
+                vars["parent_metrics"] += ", " + fixed(100 * f, 0) + "% of the speed of light";
             vars["inspirations"] = inspirations_text(insp);
             std::string fb = "Current kernel: " + parent->feedback;
             if (!island->last_feedback.empty() && island->last_feedback != parent->feedback)
@@ -376,6 +423,10 @@ struct Search::Impl {
             if (p.ok()) {
                 result.child = p;
                 result.feedback = p.feedback;
+                if (auto tuned = tune_program(p, p.key + ".tune")) {
+                    result.child = tuned;
+                    result.feedback = tuned->feedback;
+                }
                 break;
             }
             result.feedback = p.feedback;
@@ -543,6 +594,8 @@ struct Search::Impl {
                 request_stop("generations");
             } else if (cfg.target_speedup > 0 && progress.best_speedup >= cfg.target_speedup) {
                 request_stop("target");
+            } else if (cfg.target_sol > 0 && progress.best_sol >= cfg.target_sol) {
+                request_stop("target_sol");
             } else if (budget_reached()) {
                 request_stop("budget");
             }
@@ -577,12 +630,16 @@ Search::Search(const Task& task, SearchConfig config, Prompts prompts, llm::Prov
         c.inspirations < 0 || !(c.temperature > 0))
         throw UsageError("search: islands, children and temperature must be positive; generations, repair attempts, "
                          "migrants and inspirations must not be negative");
+    if (c.target_sol < 0 || c.target_sol > 1 || c.tune_evals < 0)
+        throw UsageError("search: the target fraction of the speed of light must be in (0, 1]; tune evaluations must not be negative");
     if (c.mode != "full" && c.mode != "diff" && c.mode != "mixed")
         throw UsageError("search: --mode must be full, diff or mixed, not " + c.mode);
     impl_->reference = read_file(task.reference_source);
     impl_->task_text = describe_task(task);
     impl_->arch = evaluator.arch();
-    impl_->gpu_text = describe_gpu(evaluator.device(), impl_->arch);
+    const DeviceInfo device = evaluator.device();
+    impl_->gpu_text = describe_gpu(device, impl_->arch);
+    impl_->limits_text = describe_limits(task, device, evaluator.measured_bandwidth_gbs(), impl_->arch);
 }
 
 Search::~Search() = default;

@@ -53,6 +53,12 @@ struct SearchConfig {
     double budget_usd = 0;
     double max_time_s = 0;         // wall time of this invocation
     double target_speedup = 0;
+    double target_sol = 0;         // stop once the best kernel reaches this fraction of the speed of light
+    // Without the LLM: a correct candidate declaring KEVO_TUNABLE parameters that is within 10% of
+    // the best so far is tuned with up to this many validations (0: never); a better variant
+    // enters the archive as a program of origin "tune".
+    int tune_evals = 16;
+    bool profile_best = true;      // profile each new best kernel (Evaluator::profile) for the next prompts
     int jobs = 0;                  // slots run at once (0: all of a generation)
     std::string initial_source;    // --initial kernel (empty: the LLM writes the seed)
 };
@@ -60,13 +66,14 @@ struct SearchConfig {
 struct Progress {
     int generation = 0;
     double best_speedup = 0;
+    double best_sol = 0;           // the best fraction of the speed of light reached (0: unknown)
     int64_t ok = 0, failed = 0, duplicates = 0;
     int64_t tokens = 0;
     double cost_usd = 0, elapsed_s = 0;
 };
 
 struct SearchResult {
-    // "generations", "target", "budget", "time", "interrupted", "error: ..."
+    // "generations", "target", "target_sol", "budget", "time", "interrupted", "error: ..."
     std::string stop_reason;
     std::optional<store::Program> best;  // the fastest correct program of the whole run
     std::string best_model;              // the model whose reply produced it ("" for --initial)

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "sol/annotate.h"
+
 namespace kevo::evolve {
 
 Evaluation to_evaluation(const ValidationResult& r) {
@@ -16,12 +18,36 @@ Evaluation to_evaluation(const ValidationResult& r) {
                       r.speedup, r.kernel_us, r.kernel_spread * 100, r.reference_us, r.max_abs_diff);
         e.feedback = buf;
         if (r.suspicious) e.feedback += " (suspiciously fast: make sure all work is real and on the given stream)";
+        if (r.details.contains("sol")) e.feedback += "\nSpeed of light: " + sol::sol_line(r.details["sol"]);
+        if (r.details.contains("resources")) {
+            std::vector<KernelResources> k;
+            for (const auto& j : r.details["resources"]) k.push_back(KernelResources::from_json(j));
+            e.feedback += "\nptxas: " + resources_summary(k);
+        }
     } else {
         e.feedback = std::string(status_name(r.status)) + ": " + r.log;
     }
     return e;
 }
 
-Evaluation ValidatorEvaluator::run(const CompileResult& compiled) { return to_evaluation(v_.run(compiled)); }
+Evaluation ValidatorEvaluator::run(const CompileResult& compiled) {
+    ValidationResult r = v_.run(compiled);
+    annotate_resources(r, compiled);
+    auto [gbs, source] = sol::bandwidth_of(v_.device(), measured_bandwidth_gbs());
+    sol::annotate_sol(r, v_.task(), gbs, source, v_.device().sm_count);
+    return to_evaluation(r);
+}
+
+std::string ValidatorEvaluator::profile(const CompileResult& compiled) {
+    if (!profile_command) return "";
+    if (!profiler_) profiler_ = std::make_unique<profile::Profiler>(profile_options, log);
+    if (!profiler_->available()) return "";
+    std::string summary = profiler_->profile(profile_command(compiled));
+    if (summary.rfind("profile failed", 0) == 0) {  // for the person running the search, not for the model
+        if (log) log(summary);
+        return "";
+    }
+    return summary;
+}
 
 }  // namespace kevo::evolve

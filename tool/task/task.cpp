@@ -1,5 +1,6 @@
 #include "task/task.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <set>
@@ -7,6 +8,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"
+#include "task/expr.h"
 
 namespace kevo {
 
@@ -146,6 +148,52 @@ private:
     std::string file_;
 };
 
+std::string join_names(const std::set<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+// "timing": {"shapes": "all" | [ascending indices], "weights": [one positive number per timed set]}.
+// The canonical form leaves out what is the default: every set, weight 1.
+void parse_timing(const Parser& p, const nlohmann::json& v, Task& t) {
+    if (!v.is_object()) p.fail("timing", "expected an object such as {\"shapes\": [0, 2], \"weights\": [2, 1]}");
+    p.only_keys(v, "timing", {"shapes", "weights"});
+    const int n = static_cast<int>(t.shapes.size());
+    if (v.contains("shapes")) {
+        const auto& s = v.at("shapes");
+        if (s.is_string() && s.get<std::string>() == "all") {
+        } else if (s.is_array() && !s.empty()) {
+            for (size_t i = 0; i < s.size(); ++i) {
+                std::string f = "timing.shapes[" + std::to_string(i) + "]";
+                int64_t k = p.int_at(s[i], f);
+                if (k < 0 || k >= n)
+                    p.fail(f, "no shape set " + std::to_string(k) + " (the task has " + std::to_string(n) + ", numbered from 0)");
+                if (!t.timing_sets.empty() && k <= t.timing_sets.back())
+                    p.fail(f, "list shape sets once each, in ascending order");
+                t.timing_sets.push_back(static_cast<int>(k));
+            }
+            if (static_cast<int>(t.timing_sets.size()) == n) t.timing_sets.clear();  // that is "all"
+        } else {
+            p.fail("timing.shapes", "expected \"all\" or a non-empty array of shape-set indices, e.g. [0, 2]");
+        }
+    }
+    if (v.contains("weights")) {
+        const auto& w = v.at("weights");
+        size_t timed = t.timing_sets.empty() ? static_cast<size_t>(n) : t.timing_sets.size();
+        if (!w.is_array() || w.size() != timed)
+            p.fail("timing.weights", "expected an array of " + std::to_string(timed) + " positive numbers (one per timed shape set)");
+        for (size_t i = 0; i < w.size(); ++i) {
+            std::string f = "timing.weights[" + std::to_string(i) + "]";
+            double x = p.number_at(w[i], f);
+            if (!(x > 0) || !std::isfinite(x)) p.fail(f, "must be a positive number");
+            t.timing_weights.push_back(x);
+        }
+        if (std::all_of(t.timing_weights.begin(), t.timing_weights.end(), [](double x) { return x == 1.0; }))
+            t.timing_weights.clear();
+    }
+}
+
 }  // namespace
 
 const char* dtype_name(DType d) { return info(d).name; }
@@ -201,7 +249,28 @@ nlohmann::json Task::to_json() const {
     j["shapes"] = shapes;
     j["tolerance"] = {{"atol", atol}, {"rtol", rtol}};
     j["trials"] = correctness_trials;
+    // Written only when given, so that tasks without them keep their hash (cmake/KernelEvo.cmake
+    // computes the same canonical JSON and writes neither).
+    if (!timing_sets.empty() || !timing_weights.empty()) {
+        nlohmann::json timing;
+        timing["shapes"] = timing_sets.empty() ? nlohmann::json("all") : nlohmann::json(timing_sets);
+        if (!timing_weights.empty()) timing["weights"] = timing_weights;
+        j["timing"] = timing;
+    }
+    if (!flops.empty()) j["flops"] = flops;
     return j;
+}
+
+std::vector<int> Task::timed_sets() const {
+    if (!timing_sets.empty()) return timing_sets;
+    std::vector<int> all;
+    for (size_t i = 0; i < std::max<size_t>(shapes.size(), 1); ++i) all.push_back(static_cast<int>(i));
+    return all;
+}
+
+std::vector<double> Task::weights() const {
+    if (!timing_weights.empty()) return timing_weights;
+    return std::vector<double>(timed_sets().size(), 1.0);
 }
 
 std::string Task::hash() const {
@@ -216,7 +285,8 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
     const std::string label = task_file.empty() ? std::string("<task>") : task_file.string();
     Parser p(label);
     if (!j.is_object()) p.fail("", "a task file must hold one JSON object");
-    p.only_keys(j, "", {"name", "reference", "inputs", "outputs", "shapes", "tolerance", "trials", "description"});
+    p.only_keys(j, "", {"name", "reference", "inputs", "outputs", "shapes", "tolerance", "trials", "description",
+                       "timing", "flops"});
     Task t;
     t.file = task_file;
     t.name = p.string_at(p.require(j, "name", ""), "name");
@@ -333,6 +403,19 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         int64_t n = p.int_at(j.at("trials"), "trials");
         if (n < 1 || n > 1000) p.fail("trials", "must be between 1 and 1000");
         t.correctness_trials = static_cast<int>(n);
+    }
+    if (j.contains("timing")) parse_timing(p, j.at("timing"), t);
+    if (j.contains("flops")) {
+        t.flops = p.string_at(j.at("flops"), "flops");
+        try {
+            Expr e = parse_expr(t.flops);
+            for (const auto& name : e.names())
+                if (!symbols.count(name))
+                    p.fail("flops", "'" + name + "' is not a dimension of any input or output (dimensions: " +
+                                        (symbols.empty() ? std::string("none") : join_names(symbols)) + ")");
+        } catch (const ExprError& e) {
+            p.fail("flops", e.what());
+        }
     }
     return t;
 }

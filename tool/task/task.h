@@ -54,10 +54,19 @@ struct Task {
     double atol = 1e-4, rtol = 1e-4;
     bool tolerance_given = false;
     int correctness_trials = 5;  // in all, spread over the shape sets (at least one per set)
+    // "timing": which shape sets are timed and how much each counts in the fitness (the weighted
+    // geometric mean of their speedups, see task/fitness.h). Empty: every set, weight 1.
+    std::vector<int> timing_sets;        // indices into `shapes`, ascending, no duplicates
+    std::vector<double> timing_weights;  // empty, or one positive weight per timed set
+    // "flops": optional expression of dimension names giving the floating-point operations one call
+    // performs (e.g. "2*M*N*K"); empty when the task gives none. See sol/sol.h.
+    std::string flops;
 
-    // Whether shape set `set` is timed (default: every set) and its weight in the geometric mean.
-    bool is_timed(size_t set) const { return set < shapes.size(); }
-    double timing_weight(size_t) const { return 1.0; }
+    // The shape sets that are timed (every set unless "timing.shapes" names some), ascending.
+    std::vector<int> timed_sets() const;
+    // One weight per timed set, in the order of timed_sets() (1 unless "timing.weights" is given).
+    std::vector<double> weights() const;
+
     // Concrete sizes of a tensor in shape set `set`.
     std::vector<int64_t> concrete_shape(const TensorSpec& t, size_t set) const;
     // Canonical JSON (relative reference path as written, symbolic shapes) — what the task *is*.

@@ -14,6 +14,7 @@
 #include "common/process.h"
 #include "reference/reference.h"
 #include "common/hash.h"
+#include "task/fitness.h"
 #include "sandbox/sandbox.h"
 #include "validate/gpu_lock.h"
 #include "validate/job.h"
@@ -146,12 +147,11 @@ ValidationResult ValidationResult::from_json(const nlohmann::json& j) {
 }
 
 namespace {
-// The weighted geometric mean of the timed shape sets' speedups.
-double weighted_geomean(const std::vector<ShapeTiming>& shapes) {
-    double lw = 0, w = 0;
-    for (const auto& t : shapes)
-        if (t.speedup > 0 && t.weight > 0) lw += t.weight * std::log(t.speedup), w += t.weight;
-    return w > 0 ? std::exp(lw / w) : 0;
+// The weighted geometric mean of the timed shape sets' speedups (task/fitness.h).
+double shapes_geomean(const std::vector<ShapeTiming>& shapes) {
+    std::vector<double> s, w;
+    for (const auto& t : shapes) s.push_back(t.speedup), w.push_back(t.weight);
+    return weighted_geomean(s, w);
 }
 
 // Landlock's view for the candidate process: system paths to read (with namespaces they are all
@@ -383,6 +383,8 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
 
     job.reference = impl_->ref.library.string();
     job.reference_arg = task_.reference_arg;
+    const std::vector<int> timed = task_.timed_sets();
+    const std::vector<double> weights = task_.weights();
     for (size_t s = 0; s < task_.shapes.size(); ++s) {
         JobShapeSet set;
         for (const auto& [k, v] : task_.shapes[s]) set.label += (set.label.empty() ? "" : ", ") + k + "=" + std::to_string(v);
@@ -404,8 +406,9 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
             jt.sizes = task_.concrete_shape(t, s);
             set.outputs.push_back(jt);
         }
-        set.timed = task_.is_timed(s);
-        set.weight = task_.timing_weight(s);
+        auto at = std::find(timed.begin(), timed.end(), static_cast<int>(s));
+        set.timed = at != timed.end();
+        set.weight = set.timed && static_cast<size_t>(at - timed.begin()) < weights.size() ? weights[at - timed.begin()] : 1.0;
         job.sets.push_back(set);
     }
     job.trials = task_.correctness_trials;
@@ -529,7 +532,7 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
             res.reference_us = res.shapes[0].reference_us;
             res.kernel_spread = t0j["kernel"].value("spread", 0.0);
             res.reference_spread = t0j["reference"].value("spread", 0.0);
-            res.speedup = weighted_geomean(res.shapes);
+            res.speedup = shapes_geomean(res.shapes);
             res.suspicious = res.speedup > options_.suspicious_speedup;
             if (res.suspicious)
                 res.log += (res.log.empty() ? "" : "\n") + std::string("suspicious: ") + std::to_string(res.speedup) +

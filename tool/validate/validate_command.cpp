@@ -10,6 +10,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "compile/arch_support.h"
+#include "sol/annotate.h"
 #include "validate/validate.h"
 
 namespace kevo {
@@ -42,6 +43,16 @@ void print_human(const Task& task, const ValidationResult& r) {
                           r.speedup, r.suspicious ? "  (suspicious: check by hand)" : "");
             std::cout << b;
         }
+        if (r.details.contains("sol")) {
+            const auto& sol = r.details["sol"];
+            std::cout << "  speed of light  " << sol::sol_line(sol) << " [" << sol.value("bandwidth_source", std::string()) << " "
+                      << static_cast<long>(sol.value("bandwidth_gbs", 0.0)) << " GB/s]\n";
+        }
+    }
+    if (r.details.contains("resources") && !r.details["resources"].empty()) {
+        std::vector<KernelResources> k;
+        for (const auto& j : r.details["resources"]) k.push_back(KernelResources::from_json(j));
+        std::cout << "  ptxas        " << resources_summary(k) << "\n";
     }
     if (!r.log.empty()) std::cout << (r.status == Status::ok ? "" : "\n") << r.log << (r.log.back() == '\n' ? "" : "\n");
 }
@@ -51,7 +62,9 @@ void register_validate_command(CLI::App& app, int& rc) {
     auto args = std::make_shared<ValidateArgs>();
     CLI::App* cmd = app.add_subcommand("validate",
                                        "Compile a candidate kernel, check it against the task's reference on seeded random inputs "
-                                       "for every shape set, and time both (first shape set). Exit 0 ok, 1 the candidate failed, "
+                                       "for every shape set, and time both (first shape set); report the fraction of the speed of light (bytes moved "
+                                       "over the device bandwidth, FLOPs over its peak) and ptxas's registers, spills and shared memory. "
+                                       "Exit 0 ok, 1 the candidate failed, "
                                        "2 bad usage, a broken task or setup, or no GPU to run on (status no_device).");
     cmd->add_option("--task", args->task, "Task file (JSON)")->required();
     cmd->add_option("--kernel", args->kernel, "Candidate kernel: one .cu file defining kevo_forward (see kernelevo/abi.h)")->required();
@@ -102,6 +115,9 @@ void register_validate_command(CLI::App& app, int& rc) {
             if (verbose() && !c.log.empty()) std::cerr << "kernelevo: compiler output:\n" << c.log << "\n";
         }
         ValidationResult r = v.run(c);
+        annotate_resources(r, c);
+        auto [gbs, source_of_gbs] = sol::bandwidth_of(v.device(), r.ok() ? v.measured_bandwidth_gbs() : 0.0);
+        sol::annotate_sol(r, task, gbs, source_of_gbs, v.device().sm_count);
         if (args->json) std::cout << r.to_json().dump(2) << std::endl;
         else print_human(task, r);
         if (!args->json && verbose() && !r.details.is_null()) std::cerr << "kernelevo: details:\n" << r.details.dump(2) << "\n";

@@ -108,4 +108,15 @@ int kevo_forward(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, c
 }
 #endif
 
+#ifdef __cplusplus
+/* A tunable parameter: KEVO_TUNABLE(NAME, DEFAULT, V1 V2 ...) declares the compile-time integer
+ * constant NAME = DEFAULT (at namespace or function scope). `kernelevo tune` and the search try
+ * the listed values, space-separated, without the LLM: each variant is this source with DEFAULT
+ * rewritten, and the fastest variant, defaults rewritten, is what gets cached. Example:
+ *     KEVO_TUNABLE(BLOCK, 256, 64 128 256 512)
+ *     KEVO_TUNABLE(UNROLL, 4, 1 2 4 8)
+ *     kernel<<<blocks, BLOCK, 0, stream>>>(...);   */
+#define KEVO_TUNABLE(NAME, DEFAULT, VALUES) static constexpr int NAME = (DEFAULT);
+#endif
+
 #endif /* KERNELEVO_ABI_H */

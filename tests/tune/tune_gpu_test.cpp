@@ -1,0 +1,93 @@
+// On a GPU: tuning a kernel with two tunables (4 x 4 = 16 points) finds the best combination of an
+// exhaustive sweep validated point by point, within 16 validations' GPU time; `kernelevo tune`
+// writes the tuned kernel. Speed-of-light figures are printed for the lead's report. Skips
+// without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "common/fs.h"
+#include "common/process.h"
+#include "evolve/validator_evaluator.h"
+#include "sol/annotate.h"
+#include "tune/tune.h"
+
+using namespace kevo;
+
+namespace {
+const fs::path kData = fs::path(KEVO_TEST_DATA_DIR);
+const fs::path kKernel = fs::path(KEVO_SOURCE_DIR) / "tests" / "tune" / "tuned_gelu.cu";
+
+ValidateOptions options() {
+    ValidateOptions o;
+    o.timeout_s = 30;
+    o.timing_trials = 50;
+    return o;
+}
+}  // namespace
+
+TEST(TuneGpu, FindsTheBestOfAnExhaustiveSweep) {
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), options());
+    if (!v.device().present) GTEST_SKIP() << "no CUDA device: " << v.device().error;
+    const std::string src = read_file(kKernel);
+    evolve::ValidatorEvaluator ev(v);
+    tune::TuneOptions o;  // auto: grid for 16 points
+    tune::TuneResult r = tune::tune(src, ev, o);
+    ASSERT_EQ(r.strategy, "grid");
+    ASSERT_EQ(r.trials.size(), 16u);
+    ASSERT_NE(r.best_trial(), nullptr);
+
+    // The sweep: every point validated on its own.
+    auto tunables = tune::parse_tunables(src);
+    double sweep_best = 0, sweep_run_s = 0;
+    tune::Point sweep_point;
+    for (const auto& t : r.trials) {
+        ValidationResult x = v.validate(tune::with_values(src, tunables, t.point));
+        sweep_run_s += x.run_s;
+        ASSERT_TRUE(x.ok()) << tune::point_text(t.point) << ": " << x.log;
+        if (x.speedup > sweep_best) sweep_best = x.speedup, sweep_point = t.point;
+    }
+    double tuned_again = v.validate(r.best_source).speedup;
+    std::printf("tuner best %s %.3fx (again %.3fx); sweep best %s %.3fx; tuner GPU %.1f s, wall %.1f s; sweep GPU %.1f s\n",
+                tune::point_text(r.best_trial()->point).c_str(), r.best_trial()->speedup, tuned_again,
+                tune::point_text(sweep_point).c_str(), sweep_best, r.run_s, r.wall_s, sweep_run_s);
+    EXPECT_GE(tuned_again, 0.97 * sweep_best);  // the same point, or one within timing noise of it
+    EXPECT_LE(r.run_s, 1.2 * sweep_run_s);      // at most 16 validations' GPU time
+}
+
+TEST(TuneGpu, CommandWritesTheTunedKernelAndSpeedOfLight) {
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), options());
+    if (!v.device().present) GTEST_SKIP() << "no CUDA device: " << v.device().error;
+    TempDir dir("kevo-tune-gpu");
+    ProcessOptions po;
+    po.argv = {KEVO_EXE, "tune", "--task", (kData / "gelu_bias" / "task.json").string(), "--kernel", kKernel.string(),
+               "--out", (dir.path() / "tuned.cu").string(), "--json"};
+    po.timeout_s = 600;
+    po.env["KERNELEVO_CACHE_HOME"] = (fs::path(KEVO_BINARY_DIR) / "test-cache").string();
+    ProcessResult p = run_process(po);
+    std::printf("%s\n", p.err.c_str());
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    auto j = nlohmann::json::parse(p.out);
+    EXPECT_EQ(j["trials"].size(), 16u);
+    std::string tuned = read_file(dir.path() / "tuned.cu");
+    EXPECT_EQ(tune::default_point(tune::parse_tunables(tuned)), j["best"].get<tune::Point>());
+    EXPECT_NE(p.err.find("speed of light: "), std::string::npos);
+}
+
+TEST(SolGpu, FiguresForTheFixtureKernels) {
+    // Prints the speed-of-light line for the gelu fixture and the example's gelu kernel.
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), options());
+    if (!v.device().present) GTEST_SKIP() << "no CUDA device: " << v.device().error;
+    for (const fs::path k : {kData / "gelu_bias" / "kernels" / "good.cu",
+                             fs::path(KEVO_SOURCE_DIR) / "examples" / "fused_ops" / "kernels" / "gelu_bias" / "sm_90.cu"}) {
+        ValidationResult r = v.validate(read_file(k));
+        ASSERT_TRUE(r.ok()) << k << ": " << r.log;
+        auto [gbs, src] = sol::bandwidth_of(v.device());
+        sol::annotate_sol(r, v.task(), gbs, src, v.device().sm_count);
+        ASSERT_TRUE(r.details.contains("sol"));
+        std::printf("%s: %.3fx; %s [%s %.0f GB/s]\n", k.filename().c_str(), r.speedup, sol::sol_line(r.details["sol"]).c_str(),
+                    src.c_str(), gbs);
+        EXPECT_GT(r.details["sol"]["fraction"].get<double>(), 0.05);
+        EXPECT_LE(r.details["sol"]["fraction"].get<double>(), 1.15);  // never faster than physics (within timing noise)
+    }
+}

@@ -1,0 +1,48 @@
+#include "sol/annotate.h"
+
+namespace kevo::sol {
+
+std::pair<double, std::string> bandwidth_of(const DeviceInfo& d, double measured_gbs) {
+    if (measured_gbs > 0) return {measured_gbs, "measured copy bandwidth"};
+    if (d.present && d.mem_bandwidth_gbs > 0) return {d.mem_bandwidth_gbs, "datasheet peak"};
+    return {0, "unknown"};
+}
+
+std::vector<std::pair<int, double>> kernel_times(const ValidationResult& r, const Task& task) {
+    std::vector<std::pair<int, double>> out;
+    const auto& shapes = r.details.is_object() && r.details.contains("shapes") ? r.details["shapes"] : nlohmann::json();
+    if (shapes.is_array()) {
+        for (const auto& s : shapes)
+            if (s.is_object() && s.value("kernel_us", 0.0) > 0) out.push_back({s.value("set", 0), s.value("kernel_us", 0.0)});
+        if (!out.empty()) return out;
+    }
+    if (r.kernel_us > 0) out.push_back({task.timed_sets().front(), r.kernel_us});
+    return out;
+}
+
+void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::string& source, int sm_count) {
+    annotate_sol(r, task, gbs, source, sm_count, kernel_times(r, task));
+}
+
+void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::string& source, int sm_count,
+                  const std::vector<std::pair<int, double>>& times) {
+    if (!r.ok() || !(gbs > 0) || times.empty()) return;
+    Sol s = measure(limits(task, gbs, source, r.arch, sm_count), times);
+    if (s.sets.empty()) return;
+    if (!r.details.is_object()) r.details = nlohmann::json::object();
+    r.details["sol"] = s.to_json();
+}
+
+}  // namespace kevo::sol
+
+namespace kevo {
+
+void annotate_resources(ValidationResult& r, const CompileResult& compiled) {
+    if (compiled.kernels.empty()) return;
+    if (!r.details.is_object()) r.details = nlohmann::json::object();
+    nlohmann::json k = nlohmann::json::array();
+    for (const auto& x : compiled.kernels) k.push_back(x.to_json());
+    r.details["resources"] = k;
+}
+
+}  // namespace kevo

@@ -1,0 +1,247 @@
+#include "sol/sol.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "task/expr.h"
+#include "task/fitness.h"
+
+namespace kevo::sol {
+
+namespace {
+
+struct PeakRow {
+    const char* arch;
+    const char* part;
+    int sms;
+    double fp64, fp32, tf32, fp16, int8;
+};
+const PeakRow kPeaks[] = {
+#define KEVO_PEAK_ROW_(arch, part, sms, f64, f32, tf32, f16, i8) {arch, part, sms, f64, f32, tf32, f16, i8},
+    KEVO_PEAK_FLOPS_LIST(KEVO_PEAK_ROW_)
+#undef KEVO_PEAK_ROW_
+};
+
+std::string fmt(const char* f, double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+// 112 us, 3.5 us, 0.85 us
+std::string us(double v) { return fmt(v >= 100 ? "%.0f us" : v >= 10 ? "%.1f us" : "%.2f us", v); }
+
+// 512 MiB, 12.0 KiB, 96 B
+std::string bytes_text(double b) {
+    if (b >= 1024.0 * 1024 * 1024) return fmt("%.2f GiB", b / (1024.0 * 1024 * 1024));
+    if (b >= 1024.0 * 1024) return fmt("%.1f MiB", b / (1024.0 * 1024));
+    if (b >= 1024.0) return fmt("%.1f KiB", b / 1024.0);
+    return fmt("%.0f B", b);
+}
+
+std::string rate_text(double gbs) { return gbs >= 1000 ? fmt("%.2f TB/s", gbs / 1000) : fmt("%.0f GB/s", gbs); }
+
+std::string flops_text(double f) {
+    if (f >= 1e12) return fmt("%.2f TFLOP", f / 1e12);
+    if (f >= 1e9) return fmt("%.2f GFLOP", f / 1e9);
+    if (f >= 1e6) return fmt("%.2f MFLOP", f / 1e6);
+    return fmt("%.0f FLOP", f);
+}
+
+}  // namespace
+
+double peak_flops(const std::string& arch, int sm_count, DType dtype) {
+    std::string a = arch;
+    while (!a.empty() && std::isalpha(static_cast<unsigned char>(a.back()))) a.pop_back();  // sm_90a -> sm_90
+    const PeakRow* row = nullptr;
+    for (const auto& r : kPeaks)
+        if (a == r.arch) row = &r;
+    if (!row && a.size() > 4) {  // same major: sm_87 -> sm_80
+        std::string major = a.substr(0, a.size() - 1);
+        for (const auto& r : kPeaks)
+            if (!row && std::string(r.arch).substr(0, std::string(r.arch).size() - 1) == major) row = &r;
+    }
+    if (!row) return 0;
+    double tflops = 0;
+    switch (dtype) {
+        case DType::float64: tflops = row->fp64; break;
+        case DType::float16:
+        case DType::bfloat16: tflops = row->fp16; break;
+        case DType::int8:
+        case DType::uint8: tflops = row->int8; break;
+        default: tflops = row->fp32; break;
+    }
+    double scale = sm_count > 0 ? static_cast<double>(sm_count) / row->sms : 1.0;
+    return tflops * 1e12 * scale;
+}
+
+DType compute_dtype(const Task& task) {
+    // Lowest precision first: the fastest rate any correct kernel could use.
+    for (DType d : {DType::float16, DType::bfloat16, DType::float32, DType::float64})
+        for (const auto& in : task.inputs)
+            if (in.dtype == d) return d;
+    return DType::float32;
+}
+
+int64_t min_bytes(const Task& task, size_t set) {
+    int64_t total = 0;
+    for (const auto* list : {&task.inputs, &task.outputs})
+        for (const auto& t : *list) {
+            int64_t n = 1;
+            for (int64_t v : task.concrete_shape(t, set)) n *= v;
+            total += n * dtype_size(t.dtype);
+        }
+    return total;
+}
+
+double flops(const Task& task, size_t set) {
+    if (task.flops.empty()) return 0;
+    return parse_expr(task.flops).eval(task.shapes.at(set));
+}
+
+std::string shape_label(const Task& task, size_t set) {
+    std::string s;
+    if (set < task.shapes.size())
+        for (const auto& [k, v] : task.shapes[set]) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
+    return s.empty() ? "(literal shapes)" : s;
+}
+
+Limits limits(const Task& task, double gbs, const std::string& source, const std::string& arch, int sm_count) {
+    Limits l;
+    l.bandwidth_gbs = gbs > 0 ? gbs : 0;
+    l.bandwidth_source = source;
+    l.arch = arch;
+    l.peak_flops = task.flops.empty() ? 0 : peak_flops(arch, sm_count, compute_dtype(task));
+    l.weights = task.weights();
+    for (int s : task.timed_sets()) {
+        SetFloor f;
+        f.set = s;
+        f.label = shape_label(task, static_cast<size_t>(s));
+        f.bytes = min_bytes(task, static_cast<size_t>(s));
+        f.flops = flops(task, static_cast<size_t>(s));
+        if (l.bandwidth_gbs > 0) {
+            f.memory_us = static_cast<double>(f.bytes) / (l.bandwidth_gbs * 1e3);  // B / (GB/s) in us
+            f.launch_us = kLaunchFloorUs;
+        }
+        if (l.peak_flops > 0 && f.flops > 0) f.compute_us = f.flops / l.peak_flops * 1e6;
+        l.sets.push_back(f);
+    }
+    return l;
+}
+
+Sol measure(const Limits& limits, const std::vector<std::pair<int, double>>& kernel_us) {
+    Sol s;
+    s.limits = limits;
+    std::vector<double> fractions, weights;
+    for (size_t i = 0; i < limits.sets.size(); ++i) {
+        const SetFloor& f = limits.sets[i];
+        for (const auto& [set, t] : kernel_us) {
+            if (set != f.set || !(t > 0)) continue;
+            SetSol ss;
+            ss.floor = f;
+            ss.kernel_us = t;
+            ss.achieved_gbs = static_cast<double>(f.bytes) / (t * 1e3);
+            ss.fraction = f.floor_us() > 0 ? f.floor_us() / t : 0;
+            s.sets.push_back(ss);
+            if (ss.fraction > 0) {
+                fractions.push_back(ss.fraction);
+                weights.push_back(i < limits.weights.size() ? limits.weights[i] : 1.0);
+            }
+            break;
+        }
+    }
+    s.fraction = weighted_geomean(fractions, weights);
+    return s;
+}
+
+nlohmann::json Sol::to_json() const {
+    nlohmann::json sets_j = nlohmann::json::array();
+    for (const SetSol& ss : sets)
+        sets_j.push_back({{"set", ss.floor.set},
+                          {"label", ss.floor.label},
+                          {"bytes", ss.floor.bytes},
+                          {"flops", ss.floor.flops},
+                          {"memory_floor_us", ss.floor.memory_us},
+                          {"compute_floor_us", ss.floor.compute_us},
+                          {"launch_floor_us", ss.floor.launch_us},
+                          {"floor_us", ss.floor.floor_us()},
+                          {"bound", ss.floor.bound()},
+                          {"kernel_us", ss.kernel_us},
+                          {"achieved_gbs", ss.achieved_gbs},
+                          {"fraction", ss.fraction}});
+    return {{"bandwidth_gbs", limits.bandwidth_gbs},
+            {"bandwidth_source", limits.bandwidth_source},
+            {"peak_flops", limits.peak_flops},
+            {"fraction", fraction},
+            {"sets", sets_j}};
+}
+
+std::string limits_text(const Task& task, const Limits& l) {
+    std::ostringstream s;
+    if (l.bandwidth_gbs > 0)
+        s << "Memory floors assume " << rate_text(l.bandwidth_gbs) << " (" << l.bandwidth_source
+          << ", read + write counted); each input read once, each output written once.";
+    else
+        s << "The device bandwidth is unknown here, so no time floors; bytes each call must move at least:";
+    if (l.peak_flops > 0)
+        s << " Compute floors assume " << fmt("%.0f", l.peak_flops / 1e12) << " TFLOP/s (" << dtype_name(compute_dtype(task))
+          << " peak of " << l.arch << ").";
+    s << "\n";
+    for (size_t i = 0; i < l.sets.size(); ++i) {
+        const SetFloor& f = l.sets[i];
+        s << "- " << f.label << ": " << bytes_text(static_cast<double>(f.bytes));
+        if (f.flops > 0) s << ", " << flops_text(f.flops);
+        if (f.floor_us() > 0) {
+            s << "; memory floor " << us(f.memory_us);
+            if (f.compute_us > 0) s << ", compute floor " << us(f.compute_us);
+            if (std::string(f.bound()) == "launch") s << " (below the launch floor of " << us(f.launch_us) << ")";
+        }
+        if (l.sets.size() > 1 && i < l.weights.size() && l.weights[i] != 1.0) s << " (weight " << l.weights[i] << ")";
+        s << "\n";
+    }
+    s << "A kernel at a floor cannot get faster; the fraction of it a kernel reaches says how much is left to win.";
+    return s.str();
+}
+
+std::string sol_line(const nlohmann::json& j) {
+    if (!j.is_object() || !j.contains("sets") || !j["sets"].is_array()) return "";
+    std::string out;
+    const auto& sets = j["sets"];
+    for (const auto& ss : sets) {
+        double t = ss.value("kernel_us", 0.0), floor = ss.value("floor_us", 0.0);
+        if (!(t > 0)) continue;
+        std::string clause = sets.size() > 1 ? ss.value("label", std::string()) + ": " : std::string();
+        clause += us(t);
+        if (floor > 0)
+            clause += "; the " + ss.value("bound", std::string("memory")) + " floor is " + us(floor) + ": " +
+                      fmt("%.0f%%", 100 * ss.value("fraction", 0.0)) + " of the limit";
+        clause += " (" + rate_text(ss.value("achieved_gbs", 0.0)) + " achieved)";
+        out += (out.empty() ? "" : "; ") + clause;
+    }
+    if (sets.size() > 1 && j.value("fraction", 0.0) > 0)
+        out += fmt("; overall %.0f%% of the speed of light", 100 * j.value("fraction", 0.0));
+    return out;
+}
+
+std::string result_summary(const nlohmann::json& v) {
+    if (!v.is_object()) return "";
+    const nlohmann::json& d = v.contains("details") && v["details"].is_object() ? v["details"] : v;
+    // Per-set timings: the result's own "shapes", else its details' (where the runner put them).
+    const nlohmann::json& shapes = v.contains("shapes") && v["shapes"].is_array() ? v["shapes"]
+                                   : d.contains("shapes") && d["shapes"].is_array() ? d["shapes"]
+                                                                                    : nlohmann::json::array();
+    std::string out;
+    for (const auto& s : shapes) {
+        if (!s.is_object() || !(s.value("speedup", 0.0) > 0)) continue;
+        std::string label = s.value("label", std::string());
+        if (label.empty()) label = "set " + std::to_string(s.value("set", 0));
+        out += (out.empty() ? "" : ", ") + label + " " + fmt("%.2fx", s.value("speedup", 0.0));
+    }
+    if (d.contains("sol") && d["sol"].is_object() && d["sol"].value("fraction", 0.0) > 0)
+        out += (out.empty() ? "" : "; ") + fmt("%.0f%% of the speed of light", 100 * d["sol"].value("fraction", 0.0));
+    return out;
+}
+
+}  // namespace kevo::sol

@@ -1,0 +1,360 @@
+#include "tune/tune.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace kevo::tune {
+
+namespace {
+
+// The source with comments and string/char literals blanked out (same length, so offsets hold).
+std::string mask_comments(const std::string& s) {
+    std::string m = s;
+    size_t i = 0;
+    auto blank = [&](size_t from, size_t to) {
+        for (size_t k = from; k < to && k < m.size(); ++k)
+            if (m[k] != '\n') m[k] = ' ';
+    };
+    while (i < s.size()) {
+        if (s.compare(i, 2, "//") == 0) {
+            size_t e = s.find('\n', i);
+            e = e == std::string::npos ? s.size() : e;
+            blank(i, e);
+            i = e;
+        } else if (s.compare(i, 2, "/*") == 0) {
+            size_t e = s.find("*/", i + 2);
+            e = e == std::string::npos ? s.size() : e + 2;
+            blank(i, e);
+            i = e;
+        } else if (s[i] == '"' || s[i] == '\'') {
+            char q = s[i];
+            size_t e = i + 1;
+            while (e < s.size() && s[e] != q && s[e] != '\n') e += s[e] == '\\' ? 2 : 1;
+            blank(i, std::min(e + 1, s.size()));
+            i = e + 1;
+        } else {
+            ++i;
+        }
+    }
+    return m;
+}
+
+bool parse_int(const std::string& t, int64_t& v) {
+    if (t.empty()) return false;
+    size_t used = 0;
+    try {
+        v = std::stoll(t, &used, 0);
+    } catch (const std::exception&) {
+        return false;
+    }
+    return used == t.size() && v >= INT32_MIN && v <= INT32_MAX;  // the macro declares an int
+}
+
+// splitmix64, seeded: the same options give the same points.
+class Rng {
+public:
+    explicit Rng(uint64_t seed) : s_(seed ^ 0x5851f42d4c957f2dULL) {}
+    uint64_t next() {
+        uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+    size_t below(size_t n) { return static_cast<size_t>(uniform() * static_cast<double>(n)) % n; }
+
+private:
+    uint64_t s_;
+};
+
+Point point_at(const std::vector<Tunable>& t, uint64_t index) {
+    Point p;
+    for (auto it = t.rbegin(); it != t.rend(); ++it) {  // the last tunable varies fastest
+        p[it->name] = it->values[index % it->values.size()];
+        index /= it->values.size();
+    }
+    return p;
+}
+
+Point random_point(const std::vector<Tunable>& t, Rng& rng) {
+    Point p;
+    for (const auto& x : t) p[x.name] = x.values[rng.below(x.values.size())];
+    return p;
+}
+
+// TPE proposal: per tunable, categorical densities of the best quarter (l) and of the rest (g),
+// Laplace-smoothed; among candidates drawn from l, the unseen one with the highest prod l/g.
+Point tpe_propose(const std::vector<Tunable>& t, const std::vector<Trial>& done, const std::set<Point>& seen, Rng& rng) {
+    std::vector<const Trial*> order;
+    for (const auto& tr : done) order.push_back(&tr);
+    std::stable_sort(order.begin(), order.end(), [](const Trial* a, const Trial* b) { return a->speedup > b->speedup; });
+    size_t n_good = std::max<size_t>(1, static_cast<size_t>(std::ceil(0.25 * static_cast<double>(order.size()))));
+    std::map<std::string, std::map<int64_t, double>> l, g;
+    for (const auto& x : t)
+        for (int64_t v : x.values) l[x.name][v] = g[x.name][v] = 1.0;  // smoothing
+    for (size_t i = 0; i < order.size(); ++i)
+        for (const auto& [name, v] : order[i]->point) (i < n_good ? l : g)[name][v] += 1.0;
+    auto sample = [&](const Tunable& x) {
+        double total = 0;
+        for (int64_t v : x.values) total += l[x.name][v];
+        double u = rng.uniform() * total;
+        for (int64_t v : x.values) {
+            u -= l[x.name][v];
+            if (u <= 0) return v;
+        }
+        return x.values.back();
+    };
+    auto score = [&](const Point& p) {
+        double s = 0;
+        for (const auto& x : t) {
+            double lt = 0, gt = 0;
+            for (int64_t v : x.values) lt += l[x.name][v], gt += g[x.name][v];
+            s += std::log(l[x.name][p.at(x.name)] / lt) - std::log(g[x.name][p.at(x.name)] / gt);
+        }
+        return s;
+    };
+    Point best;
+    double best_score = -INFINITY;
+    for (int c = 0; c < 64; ++c) {
+        Point p;
+        for (const auto& x : t) p[x.name] = sample(x);
+        if (seen.count(p)) continue;
+        double s = score(p);
+        if (s > best_score) best_score = s, best = p;
+    }
+    if (!best.empty()) return best;
+    for (int c = 0; c < 1000; ++c) {  // l concentrated on seen points: any unseen one
+        Point p = random_point(t, rng);
+        if (!seen.count(p)) return p;
+    }
+    return {};
+}
+
+}  // namespace
+
+std::vector<Tunable> parse_tunables(const std::string& source) {
+    static const std::regex decl(R"(KEVO_TUNABLE\s*\(([^()]*)\))");
+    const std::string masked = mask_comments(source);
+    std::vector<Tunable> out;
+    for (auto it = std::sregex_iterator(masked.begin(), masked.end(), decl); it != std::sregex_iterator(); ++it) {
+        const std::smatch& m = *it;
+        size_t line_start = masked.rfind('\n', static_cast<size_t>(m.position(0)));
+        line_start = line_start == std::string::npos ? 0 : line_start + 1;
+        if (masked.substr(line_start, static_cast<size_t>(m.position(0)) - line_start).find("#define") != std::string::npos) continue;
+        const std::string args = m[1].str();
+        const size_t args_at = static_cast<size_t>(m.position(1));
+        std::vector<std::pair<size_t, std::string>> parts;  // (offset in args, text)
+        size_t from = 0;
+        for (size_t k = 0; k <= args.size(); ++k)
+            if (k == args.size() || args[k] == ',') {
+                parts.push_back({from, args.substr(from, k - from)});
+                from = k + 1;
+            }
+        const std::string where = "KEVO_TUNABLE(" + args + ")";
+        if (parts.size() != 3) throw TuneError(where + ": expected KEVO_TUNABLE(NAME, DEFAULT, V1 V2 ...)");
+        auto trim = [](const std::string& s, size_t& lead) {
+            size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
+            lead = a == std::string::npos ? 0 : a;
+            return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+        };
+        Tunable t;
+        size_t lead = 0;
+        t.name = trim(parts[0].second, lead);
+        if (!std::regex_match(t.name, std::regex(R"([A-Za-z_]\w*)"))) throw TuneError(where + ": '" + t.name + "' is not a C identifier");
+        std::string def = trim(parts[1].second, lead);
+        if (!parse_int(def, t.default_value)) throw TuneError(where + ": the default '" + def + "' is not an integer");
+        t.offset = args_at + parts[1].first + lead;
+        t.length = def.size();
+        std::istringstream vs(parts[2].second);
+        std::string v;
+        std::set<int64_t> uniq;
+        while (vs >> v) {
+            int64_t x;
+            if (!parse_int(v, x)) throw TuneError(where + ": the value '" + v + "' is not an integer (values are space-separated)");
+            if (uniq.insert(x).second) t.values.push_back(x);
+        }
+        if (t.values.empty()) throw TuneError(where + ": no values to try");
+        if (!uniq.count(t.default_value))
+            throw TuneError(where + ": the default " + std::to_string(t.default_value) + " is not among the values");
+        for (const auto& o : out)
+            if (o.name == t.name) throw TuneError(where + ": " + t.name + " is declared twice");
+        out.push_back(t);
+    }
+    return out;
+}
+
+std::string with_values(const std::string& source, const std::vector<Tunable>& tunables, const Point& point) {
+    std::string out = source;
+    // Back to front, so earlier offsets stay valid.
+    std::vector<const Tunable*> order;
+    for (const auto& t : tunables) order.push_back(&t);
+    std::sort(order.begin(), order.end(), [](const Tunable* a, const Tunable* b) { return a->offset > b->offset; });
+    for (const Tunable* t : order) {
+        auto it = point.find(t->name);
+        if (it != point.end()) out.replace(t->offset, t->length, std::to_string(it->second));
+    }
+    return out;
+}
+
+Point default_point(const std::vector<Tunable>& tunables) {
+    Point p;
+    for (const auto& t : tunables) p[t.name] = t.default_value;
+    return p;
+}
+
+uint64_t space_size(const std::vector<Tunable>& tunables) {
+    uint64_t n = 1;
+    for (const auto& t : tunables) n = n > (UINT64_MAX / t.values.size()) ? UINT64_MAX : n * t.values.size();
+    return n;
+}
+
+std::string point_text(const Point& point) {
+    std::string s;
+    for (const auto& [k, v] : point) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
+    return s;
+}
+
+nlohmann::json TuneResult::to_json() const {
+    nlohmann::json t = nlohmann::json::array();
+    for (const auto& x : tunables) t.push_back({{"name", x.name}, {"default", x.default_value}, {"values", x.values}});
+    nlohmann::json tr = nlohmann::json::array();
+    for (const auto& x : trials)
+        tr.push_back({{"point", x.point}, {"status", x.status}, {"speedup", x.speedup}, {"compile_s", x.compile_s}});
+    nlohmann::json j{{"tunables", t}, {"strategy", strategy}, {"space", space}, {"trials", tr},
+                     {"wall_s", wall_s}, {"run_s", run_s}};
+    if (const Trial* b = best_trial()) {
+        j["best"] = b->point;
+        j["best_speedup"] = b->speedup;
+        j["default_speedup"] = trials.empty() ? 0.0 : trials[0].speedup;
+    }
+    return j;
+}
+
+TuneResult tune(const std::string& source, evolve::Evaluator& evaluator, const TuneOptions& o,
+                const std::function<void(const Trial&)>& on_trial) {
+    auto t0 = std::chrono::steady_clock::now();
+    TuneResult res;
+    res.tunables = parse_tunables(source);
+    if (res.tunables.empty())
+        throw TuneError("the kernel declares no tunable parameter (add e.g. KEVO_TUNABLE(BLOCK, 256, 64 128 256 512))");
+    if (o.max_evals < 1) throw TuneError("--max-evals must be at least 1");
+    res.space = space_size(res.tunables);
+    const uint64_t budget = std::min<uint64_t>(res.space, static_cast<uint64_t>(o.max_evals));
+    res.strategy = o.strategy == "auto" ? (res.space <= static_cast<uint64_t>(o.max_evals) ? "grid" : "tpe") : o.strategy;
+    if (res.strategy != "grid" && res.strategy != "random" && res.strategy != "tpe")
+        throw TuneError("unknown strategy '" + o.strategy + "' (expected auto, grid, random or tpe)");
+    const int jobs = o.compile_jobs > 0 ? o.compile_jobs : std::max(1u, std::thread::hardware_concurrency());
+    Rng rng(o.seed);
+    std::set<Point> seen;
+
+    // Evaluates a batch: compiles in parallel, runs in order as each compile finishes.
+    auto evaluate = [&](const std::vector<Point>& batch) {
+        std::vector<CompileResult> compiled(batch.size());
+        std::vector<std::string> sources(batch.size());
+        std::vector<char> ready(batch.size(), 0);
+        std::mutex mu;
+        std::condition_variable cv;
+        std::atomic<size_t> next{0};
+        for (size_t i = 0; i < batch.size(); ++i) sources[i] = with_values(source, res.tunables, batch[i]);
+        auto worker = [&] {
+            for (size_t i; (i = next++) < batch.size();) {
+                CompileResult c;
+                try {
+                    c = evaluator.compile(sources[i]);
+                } catch (const std::exception& e) {
+                    c.ok = false;
+                    c.log = e.what();
+                }
+                std::lock_guard<std::mutex> lock(mu);
+                compiled[i] = std::move(c);
+                ready[i] = 1;
+                cv.notify_all();
+            }
+        };
+        std::vector<std::thread> threads;
+        for (int k = 0; k < std::min<int>(jobs, static_cast<int>(batch.size())); ++k) threads.emplace_back(worker);
+        try {
+            for (size_t i = 0; i < batch.size(); ++i) {
+                CompileResult c;
+                {
+                    std::unique_lock<std::mutex> lock(mu);
+                    cv.wait(lock, [&] { return ready[i] != 0; });
+                    c = compiled[i];
+                }
+                Trial tr;
+                tr.point = batch[i];
+                tr.compile_s = c.seconds;
+                if (!c.ok) {
+                    tr.status = "compile_error";
+                    tr.feedback = c.log;
+                } else {
+                    auto r0 = std::chrono::steady_clock::now();
+                    evolve::Evaluation ev = evaluator.run(c);
+                    res.run_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
+                    tr.status = ev.status;
+                    tr.speedup = ev.ok() ? ev.speedup : 0;
+                    tr.feedback = ev.feedback;
+                    tr.details = ev.details;
+                }
+                res.trials.push_back(tr);
+                if (on_trial) on_trial(res.trials.back());
+            }
+        } catch (...) {
+            next = batch.size();  // no new compile starts; wait for those running, then pass the error on
+            for (auto& t : threads) t.join();
+            throw;
+        }
+        for (auto& t : threads) t.join();
+    };
+
+    const Point def = default_point(res.tunables);
+    std::vector<Point> first = {def};
+    seen.insert(def);
+    if (res.strategy == "grid") {
+        for (uint64_t i = 0; i < res.space && first.size() < budget; ++i) {
+            Point p = point_at(res.tunables, i);
+            if (seen.insert(p).second) first.push_back(p);
+        }
+        evaluate(first);
+    } else {
+        // random: the whole budget at once; tpe: a random quarter (at least 3) first, then rounds of 4.
+        uint64_t initial = res.strategy == "random" ? budget : std::min<uint64_t>(budget, std::max<uint64_t>(4, budget / 4));
+        while (first.size() < initial) {
+            Point p = random_point(res.tunables, rng);
+            if (seen.insert(p).second) first.push_back(p);
+        }
+        evaluate(first);
+        while (res.strategy == "tpe" && res.trials.size() < budget) {
+            std::vector<Point> batch;
+            std::set<Point> pending = seen;
+            size_t round = std::min<uint64_t>(4, budget - res.trials.size());
+            while (batch.size() < round) {
+                // Later proposals of a round avoid the earlier ones.
+                Point p = tpe_propose(res.tunables, res.trials, pending, rng);
+                if (p.empty()) break;
+                pending.insert(p);
+                batch.push_back(p);
+            }
+            if (batch.empty()) break;
+            for (const auto& p : batch) seen.insert(p);
+            evaluate(batch);
+        }
+    }
+
+    for (size_t i = 0; i < res.trials.size(); ++i)
+        if (res.trials[i].status == "ok" && (res.best < 0 || res.trials[i].speedup > res.trials[static_cast<size_t>(res.best)].speedup))
+            res.best = static_cast<int>(i);  // strictly faster: a tie keeps the earlier (the default first)
+    res.best_source = res.best >= 0 ? with_values(source, res.tunables, res.trials[static_cast<size_t>(res.best)].point) : source;
+    res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+}
+
+}  // namespace kevo::tune
