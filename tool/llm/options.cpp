@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/process.h"
+#include "llm/budget.h"
 #include "llm/util.h"
 
 namespace kevo::llm {
@@ -38,11 +39,19 @@ void add_llm_options(CLI::App& app, LlmOptions& o) {
     app.add_option("--llm-retry-max-wait", o.retry_total_max_s, "Cap on the seconds one request spends waiting between retries")
         ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("S")->group(g);
     app.add_option("--budget-tokens", o.max_total_tokens,
-                   "Stop sending requests once prompt + completion tokens reach this (0: no cap)")
+                   "Cap on prompt + completion tokens (0: no cap). Each request reserves its most possible use (one "
+                   "token per prompt byte plus its max tokens) before it is sent, so requests in flight cannot "
+                   "overrun the cap")
         ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("N")->group(g);
     app.add_option("--budget-usd", o.max_cost_usd,
-                   "Stop sending requests once the cost the provider reports reaches this many US dollars (0: no cap)")
+                   "Stop sending requests once the cost the provider reports (or --llm-price gives) reaches this "
+                   "many US dollars (0: no cap)")
         ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("USD")->group(g);
+    app.add_option("--llm-price", o.price,
+                   "The model's price in USD per million prompt:completion tokens (e.g. 0.30:2.50; with --llm-batch "
+                   "the batch price). It bounds what each request may cost before it is sent, and prices replies "
+                   "whose cost the provider does not report")
+        ->type_name("IN:OUT")->group(g);
     app.add_option("--llm-transcript", o.transcript,
                    "Append every exchange (request without the key, reply, usage, latency, error) to this JSONL file")
         ->type_name("FILE")->group(g);
@@ -105,6 +114,7 @@ std::unique_ptr<Client> make_client(const LlmOptions& o, const LogFn& log) {
     c.max_in_flight = o.max_in_flight;
     c.max_total_tokens = o.max_total_tokens;
     c.max_cost_usd = o.max_cost_usd;
+    if (!o.price.empty()) c.price = parse_price(o.price);
     c.transcript = o.transcript;
     c.seed = o.model_seed;
     c.log = log;

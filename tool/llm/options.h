@@ -30,6 +30,7 @@ struct LlmOptions {
     double retry_total_max_s = 600;          // --llm-retry-max-wait
     int64_t max_total_tokens = 0;            // --budget-tokens (0: none)
     double max_cost_usd = 0;                 // --budget-usd (0: none)
+    std::string price;                       // --llm-price PROMPT:COMPLETION (USD per million tokens)
     std::string transcript;                  // --llm-transcript FILE
     std::string replay;                      // --llm-replay FILE
     bool replay_in_order = false;            // --llm-replay-in-order
