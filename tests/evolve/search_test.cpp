@@ -9,6 +9,7 @@
 #include "evolve/archive.h"
 #include "evolve/report.h"
 #include "evolve/search.h"
+#include "llm/budget.h"
 #include "scripted.h"
 #include "store/store.h"
 
@@ -191,29 +192,47 @@ TEST(Search, RestartsAnIslandThatStopsImproving) {
     }
 }
 
-TEST(Search, StopsAtTheTokenBudgetAndResumesWithALargerOne) {
+// The most tokens any of these requests could have used (what the budget reserved for it).
+int64_t largest_reservation(const ScriptedProvider& p) {
+    int64_t most = 0;
+    for (const auto& q : p.requests()) most = std::max(most, llm::max_prompt_tokens(q) + llm::max_completion_tokens(q));
+    return most;
+}
+
+TEST(Search, StopsAtTheTokenBudgetWithoutOverrunningItAndResumesWithALargerOne) {
     SearchRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(50);
-    cfg.budget_tokens = 1000;  // 150 tokens per call
+    cfg.max_tokens = 200;
+    cfg.budget_tokens = 10000;  // each call uses 150 tokens and reserves its prompt's bytes + 200
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(res.stop_reason, "budget");
     store::Spent spent = r.store->spent();
-    EXPECT_GE(spent.tokens(), 1000);
-    EXPECT_LE(spent.tokens(), 1000 + 150 * 4);  // at most the requests already in flight overshoot
+    // Never overrun, although four slots ask at once; and used up to within one reservation.
+    EXPECT_LE(spent.tokens(), 10000);
+    EXPECT_GT(spent.tokens() + largest_reservation(provider), 10000);
+    EXPECT_GT(spent.calls, 4);
     EXPECT_EQ(provider.calls(), static_cast<size_t>(spent.calls));
 
-    // The same budget again: nothing is requested.
+    // The same budget again: what is asked (if anything fits) still fits.
     ScriptedProvider again(evolving);
     EXPECT_EQ(r.run(cfg, again).stop_reason, "budget");
-    EXPECT_EQ(again.calls(), 0u);
+    EXPECT_LE(r.store->spent().tokens(), 10000);
     // A larger one: the run continues.
-    cfg.budget_usd = 0.02;  // $0.001 per call
-    cfg.budget_tokens = 0;
+    cfg.budget_tokens = 16000;
     ScriptedProvider more(evolving);
     EXPECT_EQ(r.run(cfg, more).stop_reason, "budget");
     EXPECT_GT(more.calls(), 0u);
-    EXPECT_LE(r.store->spent().cost_usd, 0.02 + 0.001 * 4 + 1e-9);
+    EXPECT_LE(r.store->spent().tokens(), 16000);
+    // A cost cap, with the price that makes the scripted $0.001 per call (100 + 50 tokens).
+    double spent_usd = r.store->spent().cost_usd;
+    cfg.budget_tokens = 0;
+    cfg.budget_usd = spent_usd + 0.02;
+    cfg.price = llm::Price{2, 16};
+    ScriptedProvider paid(evolving);
+    EXPECT_EQ(r.run(cfg, paid).stop_reason, "budget");
+    EXPECT_GT(paid.calls(), 0u);
+    EXPECT_LE(r.store->spent().cost_usd, cfg.budget_usd + 1e-12);
 }
 
 TEST(Search, StopsAtTheTargetSpeedup) {

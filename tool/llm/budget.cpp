@@ -70,6 +70,7 @@ Reservation& Reservation::operator=(Reservation&& other) noexcept {
         cost_usd = other.cost_usd;
         cost_known = other.cost_known;
         budget_ = other.budget_;
+        adopted_ = other.adopted_;
         other.budget_ = nullptr;
     }
     return *this;
@@ -91,10 +92,19 @@ void Budget::add_spent(const Spending& s) {
     spent_.cost_usd += s.cost_usd;
 }
 
-void Budget::hold(int64_t tokens, double cost_usd) {
+Reservation Budget::adopt(const ChatRequest& request, double cost_usd, bool cost_known) {
+    Reservation r;
+    r.prompt_tokens = max_prompt_tokens(request);
+    r.completion_tokens = max_completion_tokens(request);
+    r.cost_usd = cost_usd;
+    r.cost_known = cost_known;
+    r.budget_ = this;
+    r.adopted_ = true;
     std::lock_guard<std::mutex> lock(mu_);
-    reserved_.prompt_tokens += tokens;
+    reserved_.prompt_tokens += r.prompt_tokens;
+    reserved_.completion_tokens += r.completion_tokens;
     reserved_.cost_usd += cost_usd;
+    return r;
 }
 
 std::string Budget::reached_message() const {
@@ -170,7 +180,7 @@ void Budget::unreserve_locked(Reservation& r) {
     reserved_.prompt_tokens -= r.prompt_tokens;
     reserved_.completion_tokens -= r.completion_tokens;
     reserved_.cost_usd -= r.cost_usd;
-    --in_flight_;
+    if (!r.adopted_) --in_flight_;
     r.budget_ = nullptr;
 }
 

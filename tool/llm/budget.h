@@ -72,6 +72,7 @@ public:
 private:
     friend class Budget;
     Budget* budget_ = nullptr;
+    bool adopted_ = false;
 };
 
 // Thread-safe.
@@ -83,9 +84,10 @@ public:
 
     // Counts usage spent before this process (a resumed run's stored totals).
     void add_spent(const Spending& spent);
-    // Holds `tokens` and `cost_usd` for the rest of this process without a Reservation: requests
-    // that wait in a batch the provider will answer (and charge) later.
-    void hold(int64_t tokens, double cost_usd);
+    // A reservation for a request that is outstanding already, whatever the caps: one written into
+    // a batch file by an earlier process, which the provider will answer (and charge) later. It
+    // does not count as in flight (reserve() never waits for it).
+    Reservation adopt(const ChatRequest& request, double cost_usd, bool cost_known);
 
     // Reserves the most `request` can use. With `wait`, waits while the reservation does not fit
     // but other requests are in flight; without, or with none in flight, throws BudgetExceeded.

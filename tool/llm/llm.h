@@ -144,6 +144,8 @@ private:
 // ReplayProvider matches on.
 std::string request_json(const ChatRequest& request);
 std::string request_hash(const ChatRequest& request);
+// The request request_json() wrote. Throws UsageError when `json` is not one.
+ChatRequest request_from_json(const std::string& json);
 
 // Appends one JSON object per exchange to a file (created 0600): time, request_hash, request,
 // response (content, finish_reason, model), usage, latency_s, attempts, error (kind, message,

@@ -83,6 +83,22 @@ ChatResponse response_from(const json& line) {
 std::string request_json(const ChatRequest& request) { return dump(request_object(request)); }
 std::string request_hash(const ChatRequest& request) { return sha256_hex(request_json(request)); }
 
+ChatRequest request_from_json(const std::string& text) {
+    json j = json::parse(text, nullptr, false);
+    ChatRequest r;
+    try {
+        if (!j.is_object()) throw std::runtime_error("not an object");
+        r.model = j.at("model").get<std::string>();
+        for (const auto& m : j.at("messages")) r.messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+        r.temperature = j.at("temperature").get<double>();
+        r.max_tokens = j.at("max_tokens").get<int>();
+        if (j.contains("seed") && !j["seed"].is_null()) r.seed = j["seed"].get<int64_t>();
+    } catch (const std::exception& e) {
+        throw UsageError(std::string("not a stored LLM request (") + e.what() + "): " + text.substr(0, 120));
+    }
+    return r;
+}
+
 struct Transcript::Impl {
     std::filesystem::path path;
     int fd = -1;
