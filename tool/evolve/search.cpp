@@ -134,10 +134,13 @@ struct Search::Impl {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     }
 
-    void request_stop(const std::string& reason) {
+    // Returns true for the first reason given.
+    bool request_stop(const std::string& reason) {
         std::lock_guard<std::mutex> lock(mu);
-        if (stop_reason.empty()) stop_reason = reason;
+        bool first = stop_reason.empty();
+        if (first) stop_reason = reason;
         stopping_now = true;
+        return first;
     }
     // True once the run must stop; records why.
     bool should_stop() {
@@ -242,8 +245,7 @@ struct Search::Impl {
             }
             resp.usage = budget->settle(reservation, resp.usage);
         } catch (const llm::BudgetExceeded& e) {
-            if (cfg.log) cfg.log(e.what());
-            request_stop("budget");
+            if (request_stop("budget") && cfg.log) cfg.log(e.what());
             throw Stopped{};
         } catch (const llm::Cancelled&) {
             request_stop("interrupted");

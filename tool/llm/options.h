@@ -42,6 +42,9 @@ struct LlmOptions {
 
 // Adds the options above to `app`, in an "LLM" option group.
 void add_llm_options(CLI::App& app, LlmOptions& options);
+// Only those that say how to reach the server (--llm-url, --llm-key-env, timeouts, attempts):
+// for commands that send no chat request (`kernelevo llm batch`).
+void add_llm_connection_options(CLI::App& app, LlmOptions& options);
 
 struct ApiKey {
     std::string value;    // empty: none found
@@ -55,6 +58,9 @@ struct ApiKey {
 // trimmed; the key is registered with register_secret().
 ApiKey find_api_key(const std::string& url, const std::string& key_env = "");
 
+// The HTTP settings the options describe (URL, key, timeouts, retries). Throws kevo::UsageError
+// on invalid values.
+HttpConfig http_config(const LlmOptions& options, const LogFn& log);
 // The provider the options describe: a ReplayProvider with --llm-replay, else an HttpProvider.
 // Throws kevo::UsageError on invalid values.
 std::shared_ptr<Provider> make_provider(const LlmOptions& options, const LogFn& log);
