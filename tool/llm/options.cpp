@@ -14,8 +14,8 @@ namespace kevo::llm {
 void add_llm_connection_options(CLI::App& app, LlmOptions& o) {
     const std::string g = "LLM";
     app.add_option("--llm-url", o.url,
-                   "Base URL of an OpenAI-compatible API; requests go to URL/chat/completions "
-                   "(OpenRouter, https://api.openai.com/v1, vLLM/SGLang http://host:8000/v1, "
+                   "Base URL of an OpenAI-compatible API; chat requests go to URL/chat/completions, Batch API "
+                   "calls to URL/files and URL/batches (OpenRouter, https://api.openai.com/v1, vLLM/SGLang http://host:8000/v1, "
                    "Ollama http://localhost:11434/v1, llama.cpp server http://localhost:8080/v1)")
         ->capture_default_str()->type_name("URL")->group(g);
     app.add_option("--llm-key-env", o.key_env,
