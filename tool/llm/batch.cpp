@@ -63,6 +63,28 @@ std::string batch_input_line(const std::string& custom_id, const ChatRequest& re
                  {"body", detail::chat_request_body(request, base_url)}});
 }
 
+size_t count_batch_input(const std::filesystem::path& file) {
+    std::string text = read_file(file);
+    size_t lines = 0, number = 0;
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        std::string line = text.substr(pos, end - pos);
+        pos = end + 1;
+        ++number;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        json j = json::parse(line, nullptr, false);
+        if (string_field(j, "custom_id").empty() || string_field(j, "method") != "POST" ||
+            string_field(j, "url").empty() || !j.contains("body") || !j["body"].is_object())
+            throw UsageError(file.string() + ":" + std::to_string(number) +
+                             ": not a Batch API input line ({custom_id, method, url, body}: a file that kernelevo "
+                             "search --llm-batch writes)");
+        ++lines;
+    }
+    if (lines == 0) throw UsageError(file.string() + ": no requests in the file");
+    return lines;
+}
+
 BatchOutputLine parse_batch_output_line(const std::string& text, const std::string& where) {
     json j = json::parse(text, nullptr, false);
     if (!j.is_object() || string_field(j, "custom_id").empty())

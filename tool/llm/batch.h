@@ -22,6 +22,10 @@ namespace kevo::llm {
 // One input line (without the newline). `base_url` picks the body's dialect, as for HttpProvider.
 std::string batch_input_line(const std::string& custom_id, const ChatRequest& request, const std::string& base_url);
 
+// The number of requests in an input file; throws UsageError naming the file and line for
+// anything that is not an input line (e.g. an output file given by mistake) or an empty file.
+size_t count_batch_input(const std::filesystem::path& file);
+
 // One line of an output or error file, before it is matched with its request.
 struct BatchOutputLine {
     std::string custom_id;

@@ -26,26 +26,6 @@ void print_batch(const llm::BatchInfo& b) {
     if (!b.errors.empty()) std::cout << "problems: " << redact(b.errors) << "\n";
 }
 
-// Counts the lines of a Batch API input file, refusing anything else before it is uploaded.
-size_t check_batch_input(const fs::path& file) {
-    std::string text = read_file(file);
-    size_t lines = 0, number = 0;
-    for (size_t pos = 0; pos < text.size();) {
-        size_t end = text.find('\n', pos);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(pos, end - pos);
-        pos = end + 1;
-        ++number;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        if (line.find("\"custom_id\"") == std::string::npos || line.find("\"body\"") == std::string::npos)
-            throw UsageError(file.string() + ":" + std::to_string(number) +
-                             ": not a Batch API input line (written by kernelevo search --llm-batch?)");
-        ++lines;
-    }
-    if (lines == 0) throw UsageError(file.string() + ": no requests in the file");
-    return lines;
-}
-
 std::string connection_args(const llm::LlmOptions& o) {
     return o.url == llm::kDefaultLlmUrl ? "" : " --llm-url " + shell_quote(o.url);
 }
@@ -67,7 +47,7 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
     submit->add_option("FILE", o.file, "The Batch API input file (JSONL)")->required()->check(CLI::ExistingFile);
     llm::add_llm_connection_options(*submit, o.llm);
     submit->callback([&rc, log] {
-        size_t n = check_batch_input(o.file);
+        size_t n = llm::count_batch_input(o.file);
         llm::BatchApi api(llm::http_config(o.llm, log));
         std::string file_id = api.upload(o.file);
         std::cout << "file:     " << file_id << " (" << n << " requests from " << o.file << ")\n";
