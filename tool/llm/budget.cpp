@@ -237,21 +237,6 @@ bool Budget::reached() const {
     return !reached_message().empty();
 }
 
-Spending Budget::spent() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return spent_;
-}
-
-Spending Budget::reserved() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return reserved_;
-}
-
-int Budget::in_flight() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return in_flight_;
-}
-
 int Budget::max_in_flight() const {
     std::lock_guard<std::mutex> lock(mu_);
     return max_in_flight_;

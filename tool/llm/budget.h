@@ -67,7 +67,6 @@ public:
     double cost_usd = 0;
     bool cost_known = false;
     int64_t tokens() const { return prompt_tokens + completion_tokens; }
-    bool active() const { return budget_ != nullptr; }
 
 private:
     friend class Budget;
@@ -101,13 +100,9 @@ public:
     // Throws BudgetExceeded, naming the cap, when what is spent reached a cap.
     void check() const;
     bool reached() const;
-    Spending spent() const;
-    Spending reserved() const;
-    // Requests holding a reservation now, and the most that ever did at once.
-    int in_flight() const;
+    // The most requests that held a reservation at once.
     int max_in_flight() const;
     void cancel();
-    const BudgetCaps& caps() const { return caps_; }
 
 private:
     friend class Reservation;

@@ -74,7 +74,7 @@ ApiKey find_api_key(const std::string& url, const std::string& key_env) {
         std::string value = v ? trim(v) : "";
         if (value.empty()) return {};
         register_secret(value);
-        return {value, var};
+        return {value, var, ""};
     };
     if (!key_env.empty()) {
         ApiKey key = get(key_env);
