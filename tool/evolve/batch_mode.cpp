@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/process.h"
 #include "llm/batch.h"
 
 namespace kevo::evolve {
@@ -121,7 +122,7 @@ std::string BatchMode::finish(SearchResult& result) {
         b.request = nlohmann::json::parse(llm::request_json(d.request));
         b.reserved_tokens = d.reservation.tokens();
         b.reserved_cost_usd = d.reservation.cost_usd;
-        text += llm::batch_input_line(b.custom_id, d.request, cfg_.batch_url) + "\n";
+        text += redact(llm::batch_input_line(b.custom_id, d.request, cfg_.batch_url)) + "\n";
         rows.push_back(std::move(b));
     }
     // The file first: a kill before the store knows of it only means writing the same file again.

@@ -302,7 +302,7 @@ void register_search_command(CLI::App& app, int& rc) {
     cmd->add_option("--llm-batch-replies", a->cfg.batch_replies,
                     "Batch API output or error files (JSONL, e.g. from `kernelevo llm batch fetch`) to import first; "
                     "repeatable. A reply stored before is skipped, never counted twice")
-        ->check(CLI::ExistingFile)->type_name("FILE")->allow_extra_args(false)->group("LLM");
+        ->check(CLI::ExistingFile.description(""))->type_name("FILE")->allow_extra_args(false)->group("LLM");
     cmd->add_option("--llm-batch-dir", a->batch_dir, "Where --llm-batch writes its files (NAME-ARCH-batch-N.jsonl)")
         ->capture_default_str()->type_name("DIR")->group("LLM");
     cmd->callback([a, &rc] { run_search(*a, rc); });

@@ -49,8 +49,9 @@ void add_llm_options(CLI::App& app, LlmOptions& o) {
                    "overrun the cap")
         ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("N")->group(g);
     app.add_option("--budget-usd", o.max_cost_usd,
-                   "Stop sending requests once the cost the provider reports (or --llm-price gives) reaches this "
-                   "many US dollars (0: no cap)")
+                   "Cap on the cost in US dollars that the provider reports, or --llm-price gives (0: no cap). "
+                   "Each request reserves its most possible cost (at --llm-price, else at the highest price per "
+                   "token a reply reported) before it is sent")
         ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("USD")->group(g);
     app.add_option("--llm-price", o.price,
                    "The model's price in USD per million prompt:completion tokens (e.g. 0.30:2.50; with --llm-batch "
