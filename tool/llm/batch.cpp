@@ -171,6 +171,7 @@ std::string BatchApi::file_content(const std::string& file_id) {
     detail::HttpExchange ex;
     ex.method = "GET";
     ex.path = "/files/" + checked_id(file_id, "file") + "/content";
+    ex.max_reply_bytes = size_t{1} << 30;   // output files hold up to 50,000 replies
     return impl_->session.send(ex, "");
 }
 

@@ -20,18 +20,21 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMaxReplyBytes = 1u << 30;   // a Batch API output file can be large
-
 void global_init() {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+struct BodySink {
+    std::string* body;
+    size_t max;
+};
+
 size_t on_body(char* data, size_t size, size_t count, void* user) {
-    auto* body = static_cast<std::string*>(user);
+    auto* sink = static_cast<BodySink*>(user);
     size_t n = size * count;
-    if (body->size() + n > kMaxReplyBytes) return 0;   // aborts the transfer
-    body->append(data, n);
+    if (sink->body->size() + n > sink->max) return 0;   // aborts the transfer
+    sink->body->append(data, n);
     return n;
 }
 
@@ -196,8 +199,9 @@ HttpResult HttpSession::attempt(const HttpExchange& ex) {
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_s * 1000));
     // A backstop only; the read timeout proper is enforced below.
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>((connect_s + read_s) * 1000) + 1000);
+    BodySink sink{&a.body, ex.max_reply_bytes};
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a.body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &a.retry_after);
 
