@@ -123,7 +123,7 @@ std::vector<std::pair<std::string, llm::ChatRequest>> batch_requests_of(const st
 }
 
 std::string answer_batch(const std::string& input, const ScriptedProvider::Respond& respond,
-                         const std::vector<std::string>& fail) {
+                         const std::vector<std::string>& fail, double cost_usd) {
     std::string out;
     int n = 0;
     for (const auto& [id, request] : batch_requests_of(input)) {
@@ -138,6 +138,7 @@ std::string answer_batch(const std::string& input, const ScriptedProvider::Respo
                 {"model", request.model + "-2025"},
                 {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", respond(request)}}}, {"finish_reason", "stop"}}}},
                 {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 50}, {"total_tokens", 150}}}};
+            if (cost_usd >= 0) body["usage"]["cost"] = cost_usd;
             line["response"] = {{"status_code", 200}, {"request_id", "req_" + std::to_string(n)}, {"body", body}};
             line["error"] = nullptr;
         }

@@ -534,6 +534,26 @@ TEST(SearchBatch, RefusesRepliesThatAreNotThisRunsAndBadSettings) {
     EXPECT_THROW(b.run(no_price, never), UsageError);
 }
 
+TEST(SearchBatch, ImportedRepliesCountTheReportedCostElseThePrice) {
+    for (double reported : {0.0125, -1.0}) {
+        SearchRun b;
+        SearchConfig cfg = batch::config(b.dir.path());
+        cfg.price = llm::Price{1, 2};   // 100 * 1e-6 + 50 * 2e-6 = $0.0002 per reply
+        ScriptedProvider never(batch::never);
+        SearchResult res = b.run(cfg, never);
+        ASSERT_EQ(res.stop_reason, "batch");
+        fs::path out = b.dir.path() / "replies.jsonl";
+        write_file_atomic(out, testing::answer_batch(read_file(res.batch_file), evolving, {}, reported));
+        cfg.batch_replies = {out.string()};
+        b.run(cfg, never);
+        auto call = b.store->find_llm_call("g0.seed.a0");
+        ASSERT_TRUE(call);
+        EXPECT_DOUBLE_EQ(call->cost_usd, reported >= 0 ? reported : 0.0002);
+        EXPECT_EQ(call->prompt_tokens, 100);
+        EXPECT_EQ(call->completion_tokens, 50);
+    }
+}
+
 TEST(SearchBatch, TheBudgetHoldsWhatIsDeferred) {
     SearchRun b;
     SearchConfig cfg = batch::config(b.dir.path());
