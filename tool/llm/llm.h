@@ -33,7 +33,7 @@ struct ChatRequest {
     std::string model;    // empty: the client picks one of its configured models (by weight)
     std::vector<Message> messages;
     double temperature = 0.7;
-    int max_tokens = 8192;
+    int max_tokens = 8192;        // the completion limit; bounds the budget's reservation
     std::optional<int64_t> seed;
 };
 
@@ -66,7 +66,8 @@ struct LlmError : std::runtime_error {
     LlmError(const std::string& what, bool can_retry) : std::runtime_error(what), retryable(can_retry) {}
     bool retryable;
 };
-// The run's token or cost cap is reached: no new request is sent.
+// A token or cost cap is reached, or the next request's reservation would pass it (budget.h):
+// the request is not sent.
 struct BudgetExceeded : LlmError {
     explicit BudgetExceeded(const std::string& what) : LlmError(what, false) {}
 };
