@@ -473,6 +473,10 @@ TEST(SearchBatch, WritesRequestsAndResumesFromTheRepliesToTheOutcomeOfAnOnlineRu
     }
     EXPECT_EQ(failed, 1);
     EXPECT_EQ(again, 1);
+    std::string text = report_text(*b.store);
+    EXPECT_NE(text.find("Batches: " + std::to_string(rounds - 1) + " file(s), "), std::string::npos) << text;
+    EXPECT_NE(text.find(" answered, 1 failed, 0 waiting (last: " + b.dir.path().string() + "/gelu-"), std::string::npos)
+        << text;
 }
 
 TEST(SearchBatch, RequestsWaitingInABatchAreNeverSentOnline) {
