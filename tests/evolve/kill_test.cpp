@@ -14,6 +14,7 @@
 
 #include "../store/store_backend.h"
 #include "common/fs.h"
+#include "scripted.h"
 #include "store/store.h"
 
 namespace kevo {
@@ -110,6 +111,92 @@ TEST_P(SearchKill, ResumesAfterKill9WithoutRepayingOrReevaluating) {
     EXPECT_EQ(b->history().size(), 7u);
     // Requests repeated after the kill are only those whose replies had not been committed yet.
     EXPECT_LE(llm_after.size(), lines(straight.path() / "llm.log").size() + 4);
+}
+
+// Batch mode, killed with kill -9 while it evaluates the candidates of an imported batch, then
+// run again with the same replies: no reply is imported (or counted) twice, nothing evaluated is
+// evaluated again, no request is ever sent, and the outcome equals that of an uninterrupted run.
+TEST_P(SearchKill, ResumesAfterKill9InTheMiddleOfABatchRound) {
+    struct Run {
+        TempDir dir;
+        std::string state;
+        std::vector<std::string> replies;
+        std::vector<std::string> args(const std::string& delay) {
+            std::vector<std::string> a = {KEVO_SEARCH_DRIVER, state, "3", delay, (dir.path() / "llm.log").string(),
+                                          (dir.path() / "eval.log").string(), (dir.path() / "gelu").string()};
+            a.insert(a.end(), replies.begin(), replies.end());
+            return a;
+        }
+        // Answers the run's newest batch file; returns its number.
+        int answer() {
+            auto s = store::open_store(state);
+            store::BatchRequest newest;
+            for (const auto& b : s->batch_requests()) newest = b;
+            fs::path out = dir.path() / ("replies-" + std::to_string(newest.batch) + ".jsonl");
+            write_file_atomic(out, evolve::testing::answer_batch(read_file(newest.file), evolve::testing::evolving));
+            replies.push_back(out.string());
+            return newest.batch;
+        }
+    };
+    Run straight, killed;
+    straight.state = redis() ? location("straight") : (straight.dir.path() / "state.db").string();
+    killed.state = redis() ? location("killed") : (killed.dir.path() / "state.db").string();
+    int rounds = 0;
+    for (int rc; (rc = wait_exit(spawn(straight.args("0")))) != 0; ++rounds) {
+        ASSERT_EQ(rc, 3) << "the driver failed";
+        ASSERT_LT(rounds, 40);
+        straight.answer();
+    }
+    ASSERT_GE(rounds, 3);
+
+    // The killed run: the seed's batch, then the first generation's, killed while evaluating.
+    ASSERT_EQ(wait_exit(spawn(killed.args("0"))), 3);
+    killed.answer();
+    ASSERT_EQ(wait_exit(spawn(killed.args("0"))), 3);
+    ASSERT_EQ(killed.answer(), 2);
+    size_t evals_before = lines(killed.dir.path() / "eval.log").size();
+    pid_t pid = spawn(killed.args("0.05"));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (lines(killed.dir.path() / "eval.log").size() < evals_before + 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(pid, SIGKILL);
+    ASSERT_EQ(wait_exit(pid), -SIGKILL);
+    std::set<std::string> evaluated;
+    int64_t calls_at_kill;
+    {
+        auto s = store::open_store(killed.state);
+        for (const auto& p : s->programs())
+            if (p.status != "pending" && p.status != "duplicate" && p.status != "no_code") evaluated.insert(p.norm_hash);
+        calls_at_kill = s->spent().calls;
+        ASSERT_EQ(s->last_generation(), 0) << "the round finished before it was killed";
+    }
+    size_t evals_at_kill = lines(killed.dir.path() / "eval.log").size();
+    ASSERT_GT(evals_at_kill, evals_before);
+
+    // The same command again, then the remaining rounds.
+    int rc = wait_exit(spawn(killed.args("0")));
+    {
+        auto s = store::open_store(killed.state);
+        EXPECT_EQ(s->spent().calls, calls_at_kill) << "replies were imported twice";
+    }
+    auto evals = lines(killed.dir.path() / "eval.log");
+    for (size_t i = evals_at_kill; i < evals.size(); ++i)
+        EXPECT_FALSE(evaluated.count(evals[i])) << "an evaluated candidate was evaluated again";
+    for (int more = 0; rc != 0; ++more) {
+        ASSERT_EQ(rc, 3);
+        ASSERT_LT(more, 40);
+        killed.answer();
+        rc = wait_exit(spawn(killed.args("0")));
+    }
+
+    auto a = store::open_store(straight.state);
+    auto b = store::open_store(killed.state);
+    EXPECT_EQ(outcome(*b), outcome(*a));
+    EXPECT_EQ(b->spent().calls, a->spent().calls);
+    EXPECT_EQ(b->spent().tokens(), a->spent().tokens());
+    EXPECT_EQ(b->batch_requests().size(), a->batch_requests().size());
+    EXPECT_EQ(b->history().size(), 4u);
+    EXPECT_TRUE(lines(killed.dir.path() / "llm.log").empty()) << "batch mode sent a request";
 }
 
 }  // namespace

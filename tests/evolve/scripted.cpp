@@ -3,7 +3,10 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <algorithm>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "evolve/archive.h"
@@ -108,6 +111,48 @@ std::vector<llm::ChatRequest> ScriptedProvider::requests() const {
 size_t ScriptedProvider::calls() const {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_.size();
+}
+
+std::vector<std::pair<std::string, llm::ChatRequest>> batch_requests_of(const std::string& input) {
+    std::vector<std::pair<std::string, llm::ChatRequest>> out;
+    std::istringstream in(input);
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty()) continue;
+        nlohmann::json j = nlohmann::json::parse(line);
+        const nlohmann::json& body = j.at("body");
+        llm::ChatRequest r;
+        r.model = body.at("model").get<std::string>();
+        for (const auto& m : body.at("messages")) r.messages.push_back({m.at("role"), m.at("content")});
+        r.temperature = body.at("temperature").get<double>();
+        if (body.contains("seed")) r.seed = body["seed"].get<int64_t>();
+        out.emplace_back(j.at("custom_id").get<std::string>(), r);
+    }
+    return out;
+}
+
+std::string answer_batch(const std::string& input, const ScriptedProvider::Respond& respond,
+                         const std::vector<std::string>& fail, double cost_usd) {
+    std::string out;
+    int n = 0;
+    for (const auto& [id, request] : batch_requests_of(input)) {
+        nlohmann::json line = {{"id", "batch_req_" + std::to_string(++n)}, {"custom_id", id}};
+        if (std::find(fail.begin(), fail.end(), id) != fail.end()) {
+            line["response"] = nullptr;
+            line["error"] = {{"code", "batch_expired"}, {"message", "This request could not be executed before the completion window expired."}};
+        } else {
+            nlohmann::json body = {
+                {"id", "chatcmpl-" + std::to_string(n)},
+                {"object", "chat.completion"},
+                {"model", request.model + "-2025"},
+                {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", respond(request)}}}, {"finish_reason", "stop"}}}},
+                {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 50}, {"total_tokens", 150}}}};
+            if (cost_usd >= 0) body["usage"]["cost"] = cost_usd;
+            line["response"] = {{"status_code", 200}, {"request_id", "req_" + std::to_string(n)}, {"body", body}};
+            line["error"] = nullptr;
+        }
+        out += line.dump() + "\n";
+    }
+    return out;
 }
 
 const std::string& user_prompt(const llm::ChatRequest& request) { return request.messages.back().content; }

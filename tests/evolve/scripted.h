@@ -68,6 +68,14 @@ private:
     std::vector<llm::ChatRequest> requests_;
 };
 
+// Answers a Batch API input file (its text) as a provider would: one output line per input line,
+// in order, with 100 prompt + 50 completion tokens and the cost `cost_usd` (< 0: none reported);
+// the requests whose custom_id is in `fail` get an error line ("batch_expired") instead.
+std::string answer_batch(const std::string& input, const ScriptedProvider::Respond& respond,
+                         const std::vector<std::string>& fail = {}, double cost_usd = -1);
+// The requests of a Batch API input file, as ChatRequests (model, messages, temperature, seed).
+std::vector<std::pair<std::string, llm::ChatRequest>> batch_requests_of(const std::string& input);
+
 // The kind of prompt a request carries: "seed", "mutate_full", "mutate_diff" or "repair".
 std::string prompt_kind(const llm::ChatRequest& request);
 // The user message of a request.

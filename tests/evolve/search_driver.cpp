@@ -1,6 +1,7 @@
 // Runs the search with the scripted LLM and evaluator on a state store, for the kill -9 test.
-//   kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG
-// Prints the stop reason and exits 0 when the run finished.
+//   kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [BATCH_PREFIX [REPLIES...]]
+// With BATCH_PREFIX the run is in batch mode (--llm-batch) and imports the REPLIES files first.
+// Prints the stop reason; exits 0 when the run finished, 3 when it stopped for a batch.
 #include <iostream>
 #include <string>
 
@@ -12,8 +13,8 @@
 using namespace kevo;
 
 int main(int argc, char** argv) {
-    if (argc != 6) {
-        std::cerr << "usage: kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG\n";
+    if (argc < 6) {
+        std::cerr << "usage: kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [BATCH_PREFIX [REPLIES...]]\n";
         return 2;
     }
     Task task = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
@@ -31,8 +32,15 @@ int main(int argc, char** argv) {
     cfg.migration_interval = 2;
     cfg.restart_after = 3;
     cfg.seed = 11;
+    if (argc > 6) {
+        cfg.llm_batch = true;
+        cfg.model = "vendor/m";
+        cfg.batch_prefix = argv[6];
+        cfg.batch_url = "https://api.openai.com/v1";
+        for (int i = 7; i < argc; ++i) cfg.batch_replies.push_back(argv[i]);
+    }
     evolve::Search search(task, cfg, evolve::Prompts(), provider, evaluator, *store);
     evolve::SearchResult r = search.run();
     std::cout << r.stop_reason << "\n";
-    return r.stop_reason == "generations" ? 0 : 1;
+    return r.stop_reason == "generations" ? 0 : r.stop_reason == "batch" ? 3 : 1;
 }

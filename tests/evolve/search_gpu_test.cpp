@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <regex>
+#include <sstream>
 
 #include "common/fs.h"
 #include "common/process.h"
@@ -173,6 +174,56 @@ TEST(SearchGpu, ReplayedSearchFeedsSpeedOfLightAndProfileIntoPrompts) {
     if (no_ncu) GTEST_SKIP() << "no Nsight Compute here: profiles are skipped (said once)";
     EXPECT_NE(prompt.find("Profile (Nsight Compute): "), std::string::npos) << r.err;
     EXPECT_NE(prompt.find("DRAM "), std::string::npos) << prompt;
+// Batch mode end to end: `kernelevo search --llm-batch` writes each round's requests, the test
+// answers the Batch API input file with real kernels as a provider would (a Batch API output
+// file), and the search resumes from it with --llm-batch-replies until it finishes.
+TEST(SearchGpu, BatchModeRoundTripFindsAFasterKernel) {
+    REQUIRE_GPU();
+    TempDir dir;
+    fs::path out = dir.path() / "kernels", state = dir.path() / "state.db";
+    std::vector<std::string> args = {"search", "--task", (kData / "task.json").string(), "--out", out.string(),
+                                     "--state", state.string(), "--islands", "1", "--children", "1", "--jobs", "1",
+                                     "--generations", "2", "--mode", "full", "--seed", "1", "--timing-trials", "50",
+                                     "--model", "batch-model", "--llm-url", "http://127.0.0.1:9/v1", "--llm-batch",
+                                     "--llm-batch-dir", dir.path().string()};
+    const std::vector<std::string> mutations = {vec4(256, 32), vec4(512, 16)};
+    int rounds = 0, mutation = 0;
+    ProcessResult r;
+    for (;;) {
+        r = kernelevo(args);
+        if (r.exit_code != 3) break;
+        ASSERT_LT(++rounds, 12) << r.err;
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(r.err, m, std::regex("to (\\S+batch-[0-9]+\\.jsonl)"))) << r.err;
+        std::string replies;
+        std::istringstream in(read_file(m[1].str()));
+        for (std::string line; std::getline(in, line);) {
+            if (line.empty()) continue;
+            std::string id = nlohmann::json::parse(line)["custom_id"];
+            bool is_mutation = id.find(".a0") != std::string::npos && id.find("seed") == std::string::npos;
+            std::string kernel = is_mutation ? mutations[mutation++ % mutations.size()] : read_file(kKernels / "seed_fixed.cu");
+            nlohmann::json body = {{"id", "chatcmpl-" + id}, {"object", "chat.completion"}, {"model", "batch-model"},
+                                   {"choices", {{{"index", 0}, {"finish_reason", "stop"},
+                                                 {"message", {{"role", "assistant"},
+                                                              {"content", "Here it is.\n\n```cuda\n" + kernel + "```\n"}}}}}},
+                                   {"usage", {{"prompt_tokens", 3000}, {"completion_tokens", 800}}}};
+            replies += nlohmann::json({{"id", "batch_req_" + id}, {"custom_id", id},
+                                       {"response", {{"status_code", 200}, {"body", body}}}, {"error", nullptr}})
+                           .dump() + "\n";
+        }
+        fs::path file = dir.path() / ("replies-" + std::to_string(rounds) + ".jsonl");
+        write_file_atomic(file, replies);
+        args.insert(args.end(), {"--llm-batch-replies", file.string()});
+    }
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    EXPECT_GE(rounds, 3);   // the seed, then one round per generation
+    auto store = store::open_store(state.string());
+    EXPECT_EQ(store->spent().calls, static_cast<int64_t>(store->batch_requests().size()));
+    std::string arch = device().arch();
+    auto j = nlohmann::json::parse(read_file(out / "gelu_bias" / (arch + ".json")));
+    EXPECT_GT(j.value("speedup", 0.0), 1.0) << j.dump(2);
+    EXPECT_EQ(j.value("model", ""), "batch-model");
+    std::cout << "batch rounds: " << rounds << ", best speedup: " << j.value("speedup", 0.0) << "x\n";
 }
 
 }  // namespace

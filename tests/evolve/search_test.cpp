@@ -3,12 +3,14 @@
 
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "evolve/archive.h"
 #include "evolve/report.h"
 #include "evolve/search.h"
+#include "llm/budget.h"
 #include "scripted.h"
 #include "store/store.h"
 
@@ -191,29 +193,47 @@ TEST(Search, RestartsAnIslandThatStopsImproving) {
     }
 }
 
-TEST(Search, StopsAtTheTokenBudgetAndResumesWithALargerOne) {
+// The most tokens any of these requests could have used (what the budget reserved for it).
+int64_t largest_reservation(const ScriptedProvider& p) {
+    int64_t most = 0;
+    for (const auto& q : p.requests()) most = std::max(most, llm::max_prompt_tokens(q) + llm::max_completion_tokens(q));
+    return most;
+}
+
+TEST(Search, StopsAtTheTokenBudgetWithoutOverrunningItAndResumesWithALargerOne) {
     SearchRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(50);
-    cfg.budget_tokens = 1000;  // 150 tokens per call
+    cfg.max_tokens = 200;
+    cfg.budget_tokens = 10000;  // each call uses 150 tokens and reserves its prompt's bytes + 200
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(res.stop_reason, "budget");
     store::Spent spent = r.store->spent();
-    EXPECT_GE(spent.tokens(), 1000);
-    EXPECT_LE(spent.tokens(), 1000 + 150 * 4);  // at most the requests already in flight overshoot
+    // Never overrun, although four slots ask at once; and used up to within one reservation.
+    EXPECT_LE(spent.tokens(), 10000);
+    EXPECT_GT(spent.tokens() + largest_reservation(provider), 10000);
+    EXPECT_GT(spent.calls, 4);
     EXPECT_EQ(provider.calls(), static_cast<size_t>(spent.calls));
 
-    // The same budget again: nothing is requested.
+    // The same budget again: what is asked (if anything fits) still fits.
     ScriptedProvider again(evolving);
     EXPECT_EQ(r.run(cfg, again).stop_reason, "budget");
-    EXPECT_EQ(again.calls(), 0u);
+    EXPECT_LE(r.store->spent().tokens(), 10000);
     // A larger one: the run continues.
-    cfg.budget_usd = 0.02;  // $0.001 per call
-    cfg.budget_tokens = 0;
+    cfg.budget_tokens = 16000;
     ScriptedProvider more(evolving);
     EXPECT_EQ(r.run(cfg, more).stop_reason, "budget");
     EXPECT_GT(more.calls(), 0u);
-    EXPECT_LE(r.store->spent().cost_usd, 0.02 + 0.001 * 4 + 1e-9);
+    EXPECT_LE(r.store->spent().tokens(), 16000);
+    // A cost cap, with the price that makes the scripted $0.001 per call (100 + 50 tokens).
+    double spent_usd = r.store->spent().cost_usd;
+    cfg.budget_tokens = 0;
+    cfg.budget_usd = spent_usd + 0.02;
+    cfg.price = llm::Price{2, 16};
+    ScriptedProvider paid(evolving);
+    EXPECT_EQ(r.run(cfg, paid).stop_reason, "budget");
+    EXPECT_GT(paid.calls(), 0u);
+    EXPECT_LE(r.store->spent().cost_usd, cfg.budget_usd + 1e-12);
 }
 
 TEST(Search, StopsAtTheTargetSpeedup) {
@@ -345,6 +365,208 @@ TEST(Search, ReportShowsTheHistory) {
     EXPECT_NE(svg.find("<polyline"), std::string::npos);
     EXPECT_NE(svg.find("<circle"), std::string::npos);
     EXPECT_NE(report_html(*r.store).find("<pre>"), std::string::npos);
+}
+
+
+// ---- Batch mode -------------------------------------------------------------------------------
+
+namespace batch {
+
+SearchConfig config(const fs::path& dir) {
+    SearchConfig cfg = small(3);
+    cfg.model = "vendor/m";
+    cfg.llm_batch = true;
+    cfg.batch_prefix = (dir / "gelu").string();
+    cfg.batch_url = "https://api.openai.com/v1";
+    return cfg;
+}
+
+std::vector<std::string> lines_of(const fs::path& file) {
+    std::vector<std::string> out;
+    std::istringstream in(read_file(file));
+    for (std::string l; std::getline(in, l);)
+        if (!l.empty()) out.push_back(l);
+    return out;
+}
+
+// Batch mode must never send a request itself.
+std::string never(const llm::ChatRequest&) {
+    ADD_FAILURE() << "a request was sent";
+    return "";
+}
+
+}  // namespace batch
+
+TEST(SearchBatch, WritesRequestsAndResumesFromTheRepliesToTheOutcomeOfAnOnlineRun) {
+    SearchConfig online_cfg = small(3);
+    online_cfg.model = "vendor/m";
+    SearchRun online;
+    ScriptedProvider p0(evolving);
+    ASSERT_EQ(online.run(online_cfg, p0).stop_reason, "generations");
+
+    SearchRun b;
+    SearchConfig cfg = batch::config(b.dir.path());
+    ScriptedProvider never(batch::never);
+    SearchResult res = b.run(cfg, never);
+    ASSERT_EQ(res.stop_reason, "batch");
+    EXPECT_EQ(res.batch_written, 1);  // the seed
+    EXPECT_EQ(res.batch_file, (b.dir.path() / "gelu-1.jsonl").string());
+    // The Batch API input format, with the body HttpProvider would send to that URL.
+    auto first = batch::lines_of(res.batch_file);
+    ASSERT_EQ(first.size(), 1u);
+    nlohmann::json line = nlohmann::json::parse(first[0]);
+    EXPECT_EQ(line["custom_id"], "b1:g0.seed.a0");
+    EXPECT_EQ(line["method"], "POST");
+    EXPECT_EQ(line["url"], "/v1/chat/completions");
+    EXPECT_EQ(line["body"]["model"], "vendor/m");
+    EXPECT_EQ(line["body"]["max_completion_tokens"], 8192);
+    EXPECT_EQ(line["body"]["messages"].size(), 2u);
+    EXPECT_TRUE(line["body"]["seed"].is_number_integer());
+    // The store records which request went into which file.
+    auto recorded = b.store->batch_requests();
+    ASSERT_EQ(recorded.size(), 1u);
+    EXPECT_EQ(recorded[0].key, "g0.seed.a0");
+    EXPECT_EQ(recorded[0].file, res.batch_file);
+    EXPECT_EQ(recorded[0].batch, 1);
+    EXPECT_GT(recorded[0].reserved_tokens, 8192);
+
+    // Rounds: answer each file and resume with every replies file so far (the earlier ones are
+    // skipped, never counted twice). One line fails once, as in an expired batch.
+    int rounds = 1;
+    std::string failed_id;
+    while (res.stop_reason == "batch") {
+        ASSERT_LT(rounds, 80);
+        std::vector<std::string> fail;
+        auto requests = testing::batch_requests_of(read_file(res.batch_file));
+        EXPECT_EQ(static_cast<int>(requests.size()), res.batch_written);
+        if (failed_id.empty() && requests.size() >= 2) fail = {failed_id = requests[1].first};
+        fs::path out = b.dir.path() / ("replies-" + std::to_string(rounds) + ".jsonl");
+        write_file_atomic(out, testing::answer_batch(read_file(res.batch_file), evolving, fail));
+        cfg.batch_replies.push_back(out.string());
+        res = b.run(cfg, never);
+        ++rounds;
+    }
+    EXPECT_EQ(res.stop_reason, "generations");
+    ASSERT_FALSE(failed_id.empty());
+    EXPECT_EQ(outcome(b), outcome(online));
+    EXPECT_EQ(b.store->spent().calls, online.store->spent().calls);
+    EXPECT_EQ(b.store->spent().tokens(), online.store->spent().tokens());
+    // The same requests as an online run asks (program ids in the prompts may differ: the slots
+    // finish in another order); the reply names the model that answered.
+    for (const auto& call : online.store->llm_calls()) {
+        auto stored = b.store->find_llm_call(call.key);
+        ASSERT_TRUE(stored) << call.key;
+        for (const char* field : {"seed", "model", "max_tokens", "temperature"})
+            EXPECT_EQ(stored->request[field], call.request[field]) << call.key << " " << field;
+        EXPECT_EQ(stored->kind, call.kind) << call.key;
+        EXPECT_EQ(stored->model, "vendor/m-2025");
+    }
+    // The failed line's request went into a later batch under a new custom_id.
+    std::string failed_key = failed_id.substr(failed_id.find(':') + 1);
+    int failed = 0, again = 0;
+    for (const auto& r : b.store->batch_requests()) {
+        if (r.custom_id == failed_id) {
+            EXPECT_NE(r.error.find("batch_expired"), std::string::npos) << r.error;
+            ++failed;
+        }
+        if (r.key == failed_key && r.custom_id != failed_id && r.error.empty()) ++again;
+    }
+    EXPECT_EQ(failed, 1);
+    EXPECT_EQ(again, 1);
+    std::string text = report_text(*b.store);
+    EXPECT_NE(text.find("Batches: " + std::to_string(rounds - 1) + " file(s), "), std::string::npos) << text;
+    EXPECT_NE(text.find(" answered, 1 failed, 0 waiting (last: " + b.dir.path().string() + "/gelu-"), std::string::npos)
+        << text;
+}
+
+TEST(SearchBatch, RequestsWaitingInABatchAreNeverSentOnline) {
+    SearchRun b;
+    SearchConfig cfg = batch::config(b.dir.path());
+    ScriptedProvider never(batch::never);
+    SearchResult res = b.run(cfg, never);
+    ASSERT_EQ(res.stop_reason, "batch");
+
+    // Online, without the replies: the seed waits for its batch.
+    SearchConfig online = cfg;
+    online.llm_batch = false;
+    ScriptedProvider p(evolving);
+    SearchResult waiting = b.run(online, p);
+    EXPECT_EQ(waiting.stop_reason, "batch");
+    EXPECT_EQ(waiting.batch_waiting, 1);
+    EXPECT_EQ(waiting.batch_written, 0);
+    EXPECT_EQ(p.calls(), 0u);
+    // Again in batch mode: nothing new to write, the same request is not written twice.
+    SearchResult again = b.run(cfg, never);
+    EXPECT_EQ(again.stop_reason, "batch");
+    EXPECT_EQ(again.batch_written, 0);
+    EXPECT_EQ(b.store->batch_requests().size(), 1u);
+
+    // With the replies, the run goes on online.
+    fs::path out = b.dir.path() / "replies.jsonl";
+    write_file_atomic(out, testing::answer_batch(read_file(res.batch_file), evolving));
+    online.batch_replies = {out.string()};
+    EXPECT_EQ(b.run(online, p).stop_reason, "generations");
+    EXPECT_GT(p.calls(), 0u);
+    for (const auto& q : p.requests()) EXPECT_NE(prompt_kind(q), "seed") << "the seed's reply was requested again";
+}
+
+TEST(SearchBatch, RefusesRepliesThatAreNotThisRunsAndBadSettings) {
+    SearchRun b;
+    SearchConfig cfg = batch::config(b.dir.path());
+    ScriptedProvider never(batch::never);
+    ASSERT_EQ(b.run(cfg, never).stop_reason, "batch");
+    fs::path other = b.dir.path() / "other.jsonl";
+    write_file_atomic(other, R"({"id":"x","custom_id":"b1:g7.i0.c0.a0","response":{"status_code":200,"body":{}},"error":null})"
+                             "\n");
+    cfg.batch_replies = {other.string()};
+    try {
+        b.run(cfg, never);
+        ADD_FAILURE() << "no error";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("other.jsonl:1: custom_id 'b1:g7.i0.c0.a0' is not a request of this run"),
+                  std::string::npos) << e.what();
+    }
+    write_file_atomic(other, "not json\n");
+    EXPECT_THROW(b.run(cfg, never), UsageError);
+    EXPECT_TRUE(b.store->llm_calls().empty());
+
+    SearchConfig no_model = batch::config(b.dir.path());
+    no_model.model.clear();
+    EXPECT_THROW(b.run(no_model, never), UsageError);
+    SearchConfig no_price = batch::config(b.dir.path());
+    no_price.budget_usd = 1;
+    EXPECT_THROW(b.run(no_price, never), UsageError);
+}
+
+TEST(SearchBatch, ImportedRepliesCountTheReportedCostElseThePrice) {
+    for (double reported : {0.0125, -1.0}) {
+        SearchRun b;
+        SearchConfig cfg = batch::config(b.dir.path());
+        cfg.price = llm::Price{1, 2};   // 100 * 1e-6 + 50 * 2e-6 = $0.0002 per reply
+        ScriptedProvider never(batch::never);
+        SearchResult res = b.run(cfg, never);
+        ASSERT_EQ(res.stop_reason, "batch");
+        fs::path out = b.dir.path() / "replies.jsonl";
+        write_file_atomic(out, testing::answer_batch(read_file(res.batch_file), evolving, {}, reported));
+        cfg.batch_replies = {out.string()};
+        b.run(cfg, never);
+        auto call = b.store->find_llm_call("g0.seed.a0");
+        ASSERT_TRUE(call);
+        EXPECT_DOUBLE_EQ(call->cost_usd, reported >= 0 ? reported : 0.0002);
+        EXPECT_EQ(call->prompt_tokens, 100);
+        EXPECT_EQ(call->completion_tokens, 50);
+    }
+}
+
+TEST(SearchBatch, TheBudgetHoldsWhatIsDeferred) {
+    SearchRun b;
+    SearchConfig cfg = batch::config(b.dir.path());
+    cfg.budget_tokens = 1000;  // less than one request may use
+    ScriptedProvider never(batch::never);
+    SearchResult res = b.run(cfg, never);
+    EXPECT_EQ(res.stop_reason, "budget");
+    EXPECT_TRUE(res.batch_file.empty());
+    EXPECT_TRUE(b.store->batch_requests().empty());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "common/fs.h"
 #include "common/process.h"
 #include "loopback_server.h"
 
@@ -67,6 +68,73 @@ TEST_F(LlmCheckCli, HelpDescribesTheOptions) {
     EXPECT_EQ(r.exit_code, 0);
     for (const char* option : {"--llm-url", "--model", "--budget-tokens", "--llm-transcript", "KERNELEVO_API_KEY"})
         EXPECT_NE(r.out.find(option), std::string::npos) << option << "\n" << r.out;
+}
+
+// The whole batch loop through the real binary: `search --llm-batch` writes the requests,
+// `llm batch submit|status|fetch` run them through the loopback server's Batch API, and
+// `search --llm-batch-replies` imports the replies and writes the next batch. The model answers
+// without code, so the next batch holds the repair request and no GPU is needed.
+TEST_F(LlmCheckCli, BatchLoopThroughSearchAndTheBatchApi) {
+    server.enable_batch_api([](const std::string&) { return std::string("I would rather not write a kernel."); });
+    TempDir dir;
+    const std::string state = (dir.path() / "state.db").string();
+    std::vector<std::string> search = {"search", "--task", std::string(KEVO_TEST_DATA_DIR) + "/gelu_bias/task.json",
+                                       "--out", (dir.path() / "kernels").string(), "--state", state, "--arch", "sm_90",
+                                       "--llm-batch", "--llm-batch-dir", dir.path().string(), "--model", "gpt-x",
+                                       "--llm-url", server.base_url()};
+    auto r = run(search);
+    ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+    const std::string batch1 = (dir.path() / "gelu_bias-sm_90-batch-1.jsonl").string();
+    EXPECT_NE(r.err.find("wrote 1 LLM request(s) to " + batch1), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("kernelevo llm batch submit " + batch1), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--llm-batch-replies REPLIES.jsonl"), std::string::npos) << r.err;
+    EXPECT_TRUE(server.requests().empty()) << "batch mode sent a request";
+
+    auto submit = run({"llm", "batch", "submit", batch1, "--llm-url", server.base_url()});
+    ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
+    EXPECT_NE(submit.out.find("file:     file-1 (1 requests from " + batch1 + ")"), std::string::npos) << submit.out;
+    EXPECT_NE(submit.out.find("batch:    batch_1"), std::string::npos) << submit.out;
+    EXPECT_NE(submit.out.find("kernelevo llm batch fetch batch_1 --out REPLIES.jsonl"), std::string::npos) << submit.out;
+    EXPECT_EQ(server.requests().at(0).headers.at("authorization"), "Bearer " + kKey);
+
+    const std::string replies = (dir.path() / "replies-1.jsonl").string();
+    auto early = run({"llm", "batch", "fetch", "batch_1", "--out", replies, "--llm-url", server.base_url()});
+    EXPECT_EQ(early.exit_code, 1) << early.out << early.err;   // still in progress
+    EXPECT_NE(early.err.find("batch batch_1 is in_progress"), std::string::npos) << early.err;
+    EXPECT_FALSE(fs::exists(replies));
+    auto status = run({"llm", "batch", "status", "batch_1", "--llm-url", server.base_url()});
+    EXPECT_EQ(status.exit_code, 0) << status.err;
+    EXPECT_NE(status.out.find("status:   completed"), std::string::npos) << status.out;
+    EXPECT_NE(status.out.find("requests: 1 of 1 done, 0 failed"), std::string::npos) << status.out;
+    auto fetch = run({"llm", "batch", "fetch", "batch_1", "--out", replies, "--llm-url", server.base_url()});
+    ASSERT_EQ(fetch.exit_code, 0) << fetch.out << fetch.err;
+    EXPECT_TRUE(fs::exists(replies));
+
+    search.insert(search.end(), {"--llm-batch-replies", replies});
+    auto resumed = run(search);
+    ASSERT_EQ(resumed.exit_code, 3) << resumed.out << resumed.err;
+    EXPECT_NE(resumed.err.find("imported 1 replies from " + replies), std::string::npos) << resumed.err;
+    EXPECT_NE(resumed.err.find("wrote 1 LLM request(s) to " + (dir.path() / "gelu_bias-sm_90-batch-2.jsonl").string()),
+              std::string::npos) << resumed.err;
+    // The second batch asks to repair the unusable reply.
+    std::string second = read_file(dir.path() / "gelu_bias-sm_90-batch-2.jsonl");
+    EXPECT_NE(second.find("\"custom_id\":\"b2:g0.seed.a1\""), std::string::npos) << second;
+    EXPECT_NE(second.find("could not be used"), std::string::npos) << second;
+    // The same replies again: skipped, not counted twice; nothing new to write.
+    auto again = run(search);
+    EXPECT_EQ(again.exit_code, 3) << again.err;
+    EXPECT_NE(again.err.find("imported 0 replies from " + replies + ", 1 imported before"), std::string::npos) << again.err;
+    EXPECT_NE(again.err.find("1 request(s) wait for replies in batch files written before"), std::string::npos) << again.err;
+    for (const auto& q : server.requests()) EXPECT_NE(q.path, "/v1/chat/completions");
+    EXPECT_EQ((r.out + r.err + submit.out + resumed.err).find(kKey), std::string::npos);
+
+    // Bad usage exits 2: two models, or a file that is not a batch input.
+    std::vector<std::string> two = search;
+    two.insert(two.end(), {"--model", "other"});
+    EXPECT_EQ(run(two).exit_code, 2);
+    auto bad = run({"llm", "batch", "submit", replies, "--llm-url", server.base_url()});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("not a Batch API input line"), std::string::npos) << bad.err;
 }
 
 }  // namespace

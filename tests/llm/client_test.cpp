@@ -1,10 +1,15 @@
 // Client logic without a network: model choice, key lookup.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <thread>
 
 #include "common/error.h"
 #include "common/process.h"
+#include "llm/budget.h"
 #include "llm/llm.h"
 #include "llm/options.h"
 
@@ -50,6 +55,56 @@ TEST(LlmModelChoice, PicksInProportionToTheWeights) {
 TEST(LlmModelChoice, NoModelAnywhereIsAnError) {
     Client client(std::make_shared<EchoModel>(), ClientConfig{});
     EXPECT_THROW(client.chat({}), LlmError);
+}
+
+// Takes 50 ms per request, reports 10 + 5 tokens and $0.001, and counts the requests in flight.
+struct SlowPricedModel : Provider {
+    std::atomic<int> running{0}, most{0}, first_alone{-1}, calls{0};
+    ChatResponse chat(const ChatRequest& r) override {
+        int now = ++running;
+        for (int seen = most; now > seen && !most.compare_exchange_weak(seen, now);) {}
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (calls++ == 0) first_alone = running.load() == 1;
+        --running;
+        ChatResponse out;
+        out.content = "ok";
+        out.model = r.model;
+        out.usage = {10, 5, 0.001, true};
+        return out;
+    }
+};
+
+TEST(LlmBudget, UnderACostCapTheFirstRequestOfUnknownPriceGoesAlone) {
+    auto model = std::make_shared<SlowPricedModel>();
+    ClientConfig cc;
+    cc.models = {{"m", 1}};
+    cc.max_in_flight = 4;
+    cc.max_cost_usd = 1.0;
+    Client client(model, cc);
+    std::vector<std::future<ChatResponse>> futures;
+    for (int i = 0; i < 12; ++i) futures.push_back(client.submit(ChatRequest{"", {{"user", "x"}}, 0, 10, {}}));
+    for (auto& f : futures) EXPECT_EQ(f.get().content, "ok");
+    EXPECT_EQ(model->first_alone, 1) << "a request of unknown cost ran next to another";
+    EXPECT_GE(model->most, 2) << "once a price was known, requests did not run in parallel";
+    EXPECT_NEAR(client.totals().cost_usd, 0.012, 1e-12);
+}
+
+TEST(LlmBudget, ReservationsAreBoundedByThePromptBytesAndMaxTokens) {
+    ChatRequest r{"m", {{"system", "abc"}, {"user", "hello"}}, 0, 0, {}};
+    EXPECT_EQ(max_prompt_tokens(r), (3 + 6) + (5 + 4) + 2 * kPromptOverheadTokens);
+    EXPECT_EQ(max_completion_tokens(r), kDefaultMaxTokens);   // no max_tokens: the documented default
+    r.max_tokens = 77;
+    EXPECT_EQ(max_completion_tokens(r), 77);
+    EXPECT_EQ(usage_problem({5, 7, 0.1, true}), "");
+    EXPECT_NE(usage_problem({-1, 7, 0, false}), "");
+    EXPECT_NE(usage_problem({5, kAbsurdTokens + 1, 0, false}), "");
+    EXPECT_NE(usage_problem({5, 7, -0.01, true}), "");
+    EXPECT_NE(usage_problem({5, 7, std::nan(""), true}), "");
+    EXPECT_EQ(usage_problem({5, 7, std::nan(""), false}), "") << "an unknown cost is not a wrong one";
+    EXPECT_EQ(parse_price("0.30:2.50").completion_per_mtok, 2.5);
+    EXPECT_EQ(parse_price("1").prompt_per_mtok, 1);
+    EXPECT_THROW(parse_price("-1:2"), UsageError);
+    EXPECT_THROW(parse_price("cheap"), UsageError);
 }
 
 class LlmApiKey : public ::testing::Test {

@@ -275,20 +275,25 @@ TEST_F(LlmHttp, TokenCapStopsNewRequests) {
     ClientConfig cc;
     cc.models = {{"test/model", 1}};
     cc.max_in_flight = 1;
-    cc.max_total_tokens = 20;
+    // Each request reserves 185 tokens (62 for the prompt: its bytes plus 16 per message; 123 max
+    // tokens) and uses 15.
+    cc.max_total_tokens = 210;
     Client client(std::make_shared<HttpProvider>(config()), cc);
     ChatRequest r = request();
     r.model.clear();   // the client picks its only model
-    EXPECT_EQ(client.chat(r).content, "ok");   // 15 tokens
-    EXPECT_EQ(client.chat(r).content, "ok");   // 30 tokens: over the cap, already sent
+    EXPECT_EQ(client.chat(r).content, "ok");   // 15 used: 15 + 185 fit
+    EXPECT_EQ(client.chat(r).content, "ok");   // 30 used: 30 + 185 do not
     auto e = expect_throw<BudgetExceeded>([&] { client.chat(r); });
-    EXPECT_NE(std::string(e.what()).find("token budget reached: 30 of 20"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("token budget: 30 tokens used and 0 reserved for requests in flight of 210"),
+              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("may use up to 185"), std::string::npos) << e.what();
     EXPECT_EQ(server.requests().size(), 2u);
     EXPECT_EQ(json::parse(server.requests()[0].body)["model"], "test/model");
     Totals t = client.totals();
     EXPECT_EQ(t.requests, 2);
     EXPECT_EQ(t.prompt_tokens, 20);
     EXPECT_EQ(t.completion_tokens, 10);
+    EXPECT_NO_THROW(client.check_budget());   // the cap itself is not reached
 }
 
 TEST_F(LlmHttp, CostCapStopsNewRequests) {
@@ -297,24 +302,124 @@ TEST_F(LlmHttp, CostCapStopsNewRequests) {
     cc.max_in_flight = 1;
     cc.max_cost_usd = 0.015;
     Client client(std::make_shared<HttpProvider>(config()), cc);
-    client.chat(request());
-    client.chat(request());
+    client.chat(request());   // no price known yet: it goes alone
+    // Now $0.01 per 15 tokens is known: the next request may cost up to 185 tokens' worth.
     auto e = expect_throw<BudgetExceeded>([&] { client.chat(request()); });
-    EXPECT_NE(std::string(e.what()).find("cost budget reached: $0.0200 of $0.0150"), std::string::npos) << e.what();
-    EXPECT_THROW(client.check_budget(), BudgetExceeded);
-    EXPECT_EQ(server.requests().size(), 2u);
-    EXPECT_NEAR(client.totals().cost_usd, 0.02, 1e-12);
+    EXPECT_NE(std::string(e.what()).find("cost budget: $0.0100 spent and $0.0000 reserved for requests in flight of "
+                                         "$0.0150 (--budget-usd); the next request may cost up to $0.1233"),
+              std::string::npos) << e.what();
+    EXPECT_EQ(server.requests().size(), 1u);
+    EXPECT_NEAR(client.totals().cost_usd, 0.01, 1e-12);
+
+    // At the cap itself, the message says it is reached.
+    ClientConfig at_cap = cc;
+    at_cap.max_cost_usd = 0.01;
+    Client spent(std::make_shared<HttpProvider>(config()), at_cap);
+    spent.chat(request());
+    auto reached = expect_throw<BudgetExceeded>([&] { spent.chat(request()); });
+    EXPECT_NE(std::string(reached.what()).find("cost budget reached: $0.0100 of $0.0100 spent"), std::string::npos)
+        << reached.what();
+    EXPECT_THROW(spent.check_budget(), BudgetExceeded);
+}
+
+TEST_F(LlmHttp, APriceBoundsTheCostAndPricesRepliesWithoutOne) {
+    server.set_default({200, {}, chat_body("ok", "stop", 50, 100)});   // no cost reported
+    ClientConfig cc;
+    cc.max_in_flight = 4;
+    cc.max_cost_usd = 0.01;
+    cc.price = Price{2, 8};   // USD per million tokens: a request reserves 62*2e-6 + 123*8e-6 = $0.001108
+    Client client(std::make_shared<HttpProvider>(config()), cc);
+    std::vector<std::future<ChatResponse>> futures;
+    for (int i = 0; i < 12; ++i) futures.push_back(client.submit(request()));
+    int answered = 0, refused = 0;
+    for (auto& f : futures) {
+        try {
+            ChatResponse r = f.get();
+            EXPECT_TRUE(r.usage.cost_known);
+            EXPECT_NEAR(r.usage.cost_usd, 50 * 2e-6 + 100 * 8e-6, 1e-12);   // $0.0009, priced as counted
+            ++answered;
+        } catch (const BudgetExceeded&) {
+            ++refused;
+        }
+    }
+    // Sent while $0.0009 per reply spent plus $0.001108 per request in flight fit in $0.01.
+    EXPECT_EQ(answered, 10);
+    EXPECT_EQ(refused, 2);
+    EXPECT_EQ(static_cast<int>(server.requests().size()), answered);
+    EXPECT_LE(client.totals().cost_usd, 0.01);
 }
 
 TEST_F(LlmHttp, TruncatedRepliesCountAgainstTheBudget) {
     server.set_default({200, {}, chat_body("partial", "length", 10, 100)});
     ClientConfig cc;
-    cc.max_total_tokens = 100;
+    cc.max_total_tokens = 250;   // 185 reserved per request
     Client client(std::make_shared<HttpProvider>(config()), cc);
     EXPECT_THROW(client.chat(request()), TruncatedReply);
-    EXPECT_THROW(client.chat(request()), BudgetExceeded);
+    EXPECT_THROW(client.chat(request()), BudgetExceeded);   // 110 used + 185
     EXPECT_EQ(client.totals().failures, 1);
     EXPECT_EQ(client.totals().total_tokens(), 110);
+}
+
+TEST_F(LlmHttp, ManyRequestsInFlightNeverOverrunTheTokenCap) {
+    server.set_default({200, {}, chat_body("ok", "stop", 10, 5), 0.05});
+    ClientConfig cc;
+    cc.max_in_flight = 8;
+    cc.max_total_tokens = 185 * 4;   // four reservations at once, at first
+    Client client(std::make_shared<HttpProvider>(config()), cc);
+    std::vector<std::future<ChatResponse>> futures;
+    for (int i = 0; i < 60; ++i) futures.push_back(client.submit(request("request " + std::to_string(i % 10))));
+    int answered = 0, refused = 0;
+    for (auto& f : futures) {
+        try {
+            f.get();
+            ++answered;
+        } catch (const BudgetExceeded&) {
+            ++refused;
+        }
+    }
+    EXPECT_EQ(answered + refused, 60);
+    EXPECT_EQ(static_cast<int>(server.requests().size()), answered);
+    // Everything that went out, at the most it could have used, fits in the cap; and the cap was
+    // used up to within one reservation.
+    EXPECT_LE(client.totals().total_tokens() , cc.max_total_tokens);
+    EXPECT_GT(client.totals().total_tokens() + 185 + 15, cc.max_total_tokens);
+    EXPECT_GE(client.max_reserved_at_once(), 2) << "requests did not run concurrently";
+    EXPECT_LE(client.max_reserved_at_once(), 4);
+    EXPECT_GE(server.max_concurrent(), 2);
+}
+
+TEST_F(LlmHttp, AbsurdUsageIsNeverCounted) {
+    ClientConfig cc;
+    cc.max_in_flight = 1;
+    cc.log = log.fn();
+    Client client(std::make_shared<HttpProvider>(config()), cc);
+    auto reply = [](const json& usage) {
+        json j = json::parse(chat_body("ok"));
+        j["usage"] = usage;
+        return ScriptedReply{200, {}, j.dump()};
+    };
+    server.push(reply({{"prompt_tokens", -5}, {"completion_tokens", 3}}));
+    server.push(reply({{"prompt_tokens", 1e30}, {"completion_tokens", 3}}));
+    server.push(reply({{"prompt_tokens", 2.5}, {"completion_tokens", 3}}));
+    server.push(reply({{"prompt_tokens", 10}, {"completion_tokens", 3}, {"cost", -0.5}}));
+    server.push(reply({{"prompt_tokens", 10}, {"completion_tokens", 3}, {"cost", 1e9}}));
+    server.push(reply({{"prompt_tokens", 10}, {"completion_tokens", 3}, {"cost", 0.25}}));   // a sane one
+    for (int i = 0; i < 5; ++i) {
+        ChatResponse r = client.chat(request());
+        EXPECT_EQ(r.usage.prompt_tokens, 62) << i << ": the reservation is counted instead";
+        EXPECT_EQ(r.usage.completion_tokens, 123) << i;
+    }
+    EXPECT_EQ(client.totals().total_tokens(), 5 * 185);
+    EXPECT_EQ(client.totals().cost_usd, 0);
+    ChatResponse sane = client.chat(request());
+    EXPECT_EQ(sane.usage.prompt_tokens, 10);
+    EXPECT_DOUBLE_EQ(client.totals().cost_usd, 0.25);
+    std::string notes = log.all();
+    EXPECT_NE(notes.find("ignored the usage the LLM provider reported (token counts that are negative or not whole "
+                         "numbers (prompt -1, completion 3)); counting the request's reserved maximum instead: 185 tokens"),
+              std::string::npos) << notes;
+    EXPECT_NE(notes.find("a negative or non-finite cost"), std::string::npos) << notes;
+    EXPECT_NE(notes.find("a cost of $1000000000.0000 for one request"), std::string::npos) << notes;
 }
 
 TEST_F(LlmHttp, SeveralRequestsInFlightWithinTheLimit) {

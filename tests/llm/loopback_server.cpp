@@ -120,7 +120,8 @@ void LoopbackServer::serve(int fd) {
     {
         std::lock_guard<std::mutex> lock(mu_);
         received_.push_back(req);
-        if (script_.empty()) {
+        if (batch_api(req, reply)) {
+        } else if (script_.empty()) {
             reply = default_;
         } else {
             reply = script_.front();
@@ -149,6 +150,133 @@ void LoopbackServer::serve(int fd) {
     }
     ::shutdown(fd, SHUT_WR);
     ::close(fd);
+}
+
+void LoopbackServer::enable_batch_api(BatchAnswer answer, int polls, std::vector<std::string> fail_ids) {
+    std::lock_guard<std::mutex> lock(mu_);
+    batch_answer_ = std::move(answer);
+    batch_polls_ = polls;
+    batch_fail_ = std::move(fail_ids);
+}
+
+std::map<std::string, std::string> LoopbackServer::files() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return files_;
+}
+
+namespace {
+
+// The parts of a multipart/form-data body: name -> content.
+std::map<std::string, std::string> multipart(const std::string& content_type, const std::string& body) {
+    std::map<std::string, std::string> parts;
+    size_t b = content_type.find("boundary=");
+    if (b == std::string::npos) return parts;
+    std::string boundary = "--" + content_type.substr(b + 9);
+    for (size_t pos = body.find(boundary); pos != std::string::npos;) {
+        size_t head = pos + boundary.size();
+        if (body.compare(head, 2, "--") == 0) break;
+        size_t head_end = body.find("\r\n\r\n", head);
+        size_t next = body.find("\r\n" + boundary, head_end);
+        if (head_end == std::string::npos || next == std::string::npos) break;
+        std::string headers = body.substr(head, head_end - head);
+        size_t n = headers.find("name=\"");
+        if (n != std::string::npos) {
+            size_t e = headers.find('"', n + 6);
+            parts[headers.substr(n + 6, e - n - 6)] = body.substr(head_end + 4, next - head_end - 4);
+        }
+        pos = next + 2;
+    }
+    return parts;
+}
+
+ScriptedReply json_reply(int status, const nlohmann::json& j) { return ScriptedReply{status, {}, j.dump(), 0}; }
+
+}  // namespace
+
+bool LoopbackServer::batch_api(const ReceivedRequest& req, ScriptedReply& reply) {
+    if (!batch_answer_) return false;
+    using nlohmann::json;
+    auto not_found = [&] { reply = json_reply(404, {{"error", {{"message", "No such object: " + req.path}}}}); };
+    if (req.method == "POST" && req.path == "/v1/files") {
+        auto it = req.headers.find("content-type");
+        auto parts = multipart(it == req.headers.end() ? "" : it->second, req.body);
+        if (parts["purpose"] != "batch" || !parts.count("file")) {
+            reply = json_reply(400, {{"error", {{"message", "expected purpose=batch and a file"}}}});
+            return true;
+        }
+        std::string id = "file-" + std::to_string(files_.size() + 1);
+        files_[id] = parts["file"];
+        reply = json_reply(200, {{"id", id}, {"object", "file"}, {"purpose", "batch"}, {"bytes", parts["file"].size()}});
+        return true;
+    }
+    if (req.method == "POST" && req.path == "/v1/batches") {
+        json j = json::parse(req.body, nullptr, false);
+        std::string input = j.is_object() ? j.value("input_file_id", "") : "";
+        if (!files_.count(input) || j.value("endpoint", "") != "/v1/chat/completions") {
+            reply = json_reply(400, {{"error", {{"message", "bad input_file_id or endpoint"}}}});
+            return true;
+        }
+        std::string id = "batch_" + std::to_string(batches_.size() + 1);
+        batches_[id] = Batch{input, "", "", batch_polls_, false, 0, 0};
+        reply = json_reply(200, {{"id", id}, {"object", "batch"}, {"status", "validating"}, {"input_file_id", input}});
+        return true;
+    }
+    const std::string batches = "/v1/batches/", files = "/v1/files/", content = "/content";
+    if (req.method == "GET" && req.path.rfind(batches, 0) == 0) {
+        auto it = batches_.find(req.path.substr(batches.size()));
+        if (it == batches_.end()) return not_found(), true;
+        Batch& b = it->second;
+        if (!b.done && b.polls_left-- <= 0) {
+            // Answer every line of the input file.
+            std::string out, err;
+            size_t pos = 0;
+            const std::string& input = files_[b.input_file_id];
+            for (int n = 1; pos < input.size(); ++n) {
+                size_t end = input.find('\n', pos);
+                if (end == std::string::npos) end = input.size();
+                json line = json::parse(input.substr(pos, end - pos));
+                pos = end + 1;
+                std::string cid = line["custom_id"];
+                ++b.total;
+                if (std::find(batch_fail_.begin(), batch_fail_.end(), cid) != batch_fail_.end()) {
+                    ++b.failed;
+                    err += json({{"id", "batch_req_" + std::to_string(n)}, {"custom_id", cid}, {"response", nullptr},
+                                 {"error", {{"code", "batch_expired"}, {"message", "not executed in time"}}}})
+                               .dump() + "\n";
+                    continue;
+                }
+                json body = json::parse(chat_body(batch_answer_(line["body"].dump()), "stop", 100, 50, -1,
+                                                  line["body"].value("model", "m") + "-2025"));
+                out += json({{"id", "batch_req_" + std::to_string(n)},
+                             {"custom_id", cid},
+                             {"response", {{"status_code", 200}, {"request_id", "req_" + std::to_string(n)}, {"body", body}}},
+                             {"error", nullptr}})
+                           .dump() + "\n";
+            }
+            b.output_file_id = "file-out-" + it->first;
+            files_[b.output_file_id] = out;
+            if (!err.empty()) {
+                b.error_file_id = "file-err-" + it->first;
+                files_[b.error_file_id] = err;
+            }
+            b.done = true;
+        }
+        json j = {{"id", it->first}, {"object", "batch"}, {"status", b.done ? "completed" : "in_progress"},
+                  {"input_file_id", b.input_file_id},
+                  {"request_counts", {{"total", b.total}, {"completed", b.total - b.failed}, {"failed", b.failed}}}};
+        j["output_file_id"] = b.output_file_id.empty() ? json() : json(b.output_file_id);
+        j["error_file_id"] = b.error_file_id.empty() ? json() : json(b.error_file_id);
+        reply = json_reply(200, j);
+        return true;
+    }
+    if (req.method == "GET" && req.path.rfind(files, 0) == 0 && req.path.size() > content.size() &&
+        req.path.compare(req.path.size() - content.size(), content.size(), content) == 0) {
+        auto it = files_.find(req.path.substr(files.size(), req.path.size() - files.size() - content.size()));
+        if (it == files_.end()) return not_found(), true;
+        reply = ScriptedReply{200, {{"Content-Type", "application/octet-stream"}}, it->second, 0};
+        return true;
+    }
+    return false;
 }
 
 std::string chat_body(const std::string& content, const std::string& finish_reason, int prompt_tokens,

@@ -1,5 +1,5 @@
 // Secrets never reach the state store: whatever is written (prompts, requests, replies, sources,
-// error messages, validation details, metadata, events, island states) passes through
+// error messages, validation details, metadata, events, island states, batch records) passes through
 // kevo::redact() first. Checked on the raw bytes: the SQLite files on disk and every value on the
 // Redis server.
 #include <gtest/gtest.h>
@@ -59,6 +59,14 @@ TEST_P(StoreSecrets, EveryWrittenTextIsRedacted) {
         p.key = "g0.seed.a1";
         p.norm_hash = "h2";
         s->put_program(p);
+        BatchRequest b;
+        b.custom_id = "b1:g1.i0.c0.a0";
+        b.key = "g1.i0.c0.a0";
+        b.batch = 1;
+        b.file = "/runs/" + kSecret + ".jsonl";
+        b.request = {{"messages", {{{"role", "user"}, {"content", "key " + kSecret}}}}};
+        s->add_batch({b});
+        s->fail_batch_request(b.custom_id, "HTTP 401: bad key " + kSecret);
         s->put_meta("stop_reason", "error: LLM request failed: 401 for key " + kSecret);
         s->commit_generation(Generation{0, 1, 1, 0, 1, 0, 0, 0}, {{{"last_feedback", kSecret}}},
                              {Event{0, "restart", {{"why", kSecret}}}});
@@ -73,6 +81,10 @@ TEST_P(StoreSecrets, EveryWrittenTextIsRedacted) {
         EXPECT_EQ(s->get_meta("stop_reason"), nlohmann::json("error: LLM request failed: 401 for key ***"));
         EXPECT_EQ(s->islands()[0]["last_feedback"], "***");
         EXPECT_EQ(s->events()[0].detail["why"], "***");
+        auto batched = s->batch_requests();
+        ASSERT_EQ(batched.size(), 1u);
+        EXPECT_EQ(batched[0].request["messages"][0]["content"], "key ***");
+        EXPECT_EQ(batched[0].error, "HTTP 401: bad key ***");
     }
     std::string bytes = raw();
     EXPECT_NE(bytes.find("***"), std::string::npos);  // the dump does see the stored texts

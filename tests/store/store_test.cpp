@@ -80,6 +80,48 @@ TEST_P(StoreContract, MetaCallsAndBudgetPersistAcrossReopen) {
     EXPECT_DOUBLE_EQ(spent.cost_usd, 1.0);
 }
 
+TEST_P(StoreContract, BatchRequestsRecordWhichRequestWentIntoWhichFile) {
+    std::string where = location();
+    auto batch = [](int n, const std::string& key) {
+        BatchRequest b;
+        b.custom_id = "b" + std::to_string(n) + ":" + key;
+        b.key = key;
+        b.batch = n;
+        b.file = "/runs/gelu-batch-" + std::to_string(n) + ".jsonl";
+        b.kind = "mutation";
+        b.request = {{"model", "m"}, {"max_tokens", 100}};
+        b.reserved_tokens = 1234;
+        b.reserved_cost_usd = 0.0625;
+        return b;
+    };
+    {
+        auto s = open_store(where);
+        EXPECT_TRUE(s->batch_requests().empty());
+        s->add_batch({batch(1, "g1.i1.c0.a0"), batch(1, "g1.i0.c0.a0")});
+        // A batch is written whole or not at all: an id that exists refuses all of it.
+        EXPECT_THROW(s->add_batch({batch(2, "g1.i0.c1.a0"), batch(1, "g1.i0.c0.a0")}), UsageError);
+        s->fail_batch_request("b1:g1.i1.c0.a0", "batch_expired: the batch expired");
+        s->add_batch({batch(2, "g1.i1.c0.a0")});   // the failed one, in the next batch
+    }
+    auto s = open_store(where);
+    std::vector<BatchRequest> all = s->batch_requests();
+    ASSERT_EQ(all.size(), 3u);
+    EXPECT_EQ(all[0].custom_id, "b1:g1.i0.c0.a0");
+    EXPECT_EQ(all[0].key, "g1.i0.c0.a0");
+    EXPECT_EQ(all[0].batch, 1);
+    EXPECT_EQ(all[0].file, "/runs/gelu-batch-1.jsonl");
+    EXPECT_EQ(all[0].kind, "mutation");
+    EXPECT_EQ(all[0].request, nlohmann::json({{"model", "m"}, {"max_tokens", 100}}));
+    EXPECT_EQ(all[0].reserved_tokens, 1234);
+    EXPECT_DOUBLE_EQ(all[0].reserved_cost_usd, 0.0625);
+    EXPECT_EQ(all[0].error, "");
+    EXPECT_GT(all[0].created, 1.7e9);
+    EXPECT_EQ(all[1].custom_id, "b1:g1.i1.c0.a0");
+    EXPECT_EQ(all[1].error, "batch_expired: the batch expired");
+    EXPECT_EQ(all[2].custom_id, "b2:g1.i1.c0.a0");
+    EXPECT_EQ(all[2].error, "");
+}
+
 TEST_P(StoreContract, ClaimRejectsADuplicateFromAnotherSlotButNotItsOwnRetry) {
     auto s = open_store(location());
     Program a = s->claim_program(make_program("a", "h1"));

@@ -22,6 +22,7 @@
 #include "evolve/report.h"
 #include "evolve/search.h"
 #include "evolve/validator_evaluator.h"
+#include "llm/budget.h"
 #include "llm/options.h"
 
 #ifndef KEVO_VERSION
@@ -52,6 +53,7 @@ struct SearchArgs {
     int timing_trials = 100;
     evolve::SearchConfig cfg;
     llm::LlmOptions llm;
+    std::string batch_dir = ".";   // --llm-batch-dir
 };
 
 // "90", "90s", "30m", "2h" -> seconds.
@@ -136,6 +138,22 @@ nlohmann::json summary_json(const Task& task, const std::string& arch, const sto
             {"exit_code", rc}};
 }
 
+// A run that stopped for a batch: what it wrote and how to continue.
+void report_batch_stop(const evolve::SearchResult& result, const llm::LlmOptions& llm) {
+    std::string url = llm.url == llm::kDefaultLlmUrl ? "" : " --llm-url " + shell_quote(llm.url);
+    if (!result.batch_file.empty())
+        std::cerr << "kernelevo: wrote " << result.batch_written << " LLM request(s) to " << result.batch_file
+                  << " (OpenAI Batch API input); none was sent\n"
+                  << "kernelevo: submit it:      kernelevo llm batch submit " << shell_quote(result.batch_file) << url
+                  << "\n"
+                  << "kernelevo: once it is done: kernelevo llm batch fetch BATCH_ID --out REPLIES.jsonl" << url << "\n";
+    if (result.batch_waiting > 0)
+        std::cerr << "kernelevo: " << result.batch_waiting
+                  << " request(s) wait for replies in batch files written before (they are never sent again)\n";
+    std::cerr << "kernelevo: state saved; to continue, run again with the replies: " << redact(command_line_hint())
+              << " --llm-batch-replies REPLIES.jsonl\n";
+}
+
 void run_search(SearchArgs& a, int& rc) {
     Task task = load_task(a.task);
     evolve::SearchConfig cfg = a.cfg;
@@ -153,6 +171,8 @@ void run_search(SearchArgs& a, int& rc) {
     a.llm.max_cost_usd = 0;
     a.llm.model_seed = cfg.seed;
     if (a.llm.models.size() == 1) cfg.model = llm::parse_model_choice(a.llm.models[0]).name;
+    if (!a.llm.price.empty()) cfg.price = llm::parse_price(a.llm.price);
+    cfg.log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
 
     // Usage and setup errors (exit 2) come before any LLM request and before the state store is
     // touched: the LLM configuration (URL, models, key), the architecture, the GPU.
@@ -182,6 +202,11 @@ void run_search(SearchArgs& a, int& rc) {
     std::string arch = validator.arch();
     require_toolkit_arch(arch, vo.compile);
     require_local_gpu(validator, arch);
+    // Batch mode: files named after the task and architecture, in the dialect of --llm-url.
+    if (cfg.llm_batch && a.llm.models.size() != 1)
+        throw UsageError("--llm-batch needs exactly one --model: a Batch API input file holds requests for one model");
+    cfg.batch_prefix = (fs::path(a.batch_dir) / (task.name + "-" + arch + "-batch")).string();
+    cfg.batch_url = a.llm.url;
 
     // An SQLite file (default: one per task and architecture under the cache) or a Redis URL.
     std::string state = a.state.empty() ? (cache_root() / "search" /
@@ -281,6 +306,11 @@ void run_search(SearchArgs& a, int& rc) {
     }
     bool finished = result.stop_reason == "generations" || result.stop_reason == "target" || result.stop_reason == "target_sol" ||
                     result.stop_reason == "budget" || result.stop_reason == "time";
+    if (result.stop_reason == "batch") {
+        report_batch_stop(result, a.llm);
+        rc = 3;
+        return;
+    }
     const bool resumable = !finished || result.stop_reason == "budget" || result.stop_reason == "time";
     // No request of this run (or of the runs it resumes) was ever answered: a wrong --llm-url,
     // model or key, or no network. A setup problem, not a search that got somewhere.
@@ -303,7 +333,11 @@ void run_search(SearchArgs& a, int& rc) {
 
 void register_search_command(CLI::App& app, int& rc) {
     auto a = std::make_shared<SearchArgs>();
-    CLI::App* cmd = app.add_subcommand("search", "Search for a fast kernel with an LLM-driven evolution (resumable)");
+    CLI::App* cmd = app.add_subcommand(
+        "search",
+        "Search for a fast kernel with an LLM-driven evolution (resumable).\nExit codes: 0 finished with a kernel, 1 "
+        "stopped without one or interrupted, 2 bad usage or no GPU, 3 stopped to wait for Batch API replies "
+        "(--llm-batch).");
     cmd->add_option("--task", a->task, "Task file (JSON)")->required();
     cmd->add_option("--out", a->out, "Cache directory to write the best kernel to (NAME/sm_XX.cu + .json)")->required();
     cmd->add_option("--arch", a->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
@@ -348,6 +382,17 @@ void register_search_command(CLI::App& app, int& rc) {
     cmd->add_option("--replay", a->llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)");
     cmd->add_flag("--json", a->json, "Print the final summary as one JSON object on stdout (schema: README, JSON output)");
     cli::add_verbosity_flags(*cmd, "Print a progress line after every evaluation, not one per generation (no live line)");
+    cmd->add_flag("--llm-batch", a->cfg.llm_batch,
+                  "Send no LLM request: write the pending ones as an OpenAI Batch API input file (in --llm-batch-dir) "
+                  "and stop with the state saved (exit code 3); run `kernelevo llm batch submit FILE`, then the same "
+                  "search again with --llm-batch-replies. Needs exactly one --model")
+        ->group("LLM");
+    cmd->add_option("--llm-batch-replies", a->cfg.batch_replies,
+                    "Batch API output or error files (JSONL, e.g. from `kernelevo llm batch fetch`) to import first; "
+                    "repeatable. A reply stored before is skipped, never counted twice")
+        ->check(CLI::ExistingFile.description(""))->type_name("FILE")->allow_extra_args(false)->group("LLM");
+    cmd->add_option("--llm-batch-dir", a->batch_dir, "Where --llm-batch writes its files (NAME-ARCH-batch-N.jsonl)")
+        ->capture_default_str()->type_name("DIR")->group("LLM");
     cmd->callback([a, &rc] { run_search(*a, rc); });
 
     struct ReportArgs {

@@ -205,6 +205,18 @@ std::string report_text(store::Store& st) {
     s << "LLM: " << spent.calls << " requests, " << tokens_str(static_cast<double>(spent.tokens())) << " tokens ("
       << tokens_str(static_cast<double>(spent.prompt_tokens)) << " prompt), $" << fmt("%.4f", spent.cost_usd) << "; time "
       << duration_str(elapsed) << "\n";
+    if (auto batched = st.batch_requests(); !batched.empty()) {
+        // Batch mode: which requests went into which file, and what became of them.
+        int files = 0, answered = 0, failed_lines = 0, waiting = 0;
+        for (const auto& b : batched) {
+            files = std::max(files, b.batch);
+            if (!b.error.empty()) ++failed_lines;
+            else if (st.find_llm_call(b.key)) ++answered;
+            else ++waiting;
+        }
+        s << "Batches: " << files << " file(s), " << batched.size() << " requests: " << answered << " answered, "
+          << failed_lines << " failed, " << waiting << " waiting (last: " << batched.back().file << ")\n";
+    }
     if (best)
         s << "Best: " << fmt("%.3f", best->speedup) << "x (program #" << best->id << ", generation " << best->generation
           << ", island " << best->island << ", " << best->origin << ")"

@@ -13,6 +13,8 @@
 #include "evolve/archive.h"
 #include "evolve/prompt_text.h"
 #include "tune/tune.h"
+#include "evolve/batch_mode.h"
+#include "llm/budget.h"
 #include "llm/reply.h"
 
 namespace kevo::evolve {
@@ -89,6 +91,8 @@ struct Search::Impl {
     std::mutex gpu;  // one candidate on the GPU at a time
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     double elapsed_before = 0;  // time spent by earlier invocations of this run
+    std::unique_ptr<llm::Budget> budget;  // the caps over the stored totals, with reservations
+    std::unique_ptr<BatchMode> batch;
 
     Impl(const Task& t, SearchConfig c, Prompts p, llm::Provider& pr, Evaluator& ev, store::Store& st)
         : task(t), cfg(std::move(c)), prompts(std::move(p)), provider(pr), evaluator(ev), store(st) {}
@@ -97,10 +101,13 @@ struct Search::Impl {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     }
 
-    void request_stop(const std::string& reason) {
+    // Returns true for the first reason given.
+    bool request_stop(const std::string& reason) {
         std::lock_guard<std::mutex> lock(mu);
-        if (stop_reason.empty()) stop_reason = reason;
+        bool first = stop_reason.empty();
+        if (first) stop_reason = reason;
         stopping_now = true;
+        return first;
     }
     // True once the run must stop; records why.
     bool should_stop() {
@@ -111,11 +118,7 @@ struct Search::Impl {
     void check_stop() {
         if (should_stop()) throw Stopped{};
     }
-    bool budget_reached() {
-        store::Spent s = store.spent();
-        return (cfg.budget_tokens > 0 && s.tokens() >= cfg.budget_tokens) ||
-               (cfg.budget_usd > 0 && s.cost_usd >= cfg.budget_usd);
-    }
+    bool budget_reached() { return budget->reached(); }
 
     void report() {
         // Called with `mu` held.
@@ -158,6 +161,10 @@ struct Search::Impl {
 
         for (const store::Program& p : store.programs()) tally(p);
         store::Spent s = store.spent();
+        budget = std::make_unique<llm::Budget>(llm::BudgetCaps{cfg.budget_tokens, cfg.budget_usd, cfg.price}, cfg.log);
+        budget->add_spent({s.prompt_tokens, s.completion_tokens, s.cost_usd});
+        batch = std::make_unique<BatchMode>(cfg, store, *budget);
+        if (batch->load(cfg.log).calls > 0) s = store.spent();
         progress.tokens = s.tokens();
         progress.cost_usd = s.cost_usd;
     }
@@ -184,23 +191,29 @@ struct Search::Impl {
     store::LlmCall llm_call(const std::string& key, const std::string& kind, const std::vector<llm::Message>& messages) {
         if (auto done = store.find_llm_call(key)) return *done;  // paid for already
         check_stop();
-        if (budget_reached()) {
-            request_stop("budget");
-            throw Stopped{};
-        }
         llm::ChatRequest req;
         req.model = cfg.model;
         req.messages = messages;
         req.temperature = cfg.llm_temperature;
         req.max_tokens = cfg.max_tokens;
         req.seed = static_cast<int64_t>(Rng(cfg.seed, key).next() >> 33);
+        // Batch mode: the request waits in a batch file, or goes into the next one.
+        if (batch->waiting(key)) throw Stopped{};
+        if (cfg.llm_batch) {
+            batch->defer(key, kind, req);  // (not when the budget cannot hold it: then the run stops for it)
+            throw Stopped{};
+        }
         llm::ChatResponse resp;
         try {
-            resp = provider.chat(req);
-        } catch (llm::TruncatedReply& e) {
-            resp = e.response;  // paid for; extraction will tell the model what went wrong
-        } catch (const llm::BudgetExceeded&) {
-            request_stop("budget");
+            llm::Reservation reservation = budget->reserve(req);
+            try {
+                resp = provider.chat(req);
+            } catch (llm::TruncatedReply& e) {
+                resp = e.response;  // paid for; extraction will tell the model what went wrong
+            }
+            resp.usage = budget->settle(reservation, resp.usage);
+        } catch (const llm::BudgetExceeded& e) {
+            if (request_stop("budget") && cfg.log) cfg.log(e.what());
             throw Stopped{};
         } catch (const llm::Cancelled&) {
             request_stop("interrupted");
@@ -606,6 +619,8 @@ struct Search::Impl {
             commit(gen, slots, results);
             ++gen;
         }
+        if (std::lock_guard<std::mutex> lock(mu); stop_reason.empty())
+            stop_reason = batch->finish(result);
         result.generations_committed = store.last_generation() + 1;
         {
             std::lock_guard<std::mutex> lock(mu);
@@ -634,6 +649,11 @@ Search::Search(const Task& task, SearchConfig config, Prompts prompts, llm::Prov
         throw UsageError("search: the target fraction of the speed of light must be in (0, 1]; tune evaluations must not be negative");
     if (c.mode != "full" && c.mode != "diff" && c.mode != "mixed")
         throw UsageError("search: --mode must be full, diff or mixed, not " + c.mode);
+    if (c.llm_batch && c.model.empty())
+        throw UsageError("--llm-batch needs exactly one --model: a Batch API input file holds requests for one model");
+    if (c.llm_batch && c.budget_usd > 0 && !c.price)
+        throw UsageError("--llm-batch with --budget-usd needs --llm-price (the batch price): Batch API replies "
+                         "report no cost, so the cap could not be kept");
     impl_->reference = read_file(task.reference_source);
     impl_->task_text = describe_task(task);
     impl_->arch = evaluator.arch();

@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "evolve/evaluator.h"
 #include "evolve/prompts.h"
@@ -61,6 +62,16 @@ struct SearchConfig {
     bool profile_best = true;      // profile each new best kernel (Evaluator::profile) for the next prompts
     int jobs = 0;                  // slots run at once (0: all of a generation)
     std::string initial_source;    // --initial kernel (empty: the LLM writes the seed)
+    // LLM costs: the budget reserves each request's most possible usage (llm/budget.h).
+    std::optional<llm::Price> price;   // --llm-price
+    // Batch mode (--llm-batch, evolve/batch_mode.h): requests are not sent but written to OpenAI
+    // Batch API input files "<batch_prefix>-<n>.jsonl" in the dialect of batch_url (the --llm-url),
+    // and the run stops (reason "batch") once every slot waits for a reply. batch_replies
+    // (--llm-batch-replies): Batch API output or error files whose replies the run imports first.
+    bool llm_batch = false;
+    std::string batch_prefix, batch_url;
+    std::vector<std::string> batch_replies;
+    std::function<void(const std::string&)> log;   // notes (imports, ignored usage); empty: silent
 };
 
 struct Progress {
@@ -73,12 +84,16 @@ struct Progress {
 };
 
 struct SearchResult {
-    // "generations", "target", "target_sol", "budget", "time", "interrupted", "error: ..."
+    // "generations", "target", "target_sol", "budget", "time", "interrupted", "batch", "error: ..."
     std::string stop_reason;
     std::optional<store::Program> best;  // the fastest correct program of the whole run
     std::string best_model;              // the model whose reply produced it ("" for --initial)
     Progress progress;
     int generations_committed = 0;       // generations completed so far (0 included)
+    // Stop reason "batch": the batch file written now ("" when none) and its request count, and
+    // how many requests of earlier batches the run waited for.
+    std::string batch_file;
+    int batch_written = 0, batch_waiting = 0;
 };
 
 class Search {

@@ -1,10 +1,15 @@
 // Client: model pick, worker pool with an in-flight limit, budget, transcript.
 #include <chrono>
 #include <cmath>
-#include <cstdio>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
 
 #include "common/error.h"
 #include "common/process.h"
+#include "llm/budget.h"
 #include "llm/llm.h"
 
 namespace kevo::llm {
@@ -26,58 +31,89 @@ ModelChoice parse_model_choice(const std::string& spec) {
     return choice;
 }
 
-Client::Client(std::shared_ptr<Provider> provider, ClientConfig config)
-    : provider_(std::move(provider)), config_(std::move(config)),
-      rng_(config_.seed ? *config_.seed : std::random_device{}()) {
-    if (config_.max_in_flight < 1) throw UsageError("the LLM in-flight limit must be at least 1");
-    if (config_.max_total_tokens < 0 || config_.max_cost_usd < 0) throw UsageError("budget caps cannot be negative");
-    for (const auto& m : config_.models)
+struct Client::Impl {
+    struct Job {
+        ChatRequest request;
+        std::promise<ChatResponse> promise;
+    };
+
+    Impl(std::shared_ptr<Provider> p, ClientConfig c)
+        : provider(std::move(p)), config(std::move(c)),
+          budget(BudgetCaps{config.max_total_tokens, config.max_cost_usd, config.price}, config.log),
+          rng(config.seed ? *config.seed : std::random_device{}()) {}
+
+    void worker();
+    ChatResponse run(ChatRequest& request);
+    std::string pick_model();
+    void account(const Usage& counted, bool failed);
+
+    std::shared_ptr<Provider> provider;
+    ClientConfig config;
+    Budget budget;
+    std::unique_ptr<Transcript> transcript;
+    mutable std::mutex mu;              // guards everything below
+    std::condition_variable cv;
+    std::deque<Job> queue;
+    bool stopping = false;
+    Totals totals;
+    std::mt19937_64 rng;
+    std::vector<std::thread> workers;
+};
+
+Client::Client(std::shared_ptr<Provider> provider, ClientConfig config) {
+    if (config.max_in_flight < 1) throw UsageError("the LLM in-flight limit must be at least 1");
+    if (config.max_total_tokens < 0 || config.max_cost_usd < 0) throw UsageError("budget caps cannot be negative");
+    for (const auto& m : config.models)
         if (m.name.empty() || !(m.weight > 0)) throw UsageError("each model needs a name and a positive weight");
-    if (!config_.transcript.empty()) transcript_ = std::make_unique<Transcript>(config_.transcript);
-    for (int i = 0; i < config_.max_in_flight; ++i) workers_.emplace_back([this] { worker(); });
+    impl_ = std::make_unique<Impl>(std::move(provider), std::move(config));
+    if (!impl_->config.transcript.empty()) impl_->transcript = std::make_unique<Transcript>(impl_->config.transcript);
+    for (int i = 0; i < impl_->config.max_in_flight; ++i) impl_->workers.emplace_back([this] { impl_->worker(); });
 }
 
 Client::~Client() {
     cancel();
-    for (auto& w : workers_) w.join();
+    for (auto& w : impl_->workers) w.join();
 }
 
+const ClientConfig& Client::config() const { return impl_->config; }
+
 void Client::cancel() {
-    std::deque<Job> dropped;
+    std::deque<Impl::Job> dropped;
     {
-        std::lock_guard<std::mutex> lock(mu_);
-        stopping_ = true;
-        dropped.swap(queue_);
+        std::lock_guard<std::mutex> lock(impl_->mu);
+        impl_->stopping = true;
+        dropped.swap(impl_->queue);
     }
-    cv_.notify_all();
-    provider_->cancel();
+    impl_->cv.notify_all();
+    impl_->budget.cancel();
+    impl_->provider->cancel();
     for (auto& job : dropped) job.promise.set_exception(std::make_exception_ptr(Cancelled()));
 }
 
 std::future<ChatResponse> Client::submit(ChatRequest request) {
-    Job job{std::move(request), {}};
+    Impl::Job job{std::move(request), {}};
     auto future = job.promise.get_future();
     {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stopping_) {
+        std::lock_guard<std::mutex> lock(impl_->mu);
+        if (impl_->stopping) {
             job.promise.set_exception(std::make_exception_ptr(Cancelled()));
             return future;
         }
-        queue_.push_back(std::move(job));
+        impl_->queue.push_back(std::move(job));
     }
-    cv_.notify_one();
+    impl_->cv.notify_one();
     return future;
 }
 
-void Client::worker() {
+void Client::Impl::worker() {
     for (;;) {
         Job job;
         {
-            std::unique_lock<std::mutex> lock(mu_);
-            cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-            if (queue_.empty()) return;   // stopping, nothing left
-            job = std::move(queue_.front());
-            queue_.pop_front();
+            std::unique_lock<std::mutex> lock(mu);
+            cv.wait(lock, [&] { return stopping || !queue.empty(); });
+            if (queue.empty()) return;   // stopping, nothing left
+            job = std::move(queue.front());
+            queue.pop_front();
         }
         try {
             job.promise.set_value(run(job.request));
@@ -88,81 +124,60 @@ void Client::worker() {
 }
 
 Totals Client::totals() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return totals_;
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    return impl_->totals;
 }
 
-void Client::check_budget() const {
-    Totals t = totals();
-    char buf[256];
-    if (config_.max_total_tokens > 0 && t.total_tokens() >= config_.max_total_tokens) {
-        std::snprintf(buf, sizeof buf,
-                      "token budget reached: %lld of %lld tokens used (--budget-tokens); no new LLM request is sent",
-                      static_cast<long long>(t.total_tokens()), static_cast<long long>(config_.max_total_tokens));
-        throw BudgetExceeded(buf);
-    }
-    if (config_.max_cost_usd > 0 && t.cost_usd >= config_.max_cost_usd) {
-        std::snprintf(buf, sizeof buf,
-                      "cost budget reached: $%.4f of $%.4f spent (--budget-usd); no new LLM request is sent",
-                      t.cost_usd, config_.max_cost_usd);
-        throw BudgetExceeded(buf);
-    }
-}
+void Client::check_budget() const { impl_->budget.check(); }
 
-std::string Client::pick_model() {
-    if (config_.models.empty()) throw LlmError("no model: the request names none and no --model was configured", false);
+int Client::max_reserved_at_once() const { return impl_->budget.max_in_flight(); }
+
+std::string Client::Impl::pick_model() {
+    if (config.models.empty()) throw LlmError("no model: the request names none and no --model was configured", false);
     std::vector<double> weights;
-    for (const auto& m : config_.models) weights.push_back(m.weight);
+    for (const auto& m : config.models) weights.push_back(m.weight);
     std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
-    std::lock_guard<std::mutex> lock(mu_);
-    return config_.models[pick(rng_)].name;
+    std::lock_guard<std::mutex> lock(mu);
+    return config.models[pick(rng)].name;
 }
 
-void Client::account(const Usage& usage, bool failed) {
-    bool warn = false;
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++totals_.requests;
-        if (failed) ++totals_.failures;
-        totals_.prompt_tokens += usage.prompt_tokens;
-        totals_.completion_tokens += usage.completion_tokens;
-        if (usage.cost_known) totals_.cost_usd += usage.cost_usd;
-        else if (!failed) {
-            ++totals_.replies_without_cost;
-            warn = config_.max_cost_usd > 0 && !warned_cost_unknown_;
-            if (warn) warned_cost_unknown_ = true;
-        }
-    }
-    if (warn && config_.log)
-        config_.log("warning: the LLM provider does not report costs; the cost cap (--budget-usd) only counts "
-                    "replies that report one, the token cap (--budget-tokens) still applies");
+void Client::Impl::account(const Usage& counted, bool failed) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++totals.requests;
+    if (failed) ++totals.failures;
+    totals.prompt_tokens += counted.prompt_tokens;
+    totals.completion_tokens += counted.completion_tokens;
+    if (counted.cost_known) totals.cost_usd += counted.cost_usd;
+    else if (!failed) ++totals.replies_without_cost;
 }
 
-ChatResponse Client::run(ChatRequest& request) {
+ChatResponse Client::Impl::run(ChatRequest& request) {
     if (request.model.empty()) request.model = pick_model();
-    check_budget();
+    Reservation reservation = budget.reserve(request);
     const auto start = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     try {
-        ChatResponse response = provider_->chat(request);
+        ChatResponse response = provider->chat(request);
+        response.usage = budget.settle(reservation, response.usage);
         account(response.usage, false);
-        if (transcript_) transcript_->record(request, &response, nullptr, elapsed());
+        if (transcript) transcript->record(request, &response, nullptr, elapsed());
         return response;
     } catch (const Cancelled&) {
         throw;
-    } catch (const TruncatedReply& e) {
-        account(e.response.usage, true);   // the tokens were spent all the same
-        if (transcript_) transcript_->record(request, nullptr, &e, elapsed());
+    } catch (TruncatedReply& e) {
+        e.response.usage = budget.settle(reservation, e.response.usage);   // the tokens were spent all the same
+        account(e.response.usage, true);
+        if (transcript) transcript->record(request, nullptr, &e, elapsed());
         throw;
     } catch (const LlmError& e) {
-        account({}, true);
-        if (transcript_) transcript_->record(request, nullptr, &e, elapsed());
+        account(budget.settle(reservation, {}), true);
+        if (transcript) transcript->record(request, nullptr, &e, elapsed());
         throw;
     } catch (const std::exception& e) {
         // Providers should only throw LlmError; keep the promise anyway, without secrets.
         LlmError wrapped(redact(e.what()), false);
-        account({}, true);
-        if (transcript_) transcript_->record(request, nullptr, &wrapped, elapsed());
+        account(budget.settle(reservation, {}), true);
+        if (transcript) transcript->record(request, nullptr, &wrapped, elapsed());
         throw wrapped;
     }
 }

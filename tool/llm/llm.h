@@ -4,28 +4,22 @@
 //   HttpProvider   one blocking request at a time per calling thread; timeouts, retries, typed errors.
 //   ReplayProvider serves the replies of a recorded transcript (tests, reproducible runs).
 //   Client         what the search uses: picks a model by weight, runs requests on a pool with an
-//                  in-flight limit (futures), keeps token/cost totals, enforces the budget and
-//                  appends every exchange to a JSONL transcript.
+//                  in-flight limit (futures), keeps token/cost totals, enforces the budget with
+//                  reservations (budget.h) and appends every exchange to a JSONL transcript.
+//   batch.h        the OpenAI Batch API: input files, output files, /v1/files and /v1/batches.
 //
 // Secrets: the API key goes only into the Authorization header. HttpProvider registers it with
 // kevo::register_secret(), and every log line, transcript line and error message passes through
 // kevo::redact().
 #pragma once
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <filesystem>
 #include <functional>
 #include <future>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <random>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace kevo::llm {
@@ -39,7 +33,7 @@ struct ChatRequest {
     std::string model;    // empty: the client picks one of its configured models (by weight)
     std::vector<Message> messages;
     double temperature = 0.7;
-    int max_tokens = 8192;
+    int max_tokens = 8192;        // the completion limit; bounds the budget's reservation
     std::optional<int64_t> seed;
 };
 
@@ -47,6 +41,15 @@ struct Usage {
     int64_t prompt_tokens = 0, completion_tokens = 0;
     double cost_usd = 0;   // when the provider reports it
     bool cost_known = false;
+};
+
+// USD per million tokens, as providers list prices.
+struct Price {
+    double prompt_per_mtok = 0, completion_per_mtok = 0;
+    double cost(int64_t prompt_tokens, int64_t completion_tokens) const {
+        return (static_cast<double>(prompt_tokens) * prompt_per_mtok +
+                static_cast<double>(completion_tokens) * completion_per_mtok) / 1e6;
+    }
 };
 
 struct ChatResponse {
@@ -63,7 +66,8 @@ struct LlmError : std::runtime_error {
     LlmError(const std::string& what, bool can_retry) : std::runtime_error(what), retryable(can_retry) {}
     bool retryable;
 };
-// The run's token or cost cap is reached: no new request is sent.
+// A token or cost cap is reached, or the next request's reservation would pass it (budget.h):
+// the request is not sent.
 struct BudgetExceeded : LlmError {
     explicit BudgetExceeded(const std::string& what) : LlmError(what, false) {}
 };
@@ -129,24 +133,10 @@ public:
     ~HttpProvider() override;
     ChatResponse chat(const ChatRequest& request) override;
     void cancel() override;
-    const HttpConfig& config() const { return config_; }
 
 private:
-    struct Attempt;
-    struct Transfer;   // a curl easy handle in its own multi handle, kept to reuse connections
-    Attempt attempt(const std::string& body);
-    std::unique_ptr<Transfer> take_transfer();
-    void give_transfer(std::unique_ptr<Transfer> transfer);
-    bool sleep_unless_cancelled(double seconds);
-
-    HttpConfig config_;
-    std::string url_;
-    std::atomic<bool> cancelled_{false};
-    std::atomic<bool> connected_once_{false};   // some attempt reached the server (retry policy)
-    std::mutex mu_;                      // guards idle_, rng_, and the cancel wait
-    std::condition_variable cancel_cv_;
-    std::vector<std::unique_ptr<Transfer>> idle_;
-    std::mt19937_64 rng_;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 // ---- Transcript and replay ----------------------------------------------------------------------
@@ -155,6 +145,8 @@ private:
 // ReplayProvider matches on.
 std::string request_json(const ChatRequest& request);
 std::string request_hash(const ChatRequest& request);
+// The request request_json() wrote. Throws UsageError when `json` is not one.
+ChatRequest request_from_json(const std::string& json);
 
 // Appends one JSON object per exchange to a file (created 0600): time, request_hash, request,
 // response (content, finish_reason, model), usage, latency_s, attempts, error (kind, message,
@@ -169,12 +161,10 @@ public:
     // `error` is null when the exchange succeeded; TruncatedReply records its partial response.
     void record(const ChatRequest& request, const ChatResponse* response, const LlmError* error,
                 double latency_s);
-    const std::filesystem::path& path() const { return path_; }
 
 private:
-    std::filesystem::path path_;
-    int fd_ = -1;
-    std::mutex mu_;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 // Serves a transcript back. ByHash (the default) answers each request with the next unused
@@ -186,16 +176,13 @@ class ReplayProvider : public Provider {
 public:
     enum class Mode { ByHash, InOrder };
     explicit ReplayProvider(const std::filesystem::path& transcript, Mode mode = Mode::ByHash);
+    ~ReplayProvider() override;
     ChatResponse chat(const ChatRequest& request) override;
-    size_t remaining() const;
+    size_t remaining() const;   // exchanges not served yet
 
 private:
-    Mode mode_;
-    std::filesystem::path path_;
-    std::vector<std::string> lines_;                 // the exchanges, as recorded
-    size_t next_ = 0;                                // InOrder cursor
-    std::map<std::string, std::deque<size_t>> by_hash_;
-    mutable std::mutex mu_;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 // ---- Client -------------------------------------------------------------------------------------
@@ -212,8 +199,10 @@ ModelChoice parse_model_choice(const std::string& spec);
 struct ClientConfig {
     std::vector<ModelChoice> models;     // used when a request names no model
     int max_in_flight = 4;               // requests running at once (worker threads)
-    int64_t max_total_tokens = 0;        // hard caps; 0 means none
+    int64_t max_total_tokens = 0;        // hard caps (see budget.h); 0 means none
     double max_cost_usd = 0;
+    std::optional<Price> price;          // USD per million tokens: bounds reservations, prices
+                                         // replies that report no cost
     std::filesystem::path transcript;    // empty: no transcript
     std::optional<uint64_t> seed;        // for the model pick; empty: random
     LogFn log;                           // warnings; empty: silent
@@ -222,15 +211,15 @@ struct ClientConfig {
 struct Totals {
     int64_t requests = 0;                // sent (successful or not)
     int64_t failures = 0;
-    int64_t prompt_tokens = 0, completion_tokens = 0;
-    double cost_usd = 0;                 // sum of the costs the provider reported
+    int64_t prompt_tokens = 0, completion_tokens = 0;   // as counted by the budget
+    double cost_usd = 0;                 // reported by the provider, or at the configured price
     int64_t replies_without_cost = 0;    // replies whose cost is unknown (not in cost_usd)
     int64_t total_tokens() const { return prompt_tokens + completion_tokens; }
 };
 
-// Thread-safe. Caps are checked when a request is about to be sent: once the totals reach a cap,
-// every later request throws BudgetExceeded naming the cap; replies already in flight still finish
-// and count, so totals can overshoot a cap by at most those replies.
+// Thread-safe. Every request reserves its most possible usage before it is sent and settles with
+// the real usage (budget.h), so requests in flight cannot overrun a cap: a request that does not
+// fit waits for those in flight, and with none in flight throws BudgetExceeded naming the cap.
 class Client {
 public:
     Client(std::shared_ptr<Provider> provider, ClientConfig config);
@@ -245,32 +234,16 @@ public:
     Totals totals() const;
     // Throws BudgetExceeded when a cap is reached (what submit's requests would throw).
     void check_budget() const;
+    // Requests that held a budget reservation at the same time, at most.
+    int max_reserved_at_once() const;
     // Permanent: queued and later requests throw Cancelled; running ones are aborted through
     // Provider::cancel() (which, for an HttpProvider, is permanent too).
     void cancel();
-    const ClientConfig& config() const { return config_; }
+    const ClientConfig& config() const;
 
 private:
-    struct Job {
-        ChatRequest request;
-        std::promise<ChatResponse> promise;
-    };
-    void worker();
-    ChatResponse run(ChatRequest& request);
-    std::string pick_model();
-    void account(const Usage& usage, bool failed);
-
-    std::shared_ptr<Provider> provider_;
-    ClientConfig config_;
-    std::unique_ptr<Transcript> transcript_;
-    mutable std::mutex mu_;              // guards everything below
-    std::condition_variable cv_;
-    std::deque<Job> queue_;
-    bool stopping_ = false;
-    Totals totals_;
-    bool warned_cost_unknown_ = false;
-    std::mt19937_64 rng_;
-    std::vector<std::thread> workers_;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace kevo::llm

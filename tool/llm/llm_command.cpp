@@ -1,5 +1,6 @@
 // `kernelevo llm check`: one tiny request per configured model, to test a configuration before a
-// long run.
+// long run. `kernelevo llm batch submit|status|fetch`: the provider's Batch API for the files that
+// `kernelevo search --llm-batch` writes.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -9,11 +10,105 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/error.h"
+#include "common/fs.h"
 #include "common/process.h"
+#include "llm/batch.h"
 #include "llm/options.h"
 #include "llm/util.h"
 
 namespace kevo {
+namespace {
+
+void print_batch(const llm::BatchInfo& b) {
+    std::cout << "batch:    " << b.id << "\n"
+              << "status:   " << b.status << "\n";
+    if (b.total) std::cout << "requests: " << b.completed << " of " << b.total << " done, " << b.failed << " failed\n";
+    if (!b.output_file_id.empty()) std::cout << "output:   " << b.output_file_id << "\n";
+    if (!b.error_file_id.empty()) std::cout << "errors:   " << b.error_file_id << "\n";
+    if (!b.errors.empty()) std::cout << "problems: " << redact(b.errors) << "\n";
+}
+
+std::string connection_args(const llm::LlmOptions& o) {
+    return o.url == llm::kDefaultLlmUrl ? "" : " --llm-url " + shell_quote(o.url);
+}
+
+void register_batch_commands(CLI::App& llm_cmd, int& rc) {
+    struct BatchOptions {
+        llm::LlmOptions llm;
+        std::string file, id, out;
+    };
+    static BatchOptions o;
+    CLI::App* batch = llm_cmd.add_subcommand(
+        "batch",
+        "Run a batch file of `kernelevo search --llm-batch` through the provider's Batch API (POST /files and "
+        "/batches under --llm-url, as OpenAI serves them): about half the price, answered within 24 hours.");
+    batch->require_subcommand(1);
+    auto log = [](const std::string& line) { std::cerr << "kernelevo: llm: " << line << "\n"; };
+
+    CLI::App* submit = batch->add_subcommand("submit", "Upload a batch input file and start a batch; prints the batch id");
+    submit->add_option("FILE", o.file, "The Batch API input file (JSONL)")->required()->check(CLI::ExistingFile);
+    llm::add_llm_connection_options(*submit, o.llm);
+    submit->callback([&rc, log] {
+        size_t n = llm::count_batch_input(o.file);
+        llm::BatchApi api(llm::http_config(o.llm, log));
+        std::string file_id = api.upload(o.file);
+        std::cout << "file:     " << file_id << " (" << n << " requests from " << o.file << ")\n";
+        llm::BatchInfo b = api.create(file_id);
+        print_batch(b);
+        std::cout << "\nnext:     kernelevo llm batch status " << b.id << connection_args(o.llm) << "\n"
+                  << "          kernelevo llm batch fetch " << b.id << " --out REPLIES.jsonl" << connection_args(o.llm)
+                  << "\n          then run the search again with --llm-batch-replies REPLIES.jsonl\n";
+        rc = 0;
+    });
+
+    CLI::App* status = batch->add_subcommand("status", "Print a batch's status and request counts");
+    status->add_option("BATCH_ID", o.id, "The id `submit` printed")->required();
+    llm::add_llm_connection_options(*status, o.llm);
+    status->callback([&rc, log] {
+        llm::BatchApi api(llm::http_config(o.llm, log));
+        print_batch(api.get(o.id));
+        rc = 0;
+    });
+
+    CLI::App* fetch = batch->add_subcommand(
+        "fetch",
+        "Download a finished batch's replies (its output and error files, in one file) for "
+        "`kernelevo search --llm-batch-replies`.\nExit codes: 0 written, 1 the batch is not finished yet or has no "
+        "replies, 2 bad usage.");
+    fetch->add_option("BATCH_ID", o.id, "The id `submit` printed")->required();
+    fetch->add_option("--out", o.out, "Where to write the replies (JSONL)")->required();
+    llm::add_llm_connection_options(*fetch, o.llm);
+    fetch->callback([&rc, log] {
+        llm::BatchApi api(llm::http_config(o.llm, log));
+        llm::BatchInfo b = api.get(o.id);
+        print_batch(b);
+        if (!b.finished()) {
+            std::cerr << "kernelevo: llm batch fetch: batch " << b.id << " is " << b.status
+                      << "; fetch it again once it is completed\n";
+            rc = 1;
+            return;
+        }
+        std::string replies;
+        for (const std::string& id : {b.output_file_id, b.error_file_id}) {
+            if (id.empty()) continue;
+            std::string part = api.file_content(id);
+            if (!part.empty() && part.back() != '\n') part += '\n';
+            replies += part;
+        }
+        if (replies.empty()) {
+            std::cerr << "kernelevo: llm batch fetch: batch " << b.id << " is " << b.status << " and has no replies\n";
+            rc = 1;
+            return;
+        }
+        write_file_atomic(o.out, replies);
+        std::cout << "replies:  " << o.out << "\n\nnext:     run the search again with --llm-batch-replies "
+                  << shell_quote(o.out) << "\n";
+        rc = 0;
+    });
+}
+
+}  // namespace
 
 void register_llm_command(CLI::App& app, int& rc) {
     struct CheckOptions {
@@ -43,6 +138,8 @@ void register_llm_command(CLI::App& app, int& rc) {
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     check->add_flag("--json", o.json, "Print the results as one JSON object on stdout (schema: README, JSON output)");
+
+    register_batch_commands(*llm_cmd, rc);
 
     check->callback([&rc] {
         auto log = [](const std::string& line) { std::cerr << "kernelevo: llm: " << line << "\n"; };

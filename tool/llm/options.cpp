@@ -6,27 +6,22 @@
 
 #include "common/error.h"
 #include "common/process.h"
+#include "llm/budget.h"
 #include "llm/util.h"
 
 namespace kevo::llm {
 
-void add_llm_options(CLI::App& app, LlmOptions& o) {
+void add_llm_connection_options(CLI::App& app, LlmOptions& o) {
     const std::string g = "LLM";
     app.add_option("--llm-url", o.url,
-                   "Base URL of an OpenAI-compatible API; requests go to URL/chat/completions "
-                   "(OpenRouter, https://api.openai.com/v1, vLLM/SGLang http://host:8000/v1, "
+                   "Base URL of an OpenAI-compatible API; chat requests go to URL/chat/completions, Batch API "
+                   "calls to URL/files and URL/batches (OpenRouter, https://api.openai.com/v1, vLLM/SGLang http://host:8000/v1, "
                    "Ollama http://localhost:11434/v1, llama.cpp server http://localhost:8080/v1)")
         ->capture_default_str()->type_name("URL")->group(g);
-    app.add_option("--model", o.models,
-                   "Model to ask, repeatable; with a weight each request picks one in proportion, "
-                   "e.g. --model google/gemini-3-flash:3 --model z-ai/glm-5:1")
-        ->type_name("NAME[:WEIGHT]")->allow_extra_args(false)->group(g);
     app.add_option("--llm-key-env", o.key_env,
                    "Environment variable holding the API key (default: KERNELEVO_API_KEY, else "
                    "OPENROUTER_API_KEY for openrouter.ai, else OPENAI_API_KEY; none: no key is sent)")
         ->type_name("VAR")->group(g);
-    app.add_option("--llm-parallel", o.max_in_flight, "Requests in flight at once")
-        ->capture_default_str()->check(CLI::PositiveNumber)->type_name("N")->group(g);
     app.add_option("--llm-connect-timeout", o.connect_timeout_s, "Seconds to wait for a connection")
         ->capture_default_str()->check(CLI::PositiveNumber)->type_name("S")->group(g);
     app.add_option("--llm-timeout", o.read_timeout_s, "Seconds one attempt may take once connected (read timeout)")
@@ -37,12 +32,32 @@ void add_llm_options(CLI::App& app, LlmOptions& o) {
         ->capture_default_str()->check(CLI::PositiveNumber)->type_name("N")->group(g);
     app.add_option("--llm-retry-max-wait", o.retry_total_max_s, "Cap on the seconds one request spends waiting between retries")
         ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("S")->group(g);
+}
+
+void add_llm_options(CLI::App& app, LlmOptions& o) {
+    const std::string g = "LLM";
+    add_llm_connection_options(app, o);
+    app.add_option("--model", o.models,
+                   "Model to ask, repeatable; with a weight each request picks one in proportion, "
+                   "e.g. --model google/gemini-3-flash:3 --model z-ai/glm-5:1")
+        ->type_name("NAME[:WEIGHT]")->allow_extra_args(false)->group(g);
+    app.add_option("--llm-parallel", o.max_in_flight, "Requests in flight at once")
+        ->capture_default_str()->check(CLI::PositiveNumber)->type_name("N")->group(g);
     app.add_option("--budget-tokens", o.max_total_tokens,
-                   "Stop sending requests once prompt + completion tokens reach this (0: no cap)")
+                   "Cap on prompt + completion tokens (0: no cap). Each request reserves its most possible use (one "
+                   "token per prompt byte plus its max tokens) before it is sent, so requests in flight cannot "
+                   "overrun the cap")
         ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("N")->group(g);
     app.add_option("--budget-usd", o.max_cost_usd,
-                   "Stop sending requests once the cost the provider reports reaches this many US dollars (0: no cap)")
+                   "Cap on the cost in US dollars that the provider reports, or --llm-price gives (0: no cap). "
+                   "Each request reserves its most possible cost (at --llm-price, else at the highest price per "
+                   "token a reply reported) before it is sent")
         ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("USD")->group(g);
+    app.add_option("--llm-price", o.price,
+                   "The model's price in USD per million prompt:completion tokens (e.g. 0.30:2.50; with --llm-batch "
+                   "the batch price). It bounds what each request may cost before it is sent, and prices replies "
+                   "whose cost the provider does not report")
+        ->type_name("IN:OUT")->group(g);
     app.add_option("--llm-transcript", o.transcript,
                    "Append every exchange (request without the key, reply, usage, latency, error) to this JSONL file")
         ->type_name("FILE")->group(g);
@@ -60,7 +75,7 @@ ApiKey find_api_key(const std::string& url, const std::string& key_env) {
         std::string value = v ? trim(v) : "";
         if (value.empty()) return {};
         register_secret(value);
-        return {value, var};
+        return {value, var, ""};
     };
     if (!key_env.empty()) {
         ApiKey key = get(key_env);
@@ -76,10 +91,7 @@ ApiKey find_api_key(const std::string& url, const std::string& key_env) {
     return key;
 }
 
-std::shared_ptr<Provider> make_provider(const LlmOptions& o, const LogFn& log) {
-    if (!o.replay.empty())
-        return std::make_shared<ReplayProvider>(
-            o.replay, o.replay_in_order ? ReplayProvider::Mode::InOrder : ReplayProvider::Mode::ByHash);
+HttpConfig http_config(const LlmOptions& o, const LogFn& log) {
     HttpConfig c;
     c.base_url = o.url;
     ApiKey key = find_api_key(o.url, o.key_env);
@@ -94,7 +106,14 @@ std::shared_ptr<Provider> make_provider(const LlmOptions& o, const LogFn& log) {
     c.backoff_initial_s = o.backoff_initial_s;
     c.backoff_max_s = o.backoff_max_s;
     c.log = log;
-    return std::make_shared<HttpProvider>(c);
+    return c;
+}
+
+std::shared_ptr<Provider> make_provider(const LlmOptions& o, const LogFn& log) {
+    if (!o.replay.empty())
+        return std::make_shared<ReplayProvider>(
+            o.replay, o.replay_in_order ? ReplayProvider::Mode::InOrder : ReplayProvider::Mode::ByHash);
+    return std::make_shared<HttpProvider>(http_config(o, log));
 }
 
 std::unique_ptr<Client> make_client(const LlmOptions& o, const LogFn& log) {
@@ -105,6 +124,7 @@ std::unique_ptr<Client> make_client(const LlmOptions& o, const LogFn& log) {
     c.max_in_flight = o.max_in_flight;
     c.max_total_tokens = o.max_total_tokens;
     c.max_cost_usd = o.max_cost_usd;
+    if (!o.price.empty()) c.price = parse_price(o.price);
     c.transcript = o.transcript;
     c.seed = o.model_seed;
     c.log = log;

@@ -30,6 +30,7 @@ struct LlmOptions {
     double retry_total_max_s = 600;          // --llm-retry-max-wait
     int64_t max_total_tokens = 0;            // --budget-tokens (0: none)
     double max_cost_usd = 0;                 // --budget-usd (0: none)
+    std::string price;                       // --llm-price PROMPT:COMPLETION (USD per million tokens)
     std::string transcript;                  // --llm-transcript FILE
     std::string replay;                      // --llm-replay FILE
     bool replay_in_order = false;            // --llm-replay-in-order
@@ -41,6 +42,9 @@ struct LlmOptions {
 
 // Adds the options above to `app`, in an "LLM" option group.
 void add_llm_options(CLI::App& app, LlmOptions& options);
+// Only those that say how to reach the server (--llm-url, --llm-key-env, timeouts, attempts):
+// for commands that send no chat request (`kernelevo llm batch`).
+void add_llm_connection_options(CLI::App& app, LlmOptions& options);
 
 struct ApiKey {
     std::string value;    // empty: none found
@@ -54,6 +58,9 @@ struct ApiKey {
 // trimmed; the key is registered with register_secret().
 ApiKey find_api_key(const std::string& url, const std::string& key_env = "");
 
+// The HTTP settings the options describe (URL, key, timeouts, retries). Throws kevo::UsageError
+// on invalid values.
+HttpConfig http_config(const LlmOptions& options, const LogFn& log);
 // The provider the options describe: a ReplayProvider with --llm-replay, else an HttpProvider.
 // Throws kevo::UsageError on invalid values.
 std::shared_ptr<Provider> make_provider(const LlmOptions& options, const LogFn& log);

@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -80,15 +83,38 @@ ChatResponse response_from(const json& line) {
 std::string request_json(const ChatRequest& request) { return dump(request_object(request)); }
 std::string request_hash(const ChatRequest& request) { return sha256_hex(request_json(request)); }
 
-Transcript::Transcript(const std::filesystem::path& path) : path_(path) {
+ChatRequest request_from_json(const std::string& text) {
+    json j = json::parse(text, nullptr, false);
+    ChatRequest r;
+    try {
+        if (!j.is_object()) throw std::runtime_error("not an object");
+        r.model = j.at("model").get<std::string>();
+        for (const auto& m : j.at("messages")) r.messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+        r.temperature = j.at("temperature").get<double>();
+        r.max_tokens = j.at("max_tokens").get<int>();
+        if (j.contains("seed") && !j["seed"].is_null()) r.seed = j["seed"].get<int64_t>();
+    } catch (const std::exception& e) {
+        throw UsageError(std::string("not a stored LLM request (") + e.what() + "): " + text.substr(0, 120));
+    }
+    return r;
+}
+
+struct Transcript::Impl {
+    std::filesystem::path path;
+    int fd = -1;
+    std::mutex mu;
+};
+
+Transcript::Transcript(const std::filesystem::path& path) : impl_(std::make_unique<Impl>()) {
+    impl_->path = path;
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd_ < 0) throw UsageError("cannot open the LLM transcript " + path.string() + ": " + std::strerror(errno));
+    impl_->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (impl_->fd < 0) throw UsageError("cannot open the LLM transcript " + path.string() + ": " + std::strerror(errno));
 }
 
 Transcript::~Transcript() {
-    if (fd_ >= 0) ::close(fd_);
+    if (impl_->fd >= 0) ::close(impl_->fd);
 }
 
 void Transcript::record(const ChatRequest& request, const ChatResponse* response, const LlmError* error,
@@ -117,17 +143,31 @@ void Transcript::record(const ChatRequest& request, const ChatResponse* response
                          {"status", http ? json(http->status) : json()}};
     }
     std::string text = redact(dump(line)) + "\n";
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(impl_->mu);
     // O_APPEND + one write per line: lines never interleave, even across processes.
     for (size_t done = 0; done < text.size();) {
-        ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+        ssize_t n = ::write(impl_->fd, text.data() + done, text.size() - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw LlmError("cannot write the LLM transcript " + path_.string() + ": " + std::strerror(errno), false);
+        if (n < 0)
+            throw LlmError("cannot write the LLM transcript " + impl_->path.string() + ": " + std::strerror(errno), false);
         done += static_cast<size_t>(n);
     }
 }
 
-ReplayProvider::ReplayProvider(const std::filesystem::path& transcript, Mode mode) : mode_(mode), path_(transcript) {
+struct ReplayProvider::Impl {
+    Mode mode;
+    std::filesystem::path path;
+    std::vector<std::string> lines;                 // the exchanges, as recorded
+    size_t next = 0;                                // InOrder cursor
+    std::map<std::string, std::deque<size_t>> by_hash;
+    std::mutex mu;
+};
+
+ReplayProvider::~ReplayProvider() = default;
+
+ReplayProvider::ReplayProvider(const std::filesystem::path& transcript, Mode mode) : impl_(std::make_unique<Impl>()) {
+    impl_->mode = mode;
+    impl_->path = transcript;
     std::string text = read_file(transcript);
     size_t number = 0;
     for (size_t pos = 0; pos < text.size();) {
@@ -143,34 +183,35 @@ ReplayProvider::ReplayProvider(const std::filesystem::path& transcript, Mode mod
         // Budget stops and cancellations never reached the server: nothing to replay.
         if (j["error"].is_object() && (j["error"].value("kind", "") == "budget" || j["error"].value("kind", "") == "cancelled"))
             continue;
-        by_hash_[j["request_hash"].get<std::string>()].push_back(lines_.size());
-        lines_.push_back(std::move(line));
+        impl_->by_hash[j["request_hash"].get<std::string>()].push_back(impl_->lines.size());
+        impl_->lines.push_back(std::move(line));
     }
 }
 
 size_t ReplayProvider::remaining() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (mode_ == Mode::InOrder) return lines_.size() - next_;
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->mode == Mode::InOrder) return impl_->lines.size() - impl_->next;
     size_t n = 0;
-    for (const auto& [hash, queue] : by_hash_) n += queue.size();
+    for (const auto& [hash, queue] : impl_->by_hash) n += queue.size();
     return n;
 }
 
 ChatResponse ReplayProvider::chat(const ChatRequest& request) {
+    Impl& m = *impl_;
     size_t index;
     {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (mode_ == Mode::InOrder) {
-            if (next_ >= lines_.size())
-                throw LlmError("replay: all " + std::to_string(lines_.size()) + " exchanges of " + path_.string() +
+        std::lock_guard<std::mutex> lock(m.mu);
+        if (m.mode == Mode::InOrder) {
+            if (m.next >= m.lines.size())
+                throw LlmError("replay: all " + std::to_string(m.lines.size()) + " exchanges of " + m.path.string() +
                                    " were served already",
                                false);
-            index = next_++;
+            index = m.next++;
         } else {
             std::string hash = request_hash(request);
-            auto it = by_hash_.find(hash);
-            if (it == by_hash_.end() || it->second.empty())
-                throw LlmError("replay: " + path_.string() + " holds no " + (it == by_hash_.end() ? "" : "further ") +
+            auto it = m.by_hash.find(hash);
+            if (it == m.by_hash.end() || it->second.empty())
+                throw LlmError("replay: " + m.path.string() + " holds no " + (it == m.by_hash.end() ? "" : "further ") +
                                    "exchange for this request (model '" + request.model + "', hash " +
                                    hash.substr(0, 12) + ")",
                                false);
@@ -178,7 +219,7 @@ ChatResponse ReplayProvider::chat(const ChatRequest& request) {
             it->second.pop_front();
         }
     }
-    json line = json::parse(lines_[index]);
+    json line = json::parse(m.lines[index]);
     const json& error = line["error"];
     if (error.is_object()) {
         std::string kind = error.value("kind", "error");

@@ -17,6 +17,8 @@
 //   P prog:<id>          hash   id key generation island parent_id origin attempt source norm_hash
 //                               status speedup feedback details llm_call_id created
 //   P prog:hash:<hash>   zset   ids of the programs with that normalized source hash (score = id)
+//   P batch              hash   custom_id -> batch request (JSON, without its error)
+//   P batch:failed       hash   custom_id -> why its batch line failed
 //   P islands            list   the islands' states (JSON) as of the last committed generation
 //   P generations        hash   generation -> history row (JSON)
 //   P events             list   events (JSON {generation, kind, detail}) in commit order
@@ -98,6 +100,18 @@ redis.call('HINCRBY', P .. 'spent', 'completion_tokens', ARGV[8])
 redis.call('HINCRBY', P .. 'spent', 'calls', 1)
 redis.call('HINCRBYFLOAT', P .. 'spent', 'cost_usd', ARGV[9])
 return id
+)lua";
+
+// ARGV: P custom_id1 json1 custom_id2 json2 ... : all of one batch, or nothing when an id exists.
+const char* kAddBatchScript = R"lua(
+local P = ARGV[1]
+for i = 2, #ARGV, 2 do
+  if redis.call('HEXISTS', P .. 'batch', ARGV[i]) == 1 then
+    return redis.error_reply('a batch request with the id ' .. ARGV[i] .. ' is stored already')
+  end
+end
+for i = 2, #ARGV, 2 do redis.call('HSET', P .. 'batch', ARGV[i], ARGV[i + 1]) end
+return #ARGV / 2
 )lua";
 
 // ARGV: P KIND(llm|prog) key -> the record's fields (flat), or nil.
@@ -405,6 +419,42 @@ public:
         for (size_t i = 0; i < r->elements; ++i) out.push_back(call_of(fields(r->element[i])));
         std::sort(out.begin(), out.end(), [](const LlmCall& a, const LlmCall& b) { return a.id < b.id; });
         return out;
+    }
+
+    void add_batch(const std::vector<BatchRequest>& requests) override {
+        if (requests.empty()) return;
+        std::vector<std::string> args;
+        for (const BatchRequest& b : requests) {
+            args.push_back(b.custom_id);
+            args.push_back(dumps({{"key", b.key}, {"batch", b.batch}, {"file", b.file}, {"kind", b.kind},
+                                  {"request", b.request}, {"reserved_tokens", b.reserved_tokens},
+                                  {"reserved_cost_usd", finite(b.reserved_cost_usd)},
+                                  {"created", b.created ? b.created : now_unix()}}));
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        eval(kAddBatchScript, args);
+    }
+    std::vector<BatchRequest> batch_requests() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        std::vector<Reply> r = conn_.pipeline({{"HGETALL", p_ + "batch"}, {"HGETALL", p_ + "batch:failed"}});
+        auto failed = fields(r[1].get());
+        std::vector<BatchRequest> out;
+        for (const auto& [id, text] : fields(r[0].get())) {
+            nlohmann::json j = loads(text);
+            out.push_back(BatchRequest{id, j.value("key", std::string()), static_cast<int>(json_i64(j, "batch")),
+                                       j.value("file", std::string()), j.value("kind", std::string()),
+                                       j.value("request", nlohmann::json()), json_i64(j, "reserved_tokens"),
+                                       json_double(j, "reserved_cost_usd"), get(failed, id.c_str()),
+                                       json_double(j, "created")});
+        }
+        std::sort(out.begin(), out.end(), [](const BatchRequest& a, const BatchRequest& b) {
+            return a.batch != b.batch ? a.batch < b.batch : a.custom_id < b.custom_id;
+        });
+        return out;
+    }
+    void fail_batch_request(const std::string& custom_id, const std::string& error) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        conn_.command({"HSET", p_ + "batch:failed", custom_id, error});
     }
 
     std::optional<Program> find_program(const std::string& key) override {

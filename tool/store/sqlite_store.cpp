@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS generations(
   generation INTEGER PRIMARY KEY, best_speedup REAL NOT NULL, best_program INTEGER NOT NULL,
   ok INTEGER NOT NULL, failed INTEGER NOT NULL, tokens INTEGER NOT NULL, cost_usd REAL NOT NULL,
   elapsed_s REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS batch_requests(
+  custom_id TEXT PRIMARY KEY, key TEXT NOT NULL, batch INTEGER NOT NULL, file TEXT NOT NULL, kind TEXT NOT NULL,
+  request TEXT NOT NULL, reserved_tokens INTEGER NOT NULL, reserved_cost_usd REAL NOT NULL, error TEXT NOT NULL,
+  created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY, generation INTEGER NOT NULL, kind TEXT NOT NULL,
   detail TEXT NOT NULL);
 )sql";
@@ -249,6 +253,42 @@ public:
                "COALESCE(SUM(cost_usd),0) FROM llm_calls");
         s.step();
         return Spent{s.i64(0), s.i64(1), s.i64(2), s.real(3)};
+    }
+
+    void add_batch(const std::vector<BatchRequest>& requests) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Transaction tx(*this);
+        for (const BatchRequest& b : requests)
+            Stmt(db_,
+                 "INSERT INTO batch_requests(custom_id, key, batch, file, kind, request, reserved_tokens, "
+                 "reserved_cost_usd, error, created) VALUES(?,?,?,?,?,?,?,?,?,?)")
+                .bind(1, b.custom_id)
+                .bind(2, b.key)
+                .bind(3, b.batch)
+                .bind(4, b.file)
+                .bind(5, b.kind)
+                .bind(6, dumps(b.request))
+                .bind(7, b.reserved_tokens)
+                .bind(8, b.reserved_cost_usd)
+                .bind(9, b.error)
+                .bind(10, b.created ? b.created : now_unix())
+                .step();
+        tx.commit();
+    }
+    std::vector<BatchRequest> batch_requests() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt s(db_,
+               "SELECT custom_id, key, batch, file, kind, request, reserved_tokens, reserved_cost_usd, error, created "
+               "FROM batch_requests ORDER BY batch, custom_id");
+        std::vector<BatchRequest> out;
+        while (s.step())
+            out.push_back(BatchRequest{s.text(0), s.text(1), s.i32(2), s.text(3), s.text(4), s.json(5), s.i64(6),
+                                       s.real(7), s.text(8), s.real(9)});
+        return out;
+    }
+    void fail_batch_request(const std::string& custom_id, const std::string& error) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Stmt(db_, "UPDATE batch_requests SET error=? WHERE custom_id=?").bind(1, error).bind(2, custom_id).step();
     }
 
     std::optional<Program> find_program(const std::string& key) override {

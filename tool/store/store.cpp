@@ -151,6 +151,19 @@ public:
     }
     Spent spent() override { return s_->spent(); }
     std::vector<LlmCall> llm_calls() override { return s_->llm_calls(); }
+    void add_batch(const std::vector<BatchRequest>& requests) override {
+        std::vector<BatchRequest> r = requests;
+        for (BatchRequest& b : r) {
+            b.file = redact(std::move(b.file));
+            b.request = redact_json(b.request);
+            b.error = redact(std::move(b.error));
+        }
+        s_->add_batch(r);
+    }
+    std::vector<BatchRequest> batch_requests() override { return s_->batch_requests(); }
+    void fail_batch_request(const std::string& custom_id, const std::string& error) override {
+        s_->fail_batch_request(custom_id, redact(error));
+    }
     std::optional<Program> find_program(const std::string& key) override { return s_->find_program(key); }
     std::optional<Program> get_program(int64_t id) override { return s_->get_program(id); }
     Program claim_program(Program program) override { return s_->claim_program(redacted(std::move(program))); }

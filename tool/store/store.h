@@ -50,6 +50,22 @@ struct LlmCall {
     double created = 0;
 };
 
+// One request written to a Batch API input file (--llm-batch): the record of which request went
+// into which batch file. Its reply, once imported, is the LLM call with the same key; a request
+// whose batch line failed may go into a later batch (a new record, another custom_id).
+struct BatchRequest {
+    std::string custom_id;           // unique; its id in the file: "b<batch>:<key>"
+    std::string key;                 // the LLM call it answers
+    int batch = 0;                   // 1, 2, ...: the run's batch files in order
+    std::string file;                // the input file it was written to
+    std::string kind;                // "seed" | "mutation" | "repair"
+    nlohmann::json request;          // llm::request_json() of the request
+    int64_t reserved_tokens = 0;     // what the budget holds for it until its reply is in
+    double reserved_cost_usd = 0;
+    std::string error;               // "": waiting or answered; else why its batch line failed
+    double created = 0;
+};
+
 struct Spent {
     int64_t prompt_tokens = 0, completion_tokens = 0, calls = 0;
     double cost_usd = 0;
@@ -85,6 +101,12 @@ public:
     virtual int64_t add_llm_call(const LlmCall& call) = 0;
     virtual Spent spent() = 0;
     virtual std::vector<LlmCall> llm_calls() = 0;  // by id
+
+    // Atomically: the requests of one batch file (their custom_ids must be new).
+    virtual void add_batch(const std::vector<BatchRequest>& requests) = 0;
+    virtual std::vector<BatchRequest> batch_requests() = 0;  // by batch, then custom_id
+    // Records that the request's batch line failed (it is then free to be requested again).
+    virtual void fail_batch_request(const std::string& custom_id, const std::string& error) = 0;
 
     virtual std::optional<Program> find_program(const std::string& key) = 0;
     virtual std::optional<Program> get_program(int64_t id) = 0;

@@ -1,0 +1,178 @@
+// Batch API files and the /files + /batches client.
+#include "llm/batch.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/process.h"
+#include "llm/chat_json.h"
+#include "llm/http_session.h"
+#include "llm/util.h"
+
+namespace kevo::llm {
+namespace {
+
+using json = nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string string_field(const json& j, const char* field) {
+    return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>() : "";
+}
+
+// Ids go into URL paths: refuse anything but the characters providers use.
+const std::string& checked_id(const std::string& id, const char* what) {
+    if (id.empty() || id.size() > 200 ||
+        id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != std::string::npos)
+        throw UsageError(std::string("not a valid ") + what + " id: '" + redact(id) + "'");
+    return id;
+}
+
+BatchInfo batch_info(const std::string& body, const std::string& from) {
+    json j = json::parse(body, nullptr, false);
+    if (!j.is_object() || string_field(j, "id").empty())
+        throw MalformedReply(redact("the reply from " + from + " is not a batch object: " + snippet(body)));
+    BatchInfo b;
+    b.id = string_field(j, "id");
+    b.status = string_field(j, "status");
+    b.input_file_id = string_field(j, "input_file_id");
+    b.output_file_id = string_field(j, "output_file_id");
+    b.error_file_id = string_field(j, "error_file_id");
+    if (j.contains("request_counts") && j["request_counts"].is_object()) {
+        const json& c = j["request_counts"];
+        b.total = c.value("total", int64_t{0});
+        b.completed = c.value("completed", int64_t{0});
+        b.failed = c.value("failed", int64_t{0});
+    }
+    if (j.contains("errors") && j["errors"].is_object() && j["errors"].contains("data") && j["errors"]["data"].is_array())
+        for (const auto& e : j["errors"]["data"]) {
+            std::string line = string_field(e, "message");
+            if (e.contains("line") && e["line"].is_number()) line = "line " + std::to_string(e["line"].get<int64_t>()) + ": " + line;
+            b.errors += (b.errors.empty() ? "" : "\n") + line;
+        }
+    return b;
+}
+
+}  // namespace
+
+std::string batch_input_line(const std::string& custom_id, const ChatRequest& request, const std::string& base_url) {
+    return dump({{"custom_id", custom_id},
+                 {"method", "POST"},
+                 {"url", "/v1/chat/completions"},
+                 {"body", detail::chat_request_body(request, base_url)}});
+}
+
+size_t count_batch_input(const std::filesystem::path& file) {
+    std::string text = read_file(file);
+    size_t lines = 0, number = 0;
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        std::string line = text.substr(pos, end - pos);
+        pos = end + 1;
+        ++number;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        json j = json::parse(line, nullptr, false);
+        if (string_field(j, "custom_id").empty() || string_field(j, "method") != "POST" ||
+            string_field(j, "url").empty() || !j.contains("body") || !j["body"].is_object())
+            throw UsageError(file.string() + ":" + std::to_string(number) +
+                             ": not a Batch API input line ({custom_id, method, url, body}: a file that kernelevo "
+                             "search --llm-batch writes)");
+        ++lines;
+    }
+    if (lines == 0) throw UsageError(file.string() + ": no requests in the file");
+    return lines;
+}
+
+BatchOutputLine parse_batch_output_line(const std::string& text, const std::string& where) {
+    json j = json::parse(text, nullptr, false);
+    if (!j.is_object() || string_field(j, "custom_id").empty())
+        throw UsageError(where + ": not a Batch API output line (no custom_id): " + snippet(text, 120));
+    BatchOutputLine line;
+    line.custom_id = string_field(j, "custom_id");
+    if (j.contains("response") && j["response"].is_object()) {
+        const json& r = j["response"];
+        if (r.contains("status_code") && r["status_code"].is_number_integer()) line.status_code = r["status_code"].get<int>();
+        if (r.contains("body") && !r["body"].is_null()) line.body = r["body"].is_string() ? r["body"].get<std::string>() : dump(r["body"]);
+    }
+    if (j.contains("error") && !j["error"].is_null()) {
+        const json& e = j["error"];
+        std::string code = string_field(e, "code"), message = e.is_string() ? e.get<std::string>() : string_field(e, "message");
+        line.error = code.empty() ? message : code + ": " + message;
+        if (line.error.empty()) line.error = snippet(dump(e), 200);
+    } else if (line.status_code != 0 && (line.status_code < 200 || line.status_code >= 300)) {
+        line.error = "HTTP " + std::to_string(line.status_code) + ": " + detail::server_message(line.body);
+    } else if (line.body.empty()) {
+        line.error = "the line has neither a response nor an error";
+    }
+    return line;
+}
+
+BatchReply batch_reply(const BatchOutputLine& line, const ChatRequest& request, const std::string& where) {
+    BatchReply out;
+    if (!line.error.empty()) {
+        out.error = line.error;
+        return out;
+    }
+    json body = json::parse(line.body, nullptr, false);
+    try {
+        out.response = detail::parse_chat_response(body, request, where);
+    } catch (const TruncatedReply& e) {
+        out.response = e.response;
+        out.truncated = true;
+    } catch (const LlmError& e) {
+        out.error = e.what();
+    }
+    return out;
+}
+
+bool BatchInfo::finished() const {
+    return status == "completed" || status == "failed" || status == "expired" || status == "cancelled";
+}
+
+struct BatchApi::Impl {
+    explicit Impl(HttpConfig c) : session(std::move(c)) {}
+    detail::HttpSession session;
+};
+
+BatchApi::BatchApi(HttpConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+BatchApi::~BatchApi() = default;
+
+std::string BatchApi::upload(const std::filesystem::path& input_file) {
+    detail::HttpExchange ex;
+    ex.path = "/files";
+    ex.parts = {{"purpose", "batch", ""}, {"file", read_file(input_file), input_file.filename().string()}};
+    std::string body = impl_->session.send(ex, "");
+    json j = json::parse(body, nullptr, false);
+    std::string id = string_field(j, "id");
+    if (id.empty())
+        throw MalformedReply(redact("the reply from " + impl_->session.url("/files") + " is not a file object: " + snippet(body)));
+    return id;
+}
+
+BatchInfo BatchApi::create(const std::string& input_file_id) {
+    detail::HttpExchange ex;
+    ex.path = "/batches";
+    ex.body = dump({{"input_file_id", checked_id(input_file_id, "file")},
+                    {"endpoint", "/v1/chat/completions"},
+                    {"completion_window", "24h"}});
+    return batch_info(impl_->session.send(ex, ""), impl_->session.url(ex.path));
+}
+
+BatchInfo BatchApi::get(const std::string& batch_id) {
+    detail::HttpExchange ex;
+    ex.method = "GET";
+    ex.path = "/batches/" + checked_id(batch_id, "batch");
+    return batch_info(impl_->session.send(ex, ""), impl_->session.url(ex.path));
+}
+
+std::string BatchApi::file_content(const std::string& file_id) {
+    detail::HttpExchange ex;
+    ex.method = "GET";
+    ex.path = "/files/" + checked_id(file_id, "file") + "/content";
+    ex.max_reply_bytes = size_t{1} << 30;   // output files hold up to 50,000 replies
+    return impl_->session.send(ex, "");
+}
+
+}  // namespace kevo::llm
