@@ -174,6 +174,8 @@ TEST(SearchGpu, ReplayedSearchFeedsSpeedOfLightAndProfileIntoPrompts) {
     if (no_ncu) GTEST_SKIP() << "no Nsight Compute here: profiles are skipped (said once)";
     EXPECT_NE(prompt.find("Profile (Nsight Compute): "), std::string::npos) << r.err;
     EXPECT_NE(prompt.find("DRAM "), std::string::npos) << prompt;
+}
+
 // Batch mode end to end: `kernelevo search --llm-batch` writes each round's requests, the test
 // answers the Batch API input file with real kernels as a provider would (a Batch API output
 // file), and the search resumes from it with --llm-batch-replies until it finishes.
