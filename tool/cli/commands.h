@@ -8,4 +8,6 @@ void register_validate_command(CLI::App& app, int& rc);
 void register_llm_command(CLI::App& app, int& rc);
 void register_search_command(CLI::App& app, int& rc);   // search + report
 void register_cache_command(CLI::App& app, int& rc);
+void register_worker_command(CLI::App& app, int& rc);  // worker (validation jobs from a Redis queue)
+void register_serve_command(CLI::App& app, int& rc);   // serve (the web page and its JSON API)
 }  // namespace kevo

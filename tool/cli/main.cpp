@@ -31,6 +31,12 @@ int main(int argc, char** argv) {
 #ifdef KEVO_WITH_CACHE
     kevo::register_cache_command(app, rc);
 #endif
+#ifdef KEVO_WITH_WORKER
+    kevo::register_worker_command(app, rc);
+#endif
+#ifdef KEVO_WITH_SERVE
+    kevo::register_serve_command(app, rc);
+#endif
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

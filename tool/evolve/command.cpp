@@ -19,6 +19,9 @@
 #include "evolve/search.h"
 #include "evolve/validator_evaluator.h"
 #include "llm/options.h"
+#ifdef KEVO_WITH_WORKERS
+#include "worker/remote_evaluator.h"
+#endif
 
 #ifndef KEVO_VERSION
 #define KEVO_VERSION "0.0.0"
@@ -42,7 +45,7 @@ private:
 };
 
 struct SearchArgs {
-    std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time;
+    std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time, workers, schedule = "steady";
     bool fresh = false;
     double timeout = 30;
     int timing_trials = 100;
@@ -88,6 +91,7 @@ void run_search(SearchArgs& a, int& rc) {
     Task task = load_task(a.task);
     evolve::SearchConfig cfg = a.cfg;
     cfg.mode = a.mode;
+    cfg.steady = a.schedule == "steady";
     cfg.max_time_s = parse_duration(a.max_time);
     if (!a.initial.empty()) cfg.initial_source = read_file(a.initial);
     evolve::Prompts prompts;
@@ -106,8 +110,19 @@ void run_search(SearchArgs& a, int& rc) {
     vo.timeout_s = a.timeout;
     vo.timing_trials = a.timing_trials;
     Validator validator(task, vo);
-    evolve::ValidatorEvaluator evaluator(validator);
-    std::string arch = validator.arch();
+    std::unique_ptr<evolve::Evaluator> evaluator;
+    if (!a.workers.empty()) {
+#ifdef KEVO_WITH_WORKERS
+        store::parse_store_location(a.workers);  // registers a Redis password before anything is printed
+        evaluator = std::make_unique<worker::RemoteEvaluator>(
+            a.workers, task, vo, [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; });
+#else
+        throw UsageError("--workers: this kernelevo was built without Redis support (install libhiredis-dev and rebuild)");
+#endif
+    } else {
+        evaluator = std::make_unique<evolve::ValidatorEvaluator>(validator);
+    }
+    std::string arch = evaluator->arch();
 
     // An SQLite file (default: one per task and architecture under the cache) or a Redis URL.
     std::string state = a.state.empty() ? (cache_root() / "search" /
@@ -122,6 +137,9 @@ void run_search(SearchArgs& a, int& rc) {
     }
     if (!where.redis && fs::path(where.path).has_parent_path()) fs::create_directories(fs::path(where.path).parent_path());
     auto store = store::open_store(state);
+#ifdef KEVO_WITH_WORKERS
+    if (auto* remote = dynamic_cast<worker::RemoteEvaluator*>(evaluator.get())) remote->register_run(where.display());
+#endif
 
     auto log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
     std::shared_ptr<llm::Provider> provider;
@@ -133,7 +151,7 @@ void run_search(SearchArgs& a, int& rc) {
         provider = std::make_shared<ClientProvider>(*client);
     }
 
-    evolve::Search search(task, cfg, prompts, *provider, evaluator, *store);
+    evolve::Search search(task, cfg, prompts, *provider, *evaluator, *store);
     const bool tty = ::isatty(STDERR_FILENO);
     // A live line on a terminal; in a log, one line per generation.
     search.on_progress([tty, shown = -1](const evolve::Progress& p) mutable {
@@ -144,8 +162,10 @@ void run_search(SearchArgs& a, int& rc) {
             shown = p.generation;
         }
     });
-    std::cerr << "kernelevo: searching " << task.name << " for " << arch << " (" << cfg.islands << " islands, state "
-              << where.display() << ")\n";
+    std::cerr << "kernelevo: searching " << task.name << " for " << arch << " (" << cfg.islands << " islands, "
+              << a.schedule << ", state " << where.display()
+              << (a.workers.empty() ? std::string() : ", validating through " + store::parse_store_location(a.workers).display())
+              << ")\n";
 
     // Ctrl-C: the first stops cleanly after what is in flight; the second also aborts LLM requests.
     std::atomic<bool> stop{false}, done{false};
@@ -253,7 +273,16 @@ void register_search_command(CLI::App& app, int& rc) {
     cmd->add_option("--max-time", a->max_time, "Stop after this wall time (e.g. 900, 30m, 2h)");
     cmd->add_option("--target-speedup", a->cfg.target_speedup, "Stop once a kernel is this much faster than the reference")->check(CLI::PositiveNumber);
     cmd->add_option("--prompts", a->prompts, "Directory overriding prompt templates (system.md abi.md seed.md mutate_full.md mutate_diff.md repair.md)");
-    cmd->add_option("--jobs", a->cfg.jobs, "Candidates in progress at once (0: all of a generation)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--jobs", a->cfg.jobs, "Candidates in progress at once (0: all of a generation, at least 2 per live worker with --workers)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--schedule", a->schedule,
+                    "steady: a new candidate starts as soon as one finishes, parents from the archive as it stands "
+                    "(no generation barrier; not reproducible under --seed); generations: each generation waits for "
+                    "its slowest candidate (reproducible under --seed)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"steady", "generations"}));
+    cmd->add_option("--workers", a->workers,
+                    "Validate through `kernelevo worker`s on a Redis queue instead of the local GPU: "
+                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] (the workers' --redis)");
     cmd->add_option("--llm-temperature", a->cfg.llm_temperature, "Sampling temperature of the LLM")->capture_default_str();
     cmd->add_option("--max-tokens", a->cfg.max_tokens, "Completion token limit per LLM request")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_option("--timeout", a->timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);

@@ -27,8 +27,14 @@ public:
     virtual std::string arch() = 0;  // "sm_90"
     // Thread-safe: the search compiles several candidates at once.
     virtual CompileResult compile(const std::string& source) = 0;
-    // Only called for a successful compile, and never concurrently (the search serializes runs).
+    // Only called for a successful compile, and never more than parallel_runs() at once (the
+    // search serializes runs on a local GPU).
     virtual Evaluation run(const CompileResult& compiled) = 0;
+    // Runs the search may have in flight at once: 1 for the local GPU; many through the queue,
+    // where every worker takes its GPU's jobs one at a time.
+    virtual int parallel_runs() { return 1; }
+    // Candidates to keep in flight to keep every validator busy (0: the search's own default).
+    virtual int capacity() { return 0; }
 };
 
 }  // namespace kevo::evolve
