@@ -14,6 +14,7 @@
 #include <regex>
 #include <thread>
 
+#include "common/error.h"
 #include "worker/worker.h"
 
 namespace kevo::worker::testing {
