@@ -216,12 +216,12 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
             for (const auto& x : streams) s += (s.empty() ? "" : ", ") + x;
             return s;
         }() + " on " + queue.display());
-    std::atomic<bool> done{false};
+    std::atomic<bool> done{false}, beat_now{false};
     beats.heartbeat(status("idle"));
     std::thread beat([&] {
         double next = steady_s();
         while (!done) {
-            if (steady_s() >= next) {
+            if (steady_s() >= next || beat_now.exchange(false)) {
                 next = steady_s() + beat_s;
                 try {
                     std::optional<Claimed> job;
@@ -284,6 +284,7 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
                 current = c;
                 current_since = now_unix();
             }
+            beat_now = true;
             double t0 = steady_s();
             nlohmann::json result;
             try {
@@ -308,7 +309,11 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
                 ++summary.duplicates;
                 log("job " + c->id.substr(0, 8) + " had been finished by another worker; counted once");
             }
-            ++summary.jobs;
+            {
+                std::lock_guard<std::mutex> lock(mu);
+                ++summary.jobs;
+            }
+            beat_now = true;  // the status board shows the finished job at once
         } catch (const UsageError& e) {
             log(std::string("queue error: ") + e.what());
             std::lock_guard<std::mutex> lock(mu);

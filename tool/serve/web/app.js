@@ -30,7 +30,10 @@ function renderRuns(runs) {
     body.appendChild(tr);
   }
   const run = runs.find((r) => r.id === selectedRun);
-  if (run && !run.error) renderChart(run);
+  if (run && !run.error) {
+    renderChart(run);
+    if (!selectedProgram && run.best_program) { selectedProgram = run.best_program; showProgram(); }
+  }
 }
 
 function renderChart(run) {
@@ -83,7 +86,7 @@ function renderWorkers(workers, now) {
     const lost = w.state !== "stopped" && w.age_s > 3 * (w.lease_s || 30);
     const state = lost ? "lost" : w.state;
     const wall = Math.max(1, now - w.started);
-    const dev = w.device && w.device.present ? `${w.gpu}: ${w.device.name}` : (w.kind === "gpu" ? `${w.gpu}` : "—");
+    const dev = w.kind !== "gpu" ? "—" : w.device && w.device.present ? `${w.gpu}: ${w.device.name}` : `${w.gpu}`;
     const job = w.job ? `${w.job.kind} ${w.job.id.slice(0, 10)} (${fmt(now - w.job.since, 1)} s)` : "";
     body.insertAdjacentHTML("beforeend", `<tr><td>${esc(w.name)}</td><td>${esc(w.kind)}</td><td>${esc(dev)}</td>` +
       `<td class="${state === "busy" ? "busy" : state === "lost" ? "lost" : ""}">${esc(state)}</td><td>${esc(job)}</td>` +
