@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -201,6 +202,16 @@ void run_search(SearchArgs& a, int& rc) {
     std::signal(SIGINT, old_handler);
     if (tty) std::cerr << "\n";
 
+#ifdef KEVO_WITH_WORKERS
+    if (auto* remote = dynamic_cast<worker::RemoteEvaluator*>(evaluator.get())) {
+        std::vector<double> o = remote->overhead_ms();
+        if (!o.empty()) {
+            std::sort(o.begin(), o.end());
+            std::fprintf(stderr, "kernelevo: queue overhead per job (submit to result, work excluded): median %.1f ms, p90 %.1f ms over %zu jobs\n",
+                         o[o.size() / 2], o[o.size() * 9 / 10], o.size());
+        }
+    }
+#endif
     const evolve::Progress& p = result.progress;
     std::cerr << "kernelevo: stopped (" << result.stop_reason << ") after " << result.generations_committed
               << " generation(s): " << format_progress(p) << "\n";
