@@ -20,6 +20,7 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "evolve/search.h"
+#include "llm/llm.h"
 #include "scripted.h"
 #include "worker/queue.h"
 #include "worker/remote_evaluator.h"
@@ -410,6 +411,52 @@ TEST_F(QueueTest, TheRealCompileOnlyWorkerCompilesWithNvcc) {
     w.signal(SIGTERM);
     EXPECT_EQ(w.wait(), 0) << read_file(log("kernelevo"));
     EXPECT_NE(read_file(log("kernelevo")).find("stopped (stopped)"), std::string::npos);
+}
+
+// `kernelevo search --workers` end to end (scripted workers: no GPU needed): the run validates
+// through the queue, writes its best kernel, registers itself for `kernelevo serve` and reports
+// the queue overhead.
+TEST_F(QueueTest, TheSearchCommandValidatesThroughWorkers) {
+    Child gpu(driver("gpu0"), log("gpu")), cpu(driver("cpu1", {"--compile-only"}), log("cpu"));
+    std::vector<std::string> kernels{evolve::testing::kernel_source(1, 1.0)};
+    for (int i = 0; i < 8; ++i) kernels.push_back(evolve::testing::kernel_source(10 + i, 1.0 + i * 0.25));
+    fs::path transcript = dir.path() / "t.jsonl";
+    {
+        llm::Transcript t(transcript);
+        for (size_t i = 0; i < kernels.size(); ++i) {
+            llm::ChatRequest req;
+            req.messages = {{"user", "request " + std::to_string(i)}};
+            llm::ChatResponse resp;
+            resp.content = "```cuda\n" + kernels[i] + "```\n";
+            resp.finish_reason = "stop";
+            resp.model = "replay-model";
+            t.record(req, &resp, nullptr, 0.01);
+        }
+    }
+    fs::path state = dir.path() / "run.db", out = dir.path() / "kernels";
+    ProcessOptions o;
+    o.argv = {KEVO_EXE, "search", "--task", (fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json").string(),
+              "--out", out.string(), "--state", state.string(), "--replay", transcript.string(), "--llm-replay-in-order",
+              "--islands", "2", "--children", "2", "--generations", "2", "--mode", "full", "--workers", url};
+    o.timeout_s = 120;
+    ProcessResult r = run_process(o);
+    ASSERT_EQ(r.exit_code, 0) << r.err << read_file(log("gpu"));
+    EXPECT_NE(r.err.find("validating through " + server.url("qtest")), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("steady"), std::string::npos);
+    EXPECT_NE(r.err.find("queue overhead per job"), std::string::npos) << r.err;
+    auto meta = nlohmann::json::parse(read_file(out / "gelu_bias" / "sm_90.json"));
+    EXPECT_DOUBLE_EQ(meta.value("speedup", 0.0), 2.75);
+    EXPECT_EQ(meta.value("gpu", ""), "Scripted GPU");
+    Queue q(url);
+    auto runs = q.runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].value("state", ""), state.string());
+    EXPECT_EQ(runs[0].value("task", ""), "gelu_bias");
+
+    o.argv.back() = "redis://127.0.0.1:1/0";
+    r = run_process(o);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("cannot connect to the Redis queue at 127.0.0.1:1"), std::string::npos) << r.err;
 }
 
 TEST(WorkerCli, RefusesBadUsage) {
