@@ -227,7 +227,9 @@ void run_search(SearchArgs& a, int& rc) {
         meta.kernel_us = best.details.value("kernel_us", 0.0);
         meta.reference_us = best.details.value("reference_us", 0.0);
         meta.validation = best.details;
-        meta.toolkit = nvcc_version(CompileOptions{});
+        // With --workers, the toolkit of the worker that compiled it (this host may have no nvcc).
+        meta.toolkit = best.details.value("toolkit", std::string());
+        if (meta.toolkit.empty()) meta.toolkit = nvcc_version(CompileOptions{});
         meta.gpu = best.details.value("gpu", std::string());
         meta.model = result.best_model;
         store::Spent spent = store->spent();

@@ -191,18 +191,19 @@ CompileResult RemoteEvaluator::compile(const std::string& source) {
     // The source travels with the run job too (a GPU worker compiles it when the object expired).
     if (c.ok) {
         std::lock_guard<std::mutex> lock(mu_);
-        sources_[c.library.string()] = source;
+        sources_[c.library.string()] = {source, r.value("toolkit", std::string())};
     }
     return c;
 }
 
 evolve::Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
-    std::string lib = compiled.library.string(), source;
+    std::string lib = compiled.library.string(), source, toolkit;
     {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = sources_.find(lib);
         if (it == sources_.end()) throw UsageError("internal: run() of a candidate this evaluator did not compile");
-        source = it->second;
+        source = it->second.first;
+        toolkit = it->second.second;
         sources_.erase(it);
     }
     JobSpec s = spec("run", source);
@@ -214,6 +215,7 @@ evolve::Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
     ValidationResult v = ValidationResult::from_json(r);
     evolve::Evaluation e = evolve::to_evaluation(v);
     e.details["worker"] = r.value("worker", std::string());
+    if (!toolkit.empty()) e.details["toolkit"] = toolkit;  // of the worker that compiled it
     if (r.value("dead_letter", false)) e.details["dead_letter"] = true;
     return e;
 }

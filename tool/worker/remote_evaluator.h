@@ -62,7 +62,8 @@ private:
     nlohmann::json job_options_;
     std::mutex mu_;
     std::map<std::string, std::shared_ptr<Waiter>> waiters_;
-    std::map<std::string, std::string> sources_;  // compiled object handle -> source, until run()
+    // Compiled object handle -> {source, the compiling worker's toolkit}, until run().
+    std::map<std::string, std::pair<std::string, std::string>> sources_;
     std::vector<double> overhead_ms_;
     std::atomic<bool> done_{false};
     std::thread listen_thread_;

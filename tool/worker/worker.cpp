@@ -119,6 +119,10 @@ nlohmann::json ValidatorHandler::handle(const Claimed& job, Queue& queue, const 
         CompileResult cr = v.compile(spec.source);
         nlohmann::json r = {{"kind", "compile"}, {"ok", cr.ok}, {"log", cr.log}, {"seconds", cr.seconds},
                             {"cached", cr.cached}, {"source_hash", cr.source_hash}, {"arch", cr.arch}};
+        try {
+            r["toolkit"] = nvcc_version(CompileOptions{});
+        } catch (const UsageError&) {
+        }
         if (cr.ok) {
             double t0 = steady_s();
             std::string bytes = read_file(cr.library);
