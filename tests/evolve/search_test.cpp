@@ -192,10 +192,15 @@ TEST(Search, RestartsAnIslandThatStopsImproving) {
     }
 }
 
-TEST(Search, StopsAtTheTokenBudgetAndResumesWithALargerOne) {
+class Schedules : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(Search, Schedules, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "steady" : "generations"; });
+
+TEST_P(Schedules, StopsAtTheTokenBudgetAndResumesWithALargerOne) {
     SearchRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(50);
+    cfg.steady = GetParam();
     cfg.budget_tokens = 1000;  // 150 tokens per call
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(res.stop_reason, "budget");

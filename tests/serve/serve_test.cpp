@@ -75,7 +75,7 @@ nlohmann::json get_json(int port, const std::string& path, int* status = nullptr
 }
 
 TEST(LineDiff, MarksAddedAndRemovedLines) {
-    EXPECT_EQ(line_diff("a\nb\nc\n", "a\nB\nc\nd\n"), "  a\n+ B\n- b\n  c\n+ d\n");
+    EXPECT_EQ(line_diff("a\nb\nc\n", "a\nB\nc\nd\n"), "  a\n- b\n+ B\n  c\n+ d\n");
     EXPECT_EQ(line_diff("", "x\n"), "+ x\n");
     EXPECT_EQ(line_diff("same\n", "same\n"), "  same\n");
 }

@@ -87,10 +87,10 @@ std::string line_diff(const std::string& before, const std::string& after) {
         if (i < n && j < m && a[i] == b[j]) {
             out += "  " + a[i++] + "\n";
             ++j;
-        } else if (j < m && (i == n || L[i][j + 1] >= L[i + 1][j])) {
-            out += "+ " + b[j++] + "\n";
-        } else {
+        } else if (i < n && (j == m || L[i + 1][j] >= L[i][j + 1])) {  // removals before additions
             out += "- " + a[i++] + "\n";
+        } else {
+            out += "+ " + b[j++] + "\n";
         }
     }
     return out;

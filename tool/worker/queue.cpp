@@ -215,32 +215,50 @@ std::optional<Claimed> Queue::start(const std::string& stream, const std::string
 }
 
 std::optional<Claimed> Queue::next(const std::vector<std::string>& streams, const std::string& consumer, int block_ms) {
-    for (size_t pass = 0; pass < 2; ++pass) {
-        for (size_t i = 0; i < streams.size(); ++i) {
-            if (pass == 1 && i > 0) break;
-            std::vector<std::string> cmd{"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", "1"};
-            if (pass == 1) {
-                if (block_ms <= 0) return std::nullopt;
-                cmd.push_back("BLOCK");
-                cmd.push_back(std::to_string(block_ms));
-            }
-            cmd.insert(cmd.end(), {"STREAMS", q_ + streams[i], ">"});
-            Reply r;
-            {
-                std::lock_guard<std::mutex> lock(mu_);
-                if (pass == 1) conn_->set_timeout(block_ms / 1000.0 + 10);
-                r = conn_->command(cmd);
-            }
-            if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) continue;
-            const redisReply* entries = r->element[0]->element[1];
-            if (entries->elements == 0) continue;
-            const redisReply* e = entries->element[0];
-            std::string entry = str(e->element[0]);
-            auto f = fields(e->element[1]);
-            if (auto c = start(streams[i], entry, f["job"], consumer, false)) return c;
-        }
+    if (!held_.empty()) {
+        Claimed c = held_.front();
+        held_.erase(held_.begin());
+        return c;
     }
-    return std::nullopt;
+    // Without blocking, in priority order.
+    for (const std::string& stream : streams) {
+        Reply r;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            r = conn_->command({"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", "1", "STREAMS", q_ + stream, ">"});
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) continue;
+        const redisReply* entries = r->element[0]->element[1];
+        if (entries->elements == 0) continue;
+        const redisReply* e = entries->element[0];
+        if (auto c = start(stream, str(e->element[0]), fields(e->element[1])["job"], consumer, false)) return c;
+    }
+    if (block_ms <= 0 || streams.empty()) return std::nullopt;
+    // Then wait on all of them at once.
+    std::vector<std::string> cmd{"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", "1", "BLOCK", std::to_string(block_ms), "STREAMS"};
+    for (const auto& s : streams) cmd.push_back(q_ + s);
+    for (size_t i = 0; i < streams.size(); ++i) cmd.push_back(">");
+    Reply r;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        conn_->set_timeout(block_ms / 1000.0 + 10);
+        r = conn_->command(cmd);
+    }
+    if (r->type != REDIS_REPLY_ARRAY) return std::nullopt;
+    std::vector<Claimed> got;
+    for (const std::string& stream : streams)  // in priority order, whatever order the server answered in
+        for (size_t i = 0; i < r->elements; ++i) {
+            if (str(r->element[i]->element[0]) != q_ + stream) continue;
+            const redisReply* entries = r->element[i]->element[1];
+            for (size_t k = 0; k < entries->elements; ++k) {
+                const redisReply* e = entries->element[k];
+                if (auto c = start(stream, str(e->element[0]), fields(e->element[1])["job"], consumer, false))
+                    got.push_back(*c);
+            }
+        }
+    if (got.empty()) return std::nullopt;
+    held_.assign(got.begin() + 1, got.end());
+    return got.front();
 }
 
 std::optional<Claimed> Queue::reclaim(const std::vector<std::string>& streams, const std::string& consumer, int64_t lease_ms) {

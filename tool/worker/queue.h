@@ -103,7 +103,8 @@ public:
     std::optional<std::pair<nlohmann::json, std::string>> task(const std::string& hash);
     void ensure_group(const std::string& stream);
     // The next new job of these streams (tried in order without blocking; then blocks up to
-    // block_ms on the first stream). Counts the start (attempts).
+    // block_ms on all of them: a job that came in on a later stream meanwhile is held and
+    // returned by the next call). Counts the start (attempts).
     std::optional<Claimed> next(const std::vector<std::string>& streams, const std::string& consumer, int block_ms);
     // A job whose worker has not touched it for lease_ms (died, stalled), taken over (XAUTOCLAIM).
     std::optional<Claimed> reclaim(const std::vector<std::string>& streams, const std::string& consumer, int64_t lease_ms);
@@ -136,6 +137,7 @@ private:
     std::string q_, display_;
     std::mutex mu_;
     std::unique_ptr<store::redis::Connection> conn_;
+    std::vector<Claimed> held_;  // claimed by a blocking read together with another job
 };
 
 double now_unix();

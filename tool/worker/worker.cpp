@@ -243,6 +243,25 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
         }
     });
 
+    // A GPU worker leaves compile jobs to compile-only workers while one is live for its
+    // architecture: a compile there would keep a run job (and the GPU) waiting.
+    std::vector<std::string> run_streams;
+    for (const auto& st : streams)
+        if (st.rfind("run:", 0) == 0) run_streams.push_back(st);
+    bool leave_compiles = false;
+    double last_check = -1e9;
+    auto compile_workers_live = [&] {
+        for (const auto& w : queue.workers()) {
+            if (w.value("kind", "") != "compile" || w.value("state", "") == "stopped" ||
+                w.value("age_s", 1e9) > 3 * w.value("lease_s", 30.0))
+                continue;
+            for (const auto& st : w.value("streams", nlohmann::json::array()))
+                for (const auto& a : opt.archs)
+                    if (st.get<std::string>() == Queue::stream_name("compile", a)) return true;
+        }
+        return false;
+    };
+
     double last_reclaim = 0, last_job = steady_s();
     const int64_t lease_ms = static_cast<int64_t>(opt.lease_s * 1000);
     const double reclaim_every = std::min(1.0, opt.lease_s / 4);
@@ -257,12 +276,22 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
                 last_reclaim = steady_s();
                 c = queue.reclaim(streams, opt.name, lease_ms);
                 if (c) {
-                    ++summary.reclaimed;
+                    {
+                        std::lock_guard<std::mutex> lock(mu);
+                        ++summary.reclaimed;
+                    }
                     log("took over job " + c->id.substr(0, 8) + " (" + c->spec.kind + ", start " +
                         std::to_string(c->attempts) + ", earlier: " + c->workers + ")");
                 }
             }
-            if (!c) c = queue.next(streams, opt.name, 200);
+            if (!opt.compile_only && steady_s() - last_check > 5) {
+                last_check = steady_s();
+                bool now = compile_workers_live();
+                if (now != leave_compiles)
+                    log(now ? "compile-only workers are up: leaving compile jobs to them" : "compiling too (no compile-only worker is up)");
+                leave_compiles = now;
+            }
+            if (!c) c = queue.next(leave_compiles ? run_streams : streams, opt.name, 200);
         } catch (const UsageError& e) {
             log(std::string("queue unreachable: ") + e.what() + "; retrying");
             std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -279,7 +308,10 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
                                        : nlohmann::json{{"kind", "run"}, {"status", "runtime_error"}, {"log", reason}};
                 r["dead_letter"] = true;
                 queue.complete(*c, r, opt.name, reason);
-                ++summary.dead;
+                {
+                    std::lock_guard<std::mutex> lock(mu);
+                    ++summary.dead;
+                }
                 log("dead-lettered job " + c->id.substr(0, 8) + ": " + reason);
                 continue;
             }
@@ -310,7 +342,10 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
                 if (c->spec.kind == "run") busy_s += job_s;
             }
             if (!queue.complete(*c, result, opt.name)) {
-                ++summary.duplicates;
+                {
+                    std::lock_guard<std::mutex> lock(mu);
+                    ++summary.duplicates;
+                }
                 log("job " + c->id.substr(0, 8) + " had been finished by another worker; counted once");
             }
             {
