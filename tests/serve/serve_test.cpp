@@ -112,6 +112,19 @@ TEST(Serve, OtherAddressesNeedAToken) {
     EXPECT_EQ(r->status, 401);  // the page too
 }
 
+TEST(ServeCli, RefusesAnOpenAddressWithoutATokenAndAMalformedOne) {
+    ProcessOptions o;
+    o.argv = {KEVO_EXE, "serve", "--listen", "0.0.0.0:0"};
+    o.timeout_s = 30;
+    ProcessResult r = run_process(o);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("KERNELEVO_SERVE_TOKEN"), std::string::npos) << r.err;
+    o.argv = {KEVO_EXE, "serve", "--listen", "localhost"};
+    r = run_process(o);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("expected HOST:PORT"), std::string::npos) << r.err;
+}
+
 class ServeRun : public ::testing::Test {
 protected:
     void SetUp() override {
