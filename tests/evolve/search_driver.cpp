@@ -1,5 +1,5 @@
 // Runs the search with the scripted LLM and evaluator on a state store, for the kill -9 test.
-//   kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG
+//   kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [steady]
 // Prints the stop reason and exits 0 when the run finished.
 #include <iostream>
 #include <string>
@@ -12,8 +12,8 @@
 using namespace kevo;
 
 int main(int argc, char** argv) {
-    if (argc != 6) {
-        std::cerr << "usage: kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG\n";
+    if (argc != 6 && !(argc == 7 && std::string(argv[6]) == "steady")) {
+        std::cerr << "usage: kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [steady]\n";
         return 2;
     }
     Task task = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     cfg.migration_interval = 2;
     cfg.restart_after = 3;
     cfg.seed = 11;
+    cfg.steady = argc == 7;
     evolve::Search search(task, cfg, evolve::Prompts(), provider, evaluator, *store);
     evolve::SearchResult r = search.run();
     std::cout << r.stop_reason << "\n";
