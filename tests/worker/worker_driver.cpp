@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
         else if (a == "--lease") o.lease_s = std::stod(next());
         else if (a == "--max-attempts") o.max_attempts = std::stoi(next());
         else if (a == "--max-jobs") o.max_jobs = std::stoi(next());
+        else if (a == "--max-job-time") o.max_job_s = std::stod(next());
         else if (a == "--idle-exit") o.idle_exit_s = std::stod(next());
         else if (a == "--log") h.log_path = next();
         else if (a == "--delay-ms") h.default_delay_ms = std::stoi(next());

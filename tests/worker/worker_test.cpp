@@ -279,6 +279,20 @@ TEST_F(QueueTest, AStalledWorkersLateResultCountsOnce) {
     EXPECT_EQ(lines(dir.path() / "jobs.log").size(), 2u);  // both ran it; it counted once
 }
 
+// A worker alive (heartbeating) but stuck in one job for longer than --max-job-time loses it.
+TEST_F(QueueTest, AWorkerStuckInAJobLosesItAfterTheMaximumJobTime) {
+    Queue q(url);
+    Child a(driver("stuck", {"--lease", "0.5", "--max-job-time", "0.5"}), log("a"));
+    JobSpec s = run_spec("kernel SPEEDUP=2 DELAY_MS=4000", q);
+    q.submit(s, "search");
+    ASSERT_TRUE(eventually([&] { return q.job(s.id())->value("state", "") == "running"; }, 10));
+    Child b(driver("fresh", {"--lease", "0.5", "--max-job-time", "10"}), log("b"));
+    ASSERT_TRUE(eventually([&] { return q.job(s.id())->value("workers", "") == "stuck,fresh"; }, 10)) << read_file(log("b"));
+    auto got = collect(q, "search", {s.id()}, 20);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(q.stats()["done"], 1);
+}
+
 TEST_F(QueueTest, AJobThatKillsItsWorkersGoesToTheDeadLetterStream) {
     Queue q(url);
     JobSpec s = run_spec("kernel CRASH", q);

@@ -229,11 +229,15 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
                 next = steady_s() + beat_s;
                 try {
                     std::optional<Claimed> job;
+                    double since = 0;
                     {
                         std::lock_guard<std::mutex> lock(mu);
                         job = current;
+                        since = current_since;
                     }
-                    if (job) beats.touch(*job, opt.name);
+                    // A job stuck past max_job_s (the validator's own watchdogs failed) is let go:
+                    // its lease runs out and another worker takes it over, or dead-letters it.
+                    if (job && now_unix() - since <= opt.max_job_s) beats.touch(*job, opt.name);
                     beats.heartbeat(status("idle"));
                 } catch (const std::exception& e) {
                     log(std::string("heartbeat failed: ") + e.what());

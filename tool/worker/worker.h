@@ -32,6 +32,7 @@ struct WorkerOptions {
     double lease_s = 30;              // a job untouched this long is taken over by another worker
     double heartbeat_s = 0;           // 0: lease_s / 4
     int max_attempts = 3;             // starts of one job before it is dead-lettered
+    double max_job_s = 900;           // a job running longer stops being renewed (a stalled worker loses it)
     int max_jobs = 0;                 // exit after this many jobs (0: never; for tests and draining)
     double idle_exit_s = 0;           // exit after this long without a job (0: never)
     int log_lines = 30;               // recent log lines shown in the status

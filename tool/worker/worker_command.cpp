@@ -45,6 +45,11 @@ void register_worker_command(CLI::App& app, int& rc) {
                     "Starts of one job (its workers died or stalled) before it goes to the dead-letter stream")
         ->capture_default_str()
         ->check(CLI::Range(1, 100));
+    cmd->add_option("--max-job-time", o->max_job_s,
+                    "Seconds after which a job still running here stops being renewed, so that another worker "
+                    "takes it over (a worker stuck in a job counts as stalled)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     cmd->add_option("--max-jobs", o->max_jobs, "Exit after this many jobs (0: run until Ctrl-C)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
