@@ -16,9 +16,13 @@ export PATH="$prefix/usr/bin:$PATH"
 extra=()
 [ -f "$prefix/usr/include/sqlite3.h" ] && extra+=(-DSQLite3_INCLUDE_DIR="$prefix/usr/include" -DSQLite3_LIBRARY="$libdir/libsqlite3.so")
 [ -d /usr/include/x86_64-linux-gnu/curl ] && extra+=(-DCURL_INCLUDE_DIR=/usr/include/x86_64-linux-gnu)
-# hiredis unpacked into a prefix has a .pc file pointing at /usr: build without the Redis backend
-# there (its tests run on the CPU machines).
-[ -f /usr/include/hiredis/hiredis.h ] || extra+=(-DKERNELEVO_ENABLE_REDIS=OFF)
+# hiredis unpacked into the prefix (libhiredis-dev + libhiredis0.14 in .debs/) is found through
+# CMAKE_PREFIX_PATH (its .pc file points at /usr, and pkg-config is not told about the prefix);
+# without it, build without the Redis backend, the workers and their GPU tests. Those tests also
+# need redis-server on PATH (.debs/: redis-server redis-tools libjemalloc2 liblzf1).
+if [ ! -f /usr/include/hiredis/hiredis.h ] && [ ! -f "$prefix/usr/include/hiredis/hiredis.h" ]; then
+  extra+=(-DKERNELEVO_ENABLE_REDIS=OFF)
+fi
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" "${extra[@]}" ${KEVO_CMAKE_ARGS:-}
 printf 'export LD_LIBRARY_PATH=%q\nexport PATH=%q\n' "$LD_LIBRARY_PATH" "$PATH" > build-gpu/env.sh

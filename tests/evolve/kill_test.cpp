@@ -46,8 +46,11 @@ int wait_exit(pid_t pid) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
-std::vector<std::string> driver(const std::string& state, const fs::path& dir, const std::string& delay) {
-    return {KEVO_SEARCH_DRIVER, state, "6", delay, (dir / "llm.log").string(), (dir / "eval.log").string()};
+std::vector<std::string> driver(const std::string& state, const fs::path& dir, const std::string& delay,
+                                bool steady = false) {
+    std::vector<std::string> a{KEVO_SEARCH_DRIVER, state, "6", delay, (dir / "llm.log").string(), (dir / "eval.log").string()};
+    if (steady) a.push_back("steady");
+    return a;
 }
 
 std::vector<std::tuple<std::string, std::string, std::string>> outcome(store::Store& s) {
@@ -197,6 +200,38 @@ TEST_P(SearchKill, ResumesAfterKill9InTheMiddleOfABatchRound) {
     EXPECT_EQ(b->batch_requests().size(), a->batch_requests().size());
     EXPECT_EQ(b->history().size(), 4u);
     EXPECT_TRUE(lines(killed.dir.path() / "llm.log").empty()) << "batch mode sent a request";
+}
+
+// The same in steady state (the default of `kernelevo search`): no reply paid twice, no candidate
+// evaluated twice, every generation committed. (Steady state is not reproducible, so the outcome
+// is not compared with an uninterrupted run.)
+TEST_P(SearchKill, SteadyStateResumesAfterKill9WithoutRepayingOrReevaluating) {
+    TempDir dir;
+    std::string state = redis() ? location("steady") : (dir.path() / "state.db").string();
+    pid_t pid = spawn(driver(state, dir.path(), "0.05", true));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (lines(dir.path() / "eval.log").size() < 12 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(pid, SIGKILL);
+    ASSERT_EQ(wait_exit(pid), -SIGKILL);
+    std::set<std::string> paid, evaluated;
+    {
+        auto s = store::open_store(state);
+        ASSERT_LT(s->last_generation(), 6) << "the run finished before it was killed";
+        for (const auto& p : s->programs())
+            if (p.status != "pending" && p.status != "duplicate" && p.status != "no_code") evaluated.insert(p.norm_hash);
+        for (const auto& c : s->llm_calls()) paid.insert(std::to_string(c.request.at("seed").get<int64_t>()));
+    }
+    size_t llm_before = lines(dir.path() / "llm.log").size(), eval_before = lines(dir.path() / "eval.log").size();
+    ASSERT_EQ(wait_exit(spawn(driver(state, dir.path(), "0", true))), 0);
+    auto llm_after = lines(dir.path() / "llm.log");
+    auto eval_after = lines(dir.path() / "eval.log");
+    for (size_t i = llm_before; i < llm_after.size(); ++i) EXPECT_FALSE(paid.count(llm_after[i])) << "a stored reply was requested again";
+    for (size_t i = eval_before; i < eval_after.size(); ++i)
+        EXPECT_FALSE(evaluated.count(eval_after[i])) << "an evaluated candidate was evaluated again";
+    auto s = store::open_store(state);
+    EXPECT_EQ(s->history().size(), 7u);
+    for (const auto& p : s->programs()) EXPECT_NE(p.status, "pending") << p.key;
 }
 
 }  // namespace

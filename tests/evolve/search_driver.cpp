@@ -1,6 +1,7 @@
 // Runs the search with the scripted LLM and evaluator on a state store, for the kill -9 test.
-//   kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [BATCH_PREFIX [REPLIES...]]
-// With BATCH_PREFIX the run is in batch mode (--llm-batch) and imports the REPLIES files first.
+//   kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [steady | BATCH_PREFIX [REPLIES...]]
+// "steady" runs without a generation barrier; with BATCH_PREFIX the run is in batch mode
+// (--llm-batch) and imports the REPLIES files first.
 // Prints the stop reason; exits 0 when the run finished, 3 when it stopped for a batch.
 #include <iostream>
 #include <string>
@@ -14,7 +15,7 @@ using namespace kevo;
 
 int main(int argc, char** argv) {
     if (argc < 6) {
-        std::cerr << "usage: kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [BATCH_PREFIX [REPLIES...]]\n";
+        std::cerr << "usage: kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [steady | BATCH_PREFIX [REPLIES...]]\n";
         return 2;
     }
     Task task = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
@@ -32,7 +33,8 @@ int main(int argc, char** argv) {
     cfg.migration_interval = 2;
     cfg.restart_after = 3;
     cfg.seed = 11;
-    if (argc > 6) {
+    cfg.steady = argc == 7 && std::string(argv[6]) == "steady";
+    if (argc > 6 && !cfg.steady) {
         cfg.llm_batch = true;
         cfg.model = "vendor/m";
         cfg.batch_prefix = argv[6];

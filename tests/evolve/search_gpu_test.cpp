@@ -15,6 +15,7 @@
 #include "store/store.h"
 #include "task/task.h"
 #include "validate/validate.h"
+#include "gpu_kernels.h"
 
 namespace kevo {
 namespace {
@@ -34,32 +35,6 @@ const DeviceInfo& device() {
     do {                                                                                \
         if (!device().present) GTEST_SKIP() << "no CUDA device: " << device().error;    \
     } while (0)
-
-std::string vec4(int threads, int blocks_per_sm, const char* half = "0.5f") {
-    std::string s = read_file(kKernels / "vec4.cu.in");
-    s = std::regex_replace(s, std::regex("\\bTHREADS\\b"), std::to_string(threads));
-    s = std::regex_replace(s, std::regex("\\bBLOCKS_PER_SM\\b"), std::to_string(blocks_per_sm));
-    return std::regex_replace(s, std::regex("\\bHALF\\b"), half);
-}
-
-// A transcript whose n-th exchange answers the n-th request (replayed with --llm-replay-in-order).
-void write_transcript(const fs::path& path, const std::vector<std::string>& kernels) {
-    llm::Transcript t(path);
-    for (size_t i = 0; i < kernels.size(); ++i) {
-        llm::ChatRequest req;
-        req.model = "replay-model";
-        req.messages = {{"user", "request " + std::to_string(i)}};
-        llm::ChatResponse resp;
-        resp.content = "Here is the kernel.\n\n```cuda\n" + kernels[i] + "```\n";
-        resp.finish_reason = "stop";
-        resp.model = "replay-model";
-        resp.usage.prompt_tokens = 3000;
-        resp.usage.completion_tokens = 800;
-        resp.usage.cost_usd = 0.002;
-        resp.usage.cost_known = true;
-        t.record(req, &resp, nullptr, 0.1);
-    }
-}
 
 ProcessResult kernelevo(std::vector<std::string> args) {
     ProcessOptions o;

@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -193,6 +194,10 @@ TEST(Search, RestartsAnIslandThatStopsImproving) {
     }
 }
 
+class Schedules : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(Search, Schedules, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "steady" : "generations"; });
+
 // The most tokens any of these requests could have used (what the budget reserved for it).
 int64_t largest_reservation(const ScriptedProvider& p) {
     int64_t most = 0;
@@ -200,10 +205,11 @@ int64_t largest_reservation(const ScriptedProvider& p) {
     return most;
 }
 
-TEST(Search, StopsAtTheTokenBudgetWithoutOverrunningItAndResumesWithALargerOne) {
+TEST_P(Schedules, StopsAtTheTokenBudgetWithoutOverrunningItAndResumesWithALargerOne) {
     SearchRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(50);
+    cfg.steady = GetParam();
     cfg.max_tokens = 200;
     cfg.budget_tokens = 10000;  // each call uses 150 tokens and reserves its prompt's bytes + 200
     SearchResult res = r.run(cfg, provider);
@@ -348,6 +354,92 @@ TEST(Search, StartsFromTheInitialKernel) {
     // A resume with another seed kernel (or none) is another run.
     cfg.initial_source.clear();
     EXPECT_THROW(r.run(cfg, provider), UsageError);
+}
+
+// ---- steady state (no generation barrier) ----------------------------------------------------
+
+// One slow LLM reply in generation 1: with a barrier, nothing of generation 2 starts until it
+// returns; in steady state the other slots go on into generation 2 meanwhile.
+size_t requests_during_a_slow_reply(bool steady) {
+    SearchRun r;
+    std::atomic<int> n{0};
+    std::atomic<size_t> during{0};
+    ScriptedProvider* self = nullptr;
+    ScriptedProvider provider([&](const llm::ChatRequest& req) {
+        if (++n == 2) {  // the first mutation
+            size_t before = self->calls();
+            std::this_thread::sleep_for(std::chrono::milliseconds(600));
+            during = self->calls() - before;
+        }
+        return evolving(req);
+    });
+    self = &provider;
+    SearchConfig cfg = small(4);
+    cfg.steady = steady;
+    SearchResult res = r.run(cfg, provider);
+    EXPECT_EQ(res.stop_reason, "generations");
+    EXPECT_EQ(res.generations_committed, 5);
+    EXPECT_FALSE(r.evaluator.overlapped()) << "two candidates ran on the GPU at once";
+    return during;
+}
+
+TEST(Search, SteadyStateDoesNotWaitForTheSlowestSlot) {
+    size_t barrier = requests_during_a_slow_reply(false), steady = requests_during_a_slow_reply(true);
+    EXPECT_LE(barrier, 3u);  // the other slots of generation 1 only
+    EXPECT_GE(steady, 6u) << "generation 2 did not start while generation 1 was finishing";
+}
+
+TEST(Search, SteadyStateCommitsGenerationsInOrderWithMigrationAndRestarts) {
+    SearchRun r;
+    ScriptedProvider provider(evolving);
+    SearchConfig cfg = small(6);
+    cfg.steady = true;
+    cfg.migration_interval = 2;
+    cfg.restart_after = 3;
+    SearchResult res = r.run(cfg, provider);
+    EXPECT_EQ(res.stop_reason, "generations");
+    auto history = r.store->history();
+    ASSERT_EQ(history.size(), 7u);
+    for (size_t i = 0; i < history.size(); ++i) EXPECT_EQ(history[i].generation, static_cast<int>(i));
+    for (size_t i = 1; i < history.size(); ++i) EXPECT_GE(history[i].best_speedup, history[i - 1].best_speedup);
+    int migrations = 0;
+    for (const auto& e : r.store->events()) migrations += e.kind == "migration";
+    EXPECT_EQ(migrations, 6);  // at 2, 4 and 6, both ways
+    EXPECT_EQ(r.programs().size(), 1u + 6 * 4);
+    for (const auto& p : r.programs()) EXPECT_NE(p.status, "pending") << p.key;
+    ASSERT_TRUE(res.best);
+    EXPECT_GT(res.best->speedup, 1.0);
+}
+
+TEST(Search, SteadyStateResumesWithoutRepayingOrReevaluating) {
+    SearchConfig cfg = small(5);
+    cfg.steady = true;
+    cfg.migration_interval = 2;
+    SearchRun r;
+    std::atomic<bool> stop{false};
+    std::atomic<int> calls{0};
+    ScriptedProvider p1([&](const llm::ChatRequest& req) {
+        if (++calls == 9) stop = true;
+        return evolving(req);
+    });
+    SearchResult first = r.run(cfg, p1, &stop);
+    EXPECT_EQ(first.stop_reason, "interrupted");
+    EXPECT_LT(first.generations_committed, 6);
+    std::set<std::string> evaluated;
+    for (const auto& s : r.evaluator.runs()) evaluated.insert(normalized_hash(s));
+    size_t runs_before = r.evaluator.runs().size();
+    std::set<int64_t> first_seeds;
+    for (const auto& c : r.store->llm_calls()) first_seeds.insert(c.request.at("seed").get<int64_t>());
+
+    ScriptedProvider p2(evolving);
+    SearchResult second = r.run(cfg, p2);
+    EXPECT_EQ(second.stop_reason, "generations");
+    EXPECT_EQ(second.generations_committed, 6);
+    for (const auto& q : p2.requests()) EXPECT_FALSE(first_seeds.count(*q.seed)) << "a stored reply was requested again";
+    for (size_t i = runs_before; i < r.evaluator.runs().size(); ++i)
+        EXPECT_FALSE(evaluated.count(normalized_hash(r.evaluator.runs()[i]))) << "a candidate was evaluated again";
+    EXPECT_EQ(r.programs().size(), 1u + 5 * 4);
+    for (const auto& p : r.programs()) EXPECT_NE(p.status, "pending") << p.key;
 }
 
 TEST(Search, ReportShowsTheHistory) {

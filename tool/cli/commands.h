@@ -10,4 +10,6 @@ void register_search_command(CLI::App& app, int& rc);   // search + report
 void register_cache_command(CLI::App& app, int& rc);
 void register_doctor_command(CLI::App& app, int& rc);
 void register_tune_command(CLI::App& app, int& rc);    // tune (KEVO_TUNABLE parameters, no LLM)
+void register_worker_command(CLI::App& app, int& rc);  // worker (validation jobs from a Redis queue)
+void register_serve_command(CLI::App& app, int& rc);   // serve (the web page and its JSON API)
 }  // namespace kevo

@@ -51,6 +51,12 @@ int main(int argc, char** argv) {
 #ifdef KEVO_WITH_TUNE
     kevo::register_tune_command(app, rc);
 #endif
+#ifdef KEVO_WITH_WORKER
+    kevo::register_worker_command(app, rc);
+#endif
+#ifdef KEVO_WITH_SERVE
+    kevo::register_serve_command(app, rc);
+#endif
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -24,6 +25,9 @@
 #include "evolve/validator_evaluator.h"
 #include "llm/budget.h"
 #include "llm/options.h"
+#ifdef KEVO_WITH_WORKERS
+#include "worker/remote_evaluator.h"
+#endif
 
 #ifndef KEVO_VERSION
 #define KEVO_VERSION "0.0.0"
@@ -47,7 +51,7 @@ private:
 };
 
 struct SearchArgs {
-    std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time;
+    std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time, workers, schedule = "steady";
     bool fresh = false, json = false, no_profile = false;
     double timeout = 30;
     int timing_trials = 100;
@@ -159,6 +163,7 @@ void run_search(SearchArgs& a, int& rc) {
     evolve::SearchConfig cfg = a.cfg;
     cfg.mode = a.mode;
     cfg.profile_best = !a.no_profile;
+    cfg.steady = a.schedule == "steady";
     cfg.max_time_s = parse_duration(a.max_time);
     if (!a.initial.empty()) cfg.initial_source = read_file(a.initial);
     evolve::Prompts prompts;
@@ -191,17 +196,29 @@ void run_search(SearchArgs& a, int& rc) {
     vo.timeout_s = a.timeout;
     vo.timing_trials = a.timing_trials;
     Validator validator(task, vo);
-    evolve::ValidatorEvaluator evaluator(validator);
-    evaluator.log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
-    if (cfg.profile_best) {  // new best kernels run once more, alone, under ncu (kernelevo-bench)
-        evaluator.profile_options = profile::bench_profile_options();
-        evaluator.profile_command = [&task, bench = profile::default_bench()](const CompileResult& c) {
-            return profile::bench_command(bench, c.library, task, static_cast<size_t>(task.timed_sets().front()));
-        };
+    std::unique_ptr<evolve::Evaluator> evaluator;
+    if (!a.workers.empty()) {
+#ifdef KEVO_WITH_WORKERS
+        store::parse_store_location(a.workers);  // registers a Redis password before anything is printed
+        evaluator = std::make_unique<worker::RemoteEvaluator>(
+            a.workers, task, vo, [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; });
+#else
+        throw UsageError("--workers: this kernelevo was built without Redis support (install libhiredis-dev and rebuild)");
+#endif
+    } else {
+        auto local = std::make_unique<evolve::ValidatorEvaluator>(validator);
+        local->log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
+        if (cfg.profile_best) {  // new best kernels run once more, alone, under ncu (kernelevo-bench)
+            local->profile_options = profile::bench_profile_options();
+            local->profile_command = [&task, bench = profile::default_bench()](const CompileResult& c) {
+                return profile::bench_command(bench, c.library, task, static_cast<size_t>(task.timed_sets().front()));
+            };
+        }
+        evaluator = std::move(local);
     }
-    std::string arch = validator.arch();
+    std::string arch = evaluator->arch();
     require_toolkit_arch(arch, vo.compile);
-    require_local_gpu(validator, arch);
+    if (a.workers.empty()) require_local_gpu(validator, arch);  // workers validate on their own GPUs
     // Batch mode: files named after the task and architecture, in the dialect of --llm-url.
     if (cfg.llm_batch && a.llm.models.size() != 1)
         throw UsageError("--llm-batch needs exactly one --model: a Batch API input file holds requests for one model");
@@ -221,8 +238,11 @@ void run_search(SearchArgs& a, int& rc) {
     }
     if (!where.redis && fs::path(where.path).has_parent_path()) fs::create_directories(fs::path(where.path).parent_path());
     auto store = store::open_store(state);
+#ifdef KEVO_WITH_WORKERS
+    if (auto* remote = dynamic_cast<worker::RemoteEvaluator*>(evaluator.get())) remote->register_run(where.display());
+#endif
 
-    evolve::Search search(task, cfg, prompts, *provider, evaluator, *store);
+    evolve::Search search(task, cfg, prompts, *provider, *evaluator, *store);
     const bool tty = ::isatty(STDERR_FILENO) && !verbose();
     // A live line on a terminal; in a log, one line per generation; --verbose: a line per
     // evaluation; --quiet: none.
@@ -238,8 +258,10 @@ void run_search(SearchArgs& a, int& rc) {
         }
     });
     if (!quiet())
-        std::cerr << "kernelevo: searching " << task.name << " for " << arch << " (" << cfg.islands << " islands, state "
-                  << where.display() << ")\n";
+        std::cerr << "kernelevo: searching " << task.name << " for " << arch << " (" << cfg.islands << " islands, "
+                  << a.schedule << ", state " << where.display()
+                  << (a.workers.empty() ? std::string() : ", validating through " + store::parse_store_location(a.workers).display())
+                  << ")\n";
 
     // Ctrl-C: the first stops cleanly after what is in flight; the second also aborts LLM requests.
     std::atomic<bool> stop{false}, done{false};
@@ -275,6 +297,16 @@ void run_search(SearchArgs& a, int& rc) {
     std::signal(SIGINT, old_handler);
     if (tty && !quiet()) std::cerr << "\n";
 
+#ifdef KEVO_WITH_WORKERS
+    if (auto* remote = dynamic_cast<worker::RemoteEvaluator*>(evaluator.get())) {
+        std::vector<double> o = remote->overhead_ms();
+        if (!o.empty()) {
+            std::sort(o.begin(), o.end());
+            std::fprintf(stderr, "kernelevo: queue overhead per job (submit to result, work excluded): median %.1f ms, p90 %.1f ms over %zu jobs\n",
+                         o[o.size() / 2], o[o.size() * 9 / 10], o.size());
+        }
+    }
+#endif
     const evolve::Progress& p = result.progress;
     std::cerr << "kernelevo: stopped (" << result.stop_reason << ") after " << result.generations_committed
               << " generation(s): " << format_progress(p) << "\n";
@@ -290,7 +322,9 @@ void run_search(SearchArgs& a, int& rc) {
         meta.kernel_us = best.details.value("kernel_us", 0.0);
         meta.reference_us = best.details.value("reference_us", 0.0);
         meta.validation = best.details;
-        meta.toolkit = nvcc_version(CompileOptions{});
+        // With --workers, the toolkit of the worker that compiled it (this host may have no nvcc).
+        meta.toolkit = best.details.value("toolkit", std::string());
+        if (meta.toolkit.empty()) meta.toolkit = nvcc_version(CompileOptions{});
         meta.gpu = best.details.value("gpu", std::string());
         meta.model = result.best_model;
         store::Spent spent = store->spent();
@@ -373,7 +407,16 @@ void register_search_command(CLI::App& app, int& rc) {
         ->check(CLI::NonNegativeNumber);
     cmd->add_flag("--no-profile", a->no_profile, "Do not profile new best kernels with Nsight Compute (ncu)");
     cmd->add_option("--prompts", a->prompts, "Directory overriding prompt templates (system.md abi.md seed.md mutate_full.md mutate_diff.md repair.md)");
-    cmd->add_option("--jobs", a->cfg.jobs, "Candidates in progress at once (0: all of a generation)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--jobs", a->cfg.jobs, "Candidates in progress at once (0: all of a generation, at least 2 per live worker with --workers)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--schedule", a->schedule,
+                    "steady: a new candidate starts as soon as one finishes, parents from the archive as it stands "
+                    "(no generation barrier; not reproducible under --seed); generations: each generation waits for "
+                    "its slowest candidate (reproducible under --seed)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"steady", "generations"}));
+    cmd->add_option("--workers", a->workers,
+                    "Validate through `kernelevo worker`s on a Redis queue instead of the local GPU: "
+                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] (the workers' --redis)");
     cmd->add_option("--llm-temperature", a->cfg.llm_temperature, "Sampling temperature of the LLM")->capture_default_str();
     cmd->add_option("--max-tokens", a->cfg.max_tokens, "Completion token limit per LLM request")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_option("--timeout", a->timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);

@@ -27,7 +27,8 @@ public:
     virtual std::string arch() = 0;  // "sm_90"
     // Thread-safe: the search compiles several candidates at once.
     virtual CompileResult compile(const std::string& source) = 0;
-    // Only called for a successful compile, and never concurrently (the search serializes runs).
+    // Only called for a successful compile, and never more than parallel_runs() at once (the
+    // search serializes runs on a local GPU).
     virtual Evaluation run(const CompileResult& compiled) = 0;
     // The device's measured copy bandwidth in GB/s (read + write counted) for the speed-of-light
     // floors; 0 when not measured (the datasheet peak in device() stands in, and prompts say so).
@@ -35,6 +36,11 @@ public:
     // A few lines from a profiler (Nsight Compute) about a compiled candidate that ran correctly,
     // for the next prompts; "" when there is no profiler. Never called concurrently with run().
     virtual std::string profile(const CompileResult& /*compiled*/) { return ""; }
+    // Runs the search may have in flight at once: 1 for the local GPU; many through the queue,
+    // where every worker takes its GPU's jobs one at a time.
+    virtual int parallel_runs() { return 1; }
+    // Candidates to keep in flight to keep every validator busy (0: the search's own default).
+    virtual int capacity() { return 0; }
 };
 
 }  // namespace kevo::evolve

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <map>
 #include <cmath>
 #include <exception>
 #include <mutex>
@@ -88,7 +90,12 @@ struct Search::Impl {
     std::string stop_reason;
     std::atomic<bool> stopping_now{false};
     const std::atomic<bool>* stop_flag = nullptr;
-    std::mutex gpu;  // one candidate on the GPU at a time
+    // Runs in flight at most evaluator.parallel_runs() (one candidate on a local GPU at a time).
+    std::mutex gpu_mu;
+    std::condition_variable gpu_cv;
+    int gpu_busy = 0;
+    // Guards `islands` where slots read them while others complete (steady state).
+    std::mutex islands_mu;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     double elapsed_before = 0;  // time spent by earlier invocations of this run
     std::unique_ptr<llm::Budget> budget;  // the caps over the stored totals, with reservations
@@ -248,7 +255,20 @@ struct Search::Impl {
             ev.feedback = compiled.log;
             ev.details = {{"status", "compile_error"}, {"log", compiled.log}, {"compile_s", compiled.seconds}};
         } else {
-            std::lock_guard<std::mutex> lock(gpu);
+            {
+                std::unique_lock<std::mutex> lock(gpu_mu);
+                const int limit = std::max(1, evaluator.parallel_runs());
+                gpu_cv.wait(lock, [&] { return gpu_busy < limit; });
+                ++gpu_busy;
+            }
+            struct Release {
+                Impl& s;
+                ~Release() {
+                    std::lock_guard<std::mutex> lock(s.gpu_mu);
+                    --s.gpu_busy;
+                    s.gpu_cv.notify_one();
+                }
+            } release{*this};
             check_stop();
             ev = evaluator.run(compiled);
             if (ev.ok() && cfg.profile_best && is_new_best(ev.speedup)) add_profile(ev, compiled);
@@ -359,7 +379,11 @@ struct Search::Impl {
         Rng rng(cfg.seed, slot.key);
         std::optional<store::Program> parent;
         std::vector<store::Program> insp;
-        const Island* island = slot.generation > 0 ? &islands[slot.island] : nullptr;
+        std::optional<Island> island;  // a snapshot: other slots may be changing the islands (steady state)
+        if (slot.generation > 0) {
+            std::lock_guard<std::mutex> lock(islands_mu);
+            island = islands[slot.island];
+        }
         if (island && !island->archive.empty()) {
             std::vector<Elite> elites = island->archive.elites();
             std::vector<double> speedups;
@@ -517,7 +541,20 @@ struct Search::Impl {
         }
     }
 
-    void commit(int gen, const std::vector<Slot>& slots, const std::vector<SlotResult>& results) {
+    // A finished slot's child enters its island's archive (called with islands_mu held).
+    void apply(const Slot& slot, const SlotResult& result) {
+        Island& island = islands[slot.island];
+        if (!result.feedback.empty()) island.last_feedback = result.feedback;
+        if (const auto& child = result.child) {
+            improve(island, *child, slot.generation);
+            if (island.seed_id == 0) island.seed_id = child->id;  // the island seeded itself
+        }
+    }
+
+    // Commits generation `gen`: its children (unless `applied` already, as in steady state),
+    // migration, restarts, and the islands' states with the history row in one store transaction.
+    void commit(int gen, const std::vector<Slot>& slots, const std::vector<SlotResult>& results, bool applied = false) {
+        std::lock_guard<std::mutex> islands_lock(islands_mu);
         std::vector<store::Event> events;
         if (gen == 0) {
             if (const auto& seed = results[0].child) {
@@ -527,15 +564,8 @@ struct Search::Impl {
                 }
                 events.push_back({gen, "seed", {{"program", seed->id}, {"speedup", seed->speedup}}});
             }
-        } else {
-            for (size_t i = 0; i < slots.size(); ++i) {
-                Island& island = islands[slots[i].island];
-                if (!results[i].feedback.empty()) island.last_feedback = results[i].feedback;
-                if (const auto& child = results[i].child) {
-                    improve(island, *child, gen);
-                    if (island.seed_id == 0) island.seed_id = child->id;  // the island seeded itself
-                }
-            }
+        } else if (!applied) {
+            for (size_t i = 0; i < slots.size(); ++i) apply(slots[i], results[i]);
         }
         if (cfg.migration_interval > 0 && islands.size() > 1 && gen > 0 && gen % cfg.migration_interval == 0) {
             // Ring migration of each island's best programs, from a snapshot taken before any arrive.
@@ -594,11 +624,137 @@ struct Search::Impl {
         return slots;
     }
 
+    // Whether the run must stop before generation `gen` starts (records why).
+    bool stop_before(int gen) {
+        if (gen > cfg.generations) {
+            request_stop("generations");
+        } else if (cfg.target_speedup > 0 && best_speedup() >= cfg.target_speedup) {
+            request_stop("target");
+        } else if (budget_reached()) {
+            request_stop("budget");
+        }
+        return should_stop();
+    }
+    double best_speedup() {
+        std::lock_guard<std::mutex> lock(mu);
+        return progress.best_speedup;
+    }
+
+    // Steady state (SearchConfig::steady): generation 0 alone, then a pool of `cap` threads, each
+    // taking the next slot as soon as it is free; generations are committed in order as they finish.
+    void run_steady() {
+        int committed = store.last_generation();
+        if (committed < 0) {  // the seed: every island starts from it
+            if (stop_before(0)) return;
+            std::vector<Slot> slots = slots_of(0);
+            std::vector<SlotResult> results = run_slots(slots);
+            if (!results[0].completed) return;
+            commit(0, slots, results);
+            committed = 0;
+        }
+        const int per_gen = cfg.islands * cfg.children;
+        const int cap = cfg.jobs > 0 ? cfg.jobs : std::max(per_gen, evaluator.capacity());
+        // Generations past the last committed one that may run: at least two, so that the next
+        // generation starts while the slowest slots of the current one finish.
+        const int ahead = std::max(2, (cap + per_gen - 1) / per_gen + 1);
+
+        std::mutex smu;  // guards what follows; taken before islands_mu and mu
+        std::condition_variable scv;
+        int next_gen = committed + 1;
+        size_t next_index = 0;
+        std::map<int, std::vector<Slot>> slots;
+        std::map<int, std::vector<SlotResult>> results;
+        std::map<int, int> remaining;
+        bool broken = false;  // a slot did not complete (stop): later generations stay uncommitted
+        std::exception_ptr error;
+
+        auto take = [&]() -> std::optional<Slot> {
+            std::unique_lock<std::mutex> lock(smu);
+            while (true) {
+                if (broken || error) return std::nullopt;
+                if (next_gen > committed + ahead) {  // far enough ahead: wait for a commit
+                    scv.wait_for(lock, std::chrono::milliseconds(100));
+                    if (should_stop()) return std::nullopt;
+                    continue;
+                }
+                if (next_gen > cfg.generations) {
+                    if (committed >= cfg.generations) request_stop("generations");
+                    return std::nullopt;
+                }
+                if (next_index == 0) {
+                    if (stop_before(next_gen)) return std::nullopt;
+                    slots[next_gen] = slots_of(next_gen);
+                    results[next_gen].resize(slots[next_gen].size());
+                    remaining[next_gen] = static_cast<int>(slots[next_gen].size());
+                    std::lock_guard<std::mutex> plock(mu);
+                    progress.generation = next_gen;
+                } else if (should_stop()) {
+                    return std::nullopt;
+                }
+                Slot s = slots[next_gen][next_index++];
+                if (next_index == slots[next_gen].size()) {
+                    ++next_gen;
+                    next_index = 0;
+                }
+                return s;
+            }
+        };
+        auto worker = [&] {
+            while (std::optional<Slot> s = take()) {
+                SlotResult r;
+                try {
+                    r = run_slot(*s);
+                } catch (const Stopped&) {
+                } catch (...) {
+                    std::lock_guard<std::mutex> lock(smu);
+                    if (!error) error = std::current_exception();
+                    request_stop("error");
+                }
+                std::lock_guard<std::mutex> lock(smu);
+                if (!r.completed) {
+                    broken = true;
+                    scv.notify_all();
+                    continue;
+                }
+                {
+                    std::lock_guard<std::mutex> ilock(islands_mu);
+                    apply(*s, r);
+                }
+                const auto& gs = slots[s->generation];
+                size_t index = 0;
+                while (gs[index].key != s->key) ++index;
+                results[s->generation][index] = r;
+                --remaining[s->generation];
+                while (!broken && remaining.count(committed + 1) && remaining[committed + 1] == 0) {
+                    int g = committed + 1;
+                    try {
+                        commit(g, slots[g], results[g], true);
+                    } catch (...) {
+                        if (!error) error = std::current_exception();
+                        request_stop("error");
+                        break;
+                    }
+                    slots.erase(g);
+                    results.erase(g);
+                    remaining.erase(g);
+                    committed = g;
+                }
+                scv.notify_all();
+            }
+        };
+        std::vector<std::thread> threads;
+        for (int i = 0; i < cap; ++i) threads.emplace_back(worker);
+        for (auto& t : threads) t.join();
+        if (error) std::rethrow_exception(error);
+        if (committed >= cfg.generations) request_stop("generations");
+    }
+
     SearchResult run() {
         load_or_init();
         int gen = store.last_generation() + 1;
         SearchResult result;
-        while (true) {
+        if (cfg.steady) run_steady();
+        while (!cfg.steady) {
             {
                 std::lock_guard<std::mutex> lock(mu);
                 progress.generation = gen;

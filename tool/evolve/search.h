@@ -14,6 +14,9 @@
 // run ("g4.i1.c0.a2"), and every random choice is drawn from a generator seeded by (seed, key).
 // A resumed run replays the unfinished generation from the store — no stored reply is requested
 // again and no evaluated candidate is evaluated again — and then continues.
+//
+// With `steady`, generations overlap (see SearchConfig::steady); the keys, the store and resume
+// are the same, a resume replays every generation after the last committed one.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -60,7 +63,13 @@ struct SearchConfig {
     // enters the archive as a program of origin "tune".
     int tune_evals = 16;
     bool profile_best = true;      // profile each new best kernel (Evaluator::profile) for the next prompts
-    int jobs = 0;                  // slots run at once (0: all of a generation)
+    int jobs = 0;                  // slots run at once (0: all of a generation, or the evaluator's capacity)
+    // Steady state: no generation barrier. A new slot starts as soon as one finishes, its parent
+    // chosen from the archive as it stands (children enter it as they complete); generation g is
+    // committed (history row, migration, restarts, island states) once all its slots are done, and
+    // slots may run up to a few generations ahead. Faster, but not reproducible under a seed:
+    // which parents a slot sees depends on what finished first. false: generations with a barrier.
+    bool steady = false;
     std::string initial_source;    // --initial kernel (empty: the LLM writes the seed)
     // LLM costs: the budget reserves each request's most possible usage (llm/budget.h).
     std::optional<llm::Price> price;   // --llm-price

@@ -24,10 +24,6 @@
 //   P events             list   events (JSON {generation, kind, detail}) in commit order
 // Texts are stored as they are (Redis strings are binary-safe); numbers as decimal text, doubles
 // with 17 significant digits so they read back exactly.
-#include <hiredis/hiredis.h>
-#include <pthread.h>
-#include <signal.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +33,7 @@
 
 #include "common/error.h"
 #include "store/backends.h"
+#include "store/redis_connection.h"
 
 namespace kevo::store {
 namespace {
@@ -44,6 +41,10 @@ namespace {
 using detail::dumps;
 using detail::loads;
 using detail::now_unix;
+using redis::Connection;
+using redis::Reply;
+using redis::fields;
+using redis::str;
 
 constexpr const char* kSchemaVersion = "1";
 
@@ -161,30 +162,7 @@ redis.call('ZADD', P .. 'prog:hash:' .. hash, id, id)
 return {1, tonumber(id)}
 )lua";
 
-// ---- hiredis plumbing -----------------------------------------------------------------------
-
-struct ReplyDeleter {
-    void operator()(redisReply* r) const {
-        if (r) freeReplyObject(r);
-    }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-std::string str(const redisReply* r) {
-    if (!r) return {};
-    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR)
-        return std::string(r->str, r->len);
-    if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
-    return {};
-}
-
-// A flat field/value array (HGETALL) as a map.
-std::map<std::string, std::string> fields(const redisReply* r) {
-    std::map<std::string, std::string> m;
-    if (r && r->type == REDIS_REPLY_ARRAY)
-        for (size_t i = 0; i + 1 < r->elements; i += 2) m[str(r->element[i])] = str(r->element[i + 1]);
-    return m;
-}
+// ---- records <-> hash fields --------------------------------------------------------------
 
 std::string get(const std::map<std::string, std::string>& m, const char* k) {
     auto it = m.find(k);
@@ -226,152 +204,6 @@ LlmCall call_of(const std::map<std::string, std::string>& m) {
     c.created = to_double(get(m, "created"));
     return c;
 }
-
-// Writing to a socket the server has closed raises SIGPIPE, which would kill the process. Block
-// it on this thread for the duration of a command and swallow what it raised, leaving the
-// process's signal dispositions (inherited by child processes) alone.
-class SigpipeGuard {
-public:
-    SigpipeGuard() {
-        sigemptyset(&set_);
-        sigaddset(&set_, SIGPIPE);
-        sigset_t pending;
-        sigemptyset(&pending);
-        sigpending(&pending);
-        was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-        pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    }
-    ~SigpipeGuard() {
-        if (!was_pending_) {
-            timespec zero{0, 0};
-            while (sigtimedwait(&set_, nullptr, &zero) == SIGPIPE) {
-            }
-        }
-        pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-    }
-    SigpipeGuard(const SigpipeGuard&) = delete;
-    SigpipeGuard& operator=(const SigpipeGuard&) = delete;
-
-private:
-    sigset_t set_, old_;
-    bool was_pending_ = false;
-};
-
-// One connection to the server (reconnected when it broke), used under the store's mutex.
-class Connection {
-public:
-    explicit Connection(const StoreLocation& w) : w_(w), where_(w.host + ":" + std::to_string(w.port)) { connect(); }
-    ~Connection() {
-        if (ctx_) redisFree(ctx_);
-    }
-    Connection(const Connection&) = delete;
-    Connection& operator=(const Connection&) = delete;
-
-    const std::string& where() const { return where_; }
-
-    // One command; a server error reply becomes a UsageError.
-    Reply command(const std::vector<std::string>& args) {
-        std::vector<Reply> r = pipeline({args});
-        return std::move(r[0]);
-    }
-
-    // Several commands in one round trip (MULTI ... EXEC among them). Replies in order.
-    std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands) {
-        SigpipeGuard guard;
-        if (!ctx_ || ctx_->err) connect();
-        for (const auto& args : commands) {
-            std::vector<const char*> argv;
-            std::vector<size_t> lens;
-            for (const auto& a : args) {
-                argv.push_back(a.data());
-                lens.push_back(a.size());
-            }
-            if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK)
-                broken();
-        }
-        std::vector<Reply> replies;
-        std::string error;
-        for (size_t i = 0; i < commands.size(); ++i) {
-            void* raw = nullptr;
-            if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw) broken();
-            Reply r(static_cast<redisReply*>(raw));
-            if (r->type == REDIS_REPLY_ERROR && error.empty()) error = str(r.get());
-            if (r->type == REDIS_REPLY_ARRAY && commands[i][0] == "EXEC")
-                for (size_t e = 0; e < r->elements; ++e)
-                    if (r->element[e]->type == REDIS_REPLY_ERROR && error.empty()) error = str(r->element[e]);
-            replies.push_back(std::move(r));
-        }
-        if (!error.empty()) throw UsageError("Redis state store at " + where_ + ": " + strip_lua_noise(error));
-        return replies;
-    }
-
-private:
-    // "ERR user_script:5: the key ... script: 1d2c..., on @user_script:5." -> the message.
-    static std::string strip_lua_noise(std::string e) {
-        if (size_t p = e.find(" script: "); p != std::string::npos) e = e.substr(0, p);
-        if (e.rfind("ERR ", 0) == 0) e = e.substr(4);
-        if (e.rfind("user_script:", 0) == 0)
-            if (size_t p = e.find(": "); p != std::string::npos) e = e.substr(p + 2);
-        return e;
-    }
-
-    [[noreturn]] void broken() {
-        std::string why = ctx_ && ctx_->errstr[0] ? ctx_->errstr : "connection lost";
-        if (ctx_) {
-            redisFree(ctx_);
-            ctx_ = nullptr;  // the next call reconnects
-        }
-        throw UsageError("Redis state store at " + where_ + ": " + why +
-                         " (the operation in progress may not have been applied; rerun the same command to resume)");
-    }
-
-    void connect() {
-        if (ctx_) {
-            redisFree(ctx_);
-            ctx_ = nullptr;
-        }
-        timeval connect_timeout{5, 0};
-        redisContext* c = redisConnectWithTimeout(w_.host.c_str(), w_.port, connect_timeout);
-        if (!c || c->err) {
-            std::string why = c ? c->errstr : "out of memory";
-            if (c) redisFree(c);
-            throw UsageError("cannot connect to the Redis state store at " + where_ + ": " + why +
-                             " (is redis-server running there, and reachable from this machine?)");
-        }
-        ctx_ = c;
-        timeval io_timeout{60, 0};
-        redisSetTimeout(ctx_, io_timeout);
-        redisEnableKeepAlive(ctx_);
-        auto setup = [&](const std::vector<std::string>& args, const std::string& what) {
-            const char* argv[3];
-            size_t lens[3];
-            for (size_t i = 0; i < args.size(); ++i) {
-                argv[i] = args[i].data();
-                lens[i] = args[i].size();
-            }
-            Reply r(static_cast<redisReply*>(
-                redisCommandArgv(ctx_, static_cast<int>(args.size()), argv, lens)));
-            if (!r) broken();
-            if (r->type == REDIS_REPLY_ERROR) {
-                std::string msg = str(r.get());
-                redisFree(ctx_);
-                ctx_ = nullptr;
-                throw UsageError("Redis state store at " + where_ + ": " + what + ": " + msg);
-            }
-        };
-        if (!w_.password.empty()) {
-            if (w_.user.empty())
-                setup({"AUTH", w_.password}, "the password was refused");
-            else
-                setup({"AUTH", w_.user, w_.password}, "user " + w_.user + " could not log in");
-        }
-        if (w_.db != 0) setup({"SELECT", std::to_string(w_.db)}, "cannot select database " + std::to_string(w_.db));
-    }
-
-    StoreLocation w_;
-    std::string where_;
-    redisContext* ctx_ = nullptr;
-};
 
 class RedisStore : public Store {
 public:

@@ -1,0 +1,66 @@
+// A JobHandler for tests, driven by markers in the candidate's source (like ScriptedEvaluator):
+//   COMPILE_ERROR  the compile fails          MISMATCH     the run finds a wrong output
+//   SPEEDUP=<x>    correct, x times faster    DELAY_MS=<n> the run (or compile) takes n ms
+//   CRASH          the worker process dies (SIGKILL) while running it
+// Compile jobs put the source's bytes in the queue as the "object"; run jobs fetch and verify it.
+// Every job a handler finishes is appended as "<kind> <job id> <worker>" to log_path when set.
+#pragma once
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "common/error.h"
+#include "worker/worker.h"
+
+namespace kevo::worker::testing {
+
+inline double marker(const std::string& source, const std::string& name, double fallback) {
+    std::smatch m;
+    if (std::regex_search(source, m, std::regex(name + "=([0-9.]+)"))) return std::stod(m[1]);
+    return fallback;
+}
+
+class ScriptedHandler : public JobHandler {
+public:
+    std::string log_path, name;
+    int default_delay_ms = 0;  // for sources without DELAY_MS
+    nlohmann::json handle(const Claimed& job, Queue& queue, const std::function<void(const std::string&)>& log) override {
+        const std::string& src = job.spec.source;
+        if (src.find("CRASH") != std::string::npos) ::kill(::getpid(), SIGKILL);
+        std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(marker(src, "DELAY_MS", default_delay_ms))));
+        nlohmann::json r;
+        if (job.spec.kind == "compile") {
+            bool ok = src.find("COMPILE_ERROR") == std::string::npos;
+            r = {{"kind", "compile"}, {"ok", ok}, {"log", ok ? "" : "error: scripted compile error"}, {"seconds", 0.01}};
+            if (ok) r["object_sha256"] = queue.put_object("object of " + src);
+        } else {
+            auto obj = queue.get_object(job.spec.object_sha256);
+            if (!obj || *obj != "object of " + src) throw UsageError("the run job's object is missing or wrong");
+            bool mismatch = src.find("MISMATCH") != std::string::npos;
+            double speedup = marker(src, "SPEEDUP", 1.0);
+            r = {{"kind", "run"}, {"status", mismatch ? "mismatch" : "ok"}, {"speedup", mismatch ? 0 : speedup},
+                 {"kernel_us", 10 / speedup}, {"reference_us", 10}, {"log", mismatch ? "output differs at index 7" : ""},
+                 {"arch", job.spec.arch}, {"gpu", "Scripted GPU"}};
+        }
+        if (!log_path.empty()) {
+            std::ofstream(log_path, std::ios::app) << job.spec.kind << " " << job.id << " " << name << "\n";
+        }
+        log(job.spec.kind + " " + job.id.substr(0, 8) + " done");
+        return r;
+    }
+    nlohmann::json device() override {
+        DeviceInfo d;
+        d.present = true;
+        d.name = "Scripted GPU";
+        d.cc_major = 9;
+        d.cc_minor = 0;
+        return d.to_json();
+    }
+};
+
+}  // namespace kevo::worker::testing

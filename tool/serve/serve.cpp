@@ -1,0 +1,356 @@
+#include "serve/serve.h"
+
+#include <httplib.h>
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/hash.h"
+#include "common/process.h"
+#include "store/store.h"
+#ifdef KEVO_WITH_WORKERS
+#include "worker/queue.h"
+#endif
+
+namespace kevo::serve {
+
+// Generated at build time from tool/serve/web/ (CMakeLists.txt): path -> {content type, bytes}.
+struct WebAsset {
+    const char* type;
+    const unsigned char* data;
+    size_t size;
+};
+extern const std::map<std::string, WebAsset> kWebAssets;
+
+namespace {
+
+std::string run_id(const std::string& location) { return sha256_hex(location).substr(0, 12); }
+
+std::pair<std::string, int> split_listen(const std::string& listen) {
+    size_t colon = listen.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size())
+        throw UsageError("--listen: expected HOST:PORT, e.g. 127.0.0.1:8377, not '" + listen + "'");
+    std::string host = listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    int port = -1;
+    try {
+        size_t used = 0;
+        port = std::stoi(listen.substr(colon + 1), &used);
+        if (used != listen.size() - colon - 1) port = -1;
+    } catch (const std::exception&) {
+    }
+    if (port < 0 || port > 65535) throw UsageError("--listen: bad port in '" + listen + "'");
+    return {host, port};
+}
+
+nlohmann::json program_row(const store::Program& p) {
+    return {{"id", p.id},         {"key", p.key},         {"generation", p.generation}, {"island", p.island},
+            {"origin", p.origin}, {"attempt", p.attempt}, {"status", p.status},         {"speedup", p.speedup},
+            {"parent_id", p.parent_id}, {"created", p.created},
+            {"worker", p.details.is_object() ? p.details.value("worker", std::string()) : std::string()}};
+}
+
+}  // namespace
+
+bool is_loopback(const std::string& host) {
+    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::string line_diff(const std::string& before, const std::string& after) {
+    auto lines = [](const std::string& s) {
+        std::vector<std::string> out;
+        size_t start = 0;
+        while (start < s.size()) {
+            size_t nl = s.find('\n', start);
+            if (nl == std::string::npos) nl = s.size();
+            out.push_back(s.substr(start, nl - start));
+            start = nl + 1;
+        }
+        return out;
+    };
+    std::vector<std::string> a = lines(before), b = lines(after);
+    const size_t n = a.size(), m = b.size();
+    if (n * m > 4'000'000) return "(too large to diff: " + std::to_string(n) + " and " + std::to_string(m) + " lines)\n";
+    // Longest common subsequence table, then one walk.
+    std::vector<std::vector<uint32_t>> L(n + 1, std::vector<uint32_t>(m + 1, 0));
+    for (size_t i = n; i-- > 0;)
+        for (size_t j = m; j-- > 0;) L[i][j] = a[i] == b[j] ? L[i + 1][j + 1] + 1 : std::max(L[i + 1][j], L[i][j + 1]);
+    std::string out;
+    size_t i = 0, j = 0;
+    while (i < n || j < m) {
+        if (i < n && j < m && a[i] == b[j]) {
+            out += "  " + a[i++] + "\n";
+            ++j;
+        } else if (i < n && (j == m || L[i + 1][j] >= L[i][j + 1])) {  // removals before additions
+            out += "- " + a[i++] + "\n";
+        } else {
+            out += "+ " + b[j++] + "\n";
+        }
+    }
+    return out;
+}
+
+struct Server::Impl {
+    ServeOptions opt;
+    std::string host;
+    int port = 0;
+    httplib::Server http;
+    std::thread thread;
+    std::mutex mu;  // guards stores, queue
+    std::map<std::string, std::unique_ptr<store::Store>> stores;  // by location
+#ifdef KEVO_WITH_WORKERS
+    std::unique_ptr<worker::Queue> queue;
+#endif
+
+    // Every run location: given, registered on the queue, in the local cache. Deduplicated.
+    std::vector<std::pair<std::string, nlohmann::json>> run_locations() {
+        std::map<std::string, nlohmann::json> found;
+        for (const auto& s : opt.states) found[s] = nlohmann::json::object();
+#ifdef KEVO_WITH_WORKERS
+        if (queue) {
+            try {
+                for (const auto& r : queue->runs()) {
+                    std::string loc = r.value("state", std::string());
+                    if (!loc.empty()) found[loc] = r;
+                }
+            } catch (const std::exception&) {
+            }
+        }
+#endif
+        if (opt.scan_cache) {
+            std::error_code ec;
+            fs::path dir = cache_root() / "search";
+            if (fs::is_directory(dir, ec))
+                for (const auto& e : fs::directory_iterator(dir, ec))
+                    if (e.path().extension() == ".db") found.emplace(e.path().string(), nlohmann::json::object());
+        }
+        return {found.begin(), found.end()};
+    }
+
+    store::Store* open(const std::string& location) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (auto it = stores.find(location); it != stores.end()) return it->second.get();
+        if (!store::store_exists(location)) return nullptr;
+        auto s = store::open_store(location);
+        store::Store* raw = s.get();
+        stores[location] = std::move(s);
+        return raw;
+    }
+
+    nlohmann::json run_summary(const std::string& location, const nlohmann::json& registered) {
+        nlohmann::json r = {{"id", run_id(location)}, {"state", location}, {"registered", registered}};
+        store::Store* s = nullptr;
+        try {
+            s = open(location);
+        } catch (const std::exception& e) {
+            r["error"] = redact(e.what());
+            return r;
+        }
+        if (!s) {
+            r["error"] = "no state there (yet)";
+            return r;
+        }
+        try {
+            r["task"] = s->get_meta("task_name").value_or(registered.value("task", ""));
+            auto structure = s->get_meta("structure").value_or(nlohmann::json::object());
+            r["arch"] = structure.value("arch", "");
+            r["islands"] = structure.value("islands", 0);
+            auto config = s->get_meta("config").value_or(nlohmann::json::object());
+            r["generations"] = config.value("generations", 0);
+            r["model"] = config.value("model", "");
+            r["stop_reason"] = s->get_meta("stop_reason").value_or("");
+            store::Spent spent = s->spent();
+            r["tokens"] = spent.tokens();
+            r["cost_usd"] = spent.cost_usd;
+            r["llm_calls"] = spent.calls;
+            r["generation"] = s->last_generation();
+            std::vector<store::Program> programs = s->programs();
+            int64_t ok = 0, failed = 0, pending = 0;
+            double best = 0, t0 = 0;
+            int64_t best_id = 0;
+            nlohmann::json timeline = nlohmann::json::array();  // [seconds since the first program, best so far]
+            std::sort(programs.begin(), programs.end(), [](const auto& a, const auto& b) { return a.created < b.created; });
+            for (const auto& p : programs) {
+                if (t0 == 0) t0 = p.created;
+                if (p.ok()) {
+                    ++ok;
+                    if (p.speedup > best) {
+                        best = p.speedup;
+                        best_id = p.id;
+                    }
+                    timeline.push_back({p.created - t0, best});
+                } else if (p.status == "pending") {
+                    ++pending;
+                } else if (p.status != "duplicate") {
+                    ++failed;
+                }
+            }
+            r["ok"] = ok;
+            r["failed"] = failed;
+            r["pending"] = pending;
+            r["programs"] = programs.size();
+            r["best_speedup"] = best;
+            r["best_program"] = best_id;
+            r["started"] = t0;
+            r["timeline"] = timeline;
+            nlohmann::json history = nlohmann::json::array();
+            for (const auto& g : s->history())
+                history.push_back({{"generation", g.generation}, {"best_speedup", g.best_speedup}, {"tokens", g.tokens},
+                                   {"cost_usd", g.cost_usd}, {"elapsed_s", g.elapsed_s}});
+            r["history"] = history;
+        } catch (const std::exception& e) {
+            r["error"] = redact(e.what());
+        }
+        return r;
+    }
+
+    store::Store* store_of(const std::string& id) {
+        for (const auto& [loc, reg] : run_locations())
+            if (run_id(loc) == id) return open(loc);
+        return nullptr;
+    }
+};
+
+Server::Server(ServeOptions options) : impl_(std::make_unique<Impl>()) {
+    impl_->opt = std::move(options);
+    auto [host, port] = split_listen(impl_->opt.listen);
+    impl_->host = host;
+    impl_->port = port;
+    if (impl_->opt.token.empty())
+        if (const char* t = std::getenv("KERNELEVO_SERVE_TOKEN")) impl_->opt.token = t;
+    if (!is_loopback(host) && impl_->opt.token.size() < 16)
+        throw UsageError("--listen " + impl_->opt.listen + " is reachable from other machines: give a token of at least 16 "
+                         "characters in $KERNELEVO_SERVE_TOKEN (or --token), or listen on 127.0.0.1");
+    if (!impl_->opt.token.empty()) register_secret(impl_->opt.token);
+    if (!impl_->opt.queue_url.empty()) {
+#ifdef KEVO_WITH_WORKERS
+        impl_->queue = std::make_unique<worker::Queue>(impl_->opt.queue_url);
+        // Registered Redis runs on the same server are opened with the queue's password.
+        const auto& w = impl_->queue->location();
+        if (!w.password.empty()) ::setenv("KERNELEVO_REDIS_PASSWORD", w.password.c_str(), 0);
+#else
+        throw UsageError("--redis: this kernelevo was built without Redis support");
+#endif
+    }
+}
+
+Server::~Server() { stop(); }
+
+nlohmann::json Server::overview() {
+    nlohmann::json runs = nlohmann::json::array();
+    for (const auto& [loc, reg] : impl_->run_locations()) runs.push_back(impl_->run_summary(loc, reg));
+    nlohmann::json j = {{"runs", runs}, {"now", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
+#ifdef KEVO_WITH_WORKERS
+    if (impl_->queue) {
+        try {
+            std::lock_guard<std::mutex> lock(impl_->mu);
+            j["queue"] = {{"url", impl_->queue->display()}, {"stats", impl_->queue->stats()},
+                          {"recent", impl_->queue->recent_jobs(30)}, {"dead", impl_->queue->dead_letters(20)}};
+            j["workers"] = impl_->queue->workers();
+        } catch (const std::exception& e) {
+            j["queue"] = {{"error", redact(e.what())}};
+        }
+    }
+#endif
+    return j;
+}
+
+nlohmann::json Server::programs(const std::string& run) {
+    store::Store* s = impl_->store_of(run);
+    if (!s) throw UsageError("no run " + run);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& p : s->programs()) out.push_back(program_row(p));
+    return out;
+}
+
+nlohmann::json Server::program(const std::string& run, int64_t id) {
+    store::Store* s = impl_->store_of(run);
+    if (!s) throw UsageError("no run " + run);
+    auto p = s->get_program(id);
+    if (!p) throw UsageError("no program " + std::to_string(id) + " in run " + run);
+    nlohmann::json j = program_row(*p);
+    j["source"] = p->source;
+    j["feedback"] = p->feedback;
+    j["details"] = p->details;
+    j["log"] = p->details.is_object() ? p->details.value("log", p->feedback) : p->feedback;
+    if (auto parent = s->get_program(p->parent_id)) {
+        j["parent_source"] = parent->source;
+        j["diff"] = line_diff(parent->source, p->source);
+    }
+    return j;
+}
+
+int Server::start() {
+    auto& http = impl_->http;
+    const std::string token = impl_->opt.token;
+    http.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+        if (token.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string given = req.get_param_value("token");
+        std::string auth = req.get_header_value("Authorization");
+        if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
+        bool ok = given.size() == token.size() && CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
+        if (ok) return httplib::Server::HandlerResponse::Unhandled;
+        res.status = 401;
+        res.set_content("{\"error\": \"a token is required: ?token=... or Authorization: Bearer ...\"}", "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    auto json_reply = [](httplib::Response& res, const std::function<nlohmann::json()>& fn) {
+        try {
+            res.set_content(fn().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+        } catch (const UsageError& e) {
+            res.status = 404;
+            res.set_content(nlohmann::json{{"error", redact(e.what())}}.dump(), "application/json");
+        } catch (const std::exception& e) {
+            res.status = 500;
+            res.set_content(nlohmann::json{{"error", redact(e.what())}}.dump(), "application/json");
+        }
+        res.set_header("Cache-Control", "no-store");
+    };
+    http.Get("/api/overview", [this, json_reply](const httplib::Request&, httplib::Response& res) {
+        json_reply(res, [this] { return overview(); });
+    });
+    http.Get(R"(/api/runs/([0-9a-f]+)/programs)", [this, json_reply](const httplib::Request& req, httplib::Response& res) {
+        json_reply(res, [&] { return programs(req.matches[1]); });
+    });
+    http.Get(R"(/api/runs/([0-9a-f]+)/programs/(\d+))", [this, json_reply](const httplib::Request& req, httplib::Response& res) {
+        json_reply(res, [&] { return program(req.matches[1], std::stoll(req.matches[2])); });
+    });
+    http.Get(R"(/(|[a-zA-Z0-9_./-]+))", [](const httplib::Request& req, httplib::Response& res) {
+        std::string path = req.matches[1];
+        if (path.empty()) path = "index.html";
+        auto it = kWebAssets.find(path);
+        if (it == kWebAssets.end()) {
+            res.status = 404;
+            res.set_content("not found", "text/plain");
+            return;
+        }
+        res.set_content(reinterpret_cast<const char*>(it->second.data), it->second.size, it->second.type);
+    });
+    int port = impl_->port;
+    if (port == 0) {
+        port = http.bind_to_any_port(impl_->host);
+        if (port <= 0) throw UsageError("cannot listen on " + impl_->host + " (any port)");
+    } else if (!http.bind_to_port(impl_->host, port)) {
+        throw UsageError("cannot listen on " + impl_->opt.listen + " (in use, or not an address of this machine)");
+    }
+    impl_->port = port;
+    impl_->thread = std::thread([this] { impl_->http.listen_after_bind(); });
+    return port;
+}
+
+void Server::stop() {
+    impl_->http.stop();
+    if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void Server::wait() {
+    if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace kevo::serve

@@ -1,0 +1,53 @@
+// `kernelevo serve`: the validator server's web page and the JSON API behind it (cpp-httplib).
+//
+//   GET /                              the page (HTML, JS and uPlot embedded at build time: works offline)
+//   GET /api/overview                  runs (task, progress, best speedup over time, tokens, cost),
+//                                      the queue (streams, counters, recent jobs, dead letters), workers
+//   GET /api/runs/<run>/programs       a run's candidates (no sources)
+//   GET /api/runs/<run>/programs/<id>  one candidate: source, parent's source, diff, validation log
+//
+// Runs: the --state locations given, the searches registered on the queue (--workers), and the
+// SQLite states under the kernelevo cache of this host. A non-loopback --listen address needs a
+// token: every request then carries `Authorization: Bearer TOKEN` or `?token=TOKEN`.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kevo::serve {
+
+struct ServeOptions {
+    std::string listen = "127.0.0.1:8377";  // HOST:PORT (port 0: any free port)
+    std::string token;                      // required unless the host is loopback
+    std::string queue_url;                  // the workers' queue (optional)
+    std::vector<std::string> states;        // run state locations (SQLite files, redis:// URLs)
+    bool scan_cache = true;                 // also list the SQLite runs under cache_root()/search
+};
+
+class Server {
+public:
+    // Checks the options (a non-loopback address without a token is refused); throws UsageError.
+    explicit Server(ServeOptions options);
+    ~Server();
+    // Binds and serves in a background thread; returns the port. Throws UsageError when it cannot bind.
+    int start();
+    void stop();
+    // Blocks until stop() (or the server fails).
+    void wait();
+    nlohmann::json overview();
+    nlohmann::json programs(const std::string& run);
+    nlohmann::json program(const std::string& run, int64_t id);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// A line diff of `before` -> `after` in unified style ("  ", "- ", "+ " prefixes, whole files).
+std::string line_diff(const std::string& before, const std::string& after);
+// Whether HOST is a loopback name or address (127.0.0.0/8, ::1, localhost).
+bool is_loopback(const std::string& host);
+
+}  // namespace kevo::serve

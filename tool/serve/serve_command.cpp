@@ -1,0 +1,52 @@
+// `kernelevo serve [--listen 127.0.0.1:8377] [--redis URL] [--state LOC ...]`
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "serve/serve.h"
+
+namespace kevo {
+namespace {
+std::atomic<bool> g_serve_stop{false};
+extern "C" void on_serve_signal(int) { g_serve_stop = true; }
+}  // namespace
+
+void register_serve_command(CLI::App& app, int& rc) {
+    auto o = std::make_shared<serve::ServeOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "serve", "The validator server's web page: runs (progress, best speedup over time, tokens, cost), the queue, "
+                 "workers (state, current job, recent log lines) and every candidate (source, diff, validation log)");
+    cmd->add_option("--listen", o->listen,
+                    "HOST:PORT to listen on; an address other than loopback needs $KERNELEVO_SERVE_TOKEN (or --token)")
+        ->capture_default_str();
+    cmd->add_option("--token", o->token,
+                    "Token every request must carry (?token=... or Authorization: Bearer ...); prefer "
+                    "$KERNELEVO_SERVE_TOKEN, which other users cannot see in the process list");
+    cmd->add_option("--redis", o->queue_url,
+                    "The workers' queue (the searches' --workers URL): shows the queue, the workers and the runs "
+                    "that validate through it");
+    cmd->add_option("--state", o->states, "A run's state (SQLite file or redis:// URL) to show; repeatable");
+    cmd->add_flag("!--no-cache-runs", o->scan_cache, "Do not list the SQLite runs under this host's kernelevo cache");
+    cmd->callback([o, &rc] {
+        serve::Server server(*o);
+        int port = server.start();
+        std::string host = o->listen.substr(0, o->listen.rfind(':'));
+        std::cerr << "kernelevo serve: http://" << host << ":" << port << "/" << (o->token.empty() ? "" : "?token=***")
+                  << " (Ctrl-C stops)\n";
+        g_serve_stop = false;
+        auto old_int = std::signal(SIGINT, on_serve_signal);
+        auto old_term = std::signal(SIGTERM, on_serve_signal);
+        while (!g_serve_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        server.stop();
+        std::signal(SIGINT, old_int);
+        std::signal(SIGTERM, old_term);
+        rc = 0;
+    });
+}
+
+}  // namespace kevo

@@ -1,0 +1,72 @@
+// The search's Evaluator over the validation queue (`kernelevo search --workers redis://...`):
+// compile() queues a compile job (a compile-only or GPU worker builds the .so and puts it in the
+// queue by content hash), run() queues a run job naming that object (a GPU worker of the
+// architecture fetches it, verifies its sha256, checks and times it). Many runs may be in flight:
+// each GPU takes its jobs one at a time, so the search keeps enough candidates in flight to keep
+// every worker busy.
+//
+// Jobs are content-addressed: a search restarted after kill -9 that submits the same candidate
+// gets the stored result (or joins the queued job) instead of validating it again.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "evolve/evaluator.h"
+#include "worker/queue.h"
+
+namespace kevo::worker {
+
+class RemoteEvaluator : public evolve::Evaluator {
+public:
+    // Publishes the task to the queue. `options.arch` empty: the architecture of a live GPU worker,
+    // else sm_90. `log` receives occasional lines (waiting for workers).
+    RemoteEvaluator(const std::string& queue_url, const Task& task, const ValidateOptions& options,
+                    std::function<void(const std::string&)> log = nullptr);
+    ~RemoteEvaluator() override;
+
+    DeviceInfo device() override;
+    std::string arch() override;
+    CompileResult compile(const std::string& source) override;
+    evolve::Evaluation run(const CompileResult& compiled) override;
+    int parallel_runs() override { return 1 << 20; }  // the workers take turns per GPU
+    int capacity() override;                          // 2 per live worker of this architecture
+
+    // Submits a job and waits for its result (thread-safe).
+    nlohmann::json wait(const JobSpec& spec);
+    // Queue overhead of the jobs so far: submit -> result seen, minus the worker's time on the job (ms).
+    std::vector<double> overhead_ms();
+    const std::string& display() const { return ops_->display(); }
+    // Tells `kernelevo serve` about the run (its state location, task, architecture).
+    void register_run(const std::string& state_display);
+
+private:
+    struct Waiter {
+        std::condition_variable cv;
+        std::optional<nlohmann::json> result;
+    };
+    void listen();
+    std::vector<nlohmann::json> live_workers();
+    JobSpec spec(const std::string& kind, const std::string& source) const;
+
+    const Task& task_;
+    ValidateOptions options_;
+    std::function<void(const std::string&)> log_;
+    std::unique_ptr<Queue> ops_, listener_;
+    std::string client_, arch_;
+    nlohmann::json job_options_;
+    std::mutex mu_;
+    std::map<std::string, std::shared_ptr<Waiter>> waiters_;
+    // Compiled object handle -> {source, the compiling worker's toolkit}, until run().
+    std::map<std::string, std::pair<std::string, std::string>> sources_;
+    std::vector<double> overhead_ms_;
+    std::atomic<bool> done_{false};
+    std::thread listen_thread_;
+};
+
+}  // namespace kevo::worker
