@@ -255,20 +255,7 @@ struct Search::Impl {
             ev.feedback = compiled.log;
             ev.details = {{"status", "compile_error"}, {"log", compiled.log}, {"compile_s", compiled.seconds}};
         } else {
-            {
-                std::unique_lock<std::mutex> lock(gpu_mu);
-                const int limit = std::max(1, evaluator.parallel_runs());
-                gpu_cv.wait(lock, [&] { return gpu_busy < limit; });
-                ++gpu_busy;
-            }
-            struct Release {
-                Impl& s;
-                ~Release() {
-                    std::lock_guard<std::mutex> lock(s.gpu_mu);
-                    --s.gpu_busy;
-                    s.gpu_cv.notify_one();
-                }
-            } release{*this};
+            GpuSlot slot(*this);
             check_stop();
             ev = evaluator.run(compiled);
             if (ev.ok() && cfg.profile_best && is_new_best(ev.speedup)) add_profile(ev, compiled);
@@ -296,17 +283,32 @@ struct Search::Impl {
         if (ev.details.is_object()) ev.details["profile"] = summary;
     }
 
-    // The evaluator with every run under the GPU lock, for the tuner.
+    // One of the evaluator's parallel_runs() slots, held while a candidate runs.
+    struct GpuSlot {
+        Impl& s;
+        explicit GpuSlot(Impl& impl) : s(impl) {
+            std::unique_lock<std::mutex> lock(s.gpu_mu);
+            const int limit = std::max(1, s.evaluator.parallel_runs());
+            s.gpu_cv.wait(lock, [&] { return s.gpu_busy < limit; });
+            ++s.gpu_busy;
+        }
+        ~GpuSlot() {
+            std::lock_guard<std::mutex> lock(s.gpu_mu);
+            --s.gpu_busy;
+            s.gpu_cv.notify_one();
+        }
+    };
+
+    // The evaluator with every run in a GPU slot, for the tuner.
     struct LockedEvaluator : Evaluator {
         Evaluator& inner;
-        std::mutex& gpu;
         Impl& impl;
-        LockedEvaluator(Evaluator& e, std::mutex& g, Impl& i) : inner(e), gpu(g), impl(i) {}
+        LockedEvaluator(Evaluator& e, Impl& i) : inner(e), impl(i) {}
         DeviceInfo device() override { return inner.device(); }
         std::string arch() override { return inner.arch(); }
         CompileResult compile(const std::string& source) override { return inner.compile(source); }
         Evaluation run(const CompileResult& compiled) override {
-            std::lock_guard<std::mutex> lock(gpu);
+            GpuSlot slot(impl);
             if (impl.should_stop()) throw Stopped{};
             return inner.run(compiled);
         }
@@ -333,7 +335,7 @@ struct Search::Impl {
         tune::TuneOptions o;
         o.max_evals = cfg.tune_evals;
         o.seed = Rng(cfg.seed, key).next();
-        LockedEvaluator locked(evaluator, gpu, *this);
+        LockedEvaluator locked(evaluator, *this);
         tune::TuneResult r = tune::tune(p.source, locked, o);
         const tune::Trial* best = r.best_trial();
         if (!best || best->point == tune::default_point(r.tunables) || best->speedup <= p.speedup) return std::nullopt;
