@@ -153,3 +153,36 @@ TEST_F(Cache, ListsEntries) {
 }
 
 }  // namespace
+
+// The one builder that `search` and `cache add` share: what a validation puts into an entry.
+TEST_F(Cache, EntryFromValidation) {
+    nlohmann::json v = {{"status", "ok"}, {"speedup", 2.25}, {"kernel_us", 10.0}, {"reference_us", 22.5},
+                        {"gpu", "NVIDIA H200"}, {"arch", "sm_90"}, {"max_abs_diff", 1e-6}};
+    cache::EntryMeta m = cache::entry_from_validation(task, "90", v);
+    EXPECT_EQ(m.function, "scale");
+    EXPECT_EQ(m.arch, "sm_90");
+    EXPECT_EQ(m.task_hash, task.hash());
+    EXPECT_EQ(m.reference_hash, task.reference_hash());
+    EXPECT_TRUE(m.validated);
+    EXPECT_DOUBLE_EQ(m.speedup, 2.25);
+    EXPECT_DOUBLE_EQ(m.kernel_us, 10.0);
+    EXPECT_DOUBLE_EQ(m.reference_us, 22.5);
+    EXPECT_EQ(m.gpu, "NVIDIA H200");
+    EXPECT_EQ(m.validation, v);
+    EXPECT_FALSE(m.kernelevo_version.empty());
+    // Stored, it is a valid entry of the current task.
+    cache::store(cache_dir, kKernel, m);
+    EXPECT_EQ(look().state, cache::State::valid) << look().reason;
+}
+
+TEST_F(Cache, EntryFromAnUnvalidatedOrBrokenValidation) {
+    cache::EntryMeta m = cache::entry_from_validation(task, "sm_80", {{"status", "unvalidated"}});
+    EXPECT_FALSE(m.validated);
+    EXPECT_EQ(m.speedup, 0);
+    EXPECT_TRUE(m.gpu.empty());
+    // inf/nan travel as null in JSON: they read as 0, never throw.
+    m = cache::entry_from_validation(task, "sm_90", {{"status", "ok"}, {"speedup", nullptr}, {"gpu", nullptr}});
+    EXPECT_TRUE(m.validated);
+    EXPECT_EQ(m.speedup, 0);
+    EXPECT_THROW(cache::entry_from_validation(task, "hopper", {{"status", "ok"}}), UsageError);
+}

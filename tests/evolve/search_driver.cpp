@@ -1,5 +1,5 @@
 // Runs the search with the scripted LLM and evaluator on a state store, for the kill -9 test.
-//   kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG
+//   evolve_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG
 // Prints the stop reason and exits 0 when the run finished.
 #include <iostream>
 #include <string>
@@ -13,7 +13,7 @@ using namespace kevo;
 
 int main(int argc, char** argv) {
     if (argc != 6) {
-        std::cerr << "usage: kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG\n";
+        std::cerr << "usage: evolve_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG\n";
         return 2;
     }
     Task task = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "task/task.h"
+
 namespace kevo::cache {
 
 // The metadata JSON next to each kernel.
@@ -33,6 +35,13 @@ struct EntryMeta {
     nlohmann::json to_json() const;
     static EntryMeta from_json(const nlohmann::json& j);  // throws UsageError on a broken file
 };
+
+// The one builder of an entry's metadata from a validation, used by `kernelevo search` and
+// `kernelevo cache add`: the task's hashes, the figures of `validation` (ValidationResult::to_json(),
+// as the search stores it with each program: speedup, kernel_us, reference_us, gpu; validated when
+// its status is "ok"), the toolkit and this kernelevo's version. The caller adds origin, model,
+// tokens and note. Throws UsageError for an architecture that is not one.
+EntryMeta entry_from_validation(const Task& task, const std::string& arch, const nlohmann::json& validation);
 
 enum class State { valid, missing, stale, invalid };
 const char* state_name(State s);

@@ -15,9 +15,6 @@
 #include "task/task.h"
 #include "validate/validate.h"
 
-#ifndef KEVO_VERSION
-#define KEVO_VERSION "0.0.0"
-#endif
 
 namespace kevo {
 namespace {
@@ -132,24 +129,9 @@ void run_add(const AddArgs& a, int& rc) {
     } catch (const UsageError&) {
         throw UsageError("--kernel: cannot read " + a.kernel);
     }
-    cache::EntryMeta m;
-    m.function = task.name;
-    m.arch = arch;
-    m.task_hash = task.hash();
-    m.reference_hash = task.reference_hash();
-    m.origin = a.origin;
-    m.model = a.model;
-    m.note = a.note;
-    m.kernelevo_version = KEVO_VERSION;
-    CompileOptions copt;
-    copt.arch = arch;
-    try {
-        m.toolkit = nvcc_version(copt);
-    } catch (const std::exception&) {
-    }
+    nlohmann::json validation;
     if (a.unvalidated) {
-        m.validated = false;
-        m.validation = {{"status", "unvalidated"}, {"note", "stored with kernelevo cache add --unvalidated: not checked against the reference"}};
+        validation = {{"status", "unvalidated"}, {"note", "stored with kernelevo cache add --unvalidated: not checked against the reference"}};
         std::cerr << "kernelevo: storing " << task.name << " " << arch << " WITHOUT validation (--unvalidated)\n";
     } else {
         ValidateOptions vopt;
@@ -164,13 +146,12 @@ void run_add(const AddArgs& a, int& rc) {
             rc = r.status == Status::no_device ? 2 : 1;
             return;
         }
-        m.validated = true;
-        m.validation = r.to_json();
-        m.speedup = r.speedup;
-        m.kernel_us = r.kernel_us;
-        m.reference_us = r.reference_us;
-        m.gpu = r.gpu;
+        validation = r.to_json();
     }
+    cache::EntryMeta m = cache::entry_from_validation(task, arch, validation);
+    m.origin = a.origin;
+    m.model = a.model;
+    m.note = a.note;
     cache::store(a.cache_dir, source, m);
     std::cout << "stored " << cache::source_path(a.cache_dir, m.function, arch).string() << " (+ .json)";
     if (m.validated) std::cout << fmt(": %.2fx vs the reference", m.speedup) << " on " << m.gpu;

@@ -10,9 +10,6 @@
 #include "common/error.h"
 #include "common/process.h"
 
-#ifndef KEVO_VERSION
-#define KEVO_VERSION "0.0.0"
-#endif
 
 int main(int argc, char** argv) {
     CLI::App app{"kernelevo " KEVO_VERSION
@@ -22,15 +19,9 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string(KEVO_VERSION));
     int rc = 0;
     kevo::register_validate_command(app, rc);
-#ifdef KEVO_WITH_LLM
     kevo::register_llm_command(app, rc);
-#endif
-#ifdef KEVO_WITH_SEARCH
     kevo::register_search_command(app, rc);
-#endif
-#ifdef KEVO_WITH_CACHE
     kevo::register_cache_command(app, rc);
-#endif
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
