@@ -230,9 +230,75 @@ function(_kevo_parse_tensor spec is_input prefix)
 endfunction()
 
 
+# Runs of spaces, tabs and line breaks become one space; none at either end (as the tool does).
+function(_kevo_collapse_whitespace text out)
+  string(REGEX REPLACE "[ \t\r\n]+" " " _t "${text}")
+  string(REGEX REPLACE "^ " "" _t "${_t}")
+  string(REGEX REPLACE " $" "" _t "${_t}")
+  set(${out} "${_t}" PARENT_SCOPE)
+endfunction()
+
+# The reference hash of Task::reference_hash() (tool/task/task.cpp), computed the same way: the
+# reference and every header it includes from the project (the compiler's dependency list), each
+# read by the compiler's preprocessor without comments and with whitespace runs made one space.
+# Sets <out> (the hash), <out_file> (sha256 of the file's bytes, what older entries recorded) and
+# <out_deps> (the project headers, for CMAKE_CONFIGURE_DEPENDS).
+function(_kevo_reference_hash ref out out_file out_deps)
+  file(SHA256 "${ref}" _file_hash)
+  set(${out_file} "${_file_hash}" PARENT_SCOPE)
+  set(${out} "${_file_hash}" PARENT_SCOPE)
+  set(${out_deps} "" PARENT_SCOPE)
+  get_filename_component(_dir "${ref}" DIRECTORY)
+  execute_process(COMMAND "${CMAKE_CXX_COMPILER}" -MM -MG -w "-I${_dir}" "${ref}"
+    WORKING_DIRECTORY "${_dir}" OUTPUT_VARIABLE _rule ERROR_QUIET RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    return()  # no compiler that can read it: the byte hash, as the tool falls back to
+  endif()
+  string(FIND "${_rule}" ":" _colon)
+  math(EXPR _colon "${_colon} + 1")
+  string(SUBSTRING "${_rule}" ${_colon} -1 _rule)
+  string(REPLACE "\\" " " _rule "${_rule}")
+  string(REGEX REPLACE "[ \t\r\n]+" ";" _items "${_rule}")
+  set(_rels "")
+  foreach(_p IN LISTS _items)
+    if(_p STREQUAL "")
+      continue()
+    endif()
+    get_filename_component(_abs "${_p}" ABSOLUTE BASE_DIR "${_dir}")
+    if(_abs STREQUAL ref OR IS_DIRECTORY "${_abs}" OR NOT EXISTS "${_abs}")
+      continue()
+    endif()
+    file(RELATIVE_PATH _rel "${_dir}" "${_abs}")
+    list(APPEND _rels "${_rel}")
+  endforeach()
+  list(REMOVE_DUPLICATES _rels)
+  list(SORT _rels)
+  set(_deps "")
+  set(_text "kevo-reference-1\n")
+  foreach(_file IN ITEMS "${ref}" ${_rels})
+    if(NOT _file STREQUAL ref)
+      get_filename_component(_file_abs "${_file}" ABSOLUTE BASE_DIR "${_dir}")
+      list(APPEND _deps "${_file_abs}")
+      string(APPEND _text "\n${_file}\n")
+    else()
+      set(_file_abs "${ref}")
+    endif()
+    execute_process(COMMAND "${CMAKE_CXX_COMPILER}" -fpreprocessed -dD -E -P -w "${_file_abs}"
+      WORKING_DIRECTORY "${_dir}" OUTPUT_VARIABLE _pp ERROR_QUIET RESULT_VARIABLE _rc)
+    if(NOT _rc EQUAL 0)
+      return()
+    endif()
+    _kevo_collapse_whitespace("${_pp}" _pp)
+    string(APPEND _text "${_pp}")
+  endforeach()
+  string(SHA256 _hash "${_text}")
+  set(${out} "${_hash}" PARENT_SCOPE)
+  set(${out_deps} "${_deps}" PARENT_SCOPE)
+endfunction()
+
 # Writes <build>/kernelevo/<NAME>/task.json (the validator's format) from kernelevo_optimize()'s
 # arguments and computes its hashes. Sets, with prefix <OUT>: _TASK_FILE, _TASK_HASH, _REF_HASH,
-# _SYMBOLS (dimension names in order), _INPUT_NAMES, _INPUT_SPECS / _OUTPUT_SPECS (C initializers of
+# _REF_FILE_HASH, _REF_DEPS (see _kevo_reference_hash), _SYMBOLS (dimension names in order), _INPUT_NAMES, _INPUT_SPECS / _OUTPUT_SPECS (C initializers of
 # kevo_tensor_spec), _N_IN, _N_OUT.
 function(_kevo_write_task NAME)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "FUNCTION;REFERENCE;TRIALS;OUT" "INPUTS;OUTPUTS;SHAPES;TOLERANCE")
@@ -357,7 +423,7 @@ function(_kevo_write_task NAME)
   # Canonical form = Task::to_json() without reference.source, dumped compactly with sorted keys.
   set(_canonical "{\"inputs\":[${_INPUTS_JSON}],\"name\":\"${NAME}\",\"outputs\":[${_OUTPUTS_JSON}],\"reference\":{\"function\":\"${ARG_FUNCTION}\"},\"shapes\":[${_shapes_json}],\"tolerance\":{\"atol\":${_atol_json},\"rtol\":${_rtol_json}},\"trials\":${ARG_TRIALS}}")
   string(SHA256 _task_hash "${_canonical}")
-  file(SHA256 "${_ref}" _ref_hash)
+  _kevo_reference_hash("${_ref}" _ref_hash _ref_file_hash _ref_deps)
   string(REPLACE "\\" "\\\\" _ref_json "${_ref}")
   string(REPLACE "\"" "\\\"" _ref_json "${_ref_json}")
   set(KEVO_TASK_INPUTS "${_INPUTS_JSON}")
@@ -375,6 +441,8 @@ function(_kevo_write_task NAME)
   set(${ARG_OUT}_TASK_FILE "${_task_file}" PARENT_SCOPE)
   set(${ARG_OUT}_TASK_HASH "${_task_hash}" PARENT_SCOPE)
   set(${ARG_OUT}_REF_HASH "${_ref_hash}" PARENT_SCOPE)
+  set(${ARG_OUT}_REF_FILE_HASH "${_ref_file_hash}" PARENT_SCOPE)
+  set(${ARG_OUT}_REF_DEPS "${_ref_deps}" PARENT_SCOPE)
   set(${ARG_OUT}_SYMBOLS "${_symbols}" PARENT_SCOPE)
   set(${ARG_OUT}_INPUT_NAMES "${_INPUTS_NAMES}" PARENT_SCOPE)
   string(REPLACE ";" "" _in_specs "${_INPUTS_SPECS}")

@@ -186,3 +186,28 @@ TEST_F(Cache, EntryFromAnUnvalidatedOrBrokenValidation) {
     EXPECT_EQ(m.speedup, 0);
     EXPECT_THROW(cache::entry_from_validation(task, "hopper", {{"status", "ok"}}), UsageError);
 }
+
+// The reference hash follows what the compiler reads: comments and whitespace do not count, the
+// project headers it includes do; entries that recorded the file's byte hash still match it.
+TEST_F(Cache, ReferenceHashCoversIncludesNotComments) {
+    write_file_atomic(dir->path() / "ref.cpp", "#include <ATen/ATen.h>\n#include \"inc/factor.h\"\n"
+                                               "at::Tensor scale(const at::Tensor& x) { return x * kFactor; }\n");
+    write_file_atomic(dir->path() / "inc" / "factor.h", "#pragma once\nconstexpr int kFactor = 2;\n");
+    const std::string h = task.reference_hash();
+    EXPECT_NE(h, task.reference_file_hash());
+    write_file_atomic(dir->path() / "ref.cpp", "// The scale reference.\n#include <ATen/ATen.h>\n#include \"inc/factor.h\"\n"
+                                               "at::Tensor   scale(const at::Tensor& x)\n{\n  return x * kFactor;  /* x2 */\n}\n");
+    EXPECT_EQ(task.reference_hash(), h) << "a comment or whitespace edit changed the hash";
+    write_file_atomic(dir->path() / "inc" / "factor.h", "#pragma once\nconstexpr int kFactor = 3;\n");
+    EXPECT_NE(task.reference_hash(), h) << "an edit of an included project header went unnoticed";
+    write_file_atomic(dir->path() / "inc" / "factor.h", "#pragma once\n// two\nconstexpr int kFactor = 2;\n");
+    EXPECT_EQ(task.reference_hash(), h);
+
+    // An entry that recorded the byte hash is valid while the file is unchanged.
+    cache::EntryMeta m = meta();
+    m.reference_hash = task.reference_file_hash();
+    cache::store(cache_dir, kKernel, m);
+    EXPECT_EQ(cache::lookup(cache_dir, "scale", "sm_90", task.hash(), task.reference_hash(), task.reference_file_hash()).state,
+              cache::State::valid);
+    EXPECT_EQ(cache::lookup(cache_dir, "scale", "sm_90", task.hash(), task.reference_hash()).state, cache::State::stale);
+}

@@ -158,12 +158,30 @@ TEST_F(CMakeProject, ReportsMissingHitAndStale) {
     EXPECT_TRUE(contains(d, "{\"sm_90\", 90, &kevo_scale_sm90_forward}")) << d;
     EXPECT_EQ(lookup("scale")["architectures"][0]["state"], "valid");
 
-    // The reference changes: stale, reported, not compiled in.
-    std::ofstream(src / "ref" / "scale.cpp", std::ios::app) << "// changed\n";
+    // Comment- and whitespace-only edits of the reference leave the entry valid.
+    std::ofstream(src / "ref" / "scale.cpp", std::ios::app) << "// changed\n\n   /* a note */\n";
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel")) << r.out;
+
+    // A header the reference includes from the project changes: stale, reported, not compiled in.
+    std::string header = read_file(src / "ref" / "scale_factor.h");
+    write_file_atomic(src / "ref" / "scale_factor.h", std::regex_replace(header, std::regex("= 2;"), "= 3;"));
     r = configure();
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: stale (the reference source changed) -> reference. Refresh it with: ")) << r.out;
     EXPECT_FALSE(contains(read_file(build / "kernelevo" / "scale" / "dispatch.cpp"), "kevo_scale_sm90_forward"));
+    // The tool agrees: its reference hash covers the header too.
+    EXPECT_EQ(lookup("scale")["reference_hash"], task("scale").reference_hash());
+    write_file_atomic(src / "ref" / "scale_factor.h", header);
+    r = configure();
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel")) << r.out;
+    // So does an edit of the reference's code.
+    std::string ref = read_file(src / "ref" / "scale.cpp");
+    write_file_atomic(src / "ref" / "scale.cpp", std::regex_replace(ref, std::regex("x \\* kScaleFactor"), "x * kScaleFactor + 0"));
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: stale (the reference source changed)")) << r.out;
 
     // Kernels required: configure fails, naming the gap.
     r = configure({"-DKERNELEVO_REQUIRE_KERNELS=ON"});
@@ -279,6 +297,16 @@ TEST_F(CMakeProject, EveryArchitectureSpellingAndASummary) {
     r = configure({"-UKEVO_TEST_ARCHES", "-DCMAKE_CUDA_ARCHITECTURES=80-real;90"});
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "architectures sm_80 sm_90 (from CMAKE_CUDA_ARCHITECTURES: 80-real;90)")) << r.out;
+}
+
+TEST_F(CMakeProject, TheDefaultArchitectureTakenIsSaid) {
+    Outcome r = configure();  // no CMAKE_CUDA_ARCHITECTURES anywhere
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "which none set: CMake's default for NVIDIA")) << r.out;
+    r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_FALSE(contains(r.out, "which none set")) << r.out;
+    EXPECT_TRUE(contains(r.out, "(from CMAKE_CUDA_ARCHITECTURES: 90)")) << r.out;
 }
 
 TEST_F(CMakeProject, AnArchitectureWithoutItsOwnEntryUsesTheClosestCompatibleOne) {

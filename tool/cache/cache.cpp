@@ -128,7 +128,7 @@ fs::path metadata_path(const fs::path& cache_dir, const std::string& function, c
 }
 
 Lookup lookup(const fs::path& cache_dir, const std::string& function, const std::string& arch,
-              const std::string& task_hash, const std::string& reference_hash) {
+              const std::string& task_hash, const std::string& reference_hash, const std::string& legacy_reference_hash) {
     Lookup r;
     r.source = source_path(cache_dir, function, arch);
     r.metadata = metadata_path(cache_dir, function, arch);
@@ -160,7 +160,9 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
     std::vector<std::string> why;
     if (!task_hash.empty() && m.task_hash != task_hash)
         why.push_back("the task changed (inputs, outputs, shapes, tolerance or trials)");
-    if (!reference_hash.empty() && m.reference_hash != reference_hash) why.push_back("the reference source changed");
+    if (!reference_hash.empty() && m.reference_hash != reference_hash &&
+        (legacy_reference_hash.empty() || m.reference_hash != legacy_reference_hash))
+        why.push_back("the reference source changed");
     if (sha256_file(r.source) != m.source_hash) why.push_back("the kernel source was edited after it was stored");
     if (why.empty()) {
         r.state = State::valid;

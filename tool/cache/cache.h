@@ -2,8 +2,9 @@
 // The search writes entries through store(); `kernelevo cache` and the CMake module read them.
 //
 // Staleness: an entry records Task::hash() and Task::reference_hash() of the task it was found for
+// (the reference hash covers the project headers it includes and ignores comments and whitespace)
 // and the sha256 of its .cu. lookup() reports it stale when either hash differs from the current
-// task's, or when the .cu was edited after it was stored. cmake/KernelEvo.cmake implements the
+// task's, or when the .cu was edited after it was stored. cmake/KernelEvoCache.cmake implements the
 // same lookup in pure CMake (same hashes, same rules); tests/cache checks that both agree.
 #pragma once
 #include <filesystem>
@@ -57,9 +58,11 @@ std::filesystem::path source_path(const std::filesystem::path& cache_dir, const 
 std::filesystem::path metadata_path(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
 
 // task_hash / reference_hash empty: not checked (state is valid unless the entry is broken or
-// its source was edited).
+// its source was edited). An entry recording legacy_reference_hash (Task::reference_file_hash():
+// entries stored before the reference hash covered includes) also matches the reference.
 Lookup lookup(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch,
-              const std::string& task_hash, const std::string& reference_hash);
+              const std::string& task_hash, const std::string& reference_hash,
+              const std::string& legacy_reference_hash = "");
 
 // Writes both files atomically (source first, metadata last), filling meta.source_hash (and
 // meta.date when empty). Throws UsageError when function/arch are not valid names.

@@ -72,14 +72,15 @@ void run_status(const StatusArgs& a, int& rc) {
     for (auto& [function, arches] : rows) {
         auto t = tasks.find(function);
         const bool checked = t != tasks.end();
-        std::string th, rh;
+        std::string th, rh, legacy;
         if (checked) {
             th = t->second.hash();
             rh = t->second.reference_hash();
+            legacy = t->second.reference_file_hash();
             arches.insert(all_arches.begin(), all_arches.end());
         }
         for (const auto& arch : arches) {
-            cache::Lookup l = cache::lookup(a.cache_dir, function, arch, th, rh);
+            cache::Lookup l = cache::lookup(a.cache_dir, function, arch, th, rh, legacy);
             nlohmann::json row{{"function", function}, {"arch", arch}, {"state", cache::state_name(l.state)},
                                {"checked_against_task", checked}, {"reason", l.reason},
                                {"source", l.source.string()}, {"metadata", l.metadata.string()}};
@@ -192,7 +193,7 @@ void register_cache_command(CLI::App& app, int& rc) {
     auto hs = std::make_shared<HashArgs>();
     CLI::App* hash = cache->add_subcommand("hash",
         "Print a task's hashes (task_hash, reference_hash) as recorded in cache metadata; "
-        "cmake/KernelEvo.cmake computes the same values at configure time.");
+        "kernelevo_optimize() (cmake/KernelEvoTask.cmake) computes the same values at configure time.");
     hash->add_option("--task", hs->task, "Task file (JSON)")->required();
     hash->add_flag("--json", hs->json, "Print JSON");
     hash->callback([hs, &rc] {

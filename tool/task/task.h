@@ -70,8 +70,15 @@ struct Task {
     nlohmann::json to_json() const;
     // Hash of the canonical JSON; changes when anything that affects correctness or timing changes.
     std::string hash() const;
-    // Hash of the reference source file's content.
+    // Hash of the reference as the compiler reads it: its text and that of every header it includes
+    // from the project (the compiler's dependency list, system and LibTorch headers excluded),
+    // without comments and with whitespace runs made one space — so comment- and whitespace-only
+    // edits keep it. cmake/KernelEvoTask.cmake computes the same value. The byte hash of the file
+    // alone when no C++ compiler is there to read it.
     std::string reference_hash() const;
+    // sha256 of the reference file's bytes: what entries stored before reference_hash() covered
+    // the includes recorded (still accepted while the file is byte-for-byte unchanged).
+    std::string reference_file_hash() const;
 };
 
 // Parses and checks a task. Errors throw TaskError naming `file_label` and the field.
