@@ -6,8 +6,8 @@ set -euo pipefail
 build=$1
 log=$2
 gpu_total=$(ctest --test-dir "$build" -N | grep -cE 'Test +#[0-9]+: [A-Za-z0-9_]+_gpu_test\.' || true)
-gpu_skipped=$(grep -cE '^ *[0-9]+ - [A-Za-z0-9_]+_gpu_test\..*\(Skipped\)' "$log" || true)
-other_skipped=$(grep -E '^ *[0-9]+ - .*\(Skipped\)' "$log" | grep -cvE ' - [A-Za-z0-9_]+_gpu_test\.' || true)
+gpu_skipped=$(grep -cE '^[[:space:]]*[0-9]+ - [A-Za-z0-9_]+_gpu_test\..*\(Skipped\)' "$log" || true)
+other_skipped=$(grep -E '^[[:space:]]*[0-9]+ - .*\(Skipped\)' "$log" | grep -cvE ' - [A-Za-z0-9_]+_gpu_test\.' || true)
 if [ "$gpu_skipped" -gt 0 ]; then
   echo "GPU tests: $gpu_skipped of $gpu_total SKIPPED (no usable CUDA device), $((gpu_total - gpu_skipped)) ran; other tests skipped: $other_skipped"
 else
