@@ -269,6 +269,27 @@ TEST_F(CMakeProject, AddSubdirectoryModeWorks) {
     EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference")) << r.out;
 }
 
+TEST_F(CMakeProject, OtherToolkitOrLibTorchVersionsAreReportedNotStale) {
+    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    Task t = task("scale");
+    cache::EntryMeta m = cache::entry_from_validation(t, "sm_90", {{"status", "ok"}, {"speedup", 1.5}});
+    m.toolkit = "nvcc 1.0";
+    m.libtorch = "0.1.0";
+    m.origin = "manual";
+    cache::store(cache_dir, scale_kernel(2), m);
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel (1.5x vs reference, hand-written")) << r.out;
+    EXPECT_TRUE(contains(r.out, "validated with nvcc 1.0, this build has nvcc ")) << r.out;
+    EXPECT_TRUE(contains(r.out, "validated with LibTorch 0.1.0, this build has ")) << r.out;
+    // What the builder records matches this build: nothing to report.
+    cache::store(cache_dir, scale_kernel(2), cache::entry_from_validation(t, "sm_90", {{"status", "ok"}, {"speedup", 1.5}}));
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_FALSE(contains(r.out, "validated with")) << r.out;
+}
+
 TEST_F(CMakeProject, EveryArchitectureSpellingAndASummary) {
     // 90-virtual and 9.0 name sm_90; a list; a GPU-less native says so instead of vanishing.
     Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90", "-DKEVO_TEST_ARCHES=90-virtual;80-real;9.0;native;hopper"});

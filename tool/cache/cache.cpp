@@ -10,6 +10,7 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "compile/compile.h"
+#include "reference/reference.h"
 
 namespace kevo::cache {
 namespace fs = std::filesystem;
@@ -60,6 +61,7 @@ nlohmann::json EntryMeta::to_json() const {
     j["toolkit"] = toolkit;
     j["gpu"] = gpu;
     j["model"] = model;
+    j["libtorch"] = libtorch;
     j["prompt_tokens"] = prompt_tokens;
     j["completion_tokens"] = completion_tokens;
     j["cost_usd"] = cost_usd;
@@ -87,6 +89,7 @@ EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
         m.toolkit = get_or<std::string>(j, "toolkit", "");
         m.gpu = get_or<std::string>(j, "gpu", "");
         m.model = get_or<std::string>(j, "model", "");
+        m.libtorch = get_or<std::string>(j, "libtorch", "");
         m.prompt_tokens = get_or<int64_t>(j, "prompt_tokens", 0);
         m.completion_tokens = get_or<int64_t>(j, "completion_tokens", 0);
         m.cost_usd = get_or<double>(j, "cost_usd", 0);
@@ -116,6 +119,7 @@ EntryMeta entry_from_validation(const Task& task, const std::string& arch, const
     } catch (const std::exception&) {
         m.toolkit = "";  // no nvcc here (an --unvalidated entry from a CPU machine)
     }
+    m.libtorch = libtorch_version();
     m.kernelevo_version = KEVO_VERSION;
     return m;
 }

@@ -28,6 +28,7 @@ struct EntryMeta {
     double speedup = 0, kernel_us = 0, reference_us = 0;
     nlohmann::json validation;                 // ValidationResult::to_json() (status, max_abs_diff, ...)
     std::string toolkit, gpu, model;           // "nvcc 13.0", "NVIDIA H200", "google/gemini-3-flash"
+    std::string libtorch;                      // the LibTorch of the reference it was validated against
     int64_t prompt_tokens = 0, completion_tokens = 0;
     double cost_usd = 0;
     std::string date;                          // ISO 8601 UTC (filled by store() when empty)
@@ -40,7 +41,7 @@ struct EntryMeta {
 // The one builder of an entry's metadata from a validation, used by `kernelevo search` and
 // `kernelevo cache add`: the task's hashes, the figures of `validation` (ValidationResult::to_json(),
 // as the search stores it with each program: speedup, kernel_us, reference_us, gpu; validated when
-// its status is "ok"), the toolkit and this kernelevo's version. The caller adds origin, model,
+// its status is "ok"), the toolkit, the LibTorch version and this kernelevo's version. The caller adds origin, model,
 // tokens and note. Throws UsageError for an architecture that is not one.
 EntryMeta entry_from_validation(const Task& task, const std::string& arch, const nlohmann::json& validation);
 

@@ -24,6 +24,9 @@ struct ReferenceBuild {
     double seconds = 0;
 };
 
+// The LibTorch version references are built against ("1.13.1"; "" when unknown), for metadata.
+std::string libtorch_version();
+
 std::string reference_wrapper_source(const Task& task);
 ReferenceBuild build_reference(const Task& task, double timeout_s = 900);
 
