@@ -3,6 +3,9 @@
 #   find_package(KernelEvo)            from an install tree (or from this build tree: KernelEvo_DIR=<build>)
 #   add_subdirectory(<kernelevo>)      kernelevo_optimize() is defined by the include below
 include(CMakePackageConfigHelpers)
+include("${CMAKE_CURRENT_LIST_DIR}/KernelEvoGenerateTables.cmake")
+set(KERNELEVO_TABLES_FILE "${PROJECT_BINARY_DIR}/KernelEvoTables.cmake")
+_kevo_generate_tables("${KERNELEVO_TABLES_FILE}")
 include("${CMAKE_CURRENT_LIST_DIR}/KernelEvo.cmake")
 
 set(KERNELEVO_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/KernelEvo" CACHE STRING
@@ -18,6 +21,7 @@ install(EXPORT KernelEvoTargets NAMESPACE KernelEvo:: DESTINATION ${KERNELEVO_IN
 
 # The installed config includes the installed module; the build-tree config includes the source one.
 set(KERNELEVO_CONFIG_MODULE "\${CMAKE_CURRENT_LIST_DIR}/KernelEvo.cmake")
+set(KERNELEVO_CONFIG_TABLES "\${CMAKE_CURRENT_LIST_DIR}/KernelEvoTables.cmake")
 configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/KernelEvoConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/install-config/KernelEvoConfig.cmake"
   INSTALL_DESTINATION ${KERNELEVO_INSTALL_CMAKEDIR})
@@ -27,11 +31,23 @@ install(FILES
   "${PROJECT_BINARY_DIR}/install-config/KernelEvoConfig.cmake"
   "${PROJECT_BINARY_DIR}/KernelEvoConfigVersion.cmake"
   "${CMAKE_CURRENT_LIST_DIR}/KernelEvo.cmake"
+  "${CMAKE_CURRENT_LIST_DIR}/KernelEvoArch.cmake"
+  "${CMAKE_CURRENT_LIST_DIR}/KernelEvoTask.cmake"
+  "${CMAKE_CURRENT_LIST_DIR}/KernelEvoCache.cmake"
+  "${CMAKE_CURRENT_LIST_DIR}/KernelEvoDispatch.cmake"
+  "${KERNELEVO_TABLES_FILE}"
   DESTINATION ${KERNELEVO_INSTALL_CMAKEDIR})
+install(FILES
+  "${CMAKE_CURRENT_LIST_DIR}/templates/function.h.in"
+  "${CMAKE_CURRENT_LIST_DIR}/templates/dispatch.cpp.in"
+  "${CMAKE_CURRENT_LIST_DIR}/templates/task.json.in"
+  "${CMAKE_CURRENT_LIST_DIR}/templates/lookup.json.in"
+  DESTINATION ${KERNELEVO_INSTALL_CMAKEDIR}/templates)
 
 # Build tree: find_package(KernelEvo) with KernelEvo_DIR=<this build dir> uses the targets as built.
 export(EXPORT KernelEvoTargets NAMESPACE KernelEvo:: FILE "${PROJECT_BINARY_DIR}/KernelEvoTargets.cmake")
 set(KERNELEVO_CONFIG_MODULE "${CMAKE_CURRENT_LIST_DIR}/KernelEvo.cmake")
+set(KERNELEVO_CONFIG_TABLES "${KERNELEVO_TABLES_FILE}")
 configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/KernelEvoConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/KernelEvoConfig.cmake"
   INSTALL_DESTINATION "${PROJECT_BINARY_DIR}"

@@ -2,6 +2,8 @@
 // per-call kernel selection and the record of what ran. See kernelevo/runtime.h.
 #include "kernelevo/runtime.h"
 
+#include "kernelevo/arch.h"
+
 #include <cuda_runtime_api.h>
 
 #include <atomic>
@@ -93,6 +95,19 @@ inline kevo_forward_fn refuse(kevo_function* f, int reason, int arg = -1, int de
     return nullptr;
 }
 
+// The kernel for a device of compute capability cc: its own architecture's, else the closest
+// binary-compatible one (same major, the highest minor not above the device's); -1 when none.
+int pick_kernel(const kevo_function* f, int cc) {
+    int best = -1, best_cc = 0;
+    for (int k = 0; k < f->n_kernels; ++k) {
+        kevo_arch a{};
+        if (!kevo_arch_parse(f->kernels[k].arch, &a)) a.cc = f->kernels[k].cc, a.suffix = 0;
+        if (a.cc == cc) return k;
+        if (kevo_arch_runs_on(a, cc) && a.cc > best_cc) best = k, best_cc = a.cc;
+    }
+    return best;
+}
+
 struct Registry {
     std::mutex mutex;
     std::vector<kevo_function*> functions;
@@ -107,23 +122,8 @@ Registry& registry() {
 extern "C" {
 
 int kevo_parse_arch(const char* arch) {
-    if (!arch) return 0;
-    const char* p = arch;
-    if (std::strncmp(p, "sm_", 3) == 0 || std::strncmp(p, "SM_", 3) == 0) p += 3;
-    else if (std::strncmp(p, "sm", 2) == 0) p += 2;
-    else if (std::strncmp(p, "compute_", 8) == 0) p += 8;
-    if (!*p) return 0;
-    char* end = nullptr;
-    long major_or_all = std::strtol(p, &end, 10);
-    if (end == p || major_or_all <= 0) return 0;
-    if (*end == '.') {  // "9.0"
-        const char* q = end + 1;
-        long minor = std::strtol(q, &end, 10);
-        if (end == q || minor < 0 || minor > 9 || *end) return 0;
-        return static_cast<int>(10 * major_or_all + minor);
-    }
-    if (*end && !((*end == 'a' || *end == 'f') && !end[1])) return 0;  // "90a", "100f"
-    return major_or_all >= 10 ? static_cast<int>(major_or_all) : 0;
+    kevo_arch a{};
+    return kevo_arch_parse(arch, &a) ? a.cc : 0;
 }
 
 int kevo_device_cc(int device) {
@@ -157,9 +157,8 @@ kevo_forward_fn kevo_select(kevo_function* f, int device, const kevo_tensor* in,
     if (device < 0) return refuse(f, KEVO_REASON_NOT_CUDA);
     const int cc = kevo_device_cc(device);
     if (cc <= 0) return refuse(f, KEVO_REASON_NO_DEVICE, -1, device);
-    int k = 0;
-    while (k < f->n_kernels && f->kernels[k].cc != cc) ++k;
-    if (k == f->n_kernels) return refuse(f, KEVO_REASON_NO_KERNEL, -1, cc);
+    const int k = pick_kernel(f, cc);
+    if (k < 0) return refuse(f, KEVO_REASON_NO_KERNEL, -1, cc);
     if (n_in != f->n_in || n_out != f->n_out) return refuse(f, KEVO_REASON_ARG_COUNT, -1, n_in);
 
     int64_t sym[KEVO_MAX_SYMBOLS];
@@ -275,15 +274,22 @@ const char* kevo_last_reason(const char* function) {
     switch (reason) {
         case KEVO_NOT_CALLED: std::snprintf(buf, sizeof buf, "not called yet"); break;
         case KEVO_RAN_KERNEL:
-            std::snprintf(buf, sizeof buf, "ran the evolved %s kernel (device compute capability %d.%d)",
-                          k < uint64_t(f->n_kernels) ? f->kernels[k].arch : "?", detail / 10, detail % 10);
+            if (k < uint64_t(f->n_kernels) && f->kernels[k].cc != detail)
+                std::snprintf(buf, sizeof buf,
+                              "ran the evolved %s kernel on a device of compute capability %d.%d: no sm_%d kernel is "
+                              "compiled in, and %s machine code runs on it (binary compatible)",
+                              f->kernels[k].arch, detail / 10, detail % 10, detail, f->kernels[k].arch);
+            else
+                std::snprintf(buf, sizeof buf, "ran the evolved %s kernel (device compute capability %d.%d)",
+                              k < uint64_t(f->n_kernels) ? f->kernels[k].arch : "?", detail / 10, detail % 10);
             break;
         case KEVO_REASON_DISABLED: std::snprintf(buf, sizeof buf, "KERNELEVO_DISABLE is set: reference forced"); break;
         case KEVO_REASON_NOT_CUDA: std::snprintf(buf, sizeof buf, "the tensors are not on a CUDA device"); break;
         case KEVO_REASON_MIXED_DEVICES: std::snprintf(buf, sizeof buf, "the tensors are on different CUDA devices"); break;
         case KEVO_REASON_NO_DEVICE: std::snprintf(buf, sizeof buf, "CUDA device %d is not usable (no GPU or driver)", detail); break;
         case KEVO_REASON_NO_KERNEL:
-            std::snprintf(buf, sizeof buf, "no kernel for this GPU (sm_%d); kernels compiled in: %s", detail, available.c_str());
+            std::snprintf(buf, sizeof buf, "no kernel for this GPU (sm_%d) nor a binary-compatible one; kernels compiled in: %s",
+                          detail, available.c_str());
             break;
         case KEVO_REASON_ARG_COUNT: std::snprintf(buf, sizeof buf, "wrong number of arguments"); break;
         case KEVO_REASON_DTYPE:

@@ -153,3 +153,61 @@ TEST_F(Cache, ListsEntries) {
 }
 
 }  // namespace
+
+// The one builder that `search` and `cache add` share: what a validation puts into an entry.
+TEST_F(Cache, EntryFromValidation) {
+    nlohmann::json v = {{"status", "ok"}, {"speedup", 2.25}, {"kernel_us", 10.0}, {"reference_us", 22.5},
+                        {"gpu", "NVIDIA H200"}, {"arch", "sm_90"}, {"max_abs_diff", 1e-6}};
+    cache::EntryMeta m = cache::entry_from_validation(task, "90", v);
+    EXPECT_EQ(m.function, "scale");
+    EXPECT_EQ(m.arch, "sm_90");
+    EXPECT_EQ(m.task_hash, task.hash());
+    EXPECT_EQ(m.reference_hash, task.reference_hash());
+    EXPECT_TRUE(m.validated);
+    EXPECT_DOUBLE_EQ(m.speedup, 2.25);
+    EXPECT_DOUBLE_EQ(m.kernel_us, 10.0);
+    EXPECT_DOUBLE_EQ(m.reference_us, 22.5);
+    EXPECT_EQ(m.gpu, "NVIDIA H200");
+    EXPECT_EQ(m.validation, v);
+    EXPECT_FALSE(m.kernelevo_version.empty());
+    // Stored, it is a valid entry of the current task.
+    cache::store(cache_dir, kKernel, m);
+    EXPECT_EQ(look().state, cache::State::valid) << look().reason;
+}
+
+TEST_F(Cache, EntryFromAnUnvalidatedOrBrokenValidation) {
+    cache::EntryMeta m = cache::entry_from_validation(task, "sm_80", {{"status", "unvalidated"}});
+    EXPECT_FALSE(m.validated);
+    EXPECT_EQ(m.speedup, 0);
+    EXPECT_TRUE(m.gpu.empty());
+    // inf/nan travel as null in JSON: they read as 0, never throw.
+    m = cache::entry_from_validation(task, "sm_90", {{"status", "ok"}, {"speedup", nullptr}, {"gpu", nullptr}});
+    EXPECT_TRUE(m.validated);
+    EXPECT_EQ(m.speedup, 0);
+    EXPECT_THROW(cache::entry_from_validation(task, "hopper", {{"status", "ok"}}), UsageError);
+}
+
+// The reference hash follows what the compiler reads: comments and whitespace do not count, the
+// project headers it includes do; entries that recorded the file's byte hash still match it.
+TEST_F(Cache, ReferenceHashCoversIncludesNotComments) {
+    write_file_atomic(dir->path() / "ref.cpp", "#include <ATen/ATen.h>\n#include \"inc/factor.h\"\n"
+                                               "at::Tensor scale(const at::Tensor& x) { return x * kFactor; }\n");
+    write_file_atomic(dir->path() / "inc" / "factor.h", "#pragma once\nconstexpr int kFactor = 2;\n");
+    const std::string h = task.reference_hash();
+    EXPECT_NE(h, task.reference_file_hash());
+    write_file_atomic(dir->path() / "ref.cpp", "// The scale reference.\n#include <ATen/ATen.h>\n#include \"inc/factor.h\"\n"
+                                               "at::Tensor   scale(const at::Tensor& x)\n{\n  return x * kFactor;  /* x2 */\n}\n");
+    EXPECT_EQ(task.reference_hash(), h) << "a comment or whitespace edit changed the hash";
+    write_file_atomic(dir->path() / "inc" / "factor.h", "#pragma once\nconstexpr int kFactor = 3;\n");
+    EXPECT_NE(task.reference_hash(), h) << "an edit of an included project header went unnoticed";
+    write_file_atomic(dir->path() / "inc" / "factor.h", "#pragma once\n// two\nconstexpr int kFactor = 2;\n");
+    EXPECT_EQ(task.reference_hash(), h);
+
+    // An entry that recorded the byte hash is valid while the file is unchanged.
+    cache::EntryMeta m = meta();
+    m.reference_hash = task.reference_file_hash();
+    cache::store(cache_dir, kKernel, m);
+    EXPECT_EQ(cache::lookup(cache_dir, "scale", "sm_90", task.hash(), task.reference_hash(), task.reference_file_hash()).state,
+              cache::State::valid);
+    EXPECT_EQ(cache::lookup(cache_dir, "scale", "sm_90", task.hash(), task.reference_hash()).state, cache::State::stale);
+}

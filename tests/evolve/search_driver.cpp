@@ -1,5 +1,5 @@
 // Runs the search with the scripted LLM and evaluator on a state store, for the kill -9 test.
-//   kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [steady | BATCH_PREFIX [REPLIES...]]
+//   evolve_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [steady | BATCH_PREFIX [REPLIES...]]
 // "steady" runs without a generation barrier; with BATCH_PREFIX the run is in batch mode
 // (--llm-batch) and imports the REPLIES files first.
 // Prints the stop reason; exits 0 when the run finished, 3 when it stopped for a batch.
@@ -15,7 +15,7 @@ using namespace kevo;
 
 int main(int argc, char** argv) {
     if (argc < 6) {
-        std::cerr << "usage: kevo_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [steady | BATCH_PREFIX [REPLIES...]]\n";
+        std::cerr << "usage: evolve_search_driver STATE GENERATIONS RUN_DELAY_S LLM_LOG EVAL_LOG [steady | BATCH_PREFIX [REPLIES...]]\n";
         return 2;
     }
     Task task = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");

@@ -16,10 +16,6 @@ const std::string kKey = "sk-cli-test-4fJ9kQ2mX7pL";
 
 class LlmCheckCli : public ::testing::Test {
 protected:
-    void SetUp() override {
-        if (!std::filesystem::exists(binary))
-            GTEST_SKIP() << binary << " is not built (build the kernelevo target to run this test)";
-    }
     ProcessResult run(std::vector<std::string> args) {
         ProcessOptions o;
         o.argv = {binary};
@@ -28,7 +24,7 @@ protected:
         o.timeout_s = 30;
         return run_process(o);
     }
-    const std::string binary = std::string(KEVO_BINARY_DIR) + "/tool/cli/kernelevo";
+    const std::string binary = KEVO_EXE;
     test::LoopbackServer server;
 };
 

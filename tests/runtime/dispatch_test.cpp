@@ -77,13 +77,52 @@ TEST_F(Dispatch, FillsContiguousOutputsFromTheSymbols) {
     EXPECT_EQ(out[1].dtype, KEVO_FLOAT64);
 }
 
+TEST_F(Dispatch, BinaryCompatibleKernelServesANewerMinor) {
+    // sm_86 and sm_89 have no kernel of their own: sm_80 machine code runs on them.
+    for (int cc : {86, 89}) {
+        kevo_set_device_cc(cc);
+        EXPECT_EQ(select(), &fake80) << cc;
+        EXPECT_STREQ(kevo_last_impl("test_fn"), "sm_80");
+        std::string why = kevo_last_reason("test_fn");
+        EXPECT_NE(why.find("binary compatible"), std::string::npos) << why;
+        EXPECT_NE(why.find("no sm_" + std::to_string(cc) + " kernel"), std::string::npos) << why;
+    }
+    // A dedicated kernel always wins.
+    kevo_set_device_cc(90);
+    EXPECT_EQ(select(), &fake90);
+    EXPECT_EQ(std::string(kevo_last_reason("test_fn")).find("compatible"), std::string::npos);
+}
+
 TEST_F(Dispatch, OtherArchitectureFallsBack) {
+    // Another major version (or an older minor) has no compatible kernel.
+    for (int cc : {75, 100}) {
+        kevo_set_device_cc(cc);
+        EXPECT_EQ(select(), nullptr) << cc;
+        EXPECT_STREQ(kevo_last_impl("test_fn"), "reference");
+        std::string why = kevo_last_reason("test_fn");
+        EXPECT_NE(why.find("sm_" + std::to_string(cc)), std::string::npos) << why;
+        EXPECT_NE(why.find("sm_80,sm_90"), std::string::npos) << why;
+    }
+}
+
+TEST(DispatchArchSpecific, AnArchSpecificKernelRunsOnlyOnItsOwnCc) {
+    static const kevo_tensor_spec in[] = {{"x", KEVO_FLOAT32, 1, {4}}};
+    static const kevo_tensor_spec out[] = {{"y", KEVO_FLOAT32, 1, {4}}};
+    static const kevo_kernel_entry kernels[] = {{"sm_86a", 86, &fake80}};
+    static kevo_function f = {"arch_specific_fn", 1, 1, 0, 1, in, out, nullptr, kernels, "sm_86a", 0, 0, 0};
+    alignas(16) static float data[4];
+    kevo_tensor t{};
+    t.data = data;
+    t.ndim = 1;
+    t.dtype = KEVO_FLOAT32;
+    t.sizes[0] = 4;
+    t.strides[0] = 1;
+    kevo_tensor o{};
     kevo_set_device_cc(86);
-    EXPECT_EQ(select(), nullptr);
-    EXPECT_STREQ(kevo_last_impl("test_fn"), "reference");
-    std::string why = kevo_last_reason("test_fn");
-    EXPECT_NE(why.find("sm_86"), std::string::npos) << why;
-    EXPECT_NE(why.find("sm_80,sm_90"), std::string::npos) << why;
+    EXPECT_EQ(kevo_select(&f, 0, &t, 1, &o, 1), &fake80);
+    kevo_set_device_cc(89);
+    EXPECT_EQ(kevo_select(&f, 0, &t, 1, &o, 1), nullptr);
+    kevo_set_device_cc(-1);
 }
 
 TEST_F(Dispatch, NoGpuFallsBack) {

@@ -5,9 +5,12 @@
 #include <ctime>
 #include <set>
 
+#include "common/arch.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"
+#include "compile/compile.h"
+#include "reference/reference.h"
 
 namespace kevo::cache {
 namespace fs = std::filesystem;
@@ -19,13 +22,8 @@ bool is_identifier(const std::string& s) {
     return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
-// "sm_90", "sm_90a", "sm_100f"
-bool is_arch(const std::string& s) {
-    if (s.size() < 5 || s.compare(0, 3, "sm_") != 0) return false;
-    size_t i = 3;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    if (i == 3) return false;
-    return i == s.size() || (i + 1 == s.size() && (s[i] == 'a' || s[i] == 'f'));
+double number_or_zero(const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : 0.0;  // inf/nan travel as null
 }
 
 template <class T>
@@ -63,6 +61,7 @@ nlohmann::json EntryMeta::to_json() const {
     j["toolkit"] = toolkit;
     j["gpu"] = gpu;
     j["model"] = model;
+    j["libtorch"] = libtorch;
     j["prompt_tokens"] = prompt_tokens;
     j["completion_tokens"] = completion_tokens;
     j["cost_usd"] = cost_usd;
@@ -90,6 +89,7 @@ EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
         m.toolkit = get_or<std::string>(j, "toolkit", "");
         m.gpu = get_or<std::string>(j, "gpu", "");
         m.model = get_or<std::string>(j, "model", "");
+        m.libtorch = get_or<std::string>(j, "libtorch", "");
         m.prompt_tokens = get_or<int64_t>(j, "prompt_tokens", 0);
         m.completion_tokens = get_or<int64_t>(j, "completion_tokens", 0);
         m.cost_usd = get_or<double>(j, "cost_usd", 0);
@@ -102,6 +102,32 @@ EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
     return m;
 }
 
+EntryMeta entry_from_validation(const Task& task, const std::string& arch, const nlohmann::json& validation) {
+    EntryMeta m;
+    m.function = task.name;
+    m.arch = normalize_arch(arch);
+    m.task_hash = task.hash();
+    m.reference_hash = task.reference_hash();
+    m.validation = validation.is_object() ? validation : nlohmann::json::object();
+    m.validated = m.validation.value("status", std::string()) == "ok";
+    m.speedup = number_or_zero(m.validation, "speedup");
+    m.kernel_us = number_or_zero(m.validation, "kernel_us");
+    m.reference_us = number_or_zero(m.validation, "reference_us");
+    if (m.validation.contains("gpu") && m.validation.at("gpu").is_string()) m.gpu = m.validation.at("gpu").get<std::string>();
+    // With --workers, the toolkit of the worker that compiled it (this host may have no nvcc).
+    if (m.validation.contains("toolkit") && m.validation.at("toolkit").is_string()) m.toolkit = m.validation.at("toolkit").get<std::string>();
+    if (m.toolkit.empty()) {
+        try {
+            m.toolkit = nvcc_version(CompileOptions{});
+        } catch (const std::exception&) {
+            m.toolkit = "";  // no nvcc here (an --unvalidated entry from a CPU machine)
+        }
+    }
+    m.libtorch = libtorch_version();
+    m.kernelevo_version = KEVO_VERSION;
+    return m;
+}
+
 fs::path source_path(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
     return cache_dir / function / (arch + ".cu");
 }
@@ -110,7 +136,7 @@ fs::path metadata_path(const fs::path& cache_dir, const std::string& function, c
 }
 
 Lookup lookup(const fs::path& cache_dir, const std::string& function, const std::string& arch,
-              const std::string& task_hash, const std::string& reference_hash) {
+              const std::string& task_hash, const std::string& reference_hash, const std::string& legacy_reference_hash) {
     Lookup r;
     r.source = source_path(cache_dir, function, arch);
     r.metadata = metadata_path(cache_dir, function, arch);
@@ -142,7 +168,9 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
     std::vector<std::string> why;
     if (!task_hash.empty() && m.task_hash != task_hash)
         why.push_back("the task changed (inputs, outputs, shapes, tolerance or trials)");
-    if (!reference_hash.empty() && m.reference_hash != reference_hash) why.push_back("the reference source changed");
+    if (!reference_hash.empty() && m.reference_hash != reference_hash &&
+        (legacy_reference_hash.empty() || m.reference_hash != legacy_reference_hash))
+        why.push_back("the reference source changed");
     if (sha256_file(r.source) != m.source_hash) why.push_back("the kernel source was edited after it was stored");
     if (why.empty()) {
         r.state = State::valid;
@@ -155,7 +183,7 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
 
 void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta) {
     if (!is_identifier(meta.function)) throw UsageError("cache: '" + meta.function + "' is not a valid function name");
-    if (!is_arch(meta.arch)) throw UsageError("cache: '" + meta.arch + "' is not an architecture such as sm_90");
+    if (!is_normalized_arch(meta.arch)) throw UsageError("cache: '" + meta.arch + "' is not an architecture such as sm_90");
     meta.source_hash = sha256_hex(source);
     if (meta.date.empty()) meta.date = utc_now();
     write_file_atomic(source_path(cache_dir, meta.function, meta.arch), source);
@@ -173,7 +201,7 @@ std::vector<EntryName> list_entries(const fs::path& cache_dir) {
         for (const auto& f : fs::directory_iterator(dir.path(), ec)) {
             const std::string ext = f.path().extension().string();
             const std::string stem = f.path().stem().string();
-            if ((ext == ".cu" || ext == ".json") && is_arch(stem)) found.insert({fn, stem});
+            if ((ext == ".cu" || ext == ".json") && is_normalized_arch(stem)) found.insert({fn, stem});
         }
     }
     std::vector<EntryName> out;

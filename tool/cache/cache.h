@@ -2,8 +2,9 @@
 // The search writes entries through store(); `kernelevo cache` and the CMake module read them.
 //
 // Staleness: an entry records Task::hash() and Task::reference_hash() of the task it was found for
+// (the reference hash covers the project headers it includes and ignores comments and whitespace)
 // and the sha256 of its .cu. lookup() reports it stale when either hash differs from the current
-// task's, or when the .cu was edited after it was stored. cmake/KernelEvo.cmake implements the
+// task's, or when the .cu was edited after it was stored. cmake/KernelEvoCache.cmake implements the
 // same lookup in pure CMake (same hashes, same rules); tests/cache checks that both agree.
 #pragma once
 #include <filesystem>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "task/task.h"
 
 namespace kevo::cache {
 
@@ -25,6 +28,7 @@ struct EntryMeta {
     double speedup = 0, kernel_us = 0, reference_us = 0;
     nlohmann::json validation;                 // ValidationResult::to_json() (status, max_abs_diff, ...)
     std::string toolkit, gpu, model;           // "nvcc 13.0", "NVIDIA H200", "google/gemini-3-flash"
+    std::string libtorch;                      // the LibTorch of the reference it was validated against
     int64_t prompt_tokens = 0, completion_tokens = 0;
     double cost_usd = 0;
     std::string date;                          // ISO 8601 UTC (filled by store() when empty)
@@ -33,6 +37,13 @@ struct EntryMeta {
     nlohmann::json to_json() const;
     static EntryMeta from_json(const nlohmann::json& j);  // throws UsageError on a broken file
 };
+
+// The one builder of an entry's metadata from a validation, used by `kernelevo search` and
+// `kernelevo cache add`: the task's hashes, the figures of `validation` (ValidationResult::to_json(),
+// as the search stores it with each program: speedup, kernel_us, reference_us, gpu; validated when
+// its status is "ok"), the toolkit, the LibTorch version and this kernelevo's version. The caller adds origin, model,
+// tokens and note. Throws UsageError for an architecture that is not one.
+EntryMeta entry_from_validation(const Task& task, const std::string& arch, const nlohmann::json& validation);
 
 enum class State { valid, missing, stale, invalid };
 const char* state_name(State s);
@@ -48,9 +59,11 @@ std::filesystem::path source_path(const std::filesystem::path& cache_dir, const 
 std::filesystem::path metadata_path(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
 
 // task_hash / reference_hash empty: not checked (state is valid unless the entry is broken or
-// its source was edited).
+// its source was edited). An entry recording legacy_reference_hash (Task::reference_file_hash():
+// entries stored before the reference hash covered includes) also matches the reference.
 Lookup lookup(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch,
-              const std::string& task_hash, const std::string& reference_hash);
+              const std::string& task_hash, const std::string& reference_hash,
+              const std::string& legacy_reference_hash = "");
 
 // Writes both files atomically (source first, metadata last), filling meta.source_hash (and
 // meta.date when empty). Throws UsageError when function/arch are not valid names.

@@ -21,9 +21,6 @@
 #include "task/task.h"
 #include "validate/validate.h"
 
-#ifndef KEVO_VERSION
-#define KEVO_VERSION "0.0.0"
-#endif
 
 namespace kevo {
 namespace {
@@ -113,14 +110,15 @@ void run_status(const StatusArgs& a, int& rc) {
     for (auto& [function, arches] : rows) {
         auto t = tasks.find(function);
         const bool checked = t != tasks.end();
-        std::string th, rh;
+        std::string th, rh, legacy;
         if (checked) {
             th = t->second.hash();
             rh = t->second.reference_hash();
+            legacy = t->second.reference_file_hash();
             arches.insert(all_arches.begin(), all_arches.end());
         }
         for (const auto& arch : arches) {
-            cache::Lookup l = cache::lookup(a.cache_dir, function, arch, th, rh);
+            cache::Lookup l = cache::lookup(a.cache_dir, function, arch, th, rh, legacy);
             auto w = wanted.find(function);
             const bool by_build = w != wanted.end() && w->second.count(arch);
             nlohmann::json row{{"function", function}, {"arch", arch}, {"state", cache::state_name(l.state)},
@@ -290,24 +288,9 @@ void run_add(const AddArgs& a, int& rc) {
     } catch (const UsageError&) {
         throw UsageError("--kernel: cannot read " + a.kernel);
     }
-    cache::EntryMeta m;
-    m.function = task.name;
-    m.arch = arch;
-    m.task_hash = task.hash();
-    m.reference_hash = task.reference_hash();
-    m.origin = a.origin;
-    m.model = a.model;
-    m.note = a.note;
-    m.kernelevo_version = KEVO_VERSION;
-    CompileOptions copt;
-    copt.arch = arch;
-    try {
-        m.toolkit = nvcc_version(copt);
-    } catch (const std::exception&) {
-    }
+    nlohmann::json validation;
     if (a.unvalidated) {
-        m.validated = false;
-        m.validation = {{"status", "unvalidated"}, {"note", "stored with kernelevo cache add --unvalidated: not checked against the reference"}};
+        validation = {{"status", "unvalidated"}, {"note", "stored with kernelevo cache add --unvalidated: not checked against the reference"}};
         std::cerr << "kernelevo: storing " << task.name << " " << arch << " WITHOUT validation (--unvalidated)\n";
     } else {
         ValidateOptions vopt;
@@ -334,13 +317,12 @@ void run_add(const AddArgs& a, int& rc) {
             rc = r.status == Status::no_device ? 2 : 1;
             return;
         }
-        m.validated = true;
-        m.validation = r.to_json();
-        m.speedup = r.speedup;
-        m.kernel_us = r.kernel_us;
-        m.reference_us = r.reference_us;
-        m.gpu = r.gpu;
+        validation = r.to_json();
     }
+    cache::EntryMeta m = cache::entry_from_validation(task, arch, validation);
+    m.origin = a.origin;
+    m.model = a.model;
+    m.note = a.note;
     cache::store(a.cache_dir, source, m);
     std::cout << "stored " << cache::source_path(a.cache_dir, m.function, arch).string() << " (+ .json)";
     if (m.validated) std::cout << fmt(": %.2fx vs the reference", m.speedup) << " on " << m.gpu;
@@ -407,7 +389,7 @@ void register_cache_command(CLI::App& app, int& rc) {
     auto hs = std::make_shared<HashArgs>();
     CLI::App* hash = cache->add_subcommand("hash",
         "Print a task's hashes (task_hash, reference_hash) as recorded in cache metadata; "
-        "cmake/KernelEvo.cmake computes the same values at configure time.");
+        "kernelevo_optimize() (cmake/KernelEvoTask.cmake) computes the same values at configure time.");
     hash->add_option("--task", hs->task, "Task file (JSON)")->required();
     hash->add_flag("--json", hs->json, "Print JSON");
     hash->callback([hs, &rc] {

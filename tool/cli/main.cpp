@@ -12,9 +12,6 @@
 #include "common/process.h"
 #include "sandbox/sandbox.h"
 
-#ifndef KEVO_VERSION
-#define KEVO_VERSION "0.0.0"
-#endif
 
 int main(int argc, char** argv) {
     // The name is fixed so that usage lines read "kernelevo ...", not the executable's path.
@@ -39,18 +36,10 @@ int main(int argc, char** argv) {
     kevo::cli::add_help_command(app, rc);
     kevo::register_validate_command(app, rc);
     kevo::register_doctor_command(app, rc);
-#ifdef KEVO_WITH_LLM
     kevo::register_llm_command(app, rc);
-#endif
-#ifdef KEVO_WITH_SEARCH
     kevo::register_search_command(app, rc);
-#endif
-#ifdef KEVO_WITH_CACHE
     kevo::register_cache_command(app, rc);
-#endif
-#ifdef KEVO_WITH_TUNE
     kevo::register_tune_command(app, rc);
-#endif
 #ifdef KEVO_WITH_WORKER
     kevo::register_worker_command(app, rc);
 #endif

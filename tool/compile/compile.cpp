@@ -36,16 +36,6 @@ std::string compile_hint(const std::string& log) {
 }
 }  // namespace
 
-std::string normalize_arch(const std::string& arch_in) {
-    std::string a = arch_in;
-    for (auto& c : a) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    static const std::regex re(R"(^(?:sm_?|compute_?)?(\d)\.?(\d)([af]?)$)");
-    std::smatch m;
-    if (!std::regex_match(a, m, re))
-        throw UsageError("unknown CUDA architecture '" + arch_in + "' (expected e.g. sm_90, 90 or 9.0)");
-    return "sm_" + m[1].str() + m[2].str() + m[3].str();
-}
-
 std::string nvcc_path(const CompileOptions& options) {
     if (!options.nvcc.empty()) return options.nvcc;
     if (const char* p = std::getenv("KERNELEVO_NVCC"); p && *p) return p;

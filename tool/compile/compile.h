@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compile/ptxas.h"
+#include "common/arch.h"  // normalize_arch()
 
 namespace kevo {
 
@@ -33,8 +34,6 @@ struct CompileResult {
 
 CompileResult compile_kernel(const std::string& source, const CompileOptions& options);
 
-// "90", "sm_90", "sm90", "compute_90", "9.0" -> "sm_90"; "sm_90a" stays. Throws UsageError otherwise.
-std::string normalize_arch(const std::string& arch);
 // The nvcc used (for metadata): its path and "release X.Y" line.
 std::string nvcc_path(const CompileOptions& options);
 std::string nvcc_version(const CompileOptions& options);

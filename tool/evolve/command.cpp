@@ -22,16 +22,13 @@
 #include "compile/arch_support.h"
 #include "evolve/report.h"
 #include "evolve/search.h"
-#include "evolve/validator_evaluator.h"
+#include "evolve/internal/validator_evaluator.h"
 #include "llm/budget.h"
 #include "llm/options.h"
 #ifdef KEVO_WITH_WORKERS
 #include "worker/remote_evaluator.h"
 #endif
 
-#ifndef KEVO_VERSION
-#define KEVO_VERSION "0.0.0"
-#endif
 
 namespace kevo {
 namespace {
@@ -312,26 +309,13 @@ void run_search(SearchArgs& a, int& rc) {
               << " generation(s): " << format_progress(p) << "\n";
     if (result.best) {
         const store::Program& best = *result.best;
-        cache::EntryMeta meta;
-        meta.function = task.name;
-        meta.arch = arch;
-        meta.task_hash = task.hash();
-        meta.reference_hash = task.reference_hash();
+        cache::EntryMeta meta = cache::entry_from_validation(task, arch, best.details);
         meta.origin = "search";
-        meta.speedup = best.speedup;
-        meta.kernel_us = best.details.value("kernel_us", 0.0);
-        meta.reference_us = best.details.value("reference_us", 0.0);
-        meta.validation = best.details;
-        // With --workers, the toolkit of the worker that compiled it (this host may have no nvcc).
-        meta.toolkit = best.details.value("toolkit", std::string());
-        if (meta.toolkit.empty()) meta.toolkit = nvcc_version(CompileOptions{});
-        meta.gpu = best.details.value("gpu", std::string());
         meta.model = result.best_model;
         store::Spent spent = store->spent();
         meta.prompt_tokens = spent.prompt_tokens;
         meta.completion_tokens = spent.completion_tokens;
         meta.cost_usd = spent.cost_usd;
-        meta.kernelevo_version = KEVO_VERSION;
         cache::store(a.out, best.source, meta);
         std::cerr << "kernelevo: best kernel " << best.speedup << "x (program #" << best.id << ") written to "
                   << cache::source_path(a.out, task.name, arch).string() << "\n";

@@ -10,17 +10,9 @@
 #include "common/hash.h"
 #include "common/process.h"
 #include "compile/compile.h"
-#include "reference/torch_config.h"
+#include "reference/internal/torch_config.h"
 
 namespace kevo {
-
-bool torch_available() { return torch_config().found; }
-
-std::string torch_description() {
-    const auto& c = torch_config();
-    if (!c.found) return "LibTorch not found at build time";
-    return "LibTorch at " + c.libdir + (c.cuda ? " (CUDA)" : " (CPU only)");
-}
 
 namespace {
 // The wrapper's fixed part: conversions between kevo_tensor and at::Tensor, result normalization.
@@ -44,15 +36,9 @@ const char* kWrapperPrelude = R"CPP(
 namespace kevo_ref_detail {
 inline at::ScalarType scalar_type(int32_t dt) {
     switch (dt) {
-        case KEVO_FLOAT32: return at::kFloat;
-        case KEVO_FLOAT16: return at::kHalf;
-        case KEVO_BFLOAT16: return at::kBFloat16;
-        case KEVO_INT32: return at::kInt;
-        case KEVO_INT64: return at::kLong;
-        case KEVO_BOOL: return at::kBool;
-        case KEVO_FLOAT64: return at::kDouble;
-        case KEVO_INT8: return at::kChar;
-        case KEVO_UINT8: return at::kByte;
+#define KEVO_REF_SCALAR_TYPE_(e, v, n, sz, fl, aten) case KEVO_##e: return at::ScalarType::aten;
+        KEVO_DTYPE_LIST(KEVO_REF_SCALAR_TYPE_)
+#undef KEVO_REF_SCALAR_TYPE_
     }
     throw std::runtime_error("unknown kevo_dtype " + std::to_string(dt));
 }
@@ -171,6 +157,8 @@ const char* kExtensionShim =
     "// kernelevo: stand-in for <torch/extension.h> without Python; the reference runs outside Python.\n"
     "#pragma once\n#include <torch/torch.h>\n";
 }  // namespace
+
+std::string libtorch_version() { return torch_config().version; }
 
 std::string reference_wrapper_source(const Task& task) {
     std::ostringstream ss;

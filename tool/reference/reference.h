@@ -24,10 +24,8 @@ struct ReferenceBuild {
     double seconds = 0;
 };
 
-// True when this kernelevo was built with LibTorch known (otherwise references cannot be built).
-bool torch_available();
-// "LibTorch at /usr/lib/x86_64-linux-gnu (CPU)" — for messages and metadata.
-std::string torch_description();
+// The LibTorch version references are built against ("1.13.1"; "" when unknown), for metadata.
+std::string libtorch_version();
 
 std::string reference_wrapper_source(const Task& task);
 ReferenceBuild build_reference(const Task& task, double timeout_s = 900);

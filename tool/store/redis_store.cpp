@@ -32,7 +32,7 @@
 #include <mutex>
 
 #include "common/error.h"
-#include "store/backends.h"
+#include "store/internal/backends.h"
 #include "store/redis_connection.h"
 
 namespace kevo::store {

@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "common/error.h"
-#include "store/backends.h"
+#include "store/internal/backends.h"
 
 namespace kevo::store {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "common/process.h"
-#include "store/backends.h"
+#include "store/internal/backends.h"
 
 namespace kevo::store {
 namespace {

@@ -9,29 +9,18 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "task/expr.h"
+#include "common/process.h"
 
 namespace kevo {
 
 namespace {
 
-struct DTypeInfo {
-    DType d;
-    const char* name;
-    int size;
-    bool floating;
-    int abi;
-};
-const DTypeInfo kDTypes[] = {
-    {DType::float32, "float32", 4, true, 0},  {DType::float16, "float16", 2, true, 1},
-    {DType::bfloat16, "bfloat16", 2, true, 2}, {DType::int32, "int32", 4, false, 3},
-    {DType::int64, "int64", 8, false, 4},     {DType::boolean, "bool", 1, false, 5},
-    {DType::float64, "float64", 8, true, 6},  {DType::int8, "int8", 1, false, 7},
-    {DType::uint8, "uint8", 1, false, 8},
-};
-const DTypeInfo& info(DType d) {
-    for (const auto& i : kDTypes)
-        if (i.d == d) return i;
-    return kDTypes[0];
+// A list of names for messages: "a, b or c".
+template <class NameOf>
+std::string choices(int count, NameOf name_of) {
+    std::string out;
+    for (int k = 0; k < count; ++k) out += std::string(k == 0 ? "" : k + 1 == count ? " or " : ", ") + name_of(k);
+    return out;
 }
 
 bool is_identifier(const std::string& s) {
@@ -77,9 +66,9 @@ public:
     Init parse_init(const nlohmann::json& v, const std::string& field, DType dtype) const {
         Init init;
         if (!is_floating(dtype)) {
-            init.kind = "randint";
-            init.a = dtype == DType::boolean ? 0 : (dtype == DType::uint8 ? 0 : -100);
-            init.b = dtype == DType::boolean ? 2 : 100;
+            init.kind = kevo_init_kind_name(KEVO_INIT_RANDINT);
+            init.a = dtype == DType::BOOL ? 0 : (dtype == DType::UINT8 ? 0 : -100);
+            init.b = dtype == DType::BOOL ? 2 : 100;
         }
         if (v.is_null()) return init;
         nlohmann::json o = v;
@@ -91,23 +80,30 @@ public:
         auto num = [&](const char* key, double def) {
             return o.contains(key) ? number_at(o.at(key), field + "." + key) : def;
         };
-        if (k == "randn") {
-            if (!is_floating(dtype)) fail(field + ".kind", "randn needs a floating dtype; use randint for " + std::string(dtype_name(dtype)));
-            init.a = num("mean", 0);
-            init.b = num("std", 1);
-            if (!(init.b > 0)) fail(field + ".std", "must be > 0");
-        } else if (k == "rand" || k == "randint") {
-            if (k == "rand" && !is_floating(dtype)) fail(field + ".kind", "rand needs a floating dtype; use randint for " + std::string(dtype_name(dtype)));
-            init.a = num("low", k == "rand" ? 0 : init.a);
-            init.b = num("high", k == "rand" ? 1 : init.b);
-            if (!(init.b > init.a)) fail(field + ".high", "must be greater than low");
-            if (k == "randint" && (init.a != std::floor(init.a) || init.b != std::floor(init.b)))
-                fail(field, "randint bounds must be integers");
-        } else if (k == "ones" || k == "zeros" || k == "arange") {
-        } else if (k == "full") {
-            init.a = number_at(require(o, "value", field), field + ".value");
-        } else {
-            fail(field + ".kind", "unknown init '" + k + "' (expected randn, rand, randint, ones, zeros, full or arange)");
+        const int kind = kevo_init_kind_from_name(k.c_str());
+        switch (kind) {
+            case KEVO_INIT_RANDN:
+                if (!is_floating(dtype)) fail(field + ".kind", "randn needs a floating dtype; use randint for " + std::string(dtype_name(dtype)));
+                init.a = num("mean", 0);
+                init.b = num("std", 1);
+                if (!(init.b > 0)) fail(field + ".std", "must be > 0");
+                break;
+            case KEVO_INIT_RAND:
+            case KEVO_INIT_RANDINT:
+                if (kind == KEVO_INIT_RAND && !is_floating(dtype)) fail(field + ".kind", "rand needs a floating dtype; use randint for " + std::string(dtype_name(dtype)));
+                init.a = num("low", kind == KEVO_INIT_RAND ? 0 : init.a);
+                init.b = num("high", kind == KEVO_INIT_RAND ? 1 : init.b);
+                if (!(init.b > init.a)) fail(field + ".high", "must be greater than low");
+                if (kind == KEVO_INIT_RANDINT && (init.a != std::floor(init.a) || init.b != std::floor(init.b)))
+                    fail(field, "randint bounds must be integers");
+                break;
+            case KEVO_INIT_ONES:
+            case KEVO_INIT_ZEROS:
+            case KEVO_INIT_ARANGE: break;
+            case KEVO_INIT_FULL: init.a = number_at(require(o, "value", field), field + ".value"); break;
+            case KEVO_INIT_FILE: fail(field + ".kind", "the file kind is not supported by this kernelevo yet");
+            default:
+                fail(field + ".kind", "unknown init '" + k + "' (expected " + choices(KEVO_INIT_COUNT, kevo_init_kind_name) + ")");
         }
         return init;
     }
@@ -121,7 +117,7 @@ public:
         if (!is_identifier(t.name)) fail(path + ".name", "'" + t.name + "' is not a C identifier");
         std::string dt = string_at(require(v, "dtype", path), path + ".dtype");
         auto d = parse_dtype(dt);
-        if (!d) fail(path + ".dtype", "unknown dtype '" + dt + "' (expected float32, float16, bfloat16, float64, int8, uint8, int32, int64 or bool)");
+        if (!d) fail(path + ".dtype", "unknown dtype '" + dt + "' (expected " + dtype_choices() + ")");
         t.dtype = *d;
         const auto& shape = require(v, "shape", path);
         if (!shape.is_array()) fail(path + ".shape", "expected an array of integers and names, e.g. [\"M\", 128]");
@@ -196,21 +192,19 @@ void parse_timing(const Parser& p, const nlohmann::json& v, Task& t) {
 
 }  // namespace
 
-const char* dtype_name(DType d) { return info(d).name; }
-int dtype_size(DType d) { return info(d).size; }
-bool is_floating(DType d) { return info(d).floating; }
-int dtype_abi(DType d) { return info(d).abi; }
+const char* dtype_name(DType d) { return kevo_dtype_name(static_cast<int32_t>(d)); }
+int dtype_size(DType d) { return kevo_dtype_size(static_cast<int32_t>(d)); }
+bool is_floating(DType d) { return kevo_dtype_is_floating(static_cast<int32_t>(d)) != 0; }
+int dtype_abi(DType d) { return static_cast<int>(d); }
+
+std::string dtype_choices() {
+    return choices(KEVO_DTYPE_COUNT, [](int k) { return kevo_dtype_name(k); });
+}
 
 std::optional<DType> parse_dtype(const std::string& name) {
-    static const std::map<std::string, DType> aliases = {
-        {"float", DType::float32}, {"half", DType::float16}, {"bf16", DType::bfloat16}, {"fp32", DType::float32},
-        {"fp16", DType::float16}, {"double", DType::float64}, {"int", DType::int32}, {"long", DType::int64},
-        {"boolean", DType::boolean}};
-    for (const auto& i : kDTypes)
-        if (name == i.name) return i.d;
-    auto it = aliases.find(name);
-    if (it != aliases.end()) return it->second;
-    return std::nullopt;
+    const int32_t d = kevo_dtype_from_name(name.c_str());
+    if (d < 0) return std::nullopt;
+    return static_cast<DType>(d);
 }
 
 std::vector<int64_t> Task::concrete_shape(const TensorSpec& t, size_t set) const {
@@ -226,9 +220,10 @@ nlohmann::json Task::to_json() const {
         nlohmann::json j{{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", shape}};
         if (with_init) {
             nlohmann::json init{{"kind", t.init.kind}};
-            if (t.init.kind == "randn") init["mean"] = t.init.a, init["std"] = t.init.b;
-            if (t.init.kind == "rand" || t.init.kind == "randint") init["low"] = t.init.a, init["high"] = t.init.b;
-            if (t.init.kind == "full") init["value"] = t.init.a;
+            const kevo_init_kind kind = t.init.id();
+            if (kind == KEVO_INIT_RANDN) init["mean"] = t.init.a, init["std"] = t.init.b;
+            if (kind == KEVO_INIT_RAND || kind == KEVO_INIT_RANDINT) init["low"] = t.init.a, init["high"] = t.init.b;
+            if (kind == KEVO_INIT_FULL) init["value"] = t.init.a;
             j["init"] = init;
         }
         return j;
@@ -279,7 +274,75 @@ std::string Task::hash() const {
     return sha256_hex(j.dump());
 }
 
-std::string Task::reference_hash() const { return sha256_file(reference_source); }
+namespace {
+// Runs of spaces, tabs and line breaks become one space; no space at either end.
+std::string collapse_whitespace(const std::string& text) {
+    std::string out;
+    bool space = false;
+    for (char c : text) {
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+            space = true;
+            continue;
+        }
+        if (space && !out.empty()) out += ' ';
+        space = false;
+        out += c;
+    }
+    return out;
+}
+
+ProcessResult run_cxx(std::vector<std::string> args, const std::filesystem::path& cwd) {
+    ProcessOptions o;
+    o.argv = {"c++"};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.cwd = cwd;
+    o.timeout_s = 60;
+    return run_process(o);
+}
+}  // namespace
+
+std::string Task::reference_file_hash() const { return sha256_file(reference_source); }
+
+std::string Task::reference_hash() const {
+    namespace fs = std::filesystem;
+    const fs::path dir = reference_source.parent_path();
+    // The headers it includes from the project: the compiler's dependency list (-MM leaves out
+    // system headers; -MG lets a missing <ATen/...> pass).
+    ProcessResult deps = run_cxx({"-MM", "-MG", "-w", "-I" + dir.string(), reference_source.string()}, dir);
+    if (!deps.ok()) return reference_file_hash();
+    std::string rule = deps.out.substr(deps.out.find(':') == std::string::npos ? 0 : deps.out.find(':') + 1);
+    std::vector<std::pair<std::string, fs::path>> files;  // (path relative to the reference's folder, path)
+    size_t pos = 0;
+    while (pos < rule.size()) {
+        while (pos < rule.size() && (std::isspace(static_cast<unsigned char>(rule[pos])) || rule[pos] == '\\')) ++pos;
+        size_t end = pos;
+        while (end < rule.size() && !std::isspace(static_cast<unsigned char>(rule[end]))) ++end;
+        if (end == pos) break;
+        fs::path p(rule.substr(pos, end - pos));
+        pos = end;
+        if (p.is_relative()) p = dir / p;
+        p = p.lexically_normal();
+        std::error_code ec;
+        if (p == reference_source || !fs::is_regular_file(p, ec)) continue;
+        files.emplace_back(p.lexically_relative(dir).generic_string(), p);
+    }
+    std::sort(files.begin(), files.end());
+    files.erase(std::unique(files.begin(), files.end()), files.end());
+    auto canonical = [&](const fs::path& file, std::string& out) {
+        ProcessResult r = run_cxx({"-fpreprocessed", "-dD", "-E", "-P", "-w", file.string()}, dir);
+        if (!r.ok()) return false;
+        out = collapse_whitespace(r.out);
+        return true;
+    };
+    std::string text, part;
+    if (!canonical(reference_source, part)) return reference_file_hash();
+    text = "kevo-reference-1\n" + part;
+    for (const auto& [rel, path] : files) {
+        if (!canonical(path, part)) return reference_file_hash();
+        text += "\n" + rel + "\n" + part;
+    }
+    return sha256_hex(text);
+}
 
 Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file) {
     const std::string label = task_file.empty() ? std::string("<task>") : task_file.string();
@@ -382,8 +445,8 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
             }
 
     bool low_precision = false;
-    for (const auto& o : t.outputs) low_precision = low_precision || o.dtype == DType::float16 || o.dtype == DType::bfloat16;
-    for (const auto& in : t.inputs) low_precision = low_precision || in.dtype == DType::float16 || in.dtype == DType::bfloat16;
+    for (const auto& o : t.outputs) low_precision = low_precision || o.dtype == DType::FLOAT16 || o.dtype == DType::BFLOAT16;
+    for (const auto& in : t.inputs) low_precision = low_precision || in.dtype == DType::FLOAT16 || in.dtype == DType::BFLOAT16;
     t.atol = t.rtol = low_precision ? 1e-2 : 1e-4;
     if (j.contains("tolerance")) {
         const auto& tol = j.at("tolerance");

@@ -11,16 +11,26 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernelevo/abi.h"
+#include "task/init_kind.h"
+
 namespace kevo {
 
-enum class DType { float32, float16, bfloat16, int32, int64, boolean, float64, int8, uint8 };
+// The task's dtypes are the kernel ABI's (KEVO_DTYPE_LIST in kernelevo/abi.h): same values.
+enum class DType : int32_t {
+#define KEVO_TASK_DTYPE_(e, v, n, sz, fl, at) e = v,
+    KEVO_DTYPE_LIST(KEVO_TASK_DTYPE_)
+#undef KEVO_TASK_DTYPE_
+};
 
 // Name as written in task files ("float32", ..., "bool").
 const char* dtype_name(DType d);
 std::optional<DType> parse_dtype(const std::string& name);  // also accepts torch aliases (float, half, ...)
 int dtype_size(DType d);
 bool is_floating(DType d);
-int dtype_abi(DType d);  // the kevo_dtype value of runtime/include/kernelevo/abi.h
+int dtype_abi(DType d);  // the kevo_dtype value (the same number)
+// "float32, float16, ... or bool": the accepted names, for messages.
+std::string dtype_choices();
 
 struct Dim {
     std::string symbol;  // empty: literal
@@ -29,14 +39,15 @@ struct Dim {
 
 // How an input's values are drawn. Every kind is deterministic given the trial seed.
 struct Init {
-    std::string kind = "randn";  // randn | rand | randint | ones | zeros | full | arange
+    std::string kind = "randn";  // a name of KEVO_INIT_KIND_LIST (task/init_kind.h)
     double a = 0, b = 1;         // randn: mean, std; rand/randint: low, high; full: value in a
     std::filesystem::path path;  // file: the raw contiguous bytes (absolute)
+    kevo_init_kind id() const { return static_cast<kevo_init_kind>(kevo_init_kind_from_name(kind.c_str())); }
 };
 
 struct TensorSpec {
     std::string name;
-    DType dtype = DType::float32;
+    DType dtype = DType::FLOAT32;
     std::vector<Dim> shape;
     Init init;
 };
@@ -73,8 +84,15 @@ struct Task {
     nlohmann::json to_json() const;
     // Hash of the canonical JSON; changes when anything that affects correctness or timing changes.
     std::string hash() const;
-    // Hash of the reference source file's content.
+    // Hash of the reference as the compiler reads it: its text and that of every header it includes
+    // from the project (the compiler's dependency list, system and LibTorch headers excluded),
+    // without comments and with whitespace runs made one space — so comment- and whitespace-only
+    // edits keep it. cmake/KernelEvoTask.cmake computes the same value. The byte hash of the file
+    // alone when no C++ compiler is there to read it.
     std::string reference_hash() const;
+    // sha256 of the reference file's bytes: what entries stored before reference_hash() covered
+    // the includes recorded (still accepted while the file is byte-for-byte unchanged).
+    std::string reference_file_hash() const;
 };
 
 // Parses and checks a task. Errors throw TaskError naming `file_label` and the field.

@@ -42,6 +42,19 @@ typedef struct CUstream_st* cudaStream_t;
     X(INT8,     7, "int8",     1, 0, Char)      \
     X(UINT8,    8, "uint8",    1, 0, Byte)
 
+/* Other spellings the task file and kernelevo_optimize() accept (torch's names).
+ *   X(alias, ENUM) */
+#define KEVO_DTYPE_ALIAS_LIST(X) \
+    X("float",   FLOAT32)        \
+    X("fp32",    FLOAT32)        \
+    X("half",    FLOAT16)        \
+    X("fp16",    FLOAT16)        \
+    X("bf16",    BFLOAT16)       \
+    X("double",  FLOAT64)        \
+    X("int",     INT32)          \
+    X("long",    INT64)          \
+    X("boolean", BOOL)
+
 typedef enum kevo_dtype {
 #define KEVO_DTYPE_ENUM_(e, v, n, sz, fl, at) KEVO_##e = v,
     KEVO_DTYPE_LIST(KEVO_DTYPE_ENUM_)
@@ -91,6 +104,26 @@ static inline int kevo_dtype_is_floating(int32_t dtype) {
 #undef KEVO_DTYPE_FLOAT_
         default: return 0;
     }
+}
+
+/* The kevo_dtype named `name` (a task-file name or an alias), or -1. */
+static inline int32_t kevo_dtype_from_name(const char* name) {
+    static const struct { const char* name; int32_t dtype; } names[] = {
+#define KEVO_DTYPE_BY_NAME_(e, v, n, sz, fl, at) {n, KEVO_##e},
+        KEVO_DTYPE_LIST(KEVO_DTYPE_BY_NAME_)
+#undef KEVO_DTYPE_BY_NAME_
+#define KEVO_DTYPE_BY_ALIAS_(alias, e) {alias, KEVO_##e},
+        KEVO_DTYPE_ALIAS_LIST(KEVO_DTYPE_BY_ALIAS_)
+#undef KEVO_DTYPE_BY_ALIAS_
+    };
+    unsigned k;
+    if (!name) return -1;
+    for (k = 0; k < sizeof names / sizeof names[0]; ++k) {
+        const char *a = names[k].name, *b = name;
+        while (*a && *a == *b) ++a, ++b;
+        if (!*a && !*b) return names[k].dtype;
+    }
+    return -1;
 }
 
 /* Number of elements of a tensor. */

@@ -15,7 +15,7 @@
 #ifndef KEVO_WITH_TORCH_CUDA
 #define KEVO_WITH_TORCH_CUDA 0
 #endif
-#if KEVO_WITH_TORCH_CUDA && __has_include(<ATen/cuda/CUDAContext.h>) && __has_include(<c10/cuda/CUDAGuard.h>)
+#if KEVO_WITH_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #define KEVO_ATEN_CUDA 1
@@ -26,32 +26,22 @@
 
 namespace kevo_aten {
 
+// at::ScalarType <-> kevo_dtype, both from the one table (KEVO_DTYPE_LIST in kernelevo/abi.h).
 inline int32_t dtype_of(at::ScalarType s) {
     switch (s) {
-        case at::kFloat: return KEVO_FLOAT32;
-        case at::kHalf: return KEVO_FLOAT16;
-        case at::kBFloat16: return KEVO_BFLOAT16;
-        case at::kInt: return KEVO_INT32;
-        case at::kLong: return KEVO_INT64;
-        case at::kBool: return KEVO_BOOL;
-        case at::kDouble: return KEVO_FLOAT64;
-        case at::kChar: return KEVO_INT8;
-        case at::kByte: return KEVO_UINT8;
+#define KEVO_ATEN_DTYPE_OF_(e, v, n, sz, fl, aten) case at::ScalarType::aten: return KEVO_##e;
+        KEVO_DTYPE_LIST(KEVO_ATEN_DTYPE_OF_)
+#undef KEVO_ATEN_DTYPE_OF_
         default: return -1;
     }
 }
 
 inline at::ScalarType scalar_type_of(int32_t d) {
     switch (d) {
-        case KEVO_FLOAT16: return at::kHalf;
-        case KEVO_BFLOAT16: return at::kBFloat16;
-        case KEVO_INT32: return at::kInt;
-        case KEVO_INT64: return at::kLong;
-        case KEVO_BOOL: return at::kBool;
-        case KEVO_FLOAT64: return at::kDouble;
-        case KEVO_INT8: return at::kChar;
-        case KEVO_UINT8: return at::kByte;
-        default: return at::kFloat;
+#define KEVO_ATEN_SCALAR_TYPE_OF_(e, v, n, sz, fl, aten) case KEVO_##e: return at::ScalarType::aten;
+        KEVO_DTYPE_LIST(KEVO_ATEN_SCALAR_TYPE_OF_)
+#undef KEVO_ATEN_SCALAR_TYPE_OF_
+        default: return at::ScalarType::Float;
     }
 }
 

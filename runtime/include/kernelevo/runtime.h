@@ -42,7 +42,9 @@ typedef struct kevo_tensor_spec {
 /* One cached kernel compiled into the binary. */
 typedef struct kevo_kernel_entry {
     const char* arch;        /* "sm_90" */
-    int32_t cc;              /* 90: runs on devices of exactly this compute capability */
+    int32_t cc;              /* 90. A device of this cc runs it; with no kernel of its own cc, a
+                                device runs the closest binary-compatible one (kernelevo/arch.h:
+                                same major, minor not above the device's, sm_XXa only on XX) */
     kevo_forward_fn forward; /* kevo_<function>_sm90_forward */
 } kevo_kernel_entry;
 
@@ -90,7 +92,8 @@ int kevo_device_cc(int device);
  * GPU; -1 removes the override (real detection). The environment variable KERNELEVO_DEVICE_CC
  * ("90" or "sm_90") sets the initial override. */
 void kevo_set_device_cc(int cc);
-/* "sm_90" -> 90, "sm_90a" -> 90, "90" -> 90, "9.0" -> 90; 0 when not understood. */
+/* "sm_90" -> 90, "sm_90a" -> 90, "90" -> 90, "9.0" -> 90; 0 when not understood
+ * (kevo_arch_parse() of kernelevo/arch.h, which also gives the suffix). */
 int kevo_parse_arch(const char* arch);
 
 /* ---- the switch that forces the reference --------------------------------------------- */

@@ -10,6 +10,7 @@ struct TorchConfig {
     bool cuda;                              // libtorch_cuda.so present
     std::string cuda_include;               // CUDA toolkit headers (for c10/cuda)
     std::string cxx;                        // the C++ compiler this tool was built with
+    std::string version;                    // Torch_VERSION ("1.13.1"); "" when unknown
 };
 const TorchConfig& torch_config();
 }  // namespace kevo

@@ -75,8 +75,51 @@ TEST_F(TaskTest, AllDtypesAndAliases) {
         if (std::string(d).find("int") != std::string::npos || std::string(d) == "bool") j["inputs"][0].erase("init");
         EXPECT_NO_THROW(parse(j)) << d;
     }
-    EXPECT_EQ(dtype_size(DType::bfloat16), 2);
-    EXPECT_EQ(dtype_abi(DType::boolean), 5);
+    EXPECT_EQ(dtype_size(DType::BFLOAT16), 2);
+    EXPECT_EQ(dtype_abi(DType::BOOL), 5);
+}
+
+TEST_F(TaskTest, DtypesComeFromTheAbiTable) {
+    // Every dtype of KEVO_DTYPE_LIST parses under its name, keeps its ABI value, size and kind.
+    for (int d = 0; d < KEVO_DTYPE_COUNT; ++d) {
+        const char* name = kevo_dtype_name(d);
+        ASSERT_NE(name, nullptr) << d;
+        auto parsed = parse_dtype(name);
+        ASSERT_TRUE(parsed) << name;
+        EXPECT_EQ(dtype_abi(*parsed), d);
+        EXPECT_STREQ(dtype_name(*parsed), name);
+        EXPECT_EQ(dtype_size(*parsed), kevo_dtype_size(d));
+        EXPECT_EQ(is_floating(*parsed), kevo_dtype_is_floating(d) != 0);
+        EXPECT_NE(dtype_choices().find(name), std::string::npos) << dtype_choices();
+    }
+#define KEVO_ALIAS_CHECK_(alias, e) EXPECT_EQ(parse_dtype(alias), DType::e) << alias;
+    KEVO_DTYPE_ALIAS_LIST(KEVO_ALIAS_CHECK_)
+#undef KEVO_ALIAS_CHECK_
+    EXPECT_FALSE(parse_dtype("float33"));
+    EXPECT_FALSE(parse_dtype(""));
+    EXPECT_FALSE(parse_dtype("float32 "));
+    EXPECT_EQ(dtype_choices(), "float32, float16, bfloat16, int32, int64, bool, float64, int8 or uint8");
+}
+
+TEST_F(TaskTest, InitKindsComeFromTheTable) {
+    // Every kind but file (its task syntax comes with its support) parses by its table name.
+    for (int k = 0; k < KEVO_INIT_COUNT; ++k) {
+        if (k == KEVO_INIT_FILE) continue;
+        json j = base();
+        j["inputs"][0]["init"] = {{"kind", kevo_init_kind_name(k)}};
+        if (k == KEVO_INIT_FULL) j["inputs"][0]["init"]["value"] = 2.5;
+        Task t = parse(j);
+        EXPECT_EQ(t.inputs[0].init.id(), k) << kevo_init_kind_name(k);
+        EXPECT_EQ(t.to_json()["inputs"][0]["init"]["kind"], kevo_init_kind_name(k));
+    }
+    json j = base();
+    j["inputs"][0]["init"] = "gaussian";
+    try {
+        parse(j);
+        ADD_FAILURE() << "gaussian accepted";
+    } catch (const TaskError& e) {
+        EXPECT_NE(std::string(e.what()).find("randn, rand, randint, ones, zeros, full, arange"), std::string::npos) << e.what();
+    }
 }
 
 TEST_F(TaskTest, InitKinds) {

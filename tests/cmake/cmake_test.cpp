@@ -162,12 +162,30 @@ TEST_F(CMakeProject, ReportsMissingHitAndStale) {
     EXPECT_TRUE(contains(d, "{\"sm_90\", 90, &kevo_scale_sm90_forward}")) << d;
     EXPECT_EQ(lookup("scale")["architectures"][0]["state"], "valid");
 
-    // The reference changes: stale, reported, not compiled in.
-    std::ofstream(src / "ref" / "scale.cpp", std::ios::app) << "// changed\n";
+    // Comment- and whitespace-only edits of the reference leave the entry valid.
+    std::ofstream(src / "ref" / "scale.cpp", std::ios::app) << "// changed\n\n   /* a note */\n";
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel")) << r.out;
+
+    // A header the reference includes from the project changes: stale, reported, not compiled in.
+    std::string header = read_file(src / "ref" / "scale_factor.h");
+    write_file_atomic(src / "ref" / "scale_factor.h", std::regex_replace(header, std::regex("= 2;"), "= 3;"));
     r = configure();
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: stale (the reference source changed) -> reference. Refresh it with: ")) << r.out;
     EXPECT_FALSE(contains(read_file(build / "kernelevo" / "scale" / "dispatch.cpp"), "kevo_scale_sm90_forward"));
+    // The tool agrees: its reference hash covers the header too.
+    EXPECT_EQ(lookup("scale")["reference_hash"], task("scale").reference_hash());
+    write_file_atomic(src / "ref" / "scale_factor.h", header);
+    r = configure();
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel")) << r.out;
+    // So does an edit of the reference's code.
+    std::string ref = read_file(src / "ref" / "scale.cpp");
+    write_file_atomic(src / "ref" / "scale.cpp", std::regex_replace(ref, std::regex("x \\* kScaleFactor"), "x * kScaleFactor + 0"));
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: stale (the reference source changed)")) << r.out;
 
     // Kernels required: configure fails, naming the gap.
     r = configure({"-DKERNELEVO_REQUIRE_KERNELS=ON"});
@@ -220,19 +238,32 @@ TEST_F(CMakeProject, ConfigureTimeSearchRunsOnlyWhenAskedAndNeverFailsConfigure)
     EXPECT_TRUE(contains(r.out, "the search failed (exit 3)")) << r.out;
     EXPECT_TRUE(contains(r.out, "fake search: generation 3/3")) << r.out;  // progress visible
     EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference")) << r.out;
+    // The user's budget is kept; the default time cap is added and said.
     EXPECT_EQ(read_file(args), "search --task " + (build / "kernelevo" / "scale" / "task.json").string() + " --out " +
-                                   cache_dir.string() + " --arch sm_90 --budget-usd 2\n");
+                                   cache_dir.string() + " --arch sm_90 --budget-usd 2 --max-time 1h\n");
+    EXPECT_TRUE(contains(r.out, "at most 2 USD and 1h")) << r.out;
 
-    // A successful search fills the cache; the kernel is compiled in.
+    // The switch is one-shot: it reset itself, so the next configure (as an automatic re-run
+    // after an edit would be) searches nothing.
+    EXPECT_TRUE(contains(r.out, "KERNELEVO_SEARCH is reset to OFF")) << r.out;
+    EXPECT_TRUE(contains(read_file(build / "CMakeCache.txt"), "KERNELEVO_SEARCH:BOOL=OFF"));
+    fs::remove(args);
     fs::remove(tmp->path() / "fail");
     r = configure();
     EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_FALSE(fs::exists(args)) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference")) << r.out;
+
+    // Without options, the default budget and time cap.
+    r = configure({"-DKERNELEVO_SEARCH=ON", "-DKERNELEVO_SEARCH_OPTIONS="});
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(read_file(args), "--arch sm_90 --budget-usd 2 --max-time 1h\n")) << read_file(args);
     EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel")) << r.out;
     EXPECT_TRUE(contains(read_file(build / "kernelevo" / "scale" / "dispatch.cpp"), "kevo_scale_sm90_forward"));
 
-    // Once valid, no search runs.
+    // Once valid, no search runs, even when asked.
     fs::remove(args);
-    r = configure();
+    r = configure({"-DKERNELEVO_SEARCH=ON"});
     EXPECT_FALSE(fs::exists(args)) << r.out;
 }
 
@@ -240,6 +271,128 @@ TEST_F(CMakeProject, AddSubdirectoryModeWorks) {
     Outcome r = configure({"-DKEVO_TEST_SUBDIR=" + kSource.string(), "-DCMAKE_CUDA_ARCHITECTURES=90"});
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference")) << r.out;
+}
+
+TEST_F(CMakeProject, OtherToolkitOrLibTorchVersionsAreReportedNotStale) {
+    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    Task t = task("scale");
+    cache::EntryMeta m = cache::entry_from_validation(t, "sm_90", {{"status", "ok"}, {"speedup", 1.5}});
+    m.toolkit = "nvcc 1.0";
+    m.libtorch = "0.1.0";
+    m.origin = "manual";
+    cache::store(cache_dir, scale_kernel(2), m);
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel (1.5x vs reference, hand-written")) << r.out;
+    EXPECT_TRUE(contains(r.out, "validated with nvcc 1.0, this build has nvcc ")) << r.out;
+    EXPECT_TRUE(contains(r.out, "validated with LibTorch 0.1.0, this build has ")) << r.out;
+    // What the builder records matches this build: nothing to report.
+    cache::store(cache_dir, scale_kernel(2), cache::entry_from_validation(t, "sm_90", {{"status", "ok"}, {"speedup", 1.5}}));
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_FALSE(contains(r.out, "validated with")) << r.out;
+}
+
+TEST_F(CMakeProject, EveryArchitectureSpellingAndASummary) {
+    // 90-virtual and 9.0 name sm_90; a list; a GPU-less native says so instead of vanishing.
+    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90", "-DKEVO_TEST_ARCHES=90-virtual;80-real;9.0;native;hopper"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale: architectures sm_90 sm_80 (from ARCHITECTURES")) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference")) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_80: missing -> reference")) << r.out;
+    EXPECT_TRUE(contains(r.out, "CMake Warning")) << r.out;  // gaps are warnings
+    EXPECT_TRUE(contains(r.out, "'native' found no GPU on this machine")) << r.out;
+    EXPECT_TRUE(contains(r.out, "'hopper' is not a CUDA architecture")) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo summary: 1 function(s) x 2 architecture(s) (sm_90 sm_80): 0 cached, "
+                                "0 using a compatible kernel, 2 missing, 0 stale, 0 invalid"))
+        << r.out;
+
+    // all and all-major expand to the CUDA compiler's lists (as CMake computed them).
+    r = configure({"-DKEVO_TEST_ARCHES=all-major"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_80: missing")) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing")) << r.out;
+    EXPECT_FALSE(contains(r.out, "KernelEvo: scale sm_86:")) << r.out;
+    r = configure({"-DKEVO_TEST_ARCHES=all"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_86: missing")) << r.out;
+
+    // CMAKE_CUDA_ARCHITECTURES itself: where the list came from is said.
+    r = configure({"-UKEVO_TEST_ARCHES", "-DCMAKE_CUDA_ARCHITECTURES=80-real;90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "architectures sm_80 sm_90 (from CMAKE_CUDA_ARCHITECTURES: 80-real;90)")) << r.out;
+}
+
+TEST_F(CMakeProject, TheDefaultArchitectureTakenIsSaid) {
+    Outcome r = configure();  // no CMAKE_CUDA_ARCHITECTURES anywhere
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "which none set: CMake's default for NVIDIA")) << r.out;
+    r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_FALSE(contains(r.out, "which none set")) << r.out;
+    EXPECT_TRUE(contains(r.out, "(from CMAKE_CUDA_ARCHITECTURES: 90)")) << r.out;
+}
+
+TEST_F(CMakeProject, AnArchitectureWithoutItsOwnEntryUsesTheClosestCompatibleOne) {
+    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90", "-DKEVO_TEST_ARCHES=86;90a;75"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    store("sm_80", scale_kernel(2));
+    store("sm_90", scale_kernel(3));
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_86: missing -> uses the sm_80 kernel (binary compatible;")) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90a: missing -> uses the sm_90 kernel (binary compatible;")) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_75: missing -> reference")) << r.out;  // no compatible entry
+    EXPECT_TRUE(contains(r.out, "1 function(s) x 3 architecture(s) (sm_86 sm_90a sm_75): 0 cached, 2 using a compatible kernel, 1 missing"))
+        << r.out;
+    std::string d = read_file(build / "kernelevo" / "scale" / "dispatch.cpp");
+    EXPECT_TRUE(contains(d, "{\"sm_80\", 80, &kevo_scale_sm80_forward}")) << d;
+    EXPECT_TRUE(contains(d, "{\"sm_90\", 90, &kevo_scale_sm90_forward}")) << d;
+    EXPECT_EQ(lookup("scale")["architectures"][0]["state"], "compatible");
+
+    // A dedicated entry always wins.
+    store("sm_86", scale_kernel(4));
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_86: cached kernel")) << r.out;
+    d = read_file(build / "kernelevo" / "scale" / "dispatch.cpp");
+    EXPECT_TRUE(contains(d, "&kevo_scale_sm86_forward")) << d;
+    EXPECT_FALSE(contains(d, "&kevo_scale_sm80_forward")) << d;
+}
+
+TEST_F(CMakeProject, AKernelAddedToACacheDirThatDidNotExistIsPickedUpByTheNextBuild) {
+    cache_dir = src / "new" / "kernels";  // neither folder exists at configure time
+    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing")) << r.out;
+    store("sm_90", scale_kernel(2));  // what `kernelevo cache add` does
+    // The next build re-runs configure (ninja's regeneration step alone: no compile needed).
+    r = run({KEVO_MAKE_PROGRAM, "-C", build.string(), "build.ninja"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel")) << r.out;
+    EXPECT_TRUE(contains(read_file(build / "kernelevo" / "scale" / "dispatch.cpp"), "kevo_scale_sm90_forward"));
+}
+
+TEST_F(CMakeProject, AsASubprojectOnlyTheRuntimeAndTheUsersTargetsAreBuilt) {
+    // The tool enabled (its default), no build type given: the subproject builds only what the
+    // user's project needs and leaves the parent's build type alone.
+    std::vector<std::string> argv = {KEVO_CMAKE_COMMAND, "-S", src.string(), "-B", build.string(), "-G", "Ninja",
+                                     "-DCMAKE_MAKE_PROGRAM=" KEVO_MAKE_PROGRAM, "-DCMAKE_CUDA_COMPILER=" KEVO_CUDA_COMPILER,
+                                     "-DKEVO_TEST_SUBDIR=" + kSource.string(), "-DKERNELEVO_BUILD_TOOL=ON",
+                                     "-DCMAKE_CUDA_ARCHITECTURES=90", "-DKEVO_TEST_CACHE_DIR=" + cache_dir.string()};
+    Outcome r = run(argv);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(read_file(build / "CMakeCache.txt"), "CMAKE_BUILD_TYPE:STRING=\n")) << "the subproject set the build type";
+    // What `all` would build (a dry run): the runtime, the function's library and the app; no tool.
+    r = run({KEVO_MAKE_PROGRAM, "-C", build.string(), "-n", "all"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "libkernelevo_runtime.a")) << r.out;
+    EXPECT_TRUE(contains(r.out, "libkernelevo_scale.a")) << r.out;
+    EXPECT_TRUE(contains(r.out, "Linking CXX executable app")) << r.out;
+    EXPECT_FALSE(contains(r.out, "kernelevo-runner")) << r.out;
+    EXPECT_FALSE(contains(r.out, "tool/cli/kernelevo")) << r.out;
+    EXPECT_FALSE(contains(r.out, "kevo_llm")) << r.out;
 }
 
 fs::file_time_type mtime(const fs::path& p) { return fs::last_write_time(p); }

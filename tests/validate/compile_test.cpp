@@ -17,18 +17,6 @@ CompileOptions options(const fs::path& cache) {
 }
 }  // namespace
 
-TEST(NormalizeArch, AcceptsCommonSpellings) {
-    EXPECT_EQ(normalize_arch("90"), "sm_90");
-    EXPECT_EQ(normalize_arch("sm_90"), "sm_90");
-    EXPECT_EQ(normalize_arch("SM90"), "sm_90");
-    EXPECT_EQ(normalize_arch("compute_80"), "sm_80");
-    EXPECT_EQ(normalize_arch("9.0"), "sm_90");
-    EXPECT_EQ(normalize_arch("sm_90a"), "sm_90a");
-    EXPECT_THROW(normalize_arch("hopper"), UsageError);
-    EXPECT_THROW(normalize_arch("sm_9"), UsageError);
-    EXPECT_THROW(normalize_arch(""), UsageError);
-}
-
 TEST(Compile, GoodKernelBuildsAndIsCachedByContent) {
     TempDir cache("kevo-test-cache");
     CompileResult first = compile_kernel(fixture("good.cu"), options(cache.path()));

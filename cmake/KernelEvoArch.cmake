@@ -1,0 +1,133 @@
+# KernelEvo: CUDA architecture names in CMake — the module's one parser (the C one is
+# runtime/include/kernelevo/arch.h; both follow the same rules) and the expansion of every form
+# CMAKE_CUDA_ARCHITECTURES takes. Private helpers of KernelEvo.cmake.
+
+# "90", "90a", "90-real", "90-virtual", "sm_90", "sm90", "compute_90", "9.0" -> "sm_90" / "sm_90a";
+# "" when the value names no single architecture.
+function(_kevo_normalize_arch value out)
+  string(TOLOWER "${value}" _v)
+  string(REGEX REPLACE "-(real|virtual)$" "" _v "${_v}")
+  string(REGEX REPLACE "^(sm_|sm|compute_)" "" _v "${_v}")
+  if(_v MATCHES "^([0-9][0-9]?)\\.([0-9])([af]?)$")
+    set(_v "${CMAKE_MATCH_1}${CMAKE_MATCH_2}${CMAKE_MATCH_3}")
+  endif()
+  if(_v MATCHES "^[1-9][0-9][0-9]?[af]?$")
+    set(${out} "sm_${_v}" PARENT_SCOPE)
+  else()
+    set(${out} "" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Splits "sm_90a" into its compute capability (90) and suffix (a).
+function(_kevo_arch_cc arch out_cc out_suffix)
+  string(REGEX MATCH "^sm_([0-9]+)([af]?)$" _ "${arch}")
+  set(${out_cc} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+  set(${out_suffix} "${CMAKE_MATCH_2}" PARENT_SCOPE)
+endfunction()
+
+# True (in <out>) when machine code for <kernel> runs on a device of <target>'s compute capability:
+# same major version, minor not above the target's; an arch-specific kernel (sm_90a) only on its own.
+function(_kevo_arch_runs_on kernel target out)
+  _kevo_arch_cc("${kernel}" _kc _ks)
+  _kevo_arch_cc("${target}" _tc _ts)
+  math(EXPR _kmaj "${_kc} / 10")
+  math(EXPR _tmaj "${_tc} / 10")
+  set(_ok FALSE)
+  if(_ks STREQUAL "a")
+    if(_kc EQUAL _tc)
+      set(_ok TRUE)
+    endif()
+  elseif(_kmaj EQUAL _tmaj AND NOT _kc GREATER _tc)
+    set(_ok TRUE)
+  endif()
+  set(${out} ${_ok} PARENT_SCOPE)
+endfunction()
+
+# Expands an architecture list as CMAKE_CUDA_ARCHITECTURES spells it (90, 90a, 90-real, 80;90,
+# native, all, all-major, and the sm_/compute_/X.Y spellings) into normalized, de-duplicated names.
+# <out_notes>: sentences about what could not be expanded (a GPU-less native, an unknown entry).
+function(_kevo_expand_architectures values out out_notes)
+  set(_arches "")
+  set(_notes "")
+  foreach(_a IN LISTS values)
+    string(TOLOWER "${_a}" _al)
+    if(_al STREQUAL "native")
+      if(CMAKE_CUDA_ARCHITECTURES_NATIVE)
+        set(_expanded "${CMAKE_CUDA_ARCHITECTURES_NATIVE}")
+      else()
+        set(_expanded "")
+        list(APPEND _notes "'native' found no GPU on this machine, so it names no architecture")
+      endif()
+    elseif(_al STREQUAL "all" OR _al STREQUAL "all-major")
+      if(_al STREQUAL "all")
+        set(_expanded "${CMAKE_CUDA_ARCHITECTURES_ALL}")
+      else()
+        set(_expanded "${CMAKE_CUDA_ARCHITECTURES_ALL_MAJOR}")
+      endif()
+      if(NOT _expanded)
+        list(APPEND _notes "'${_a}' needs the CUDA language enabled (the list comes from the CUDA compiler)")
+      endif()
+    else()
+      set(_expanded "${_a}")
+    endif()
+    foreach(_e IN LISTS _expanded)
+      _kevo_normalize_arch("${_e}" _norm)
+      if(NOT _norm)
+        list(APPEND _notes "'${_e}' is not a CUDA architecture")
+      elseif(NOT _norm IN_LIST _arches)
+        list(APPEND _arches "${_norm}")
+      endif()
+    endforeach()
+  endforeach()
+  set(${out} "${_arches}" PARENT_SCOPE)
+  set(${out_notes} "${_notes}" PARENT_SCOPE)
+endfunction()
+
+# The architectures a function is built for, and where they come from: ARCHITECTURES, else the
+# target's CUDA_ARCHITECTURES, else CMAKE_CUDA_ARCHITECTURES (as set before LibTorch's config reset
+# it to OFF), else TORCH_CUDA_ARCH_LIST.
+function(_kevo_requested_architectures explicit target out out_from)
+  set(_in "${explicit}")
+  set(_from "ARCHITECTURES")
+  if(NOT _in AND target)
+    get_target_property(_in ${target} CUDA_ARCHITECTURES)
+    set(_from "the CUDA_ARCHITECTURES of ${target}")
+    if(_in STREQUAL "${CMAKE_CUDA_ARCHITECTURES}")  # the property's default
+      set(_from "CMAKE_CUDA_ARCHITECTURES")
+    endif()
+  endif()
+  if(NOT _in)
+    set(_in "${CMAKE_CUDA_ARCHITECTURES}")
+    set(_from "CMAKE_CUDA_ARCHITECTURES")
+  endif()
+  if(NOT _in)  # OFF: reset by LibTorch's config
+    get_property(_in GLOBAL PROPERTY KERNELEVO_CUDA_ARCHITECTURES_AT_LOAD)
+    set(_from "CMAKE_CUDA_ARCHITECTURES (as set before LibTorch reset it)")
+    if(NOT _in AND TORCH_CUDA_ARCH_LIST)
+      string(REGEX MATCHALL "[0-9]+\\.[0-9]+a?" _torch "${TORCH_CUDA_ARCH_LIST}")
+      string(REPLACE "." "" _in "${_torch}")
+      set(_from "TORCH_CUDA_ARCH_LIST")
+    endif()
+  endif()
+  if(_from MATCHES "^CMAKE_CUDA_ARCHITECTURES" AND _in)
+    if(NOT "$ENV{CUDAARCHS}" STREQUAL "" AND "$ENV{CUDAARCHS}" STREQUAL "${_in}")
+      set(_from "CMAKE_CUDA_ARCHITECTURES (from the CUDAARCHS environment variable)")
+    else()
+      # Nobody set it: CMake's CUDA support then caches the compiler's default under this help
+      # text (a -D value has "No help, variable specified on the command line.", and a value set
+      # in CMakeLists.txt is not cached).
+      get_property(_help CACHE CMAKE_CUDA_ARCHITECTURES PROPERTY HELPSTRING)
+      get_property(_cached CACHE CMAKE_CUDA_ARCHITECTURES PROPERTY VALUE)
+      if(_help STREQUAL "CUDA architectures" AND _cached STREQUAL "${_in}")
+        string(JOIN "" _from "CMAKE_CUDA_ARCHITECTURES, which none set: CMake's default for "
+          "${CMAKE_CUDA_COMPILER_ID} ${CMAKE_CUDA_COMPILER_VERSION}; set CMAKE_CUDA_ARCHITECTURES or ARCHITECTURES to choose")
+      endif()
+    endif()
+  endif()
+  if(NOT _in)
+    set(_in "")
+    set(_from "")
+  endif()
+  set(${out} "${_in}" PARENT_SCOPE)
+  set(${out_from} "${_from}" PARENT_SCOPE)
+endfunction()
