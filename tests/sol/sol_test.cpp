@@ -177,11 +177,11 @@ TEST_F(SolTest, FloorsAndFractionOfTheDesignFacts) {
 
 TEST_F(SolTest, ComputeFloorFromThePeakTable) {
     Task m = parse(matmul());
-    EXPECT_EQ(sol::compute_dtype(m), DType::float16);
-    EXPECT_DOUBLE_EQ(sol::peak_flops("sm_90", 0, DType::float16), 989e12);
-    EXPECT_DOUBLE_EQ(sol::peak_flops("sm_90a", 66, DType::float16), 989e12 / 2);  // scaled by SMs
-    EXPECT_DOUBLE_EQ(sol::peak_flops("sm_87", 0, DType::float32), sol::peak_flops("sm_80", 0, DType::float32));
-    EXPECT_EQ(sol::peak_flops("sm_52", 0, DType::float32), 0);  // unknown: no compute floor
+    EXPECT_EQ(sol::compute_dtype(m), DType::FLOAT16);
+    EXPECT_DOUBLE_EQ(sol::peak_flops("sm_90", 0, DType::FLOAT16), 989e12);
+    EXPECT_DOUBLE_EQ(sol::peak_flops("sm_90a", 66, DType::FLOAT16), 989e12 / 2);  // scaled by SMs
+    EXPECT_DOUBLE_EQ(sol::peak_flops("sm_87", 0, DType::FLOAT32), sol::peak_flops("sm_80", 0, DType::FLOAT32));
+    EXPECT_EQ(sol::peak_flops("sm_52", 0, DType::FLOAT32), 0);  // unknown: no compute floor
     sol::Limits l = sol::limits(m, 4300, "measured copy bandwidth", "sm_90");
     double compute_us = 2.0 * 4096 * 4096 * 4096 / 989e12 * 1e6;  // ~139 us
     EXPECT_NEAR(l.sets[0].compute_us, compute_us, 1e-6);

@@ -66,11 +66,11 @@ double peak_flops(const std::string& arch, int sm_count, DType dtype) {
     if (!row) return 0;
     double tflops = 0;
     switch (dtype) {
-        case DType::float64: tflops = row->fp64; break;
-        case DType::float16:
-        case DType::bfloat16: tflops = row->fp16; break;
-        case DType::int8:
-        case DType::uint8: tflops = row->int8; break;
+        case DType::FLOAT64: tflops = row->fp64; break;
+        case DType::FLOAT16:
+        case DType::BFLOAT16: tflops = row->fp16; break;
+        case DType::INT8:
+        case DType::UINT8: tflops = row->int8; break;
         default: tflops = row->fp32; break;
     }
     double scale = sm_count > 0 ? static_cast<double>(sm_count) / row->sms : 1.0;
@@ -79,10 +79,10 @@ double peak_flops(const std::string& arch, int sm_count, DType dtype) {
 
 DType compute_dtype(const Task& task) {
     // Lowest precision first: the fastest rate any correct kernel could use.
-    for (DType d : {DType::float16, DType::bfloat16, DType::float32, DType::float64})
+    for (DType d : {DType::FLOAT16, DType::BFLOAT16, DType::FLOAT32, DType::FLOAT64})
         for (const auto& in : task.inputs)
             if (in.dtype == d) return d;
-    return DType::float32;
+    return DType::FLOAT32;
 }
 
 int64_t min_bytes(const Task& task, size_t set) {

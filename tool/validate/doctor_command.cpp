@@ -37,7 +37,7 @@ void register_doctor_command(CLI::App& app, int& rc) {
                                       {"missing", l.why_not}}},
                          {"gpu", d.to_json()},
                          {"nvcc", nvcc},
-                         {"libtorch", torch_description()},
+                         {"libtorch", libtorch_version()},
                          {"gpu_lock_dir", GpuLock::lock_dir()},
                          {"ready", complete}};
         if (*json_out) {
@@ -50,7 +50,7 @@ void register_doctor_command(CLI::App& app, int& rc) {
                           << (d.driver_version % 1000) / 10 << ", " << d.uuid << "\n";
             else
                 std::cout << "gpu       none: " << d.error << "\n";
-            std::cout << "nvcc      " << nvcc << "\nlibtorch  " << torch_description() << "\ngpu lock  " << GpuLock::lock_dir() << "\n";
+            std::cout << "nvcc      " << nvcc << "\nlibtorch  " << libtorch_version() << "\ngpu lock  " << GpuLock::lock_dir() << "\n";
         }
         rc = complete ? 0 : 1;
     });
