@@ -30,7 +30,7 @@ const fs::path kData = KEVO_TEST_DATA_DIR;
 
 // The build tree holds the marker files: outside every sandbox's writable places.
 fs::path scratch(const std::string& name) {
-    fs::path d = fs::path(KEVO_BINARY_DIR) / "sandbox-test" / name;
+    fs::path d = fs::path(KEVO_BINARY_DIR) / "sandbox-test" / (name + "-" + std::to_string(getpid()));
     fs::remove_all(d);
     fs::create_directories(d);
     return d;

@@ -215,7 +215,10 @@ void run_search(SearchArgs& a, int& rc) {
     }
     std::string arch = evaluator->arch();
     require_toolkit_arch(arch, vo.compile);
-    if (a.workers.empty()) require_local_gpu(validator, arch);  // workers validate on their own GPUs
+    // Workers validate on their own GPUs. A batch round may need no validation at all (it writes
+    // requests, or imports replies without code); one that does stops with "no GPU" and resumes.
+    const bool validates_here = a.workers.empty() && !cfg.llm_batch;
+    if (validates_here) require_local_gpu(validator, arch);
     // Batch mode: files named after the task and architecture, in the dialect of --llm-url.
     if (cfg.llm_batch && a.llm.models.size() != 1)
         throw UsageError("--llm-batch needs exactly one --model: a Batch API input file holds requests for one model");
