@@ -16,10 +16,14 @@ export PATH="$prefix/usr/bin:$PATH"
 extra=()
 [ -f "$prefix/usr/include/sqlite3.h" ] && extra+=(-DSQLite3_INCLUDE_DIR="$prefix/usr/include" -DSQLite3_LIBRARY="$libdir/libsqlite3.so")
 [ -d /usr/include/x86_64-linux-gnu/curl ] && extra+=(-DCURL_INCLUDE_DIR=/usr/include/x86_64-linux-gnu)
-# hiredis unpacked into the prefix (libhiredis-dev + libhiredis0.14 in .debs/) is found through
-# CMAKE_PREFIX_PATH (its .pc file points at /usr, and pkg-config is not told about the prefix);
-# without it, build without the Redis backend, the workers and their GPU tests. Those tests also
+# Packages unpacked into the prefix carry .pc files that point at /usr: point them at the prefix,
+# so pkg-config (searched through CMAKE_PREFIX_PATH) finds hiredis and cpp-httplib there. Without
+# hiredis, build without the Redis backend, the workers and their GPU tests. Those tests also
 # need redis-server on PATH (.debs/: redis-server redis-tools libjemalloc2 liblzf1).
+for pc in "$libdir"/pkgconfig/*.pc; do
+  [ -f "$pc" ] || continue
+  sed -i -E "s#^(prefix|exec_prefix|includedir)=/usr#\1=$prefix/usr#; s#^libdir=/usr/lib\$#libdir=$libdir#; s#^libdir=/usr#libdir=$prefix/usr#" "$pc"
+done
 if [ ! -f /usr/include/hiredis/hiredis.h ] && [ ! -f "$prefix/usr/include/hiredis/hiredis.h" ]; then
   extra+=(-DKERNELEVO_ENABLE_REDIS=OFF)
 fi
