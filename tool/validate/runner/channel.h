@@ -30,7 +30,7 @@ enum Op : int32_t {
     OP_QUIT,
     OP_REPLY,
 };
-enum Flags : int32_t { FLAG_GATED = 1, FLAG_FLUSH = 2, FLAG_FLUSH_WRITE = 4 };
+enum Flags : int32_t { FLAG_GATED = 1, FLAG_FLUSH = 2, FLAG_FLUSH_WRITE = 4, FLAG_NULL = 8 };  // NULL: events only, no call
 
 struct TensorRef {
     int32_t buffer;  // buffer id (OP_MAP)

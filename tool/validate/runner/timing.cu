@@ -94,11 +94,12 @@ json Judge::time_set(size_t set) {
         if (!flush_in_candidate) flush_l2(i);
         cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     };
-    auto kernel_call = [&](int cur, int i, double* wall_us) {
+    auto kernel_call = [&](int cur, int i, double* wall_us, bool null_call = false) {
         Msg m;
         m.op = OP_TIME;
         m.id = i;
         if (flush_in_candidate) m.flags = FLAG_FLUSH | (job.l2_flush == "candidate-write" ? FLAG_FLUSH_WRITE : 0);
+        if (null_call) m.flags |= FLAG_NULL;
         fill_refs(m, ins[cur], outs[cur]);
         auto t0 = clock::now();
         Msg r = request(m, job.call_timeout_s, "while being timed");
@@ -142,7 +143,7 @@ json Judge::time_set(size_t set) {
             reference_call(cur, &wall_dummy);
         }
     }
-    std::vector<double> kt, rt, kwall, rwall;
+    std::vector<double> kt, rt, kwall, rwall, null_overhead;
     int verified = 0;
     bool stopped_early = false, reduced = false;
     int max_trials = std::max(job.min_timing_trials, job.timing_trials);
@@ -162,6 +163,12 @@ json Judge::time_set(size_t set) {
                 if (i == 0 || coin(rng) < job.verify_fraction) {
                     verify(cur, i, seed);
                     ++verified;
+                }
+                if (i % 4 == 3) {  // the same call with nothing in it: what one call costs beyond its work
+                    prepare(cur, seed, i);
+                    double nw = 0;
+                    double nms = kernel_call(cur, i, &nw, true);
+                    null_overhead.push_back(nw - nms);
                 }
             } else if (time_reference) {
                 prepare(cur, seed, i);
@@ -239,17 +246,21 @@ json Judge::time_set(size_t set) {
     // two messages. A process that under-reports its kernel's time leaves an excess here.
     std::vector<double> excess;
     for (size_t j = 0; j < kt.size(); ++j) excess.push_back(kwall[j] - kt[j]);
+    // The overhead of a call between two processes on one GPU (messages, a GPU context switch) is
+    // measured with empty calls interleaved with the real ones: the same messages, the same
+    // preparation, events around nothing.
     double call_overhead = summarize(excess).median_us;
-    double judge_overhead = std::max(0.0, judge_overhead_us_);
+    double empty_overhead = null_overhead.empty() ? 0.0 : summarize(null_overhead).median_us;
     double slack = 40.0 + 0.15 * k.median_us;
     out["wall_check"] = json{{"kernel_wall_median_us", summarize(kwall).median_us},
                              {"candidate_overhead_us", call_overhead},
+                             {"empty_call_overhead_us", empty_overhead},
                              {"judge_overhead_us", judge_overhead_us_},
                              {"allowed_excess_us", slack}};
-    if (judge_overhead_us_ >= 0 && call_overhead - judge_overhead > slack)
+    if (!null_overhead.empty() && call_overhead - empty_overhead > slack)
         throw CandidateFailure{"rejected", "the reported kernel time (" + fmt(k.median_us) + " us median) does not agree with the time the judge observed (" +
-                                               fmt(summarize(kwall).median_us) + " us per call, of which about " + fmt(judge_overhead) +
-                                               " us is call overhead): the kernel's process misreports its timing"};
+                                               fmt(summarize(kwall).median_us) + " us per call, of which about " + fmt(empty_overhead) +
+                                               " us is the overhead of an empty call): the kernel's process misreports its timing"};
     // The physical floor: every input must be read from DRAM at least once (L2 was flushed), at no
     // more than the device's peak bandwidth. Outputs may stay in L2, so only inputs count.
     int64_t input_bytes = 0;
