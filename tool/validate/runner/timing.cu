@@ -88,9 +88,11 @@ json Judge::time_set(size_t set) {
     cuda_ok(cudaEventCreate(&e1), "cudaEventCreate");
 
     // Prepares copy `cur` for a call: new input values, poisoned outputs, flushed L2.
-    auto prepare = [&](int cur, uint64_t seed, int i) {
+    // Only the candidate's own calls get poisoned outputs: the reference's and the empty calls
+    // leave the last call's outputs in place for the judge to check.
+    auto prepare = [&](int cur, uint64_t seed, int i, bool for_kernel = true) {
         fill(ins[cur], seed);
-        poison(outs[cur], 0xFF);
+        if (for_kernel) poison(outs[cur], 0xFF);
         if (!flush_in_candidate) flush_l2(i);
         cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     };
@@ -139,7 +141,7 @@ json Judge::time_set(size_t set) {
         prepare(cur, job.seed + 5000 + i, i);
         kernel_call(cur, i, &wall_dummy);
         if (time_reference) {
-            prepare(cur, job.seed + 5000 + i, i);
+            prepare(cur, job.seed + 5000 + i, i, false);
             reference_call(cur, &wall_dummy);
         }
     }
@@ -165,13 +167,13 @@ json Judge::time_set(size_t set) {
                     ++verified;
                 }
                 if (i % 4 == 3) {  // the same call with nothing in it: what one call costs beyond its work
-                    prepare(cur, seed, i);
+                    prepare(cur, seed, i, false);
                     double nw = 0;
                     double nms = kernel_call(cur, i, &nw, true);
                     null_overhead.push_back(nw - nms);
                 }
             } else if (time_reference) {
-                prepare(cur, seed, i);
+                prepare(cur, seed, i, false);
                 double w = 0;
                 rt.push_back(reference_call(cur, &w));
                 rwall.push_back(w);
@@ -227,7 +229,7 @@ json Judge::time_set(size_t set) {
         std::vector<double> again;
         for (int j = 0; j < job.min_timing_trials; ++j) {
             int cur = j % copies;
-            prepare(cur, job.seed + 20011 + j, j);
+            prepare(cur, job.seed + 20011 + j, j, false);
             double w = 0;
             again.push_back(reference_call(cur, &w));
         }
