@@ -253,7 +253,9 @@ json Judge::time_set(size_t set) {
     // preparation, events around nothing.
     double call_overhead = summarize(excess).median_us;
     double empty_overhead = null_overhead.empty() ? 0.0 : summarize(null_overhead).median_us;
-    double slack = 40.0 + 0.15 * k.median_us;
+    // Measured on the H200: an honest call costs ~50 us more than an empty one (the launch and its
+    // completion); the allowance leaves room for that and for noise.
+    double slack = 80.0 + 0.25 * k.median_us;
     out["wall_check"] = json{{"kernel_wall_median_us", summarize(kwall).median_us},
                              {"candidate_overhead_us", call_overhead},
                              {"empty_call_overhead_us", empty_overhead},
