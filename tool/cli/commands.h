@@ -8,4 +8,6 @@ void register_validate_command(CLI::App& app, int& rc);
 void register_llm_command(CLI::App& app, int& rc);
 void register_search_command(CLI::App& app, int& rc);   // search + report
 void register_cache_command(CLI::App& app, int& rc);
+void register_import_command(CLI::App& app, int& rc);  // import kernelbench
+void register_bench_command(CLI::App& app, int& rc);
 }  // namespace kevo

@@ -31,6 +31,12 @@ int main(int argc, char** argv) {
 #ifdef KEVO_WITH_CACHE
     kevo::register_cache_command(app, rc);
 #endif
+#ifdef KEVO_WITH_KERNELBENCH
+    kevo::register_import_command(app, rc);
+#endif
+#ifdef KEVO_WITH_BENCH
+    kevo::register_bench_command(app, rc);
+#endif
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

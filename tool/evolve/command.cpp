@@ -17,6 +17,7 @@
 #include "common/process.h"
 #include "evolve/report.h"
 #include "evolve/search.h"
+#include "evolve/search_command.h"
 #include "evolve/validator_evaluator.h"
 #include "llm/options.h"
 
@@ -25,6 +26,7 @@
 #endif
 
 namespace kevo {
+using evolve::SearchArgs;
 namespace {
 
 std::atomic<int> g_sigints{0};
@@ -41,14 +43,6 @@ private:
     llm::Client& c_;
 };
 
-struct SearchArgs {
-    std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time;
-    bool fresh = false;
-    double timeout = 30;
-    int timing_trials = 100;
-    evolve::SearchConfig cfg;
-    llm::LlmOptions llm;
-};
 
 // "90", "90s", "30m", "2h" -> seconds.
 double parse_duration(const std::string& s) {
@@ -84,7 +78,10 @@ std::string command_line_hint() {
     return s.empty() ? "the same kernelevo search command" : s;
 }
 
-void run_search(SearchArgs& a, int& rc) {
+}  // namespace
+
+evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progress_prefix) {
+    evolve::SearchOutcome outcome;
     Task task = load_task(a.task);
     evolve::SearchConfig cfg = a.cfg;
     cfg.mode = a.mode;
@@ -136,11 +133,11 @@ void run_search(SearchArgs& a, int& rc) {
     evolve::Search search(task, cfg, prompts, *provider, evaluator, *store);
     const bool tty = ::isatty(STDERR_FILENO);
     // A live line on a terminal; in a log, one line per generation.
-    search.on_progress([tty, shown = -1](const evolve::Progress& p) mutable {
+    search.on_progress([tty, shown = -1, &progress_prefix](const evolve::Progress& p) mutable {
         if (tty) {
-            std::cerr << "\r\033[K" << format_progress(p) << std::flush;
+            std::cerr << "\r\033[K" << progress_prefix << format_progress(p) << std::flush;
         } else if (p.generation != shown) {
-            std::cerr << "kernelevo: " << format_progress(p) << "\n";
+            std::cerr << "kernelevo: " << progress_prefix << format_progress(p) << "\n";
             shown = p.generation;
         }
     });
@@ -219,26 +216,24 @@ void run_search(SearchArgs& a, int& rc) {
                           ? " (the Redis password shows as ***: give it again, or in $KERNELEVO_REDIS_PASSWORD)"
                           : "")
                   << "\n";
-    rc = result.stop_reason.rfind("error: no GPU", 0) == 0 ? 2 : finished && result.best ? 0 : 1;
+    outcome.rc = result.stop_reason.rfind("error: no GPU", 0) == 0 ? 2 : finished && result.best ? 0 : 1;
+    outcome.stop_reason = result.stop_reason;
+    outcome.finished = finished;
+    outcome.found = result.best.has_value();
+    outcome.speedup = result.best ? result.best->speedup : 0;
+    if (result.best) outcome.best_details = result.best->details;
+    store::Spent spent = store->spent();
+    outcome.tokens = spent.prompt_tokens + spent.completion_tokens;
+    outcome.cost_usd = spent.cost_usd;
+    outcome.arch = arch;
+    outcome.generations = result.generations_committed;
+    return outcome;
 }
 
-}  // namespace
-
-void register_search_command(CLI::App& app, int& rc) {
-    auto a = std::make_shared<SearchArgs>();
-    CLI::App* cmd = app.add_subcommand("search", "Search for a fast kernel with an LLM-driven evolution (resumable)");
-    cmd->add_option("--task", a->task, "Task file (JSON)")->required();
-    cmd->add_option("--out", a->out, "Cache directory to write the best kernel to (NAME/sm_XX.cu + .json)")->required();
+void evolve::add_search_options(CLI::App& app, SearchArgs& args) {
+    CLI::App* cmd = &app;
+    SearchArgs* a = &args;
     cmd->add_option("--arch", a->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
-    cmd->add_option("--state", a->state,
-                    "State store: an SQLite file, or redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] "
-                    "for a run that spans machines (port 6379, DB 0 and prefix kernelevo by default; every key "
-                    "of the run starts with {NAME}:, so runs with different prefixes share a server; password "
-                    "also from $KERNELEVO_REDIS_PASSWORD). Rerunning with the same state resumes "
-                    "(default: a file per task and architecture under the kernelevo cache)");
-    cmd->add_flag("--fresh", a->fresh,
-                  "Discard the state store's previous run and start over (Redis: deletes the prefix's keys)");
-    cmd->add_option("--initial", a->initial, "Seed kernel (.cu); default: the LLM writes a straightforward one");
     cmd->add_option("--generations", a->cfg.generations, "Evolution generations after the seed")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd->add_option("--islands", a->cfg.islands, "Islands (independent populations)")->capture_default_str()->check(CLI::Range(1, 64));
     cmd->add_option("--children", a->cfg.children, "Candidates per island per generation")->capture_default_str()->check(CLI::Range(1, 64));
@@ -260,7 +255,24 @@ void register_search_command(CLI::App& app, int& rc) {
     cmd->add_option("--timing-trials", a->timing_trials, "Timed trials per implementation")->capture_default_str()->check(CLI::Range(1, 100000));
     llm::add_llm_options(*cmd, a->llm);
     cmd->add_option("--replay", a->llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)");
-    cmd->callback([a, &rc] { run_search(*a, rc); });
+}
+
+void register_search_command(CLI::App& app, int& rc) {
+    auto a = std::make_shared<SearchArgs>();
+    CLI::App* cmd = app.add_subcommand("search", "Search for a fast kernel with an LLM-driven evolution (resumable)");
+    cmd->add_option("--task", a->task, "Task file (JSON)")->required();
+    cmd->add_option("--out", a->out, "Cache directory to write the best kernel to (NAME/sm_XX.cu + .json)")->required();
+    cmd->add_option("--state", a->state,
+                    "State store: an SQLite file, or redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] "
+                    "for a run that spans machines (port 6379, DB 0 and prefix kernelevo by default; every key "
+                    "of the run starts with {NAME}:, so runs with different prefixes share a server; password "
+                    "also from $KERNELEVO_REDIS_PASSWORD). Rerunning with the same state resumes "
+                    "(default: a file per task and architecture under the kernelevo cache)");
+    cmd->add_flag("--fresh", a->fresh,
+                  "Discard the state store's previous run and start over (Redis: deletes the prefix's keys)");
+    cmd->add_option("--initial", a->initial, "Seed kernel (.cu); default: the LLM writes a straightforward one");
+    evolve::add_search_options(*cmd, *a);
+    cmd->callback([a, &rc] { rc = evolve::run_search(*a).rc; });
 
     auto r = std::make_shared<std::pair<std::string, std::string>>();
     CLI::App* rep = app.add_subcommand("report", "Print a search's history and plot it");

@@ -29,8 +29,12 @@ struct Dim {
 
 // How an input's values are drawn. Every kind is deterministic given the trial seed.
 struct Init {
-    std::string kind = "randn";  // randn | rand | randint | ones | zeros | full | arange
+    std::string kind = "randn";  // a KEVO_INIT_KIND_LIST name (task/init_kind.h): randn | rand | ... | file
     double a = 0, b = 1;         // randn: mean, std; rand/randint: low, high; full: value in a
+    // file: the tensor's raw little-endian bytes in row-major order, exactly numel * dtype size.
+    std::string path;            // as written in the task file (relative to it, or absolute)
+    std::filesystem::path file;  // resolved, absolute
+    std::string file_sha256;     // of the file's content (part of the task hash)
 };
 
 struct TensorSpec {
@@ -47,6 +51,16 @@ struct Task {
     std::string name;
     std::filesystem::path reference_source;  // absolute
     std::string reference_function;
+    // reference.signature: "tensors" (one const at::Tensor& per input, the default) or "vector"
+    // (one const std::vector<at::Tensor>&: the wrapper then does not depend on the task, so every
+    // task with the same reference source shares one build).
+    std::string reference_signature = "tensors";
+    // reference.setup: a C++ function `void f(const std::string& arg)` called once, with
+    // reference.arg, before the first call (empty: none). The arg is a file path, resolved against
+    // the task file (absolute here); its content is part of reference_hash().
+    std::string reference_setup;
+    std::string reference_arg_written;       // as written
+    std::filesystem::path reference_arg;     // resolved, absolute (empty: none)
     std::vector<TensorSpec> inputs, outputs;
     std::vector<ShapeSet> shapes;  // at least one (empty when every dimension is literal)
     double atol = 1e-4, rtol = 1e-4;
