@@ -170,7 +170,9 @@ class Recorder:
 
 # ---- shrinking (CPU machines: --max-numel) ------------------------------------------------------------
 
-NOT_A_SIZE = re.compile(r"kernel|stride|pad|dilation|group|head|axis|^dim$|^k$|scale|factor|eps|momentum|seed", re.I)
+NOT_A_SIZE = re.compile(r"kernel|stride|pad|dilation|group|head|axis|^k$|scale|factor|eps|momentum|seed", re.I)
+# Sizes tied to the model's structure (divisibility by groups, bias and norm shapes): shrunk last.
+STRUCTURAL = re.compile(r"channel|feature|hidden|embed|_shape$|_size$|^C$|^num_", re.I)
 
 
 def input_numel(mod):
