@@ -27,30 +27,16 @@ const DeviceInfo& device() {
     } while (0)
 
 // Imported once at full size: elementwise (6.4 GB), LayerNorm with weights, matmul, GEMM fusion, conv.
-struct GpuImport {
-    fs::path out;
-    ProcessResult run;
-    nlohmann::json report;
-};
-const GpuImport& gpu_import() {
-    static GpuImport* g = [] {
-        auto* g = new GpuImport;
-        g->out = fs::path(KEVO_BINARY_DIR) / "test-cache" / "kernelbench-gpu-suite";
-        std::error_code ec;
-        fs::remove_all(g->out, ec);
-        std::vector<std::string> args = {"import", "kernelbench", "--out", g->out.string(), "--jobs", "2"};
+const kbtest::Import& gpu_import() {
+    static const kbtest::Import g = [] {
+        std::vector<std::string> args = {"--jobs", "2"};
         for (const char* f : {"level1/19_ReLU.py", "level1/40_LayerNorm.py", "level1/1_Square_matrix_multiplication_.py",
                               "level2/12_Gemm_Multiply_LeakyReLU.py",
                               "level1/50_conv_standard_2D__square_input__square_kernel.py"})
             args.push_back((kbtest::problems() / f).string());
-        g->run = kbtest::kernelevo(args);
-        try {
-            g->report = nlohmann::json::parse(read_file(g->out / "import.json"));
-        } catch (const std::exception&) {
-        }
-        return g;
+        return kbtest::cached_import("kernelbench-gpu-suite", args);
     }();
-    return *g;
+    return g;
 }
 
 TEST(KernelBenchGpu, ImportsAtKernelBenchSizesAndVerifiesOnTheGpu) {
