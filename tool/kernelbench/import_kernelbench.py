@@ -66,8 +66,8 @@ class ShrinkRefused(Refused):
     """Refused only at the shrunk sizes: worth another try with larger ones."""
 
 
-class Timeout(Exception):
-    pass
+class Timeout(BaseException):
+    """The per-problem alarm; a BaseException so that no `except Exception` on the way swallows it."""
 
 
 def one_line(text, limit=300):
@@ -337,18 +337,29 @@ def fingerprint(t):
     return float(t.detach().double().sum()) if t.numel() else 0.0
 
 
+CHUNK = 1 << 26  # elements compared at a time: bounded temporaries for multi-GiB outputs
+
+
+def _chunks(a, b):
+    fa, fb = a.reshape(-1), b.reshape(-1)
+    for i in range(0, fa.numel(), CHUNK):
+        yield fa[i:i + CHUNK], fb[i:i + CHUNK]
+
+
 def max_abs_diff(a, b):
+    """max |a - b| (NaN where both are NaN counts as equal, elsewhere as infinity)."""
     if a.shape != b.shape:
         return math.inf
-    if a.numel() == 0:
-        return 0.0
-    if a.dtype == torch.bool or b.dtype == torch.bool:
-        return float((a != b).sum())
-    d = (a.double() - b.double()).abs()
-    both_nan = torch.isnan(a.double()) & torch.isnan(b.double())
-    d = torch.where(both_nan, torch.zeros_like(d), d)
-    d = torch.nan_to_num(d, nan=math.inf)
-    return float(d.max())
+    worst = 0.0
+    for x, y in _chunks(a, b):
+        if not x.is_floating_point():
+            x, y = x.double(), y.double()
+        d = (x.float() - y.float()).abs() if x.dtype != torch.float64 else (x - y).abs()
+        d = d.masked_fill(torch.isnan(x) & torch.isnan(y), 0)
+        d = torch.nan_to_num(d, nan=math.inf)
+        if d.numel():
+            worst = max(worst, float(d.max()))
+    return worst
 
 
 def close(a, b, atol, rtol):
@@ -356,7 +367,21 @@ def close(a, b, atol, rtol):
         return False
     if not a.is_floating_point():
         return bool(torch.equal(a, b))
-    return bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol, equal_nan=True))
+    return all(bool(torch.allclose(x, y, atol=atol, rtol=rtol, equal_nan=True)) for x, y in _chunks(a, b))
+
+
+def scratch_dir(args, nbytes):
+    """Where the verification tensors go: --scratch, else /dev/shm when it has room (no disk I/O for
+    multi-GiB tensors), else the temp dir."""
+    if args.scratch:
+        return args.scratch
+    try:
+        st = os.statvfs("/dev/shm")
+        if st.f_bavail * st.f_frsize > 2 * nbytes + (1 << 30):
+            return "/dev/shm"
+    except OSError:
+        pass
+    return None
 
 
 def write_raw(t, path):
@@ -569,7 +594,9 @@ def import_one(path, args, reference_source, max_numel):
     # Self-verification: the C++ reference on the recorded inputs against the eager outputs.
     verify = {"trace_max_abs_diff_other_inputs": trace_diff}
     if args.refcheck:
-        scratch = tempfile.mkdtemp(prefix="kb-verify-", dir=args.scratch or None)
+        nbytes = sum(s["tensor"].numel() * s["tensor"].element_size() for s in input_specs if s["init"]["kind"] != "file")
+        nbytes += sum(o.numel() * o.element_size() for o in eager)
+        scratch = tempfile.mkdtemp(prefix="kb-verify-", dir=scratch_dir(args, nbytes))
         try:
             manifest = {"library": args.library, "arg": os.path.join(tmp_dir, "model.pt"), "device": args.device_kind,
                         "inputs": [], "outputs": []}
