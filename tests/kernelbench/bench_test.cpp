@@ -126,6 +126,21 @@ TEST(Bench, KernelsOnAnImportedSuiteWriteTheTableAndThePage) {
     EXPECT_NE(other.err.find("pass --fresh"), std::string::npos) << other.err;
 }
 
+// Without a GPU a search could only spend tokens: refused before the first LLM request.
+TEST(Bench, SearchWithoutAGpuStopsBeforeAnyRequest) {
+    if (kbtest::gpu().present) GTEST_SKIP() << "there is a GPU here";
+    const auto& imp = kbtest::cpu_import();
+    ASSERT_EQ(imp.report.value("imported", 0), 12) << imp.run.err;
+    TempDir dir("kevo-bench-test");
+    auto r = kbtest::kernelevo({"bench", "--suite", imp.out.string(), "--out", (dir.path() / "r").string(), "--model", "m",
+                                "--llm-url", "http://127.0.0.1:9/v1"},
+                               300);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("no usable GPU here"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--kernels"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("chat/completions"), std::string::npos) << "no request was sent: " << r.err;
+}
+
 TEST(Bench, BadSuiteIsExitTwo) {
     TempDir dir("kevo-bench-test");
     auto r = kbtest::kernelevo({"bench", "--suite", dir.path().string(), "--out", (dir.path() / "r").string(), "--kernels",

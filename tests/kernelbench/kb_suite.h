@@ -14,6 +14,8 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
+#include "task/task.h"
+#include "validate/validate.h"
 
 namespace kevo::kbtest {
 
@@ -21,6 +23,15 @@ namespace kevo::kbtest {
 inline fs::path problems() {
     if (const char* d = std::getenv("KERNELBENCH_DIR")) return d;
     return fs::path(KEVO_KERNELBENCH_PROBLEMS);
+}
+
+// The local GPU (present == false on a CPU machine).
+inline const DeviceInfo& gpu() {
+    static DeviceInfo d = [] {
+        Validator v(load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json"), ValidateOptions{});
+        return v.device();
+    }();
+    return d;
 }
 
 inline ProcessResult kernelevo(std::vector<std::string> args, double timeout_s = 1800) {

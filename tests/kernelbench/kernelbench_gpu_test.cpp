@@ -13,13 +13,7 @@
 namespace kevo {
 namespace {
 
-const DeviceInfo& device() {
-    static DeviceInfo d = [] {
-        Validator v(load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json"), ValidateOptions{});
-        return v.device();
-    }();
-    return d;
-}
+const DeviceInfo& device() { return kbtest::gpu(); }
 
 #define REQUIRE_GPU()                                                                   \
     do {                                                                                \

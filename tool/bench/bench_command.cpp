@@ -134,6 +134,17 @@ void run_bench(BenchArgs& a, int& rc) {
         write_file_atomic(out / "report.html", bench::report_html(shown, info));
     };
 
+    // A search validates every candidate on the local GPU: without one it would only spend tokens.
+    if (mode == "search") {
+        Validator probe(load_task(tasks.front()), vo);
+        const DeviceInfo& d = probe.device();
+        if (!d.present)
+            throw UsageError("no usable GPU here (" + d.error + "): the search validates every candidate on the local GPU; "
+                             "run the bench on a GPU host, or validate ready kernels with --kernels");
+        info.gpu = d.name;
+        info.arch = probe.arch();
+    }
+
     const auto t_start = std::chrono::steady_clock::now();
     int ran = 0;
     bool interrupted = false;

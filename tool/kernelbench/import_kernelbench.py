@@ -46,6 +46,7 @@ DTYPES = {
     torch.float64: ("float64", 6), torch.int8: ("int8", 7), torch.uint8: ("uint8", 8),
 }
 MAX_DIMS = 8  # the kernel ABI's limit
+MAX_TENSORS = 64  # inputs (and outputs) of a task (tool/task)
 
 # Ops that draw random numbers: a forward using them cannot be checked against a fixed reference.
 RANDOM_OPS = {
@@ -256,10 +257,20 @@ def swapped(model, values):
             store = m._parameters if leaf in m._parameters else m._buffers
             old.append((store, leaf, store[leaf]))
             store[leaf] = v
+        refresh_flat_weights(model)
         yield
     finally:
         for store, leaf, v in reversed(old):
             store[leaf] = v
+        refresh_flat_weights(model)
+
+
+def refresh_flat_weights(model):
+    """RNN modules (LSTM, GRU, ...) keep a list of their weights; point it at the swapped-in tensors."""
+    for m in model.modules():
+        names = getattr(m, "_flat_weights_names", None)
+        if isinstance(names, list) and hasattr(m, "_flat_weights"):
+            m._flat_weights = [getattr(m, n) if hasattr(m, n) else None for n in names]
 
 
 class Functional(nn.Module):
@@ -478,6 +489,9 @@ def import_one(path, args, reference_source, max_numel):
     for i, x in enumerate(raw):
         if not isinstance(x, torch.Tensor) and not isinstance(x, (int, float, bool, type(None), str)):
             raise Refused("input %d is a %s (only tensors and plain numbers are supported)" % (i, type(x).__name__))
+    if len(tensor_pos) + len(slots) > MAX_TENSORS:
+        raise Refused("%d inputs plus %d parameters and buffers: a task holds at most %d inputs" % (
+            len(tensor_pos), len(slots), MAX_TENSORS))
     if len(tensor_pos) < len(raw):
         notes.append("non-tensor inputs fixed as constants: " + ", ".join(repr(raw[i]) for i in range(len(raw)) if i not in tensor_pos))
 
@@ -517,6 +531,8 @@ def import_one(path, args, reference_source, max_numel):
         raise Refused("forward modifies its input in place")
     for k, o in enumerate(eager):
         dtype_of(o, "output %d" % k)
+    if len(eager) > MAX_TENSORS:
+        raise Refused("%d outputs: a task holds at most %d" % (len(eager), MAX_TENSORS))
 
     # Trace the functional wrapper: inputs, then parameters and buffers.
     wrapper = Functional(model, call_args, tensor_pos, [n for n, _ in slots])
