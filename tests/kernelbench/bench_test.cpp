@@ -56,6 +56,7 @@ TEST(Bench, FastPOverAllTasksAndSpeedupsOverTheCorrectOnes) {
     size_t svgs = 0;
     for (size_t p = html.find("<svg"); p != std::string::npos; p = html.find("<svg", p + 1)) ++svgs;
     EXPECT_EQ(svgs, 3u);
+    EXPECT_NE(html.find(">&lt;0.5x<"), std::string::npos) << "labels are escaped";
     for (const char* title : {"Speedup per task", "Speedup distribution", "Best speedup vs tokens spent"})
         EXPECT_NE(html.find(title), std::string::npos) << title;
     EXPECT_NE(html.find("<title>a: 2.500x, 1.0k tokens</title>"), std::string::npos);

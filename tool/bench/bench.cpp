@@ -285,7 +285,7 @@ std::string speedup_histogram(const std::vector<TaskResult>& results) {
         s << "<rect x='" << x + bw * 0.1 << "' width='" << bw * 0.8 << "' y='" << b.y0 + b.h - hgt << "' height='" << hgt
           << "' fill='" << color << "'/>\n<text x='" << x + bw / 2 << "' y='" << b.y0 + b.h - hgt - 4
           << "' text-anchor='middle'>" << count[i] << "</text>\n<text x='" << x + bw / 2 << "' y='" << b.y0 + b.h + 16
-          << "' text-anchor='middle'>" << label << "</text>\n";
+          << "' text-anchor='middle'>" << esc(label) << "</text>\n";
     }
     s << "<line x1='" << b.x0 << "' x2='" << b.x0 + b.w << "' y1='" << b.y0 + b.h << "' y2='" << b.y0 + b.h
       << "' stroke='#444'/>\n</svg>\n";
