@@ -158,11 +158,26 @@ class Recorder:
             orig, fn = self._wrap(name, init_of)
             saved[name] = orig
             setattr(torch, name, fn)
+        # Moves and casts keep the distribution: torch.rand(...).cuda(), .to(dtype), .float(), ...
+        methods = {}
+        for name in ("cuda", "to", "float", "double", "half", "bfloat16", "contiguous", "clone"):
+            orig = getattr(torch.Tensor, name)
+            methods[name] = orig
+
+            def keep(t, *a, __orig=orig, **k):
+                out = __orig(t, *a, **k)
+                hit = self.made.get(id(t))
+                if isinstance(out, torch.Tensor) and hit is not None and hit[0] is t:
+                    self.made[id(out)] = (out, hit[1])
+                return out
+            setattr(torch.Tensor, name, keep)
         try:
             yield self
         finally:
             for name, orig in saved.items():
                 setattr(torch, name, orig)
+            for name, orig in methods.items():
+                setattr(torch.Tensor, name, orig)
 
     def init_of(self, t):
         hit = self.made.get(id(t))
@@ -507,7 +522,11 @@ def import_one(path, args, reference_source, max_numel):
         what = "input %s" % (pnames[i] if i < len(pnames) else i)
         dt = dtype_of(x, what)
         init = rec.init_of(x)
+        # A distribution the task can state for this dtype; anything else is stored as it was drawn.
         if init is not None and init["kind"] in ("rand", "randn") and not x.is_floating_point():
+            init = None
+        if init is not None and init["kind"] == "randint" and (x.is_floating_point() or (
+                x.dtype == torch.bool and (init["low"], init["high"]) != (0, 2))):
             init = None
         input_specs.append({"name": identifier(pnames[i] if i < len(pnames) else "x%d" % k, used), "dtype": dt,
                             "tensor": x, "init": init})
