@@ -20,7 +20,7 @@ Prints one JSON object per problem on stdout.
 """
 import argparse
 import contextlib
-import hashlib
+import fcntl
 import inspect
 import json
 import math
@@ -193,24 +193,7 @@ STRUCTURAL = re.compile(r"channel|feature|hidden|embed|_shape$|_size$|^C$|^num_"
 
 def input_numel(mod):
     """Elements of get_inputs() without allocating them (meta tensors)."""
-    total = 0
-    saved = {}
-    for name in ("rand", "randn", "randint", "ones", "zeros", "empty", "full"):
-        orig = getattr(torch, name)
-        saved[name] = orig
-
-        def meta(*a, __orig=orig, **k):
-            k["device"] = "meta"
-            return __orig(*a, **k)
-        setattr(torch, name, meta)
-    try:
-        for x in mod.get_inputs():
-            if isinstance(x, torch.Tensor):
-                total += x.numel()
-    finally:
-        for name, orig in saved.items():
-            setattr(torch, name, orig)
-    return total
+    return sum(x.numel() for x in _meta_inputs(mod))
 
 
 def shrink(mod, max_numel):
@@ -451,19 +434,63 @@ def dtype_of(t, what):
 
 # ---- one problem ----------------------------------------------------------------------------------
 
+BIG_BYTES = 2 << 30  # problems whose inputs exceed this take turns on the GPU (memory)
+
+
+@contextlib.contextmanager
+def big_problem_turn(args, nbytes):
+    """On the GPU, problems with multi-GiB tensors run one at a time across the import's workers."""
+    if args.device_kind != "cuda" or nbytes < BIG_BYTES:
+        yield
+        return
+    with open(os.path.join(args.out, ".big-problem.lock"), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def import_one(path, args, reference_source, max_numel):
+    src, mod = load_problem(path)
+    shrunk = {}
+    if max_numel > 0:
+        shrunk = shrink(mod, max_numel)
+    try:
+        nbytes = sum(x.numel() * x.element_size() for x in _meta_inputs(mod))
+    except Exception:
+        nbytes = 0
+    with big_problem_turn(args, nbytes):
+        return _import_one(path, args, reference_source, src, mod, shrunk)
+
+
+def _meta_inputs(mod):
+    saved = {}
+    for name in ("rand", "randn", "randint", "ones", "zeros", "empty", "full"):
+        orig = getattr(torch, name)
+        saved[name] = orig
+
+        def meta(*a, __orig=orig, **k):
+            k["device"] = "meta"
+            return __orig(*a, **k)
+        setattr(torch, name, meta)
+    try:
+        return [x for x in mod.get_inputs() if isinstance(x, torch.Tensor)]
+    finally:
+        for name, orig in saved.items():
+            setattr(torch, name, orig)
+
+
+def _import_one(path, args, reference_source, src, mod, changed):
     t0 = time.time()
     name = task_name(path)
     result = {"source": os.path.abspath(path), "name": name}
-    src, mod = load_problem(path)
     notes = []
     shrunk_note = ""
-    if max_numel > 0:
-        changed = shrink(mod, max_numel)
-        if changed:
-            result["shrunk"] = {k: v[1] for k, v in changed.items()}
-            shrunk_note = " (with sizes shrunk by --max-numel: %s)" % ", ".join("%s=%s" % (k, v[1]) for k, v in changed.items())
-            notes.append("sizes shrunk for this machine: " + ", ".join("%s %s->%s" % (k, a, b) for k, (a, b) in changed.items()))
+    if changed:
+        result["shrunk"] = {k: v[1] for k, v in changed.items()}
+        shrunk_note = " (with sizes shrunk by --max-numel: %s)" % ", ".join("%s=%s" % (k, v[1]) for k, v in changed.items())
+        notes.append("sizes shrunk for this machine: " + ", ".join("%s %s->%s" % (k, a, b) for k, (a, b) in changed.items()))
     device = torch.device(args.device)
 
     # The model, exactly as KernelBench builds it.
@@ -584,7 +611,7 @@ def import_one(path, args, reference_source, max_numel):
     if len(traced2) != len(eager2) or not all(close(a, b, 1e-5, 1e-5) for a, b in zip(traced2, eager2)):
         raise Refused("the traced graph depends on the input values (data-dependent control flow): max |diff| %g on "
                       "other inputs" % trace_diff)
-    del raw2, call2, eager2, traced2
+    del raw2, call2, eager2, traced2, again
 
     # The task directory.
     out_dir = os.path.join(args.out, name)
@@ -626,8 +653,13 @@ def import_one(path, args, reference_source, max_numel):
     with open(os.path.join(tmp_dir, "problem.py"), "w", encoding="utf-8") as f:
         f.write(src)
 
-    # Self-verification: the C++ reference on the recorded inputs against the eager outputs.
+    # Self-verification: the C++ reference on the recorded inputs against the eager outputs. The
+    # device copies go first: the check runs in its own process and needs the GPU's memory.
     verify = {"trace_max_abs_diff_other_inputs": trace_diff}
+    eager = [o.cpu() for o in eager]
+    del call_args, dev_inputs, slot_values, traced
+    if args.device_kind == "cuda":
+        torch.cuda.empty_cache()
     if args.refcheck:
         nbytes = sum(s["tensor"].numel() * s["tensor"].element_size() for s in input_specs if s["init"]["kind"] != "file")
         nbytes += sum(o.numel() * o.element_size() for o in eager)
