@@ -32,7 +32,7 @@ TEST(KernelBenchImport, ADozenProblemsImportAndVerifyOnTheCpu) {
     const auto& imp = cpu_import();
     ASSERT_TRUE(imp.run.started) << imp.run.error;
     ASSERT_FALSE(imp.report.is_null()) << imp.run.describe() << "\n" << imp.run.err;
-    EXPECT_EQ(imp.run.exit_code, 0) << imp.run.err;
+    EXPECT_EQ(imp.run.exit_code, 1) << "one problem crashed the importer: " << imp.run.err;
     EXPECT_EQ(imp.report["imported"], 12) << imp.run.err;
     EXPECT_EQ(imp.report["device"], "cpu");
     for (const auto& f : kbtest::dozen()) {
@@ -76,8 +76,17 @@ TEST(KernelBenchImport, RefusesWithAOneLineReasonAndGoesOn) {
         EXPECT_FALSE(fs::exists(imp.out / c.name)) << "no task folder for a refused problem";
     }
     EXPECT_EQ(imp.report["refused"], 4);
-    EXPECT_EQ(imp.report["failed"], 0);
-    EXPECT_NE(imp.run.err.find("imported 12/16 (4 refused, 0 failed)"), std::string::npos) << imp.run.err;
+    EXPECT_EQ(imp.report["failed"], 1);
+    EXPECT_NE(imp.run.err.find("imported 12/17 (4 refused, 1 failed)"), std::string::npos) << imp.run.err;
+}
+
+// A problem that kills the Python process fails alone; the rest of its batch goes on (a new process).
+TEST(KernelBenchImport, AProblemThatCrashesTheImporterFailsAlone) {
+    const auto& r = result("kb1_903_Crashes");
+    EXPECT_EQ(r.value("status", "missing"), "failed") << r.dump();
+    EXPECT_NE(r.value("reason", "").find("the importer stopped (signal 11"), std::string::npos) << r.dump();
+    EXPECT_EQ(r.value("reason", "").find('\n'), std::string::npos);
+    EXPECT_EQ(result("kb1_50_conv_standard_2D__square_input__square_kernel").value("status", ""), "ok");
 }
 
 TEST(KernelBenchImport, WeightsBecomeFileInputsWithTheModelsValues) {

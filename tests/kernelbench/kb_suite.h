@@ -130,8 +130,17 @@ inline const Import& cpu_import() {
             write_file_atomic(extra / "level1" / "901_DataDependentBranch.py", branch);
         if (!fs::exists(extra / "level1" / "902_NotAProblem.py", ec))
             write_file_atomic(extra / "level1" / "902_NotAProblem.py", "x = 1\n");
+        // A problem that kills the Python process: the others of its batch still import.
+        const std::string crash = "import os, signal\nimport torch.nn as nn\nclass Model(nn.Module):\n    pass\n"
+                                  "def get_inputs():\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+                                  "def get_init_inputs():\n    return []\n";
+        if (!fs::exists(extra / "level1" / "903_Crashes.py", ec) || read_file(extra / "level1" / "903_Crashes.py") != crash)
+            write_file_atomic(extra / "level1" / "903_Crashes.py", crash);
         std::vector<std::string> args = {"--max-numel", "4096", "--jobs", "2"};
-        for (const auto& f : dozen()) args.push_back((problems() / f).string());
+        for (const auto& f : dozen()) {
+            args.push_back((problems() / f).string());
+            if (f == dozen()[3]) args.push_back((extra / "level1" / "903_Crashes.py").string());
+        }
         for (const char* f : {"level1/33_BatchNorm.py", "level2/66_Matmul_Dropout_Softmax.py"})
             args.push_back((problems() / f).string());
         args.push_back((extra / "level1" / "901_DataDependentBranch.py").string());

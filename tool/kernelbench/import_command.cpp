@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -64,6 +65,29 @@ std::vector<fs::path> expand(const std::vector<fs::path>& inputs) {
         }
     }
     return files;
+}
+
+// The task name the importer gives a problem file (import_kernelbench.py: task_name), for problems
+// it could not report on: kb<level>_<stem>, e.g. kb1_19_ReLU.
+std::string problem_task_name(const fs::path& file) {
+    std::smatch m;
+    const std::string abs = fs::absolute(file).string();
+    std::string name = std::regex_search(abs, m, std::regex("level[_-]?([0-9]+)")) ? "kb" + m[1].str() + "_" : "kb_";
+    for (char c : file.stem().string()) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    name = std::regex_replace(name, std::regex("_+$"), "");
+    return name;
+}
+
+// Newlines and runs of blanks become one space: a reason is one line.
+std::string one_line(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        bool blank = c == '\n' || c == '\r' || c == '\t' || c == ' ';
+        if (blank && (out.empty() || out.back() == ' ')) continue;
+        out += blank ? ' ' : c;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
 }
 
 std::string fmt_seconds(double s) {
@@ -149,30 +173,51 @@ ImportSummary import_problems(const ImportOptions& o) {
     std::string fatal;
     auto worker = [&] {
         for (size_t c; (c = next.fetch_add(1)) < chunks.size();) {
-            ProcessOptions po;
-            po.argv = {python, (dir / "import_kernelbench.py").string(), "--out", fs::absolute(o.out).string(),
-                       "--reference-source", ref.string(), "--device", device, "--refcheck", refcheck, "--library",
-                       rb.library.string(), "--max-numel", std::to_string(o.max_numel), "--timeout",
-                       std::to_string(static_cast<long>(o.timeout_s))};
-            for (const auto& f : chunks[c]) po.argv.push_back(fs::absolute(f).string());
-            po.timeout_s = o.timeout_s * static_cast<double>(chunks[c].size()) + 120;
-            po.max_file_bytes = -1;  // model weights and verification tensors can be large
-            po.max_output_bytes = 64 << 20;
-            ProcessResult r = run_process(po);
+            // One Python process for the chunk; if it dies (a crash inside PyTorch), the problems it
+            // did not report go again in a new one, and a problem that kills it twice fails alone.
             std::map<std::string, nlohmann::json> by_source;
-            std::istringstream lines(r.out);
-            for (std::string line; std::getline(lines, line);) {
-                if (line.empty() || line[0] != '{') continue;
-                try {
-                    auto j = nlohmann::json::parse(line);
-                    if (j.contains("fatal")) {
-                        std::lock_guard<std::mutex> lock(mu);
-                        fatal = j["fatal"].get<std::string>();
-                    } else if (j.contains("source")) {
-                        by_source[j["source"].get<std::string>()] = j;
+            std::vector<fs::path> pending = chunks[c];
+            ProcessResult r;
+            while (!pending.empty()) {
+                ProcessOptions po;
+                po.argv = {python, (dir / "import_kernelbench.py").string(), "--out", fs::absolute(o.out).string(),
+                           "--reference-source", ref.string(), "--device", device, "--refcheck", refcheck, "--library",
+                           rb.library.string(), "--max-numel", std::to_string(o.max_numel), "--timeout",
+                           std::to_string(static_cast<long>(o.timeout_s))};
+                for (const auto& f : pending) po.argv.push_back(fs::absolute(f).string());
+                po.timeout_s = o.timeout_s * 3 * static_cast<double>(pending.size()) + 120;
+                po.max_file_bytes = -1;  // model weights and verification tensors can be large
+                po.max_output_bytes = 64 << 20;
+                r = run_process(po);
+                std::istringstream lines(r.out);
+                for (std::string line; std::getline(lines, line);) {
+                    if (line.empty() || line[0] != '{') continue;
+                    try {
+                        auto j = nlohmann::json::parse(line);
+                        if (j.contains("fatal")) {
+                            std::lock_guard<std::mutex> lock(mu);
+                            fatal = j["fatal"].get<std::string>();
+                        } else if (j.contains("source")) {
+                            by_source[j["source"].get<std::string>()] = j;
+                        }
+                    } catch (const std::exception&) {
                     }
-                } catch (const std::exception&) {
                 }
+                std::vector<fs::path> missing;
+                for (const auto& f : pending)
+                    if (!by_source.count(fs::absolute(f).string())) missing.push_back(f);
+                if (missing.empty() || !fatal.empty()) break;
+                if (missing.size() == pending.size()) {
+                    // No progress: the first one is the culprit.
+                    std::string err = r.err;
+                    if (err.size() > 600) err = "..." + err.substr(err.size() - 600);
+                    by_source[fs::absolute(missing[0]).string()] = {
+                        {"source", fs::absolute(missing[0]).string()}, {"name", problem_task_name(missing[0])},
+                        {"status", "failed"},
+                        {"reason", one_line("the importer stopped (" + r.describe() + ")" + (err.empty() ? "" : ": " + err))}};
+                    missing.erase(missing.begin());
+                }
+                pending = missing;
             }
             std::lock_guard<std::mutex> lock(mu);
             size_t base = c * chunk;
@@ -182,10 +227,8 @@ ImportSummary import_problems(const ImportOptions& o) {
                 if (by_source.count(src)) {
                     j = by_source[src];
                 } else {
-                    std::string err = r.err;
-                    if (err.size() > 600) err = "..." + err.substr(err.size() - 600);
-                    j = {{"source", src}, {"name", chunks[c][k].stem().string()}, {"status", "failed"},
-                         {"reason", "the importer stopped (" + r.describe() + ")" + (err.empty() ? "" : ": " + err)}};
+                    j = {{"source", src}, {"name", problem_task_name(chunks[c][k])}, {"status", "failed"},
+                         {"reason", "the importer stopped before this problem (" + r.describe() + ")"}};
                 }
                 // The task must also load as a task (file sizes, names, shapes).
                 if (j.value("status", "") == "ok") {
