@@ -78,7 +78,8 @@ TEST(Bench, KernelsOnAnImportedSuiteWriteTheTableAndThePage) {
     write_file_atomic(kernels / "kb1_40_LayerNorm" / "kernel.cu", "#include <kernelevo/abi.h>\nthis does not compile\n");
 
     auto r = kbtest::kernelevo({"bench", "--suite", suite.string(), "--out", out.string(), "--kernels", kernels.string(),
-                                "--timing-trials", "20"});
+                                "--timing-trials", "20", "--baseline",
+                                (kbtest::problems() / "baseline_h100.tsv").string()});
     ASSERT_TRUE(r.started);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     for (const char* f : {"report.md", "report.json", "report.html", "bench.json"}) EXPECT_TRUE(fs::exists(out / f)) << f;
@@ -98,6 +99,10 @@ TEST(Bench, KernelsOnAnImportedSuiteWriteTheTableAndThePage) {
     std::string md = read_file(out / "report.md"), html = read_file(out / "report.html");
     EXPECT_NE(md.find("| fast_1 |"), std::string::npos) << md;
     EXPECT_NE(md.find("| kb1_40_LayerNorm | compile_error |"), std::string::npos) << md;
+    // KernelBench's published H100 times beside ours (ReLU: 4.28 ms eager there).
+    EXPECT_NE(md.find("baseline eager | baseline compile |"), std::string::npos) << md;
+    EXPECT_DOUBLE_EQ(by["kb1_19_ReLU"]["baseline_eager_us"].get<double>(), 4280);
+    EXPECT_NE(html.find("<th>baseline eager</th>"), std::string::npos);
     EXPECT_NE(html.find("<svg"), std::string::npos);
     EXPECT_EQ(html.find("<script"), std::string::npos);
     const std::string relu = by["kb1_19_ReLU"]["status"];

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/fs.h"
 
 namespace kevo::bench {
 
@@ -78,6 +81,50 @@ std::vector<fs::path> suite_tasks(const fs::path& suite) {
     return tasks;
 }
 
+std::map<std::string, Baseline> load_baseline(const fs::path& tsv) {
+    std::istringstream in(read_file(tsv));
+    std::string line;
+    auto split = [](const std::string& l) {
+        std::vector<std::string> f;
+        std::string cell;
+        std::istringstream ls(l);
+        while (std::getline(ls, cell, '\t')) f.push_back(cell);
+        if (!l.empty() && l.back() == '\t') f.push_back("");
+        return f;
+    };
+    if (!std::getline(in, line)) throw UsageError("--baseline " + tsv.string() + ": empty file");
+    auto head = split(line);
+    int level = -1, file = -1, eager = -1, compile = -1, notes = -1;
+    for (int i = 0; i < static_cast<int>(head.size()); ++i) {
+        const std::string& h = head[i];
+        if (h == "level") level = i;
+        if (h == "file") file = i;
+        if (h == "notes") notes = i;
+        if (eager < 0 && h.find("_eager_mean_ms") != std::string::npos) eager = i;
+        if (compile < 0 && h.find("_compile_default_mean_ms") != std::string::npos) compile = i;
+    }
+    if (level < 0 || file < 0 || eager < 0)
+        throw UsageError("--baseline " + tsv.string() + ": expected KernelBench's columns level, file and *_eager_mean_ms");
+    std::map<std::string, Baseline> out;
+    while (std::getline(in, line)) {
+        auto f = split(line);
+        if (static_cast<int>(f.size()) <= std::max({level, file, eager})) continue;
+        std::string stem = fs::path(f[file]).stem().string(), name = "kb" + f[level] + "_";
+        for (char c : stem) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+        name = std::regex_replace(name, std::regex("_+$"), "");
+        Baseline b;
+        try {
+            b.eager_us = std::stod(f[eager]) * 1000;
+            if (compile >= 0 && compile < static_cast<int>(f.size()) && !f[compile].empty()) b.compile_us = std::stod(f[compile]) * 1000;
+        } catch (const std::exception&) {
+            continue;
+        }
+        if (notes >= 0 && notes < static_cast<int>(f.size())) b.note = f[notes];
+        out[name] = b;
+    }
+    return out;
+}
+
 nlohmann::json TaskResult::to_json() const {
     nlohmann::json j{{"name", name},       {"task", task},           {"status", status},
                      {"done", done},       {"correct", correct()},   {"speedup", speedup},
@@ -86,6 +133,11 @@ nlohmann::json TaskResult::to_json() const {
                      {"note", note}};
     j["torch_compile_us"] = torch_compile_us >= 0 ? nlohmann::json(torch_compile_us) : nlohmann::json();
     j["torch_eager_us"] = torch_eager_us >= 0 ? nlohmann::json(torch_eager_us) : nlohmann::json();
+    if (baseline_eager_us >= 0) {
+        j["baseline_eager_us"] = baseline_eager_us;
+        j["baseline_compile_us"] = baseline_compile_us >= 0 ? nlohmann::json(baseline_compile_us) : nlohmann::json();
+        if (!baseline_note.empty()) j["baseline_note"] = baseline_note;
+    }
     return j;
 }
 
@@ -105,6 +157,9 @@ TaskResult TaskResult::from_json(const nlohmann::json& j) {
     r.note = j.value("note", "");
     if (j.contains("torch_compile_us") && j["torch_compile_us"].is_number()) r.torch_compile_us = j["torch_compile_us"];
     if (j.contains("torch_eager_us") && j["torch_eager_us"].is_number()) r.torch_eager_us = j["torch_eager_us"];
+    if (j.contains("baseline_eager_us") && j["baseline_eager_us"].is_number()) r.baseline_eager_us = j["baseline_eager_us"];
+    if (j.contains("baseline_compile_us") && j["baseline_compile_us"].is_number()) r.baseline_compile_us = j["baseline_compile_us"];
+    r.baseline_note = j.value("baseline_note", "");
     return r;
 }
 
@@ -155,17 +210,21 @@ std::string report_markdown(const std::vector<TaskResult>& results, const Report
     o << "| wall time | " << duration(s.wall_s) << " |\n\n";
     o << "Speedup = LibTorch eager time / kernel time, both measured by kernelevo's validator in this run. "
          "fast_p = share of all tasks that are correct and more than p times faster.\n\n";
-    bool any_compile = false;
-    for (const auto& r : results) any_compile = any_compile || r.torch_compile_us >= 0;
+    bool any_compile = false, any_base = false;
+    for (const auto& r : results) any_compile = any_compile || r.torch_compile_us >= 0, any_base = any_base || r.baseline_eager_us >= 0;
     o << "| task | status | speedup | kernel | LibTorch eager |" << (any_compile ? " PyTorch eager | torch.compile |" : "")
-      << " tokens | cost | wall | note |\n";
-    o << "| --- | --- | ---: | ---: | ---: |" << (any_compile ? " ---: | ---: |" : "") << " ---: | ---: | ---: | --- |\n";
+      << (any_base ? " baseline eager | baseline compile |" : "") << " tokens | cost | wall | note |\n";
+    o << "| --- | --- | ---: | ---: | ---: |" << (any_compile ? " ---: | ---: |" : "") << (any_base ? " ---: | ---: |" : "")
+      << " ---: | ---: | ---: | --- |\n";
     for (const auto& r : results) {
         o << "| " << md_cell(r.name) << " | " << r.status << " | " << (r.correct() ? fmt("%.3fx", r.speedup) : "-") << " | "
           << us_str(r.kernel_us) << " | " << us_str(r.reference_us) << " |";
         if (any_compile) o << " " << us_str(r.torch_eager_us) << " | " << us_str(r.torch_compile_us) << " |";
+        if (any_base) o << " " << us_str(r.baseline_eager_us) << " | " << us_str(r.baseline_compile_us) << " |";
         o << " " << tokens_str(static_cast<double>(r.tokens)) << " | $" << fmt("%.4f", r.cost_usd) << " | "
-          << duration(r.wall_s) << " | " << md_cell(r.note.substr(0, 160)) << " |\n";
+          << duration(r.wall_s) << " | "
+          << md_cell((r.note + (r.baseline_note.empty() ? "" : (r.note.empty() ? "" : "; ") + ("baseline: " + r.baseline_note))).substr(0, 200))
+          << " |\n";
     }
     return o.str();
 }
@@ -353,10 +412,11 @@ std::string report_html(const std::vector<TaskResult>& results, const ReportInfo
          "share of all tasks correct and more than p&times; faster.</p>\n";
     o << "<div>" << speedup_bars(results) << "</div>\n<div>" << speedup_histogram(results) << "</div>\n<div>"
       << speedup_vs_tokens(results) << "</div>\n";
-    bool any_compile = false;
-    for (const auto& r : results) any_compile = any_compile || r.torch_compile_us >= 0;
+    bool any_compile = false, any_base = false;
+    for (const auto& r : results) any_compile = any_compile || r.torch_compile_us >= 0, any_base = any_base || r.baseline_eager_us >= 0;
     o << "<h2>Tasks</h2>\n<table><tr><th>task</th><th>status</th><th>speedup</th><th>kernel</th><th>LibTorch eager</th>"
       << (any_compile ? "<th>PyTorch eager</th><th>torch.compile</th>" : "")
+      << (any_base ? "<th>baseline eager</th><th>baseline compile</th>" : "")
       << "<th>tokens</th><th>cost</th><th>wall</th><th>note</th></tr>\n";
     for (const auto& r : results) {
         o << "<tr><td>" << esc(r.name) << "</td><td" << (r.correct() ? "" : " class='bad'") << ">" << esc(r.status)
@@ -364,6 +424,8 @@ std::string report_html(const std::vector<TaskResult>& results, const ReportInfo
           << us_str(r.kernel_us) << "</td><td class='n'>" << us_str(r.reference_us) << "</td>";
         if (any_compile)
             o << "<td class='n'>" << us_str(r.torch_eager_us) << "</td><td class='n'>" << us_str(r.torch_compile_us) << "</td>";
+        if (any_base)
+            o << "<td class='n'>" << us_str(r.baseline_eager_us) << "</td><td class='n'>" << us_str(r.baseline_compile_us) << "</td>";
         o << "<td class='n'>" << tokens_str(static_cast<double>(r.tokens)) << "</td><td class='n'>$" << fmt("%.4f", r.cost_usd)
           << "</td><td class='n'>" << duration(r.wall_s) << "</td><td>" << esc(r.note.substr(0, 300)) << "</td></tr>\n";
     }

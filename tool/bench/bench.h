@@ -4,6 +4,7 @@
 // Markdown, JSON and a self-contained HTML page.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@ struct TaskResult {
     double kernel_us = 0, reference_us = 0;   // medians; reference = LibTorch eager, same run
     double torch_compile_us = -1;             // the Python model under torch.compile (-1: not measured)
     double torch_eager_us = -1;               // the Python model in eager PyTorch (-1: not measured)
+    double baseline_eager_us = -1, baseline_compile_us = -1;  // --baseline (KernelBench's published times), -1: none
+    std::string baseline_note;                // the baseline file's notes (e.g. a stale entry)
     int64_t tokens = 0;
     double cost_usd = 0, wall_s = 0;
     std::string kernel;       // the kernel validated or found
@@ -34,6 +37,15 @@ struct TaskResult {
     nlohmann::json to_json() const;
     static TaskResult from_json(const nlohmann::json& j);
 };
+
+// KernelBench's baseline table (baseline_h100.tsv: level, id, file, <GPU>_eager_mean_ms, ...,
+// <GPU>_compile_default_mean_ms, ..., notes): task name (kb<level>_<stem>, as the importer names
+// tasks) -> (eager us, compile us, notes), from the first eager/compile column pair.
+struct Baseline {
+    double eager_us = -1, compile_us = -1;
+    std::string note;
+};
+std::map<std::string, Baseline> load_baseline(const std::filesystem::path& tsv);
 
 struct Summary {
     int tasks = 0, correct = 0, not_run = 0;    // not_run: no GPU here

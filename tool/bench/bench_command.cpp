@@ -22,7 +22,7 @@ namespace kevo {
 namespace {
 
 struct BenchArgs {
-    std::string suite, out, kernels, python;
+    std::string suite, out, kernels, python, baseline;
     bool fresh = false, torch_compile = false;
     evolve::SearchArgs search;
 };
@@ -81,6 +81,8 @@ void run_bench(BenchArgs& a, int& rc) {
     const fs::path out = fs::absolute(a.out).lexically_normal();
     const std::vector<fs::path> tasks = bench::suite_tasks(suite);
     const std::string mode = a.kernels.empty() ? "search" : "kernels";
+    const std::map<std::string, bench::Baseline> baseline =
+        a.baseline.empty() ? std::map<std::string, bench::Baseline>{} : bench::load_baseline(a.baseline);
     const fs::path state_path = out / "bench.json";
     if (a.fresh) {
         std::error_code ec;
@@ -145,6 +147,14 @@ void run_bench(BenchArgs& a, int& rc) {
         info.arch = probe.arch();
     }
 
+    auto apply_baseline = [&](bench::TaskResult& r) {
+        if (auto b = baseline.find(r.name); b != baseline.end()) {
+            r.baseline_eager_us = b->second.eager_us;
+            r.baseline_compile_us = b->second.compile_us;
+            r.baseline_note = b->second.note;
+        }
+    };
+
     const auto t_start = std::chrono::steady_clock::now();
     int ran = 0;
     bool interrupted = false;
@@ -158,6 +168,7 @@ void run_bench(BenchArgs& a, int& rc) {
         auto p = prior.find(folder);
         if (p != prior.end() && p->second.done) {
             results[i] = p->second;
+            apply_baseline(results[i]);
             std::cerr << prefix << folder << ": done earlier (" << results[i].status
                       << (results[i].correct() ? ", " + std::to_string(results[i].speedup) + "x" : "") << ")\n";
             continue;
@@ -221,6 +232,7 @@ void run_bench(BenchArgs& a, int& rc) {
         double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         r.wall_s = prior_wall + wall;
         if (a.torch_compile && r.done) time_torch(task_path.parent_path(), a.python, r);
+        apply_baseline(r);
         results[i] = r;
         ++ran;
         write_reports();
@@ -284,6 +296,10 @@ void register_bench_command(CLI::App& app, int& rc) {
                   "Also time the Python model (the task folder's problem.py) in eager PyTorch and under torch.compile "
                   "with the host's PyTorch (needs a CUDA GPU and PyTorch 2)");
     cmd->add_option("--python", a->python, "Python for --torch-compile (default python3)");
+    cmd->add_option("--baseline", a->baseline,
+                    "KernelBench's published timings (baseline_h100.tsv) to show beside ours, matched by task name "
+                    "(kb<level>_<file stem>); for reference only, speedups stay over our own LibTorch eager")
+        ->check(CLI::ExistingFile);
     evolve::add_search_options(*cmd, a->search);
     cmd->callback([a, &rc] { run_bench(*a, rc); });
 }
