@@ -7,6 +7,7 @@
 
 #include "kb_suite.h"
 #include "reference/reference.h"
+#include "reference/torch_config.h"
 #include "task/task.h"
 
 namespace kevo {
@@ -20,6 +21,9 @@ const nlohmann::json& result(const std::string& name) {
     return it == cpu_import().by_name.end() ? none : it->second;
 }
 
+// Where the self-verification runs: the GPU when this kernelevo's LibTorch has CUDA, else the CPU.
+std::string check_device() { return torch_config().cuda ? "cuda" : "cpu"; }
+
 Task task_of(const std::string& name) { return load_task(cpu_import().out / name / "task.json"); }
 
 const TensorSpec& input(const Task& t, const std::string& name) {
@@ -28,13 +32,14 @@ const TensorSpec& input(const Task& t, const std::string& name) {
     throw std::runtime_error("no input " + name + " in " + t.name);
 }
 
-TEST(KernelBenchImport, ADozenProblemsImportAndVerifyOnTheCpu) {
+// Shrunk (--max-numel 4096) so that it runs on a CPU machine; on a GPU host it verifies on the GPU.
+TEST(KernelBenchImport, ADozenProblemsImportAndVerify) {
     const auto& imp = cpu_import();
     ASSERT_TRUE(imp.run.started) << imp.run.error;
     ASSERT_FALSE(imp.report.is_null()) << imp.run.describe() << "\n" << imp.run.err;
     EXPECT_EQ(imp.run.exit_code, 1) << "one problem crashed the importer: " << imp.run.err;
     EXPECT_EQ(imp.report["imported"], 12) << imp.run.err;
-    EXPECT_EQ(imp.report["device"], "cpu");
+    EXPECT_EQ(imp.report["device"], check_device());
     for (const auto& f : kbtest::dozen()) {
         std::string stem = fs::path(f).stem().string();
         std::string name = "kb" + f.substr(5, 1) + "_" + stem;
@@ -43,11 +48,13 @@ TEST(KernelBenchImport, ADozenProblemsImportAndVerifyOnTheCpu) {
         ASSERT_EQ(r.value("status", "missing"), "ok") << name << ": " << r.dump();
         const auto& v = r["verify"];
         EXPECT_TRUE(v.value("ok", false)) << name;
-        EXPECT_EQ(v.value("device", ""), "cpu") << name;
+        EXPECT_EQ(v.value("device", ""), check_device()) << name;
         ASSERT_TRUE(v["max_abs_diff"].is_number()) << name;
         EXPECT_LE(v["max_abs_diff"].get<double>(), 1e-4) << name;
         // The progress line reports the difference.
-        EXPECT_NE(imp.run.err.find(name + ": ok (C++ reference on the cpu vs Python: max |diff| "), std::string::npos) << name;
+        EXPECT_NE(imp.run.err.find(name + ": ok (C++ reference on the " + check_device() + " vs Python: max |diff| "),
+                  std::string::npos)
+            << name;
         // The task loads, and names the suite's one generic reference.
         Task t = load_task(r["task"].get<std::string>());
         EXPECT_EQ(t.reference_source, fs::absolute(imp.out / "kernelbench_reference.cpp").lexically_normal());
