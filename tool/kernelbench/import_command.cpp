@@ -311,9 +311,11 @@ void register_import_command(CLI::App& app, int& rc) {
     kb->add_option("--out", o->out, "Suite directory to write the tasks to")->required();
     kb->add_option("--python", o->python, "Python with PyTorch (default: python3 if it has torch, else /usr/bin/python3)");
     kb->add_option("--max-numel", o->max_numel,
-                   "Shrink each problem for small machines: halve its size constants (module-level integers >= 16 "
-                   "such as batch_size, dim; not kernel sizes, strides, groups), largest first, until its inputs "
-                   "hold at most this many elements (0: KernelBench's own sizes)")
+                   "Shrink each problem for small machines: halve its size constants (module-level integers and "
+                   "integer tuples >= 16; batch, spatial and sequence sizes first, then channels and features; never "
+                   "kernel sizes, strides, paddings, groups), largest first, until its inputs hold at most this many "
+                   "elements; a problem that breaks at the shrunk sizes is tried again with 16x and 256x the limit "
+                   "(0: KernelBench's own sizes)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     kb->add_option("--jobs", o->jobs, "Problems imported at once (0: min(4, cores))")->capture_default_str()->check(CLI::NonNegativeNumber);
