@@ -79,7 +79,7 @@ TEST(Bench, KernelsOnAnImportedSuiteWriteTheTableAndThePage) {
 
     auto r = kbtest::kernelevo({"bench", "--suite", suite.string(), "--out", out.string(), "--kernels", kernels.string(),
                                 "--timing-trials", "20", "--baseline",
-                                (kbtest::problems() / "baseline_h100.tsv").string()});
+                                (kbtest::problems() / "baseline_h100.tsv").string(), "--torch-compile"});
     ASSERT_TRUE(r.started);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     for (const char* f : {"report.md", "report.json", "report.html", "bench.json"}) EXPECT_TRUE(fs::exists(out / f)) << f;
@@ -96,6 +96,12 @@ TEST(Bench, KernelsOnAnImportedSuiteWriteTheTableAndThePage) {
     for (const auto& t : j["results"]) by[t["name"]] = t;
     EXPECT_EQ(by["kb1_40_LayerNorm"]["status"], "compile_error");
     EXPECT_EQ(by["kb1_1_Square_matrix_multiplication"]["status"], "missing");
+    // --torch-compile: timed where PyTorch sees a GPU, else a note says why not.
+    const auto& ln = by["kb1_40_LayerNorm"];
+    if (kbtest::gpu().present)
+        EXPECT_TRUE(ln["torch_eager_us"].is_number() || ln["note"].get<std::string>().find("torch.compile not timed") != std::string::npos) << ln.dump();
+    else
+        EXPECT_NE(ln["note"].get<std::string>().find("torch.compile not timed: no CUDA device"), std::string::npos) << ln.dump();
     std::string md = read_file(out / "report.md"), html = read_file(out / "report.html");
     EXPECT_NE(md.find("| fast_1 |"), std::string::npos) << md;
     EXPECT_NE(md.find("| kb1_40_LayerNorm | compile_error |"), std::string::npos) << md;

@@ -59,8 +59,15 @@ void time_torch(const fs::path& task_dir, const std::string& python, bench::Task
         r.note += (r.note.empty() ? "" : "; ") + std::string("torch.compile not timed: no problem.py in the task folder");
         return;
     }
+    std::string py;
+    try {
+        py = kernelbench::find_python(python);
+    } catch (const UsageError& e) {
+        r.note += (r.note.empty() ? "" : "; ") + std::string("torch.compile not timed: ") + e.what();
+        return;
+    }
     ProcessOptions po;
-    po.argv = {python.empty() ? "python3" : python, (kernelbench::data_dir() / "time_torch.py").string(), problem.string()};
+    po.argv = {py, (kernelbench::data_dir() / "time_torch.py").string(), problem.string()};
     po.timeout_s = 1800;
     ProcessResult p = run_process(po);
     try {
@@ -295,7 +302,8 @@ void register_bench_command(CLI::App& app, int& rc) {
     cmd->add_flag("--torch-compile", a->torch_compile,
                   "Also time the Python model (the task folder's problem.py) in eager PyTorch and under torch.compile "
                   "with the host's PyTorch (needs a CUDA GPU and PyTorch 2)");
-    cmd->add_option("--python", a->python, "Python for --torch-compile (default python3)");
+    cmd->add_option("--python", a->python,
+                    "Python with PyTorch for --torch-compile (default: python3 if it has torch, else /usr/bin/python3)");
     cmd->add_option("--baseline", a->baseline,
                     "KernelBench's published timings (baseline_h100.tsv) to show beside ours, matched by task name "
                     "(kb<level>_<file stem>); for reference only, speedups stay over our own LibTorch eager")

@@ -100,6 +100,25 @@ std::string fmt_seconds(double s) {
 
 }  // namespace
 
+std::string find_python(const std::string& given, std::string* torch_version) {
+    std::string version;
+    if (!given.empty()) {
+        version = probe_python(given);
+        if (version.empty()) throw UsageError("--python " + given + ": cannot import torch there");
+        if (torch_version) *torch_version = version;
+        return given;
+    }
+    for (const char* cand : {"python3", "/usr/bin/python3"}) {
+        version = probe_python(cand);
+        if (!version.empty()) {
+            if (torch_version) *torch_version = version;
+            return cand;
+        }
+    }
+    throw UsageError("no Python with PyTorch found (tried python3 and /usr/bin/python3): install Debian's "
+                     "python3-torch, or PyTorch's pip package, or pass --python");
+}
+
 fs::path data_dir() {
     fs::path installed = self_exe_dir().parent_path() / "share" / "kernelevo" / "kernelbench";
     if (fs::exists(installed / "import_kernelbench.py")) return installed;
@@ -119,22 +138,8 @@ ImportSummary import_problems(const ImportOptions& o) {
     const std::string device = cfg.cuda ? "cuda" : "cpu";
 
     // A Python with PyTorch (import time only).
-    std::string python = o.python, torch_version;
-    if (!python.empty()) {
-        torch_version = probe_python(python);
-        if (torch_version.empty()) throw UsageError("--python " + python + ": cannot import torch there");
-    } else {
-        for (const char* cand : {"python3", "/usr/bin/python3"}) {
-            torch_version = probe_python(cand);
-            if (!torch_version.empty()) {
-                python = cand;
-                break;
-            }
-        }
-        if (python.empty())
-            throw UsageError("no Python with PyTorch found (tried python3 and /usr/bin/python3): install Debian's "
-                             "python3-torch, or PyTorch's pip package, or pass --python");
-    }
+    std::string torch_version;
+    const std::string python = find_python(o.python, &torch_version);
     if (device == "cuda" && torch_version.find("cuda=True") == std::string::npos)
         throw UsageError("this kernelevo's LibTorch runs references on the GPU, but " + python + " (torch " +
                          torch_version + ") sees no CUDA device");

@@ -28,6 +28,10 @@ struct ImportSummary {
 
 // Where the shipped data files (jit_reference.cpp, import_kernelbench.py) live.
 std::filesystem::path data_dir();
+// A Python with PyTorch: `python` when given (throws UsageError when it has no torch), else python3
+// if it has torch, else /usr/bin/python3 (Debian's python3-torch). Returns the interpreter and
+// fills `torch_version` ("2.11.0 cuda=True"); throws UsageError when none has torch.
+std::string find_python(const std::string& python, std::string* torch_version = nullptr);
 // Throws UsageError for bad usage or setup (no Python with torch, no LibTorch, reference build failure).
 ImportSummary import_problems(const ImportOptions& options);
 
