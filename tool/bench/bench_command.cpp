@@ -287,7 +287,8 @@ void register_bench_command(CLI::App& app, int& rc) {
     CLI::App* cmd = app.add_subcommand(
         "bench",
         "Benchmark a suite of tasks (DIR/NAME/task.json, e.g. from `kernelevo import kernelbench`): run the search on "
-        "every task, or validate ready kernels (--kernels), and write REPORT_DIR/report.{md,json,html}: fast_p for "
+        "every task (the search options, budgets and --max-time included, apply to each task's search), or validate "
+        "ready kernels (--kernels), and write REPORT_DIR/report.{md,json,html}: fast_p for "
         "p = 0 (correct), 1, 1.5, 2 over all tasks, geometric-mean and median speedup over LibTorch eager (measured "
         "by the validator in the same run), per-task speedup, tokens, cost and wall time. Resumable: kill it and run "
         "the same command to continue (REPORT_DIR/bench.json; each search resumes from REPORT_DIR/state/NAME.db; "
