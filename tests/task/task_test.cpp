@@ -216,3 +216,77 @@ TEST_F(TaskTest, LoadReportsUnreadableAndInvalidJson) {
     write_file_atomic(file(), base().dump());
     EXPECT_EQ(load_task(file()).name, "gelu_bias");
 }
+
+// The file init kind: raw little-endian bytes, path relative to the task file, exact size, content hashed.
+TEST_F(TaskTest, FileInitResolvesChecksSizeAndHashesContent) {
+    json j = base();
+    j["inputs"][1]["shape"] = {4};
+    j["inputs"][1]["init"] = {{"kind", "file"}, {"path", "w/bias.bin"}};
+    j["inputs"][0]["shape"] = {"M", 4};
+    j["outputs"][0]["shape"] = {"M", 4};
+    j["shapes"] = {{{"M", 2}}, {{"M", 3}}};
+    write_file_atomic(dir.path() / "w" / "bias.bin", std::string(16, '\1'));
+    Task t = parse(j);
+    EXPECT_EQ(t.inputs[1].init.kind, "file");
+    EXPECT_EQ(t.inputs[1].init.file, dir.path() / "w" / "bias.bin");
+    EXPECT_EQ(t.to_json()["inputs"][1]["init"], (json{{"kind", "file"}, {"path", "w/bias.bin"}}));
+    std::string h = t.hash();
+    write_file_atomic(dir.path() / "w" / "bias.bin", std::string(16, '\2'));
+    EXPECT_NE(parse(j).hash(), h) << "the values of a file input are part of the task";
+
+    write_file_atomic(dir.path() / "w" / "bias.bin", std::string(12, '\1'));
+    expect_error(j, "inputs[1].init.path", "holds 12 bytes, but 'bias' in shapes[0] needs 16");
+    j["inputs"][1]["init"]["path"] = "missing.bin";
+    expect_error(j, "inputs[1].init.path", "file not found: " + (dir.path() / "missing.bin").string());
+    j["inputs"][1]["init"] = {{"kind", "file"}};
+    expect_error(j, "inputs[1].init.path", "missing (required)");
+    j["inputs"][1]["init"] = {{"kind", "rand"}, {"path", "w/bias.bin"}};
+    expect_error(j, "inputs[1].init.path", "only the file init takes a path");
+    // A file input whose size differs between shape sets cannot be.
+    write_file_atomic(dir.path() / "w" / "x.bin", std::string(32, '\0'));
+    j = base();
+    j["inputs"][0]["init"] = {{"kind", "file"}, {"path", "w/x.bin"}};
+    j["inputs"][0]["shape"] = {"M", 4};
+    j["inputs"][1]["shape"] = {4};
+    j["outputs"][0]["shape"] = {"M", 4};
+    j["shapes"] = {{{"M", 2}}, {{"M", 3}}};
+    expect_error(j, "inputs[0].init.path", "in shapes[1] needs 48");
+}
+
+TEST_F(TaskTest, UnknownInitKindListsTheTable) {
+    json j = base();
+    j["inputs"][0]["init"] = "gaussian";
+    expect_error(j, "inputs[0].init.kind", "randn, rand, randint, ones, zeros, full, arange, file");
+}
+
+// reference.signature / setup / arg: the generic (TorchScript) reference of imported tasks.
+TEST_F(TaskTest, ReferenceSetupArgAndSignature) {
+    write_file_atomic(dir.path() / "model.pt", "model v1");
+    json j = base();
+    j["reference"] = {{"source", "ref.cpp"}, {"function", "kb::forward"}, {"signature", "vector"},
+                      {"setup", "kb::setup"}, {"arg", "model.pt"}};
+    Task t = parse(j);
+    EXPECT_EQ(t.reference_signature, "vector");
+    EXPECT_EQ(t.reference_setup, "kb::setup");
+    EXPECT_EQ(t.reference_arg, dir.path() / "model.pt");
+    EXPECT_EQ(t.to_json()["reference"]["arg"], "model.pt");
+    std::string rh = t.reference_hash();
+    write_file_atomic(dir.path() / "model.pt", "model v2");
+    EXPECT_NE(parse(j).reference_hash(), rh) << "the setup argument's content is part of the reference";
+    // A plain task's canonical JSON (which CMake hashes too) has none of these fields.
+    EXPECT_FALSE(parse(base()).to_json()["reference"].contains("signature"));
+    EXPECT_FALSE(parse(base()).to_json()["reference"].contains("setup"));
+
+    json k = j;
+    k["reference"]["signature"] = "tuple";
+    expect_error(k, "reference.signature", "expected \"tensors\"");
+    k = j;
+    k["reference"].erase("setup");
+    expect_error(k, "reference.arg", "given without reference.setup");
+    k = j;
+    k["reference"]["arg"] = "nope.pt";
+    expect_error(k, "reference.arg", "file not found");
+    k = j;
+    k["reference"]["setup"] = "kb::1setup";
+    expect_error(k, "reference.setup", "is not a C++ function name");
+}

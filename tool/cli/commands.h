@@ -12,4 +12,6 @@ void register_doctor_command(CLI::App& app, int& rc);
 void register_tune_command(CLI::App& app, int& rc);    // tune (KEVO_TUNABLE parameters, no LLM)
 void register_worker_command(CLI::App& app, int& rc);  // worker (validation jobs from a Redis queue)
 void register_serve_command(CLI::App& app, int& rc);   // serve (the web page and its JSON API)
+void register_import_command(CLI::App& app, int& rc);  // import kernelbench
+void register_bench_command(CLI::App& app, int& rc);
 }  // namespace kevo

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
 #ifdef KEVO_WITH_SERVE
     kevo::register_serve_command(app, rc);
 #endif
+    kevo::register_import_command(app, rc);
+    kevo::register_bench_command(app, rc);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -23,6 +23,7 @@
 #include "evolve/report.h"
 #include "evolve/search.h"
 #include "evolve/internal/validator_evaluator.h"
+#include "evolve/search_command.h"
 #include "llm/budget.h"
 #include "llm/options.h"
 #ifdef KEVO_WITH_WORKERS
@@ -47,15 +48,7 @@ private:
     llm::Client& c_;
 };
 
-struct SearchArgs {
-    std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time, workers, schedule = "steady";
-    bool fresh = false, json = false, no_profile = false;
-    double timeout = 30;
-    int timing_trials = 100;
-    evolve::SearchConfig cfg;
-    llm::LlmOptions llm;
-    std::string batch_dir = ".";   // --llm-batch-dir
-};
+using evolve::SearchArgs;
 
 // "90", "90s", "30m", "2h" -> seconds.
 double parse_duration(const std::string& s) {
@@ -155,7 +148,11 @@ void report_batch_stop(const evolve::SearchResult& result, const llm::LlmOptions
               << " --llm-batch-replies REPLIES.jsonl\n";
 }
 
-void run_search(SearchArgs& a, int& rc) {
+}  // namespace
+
+evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progress_prefix) {
+    evolve::SearchOutcome outcome;
+    int rc = 1;
     Task task = load_task(a.task);
     evolve::SearchConfig cfg = a.cfg;
     cfg.mode = a.mode;
@@ -246,14 +243,14 @@ void run_search(SearchArgs& a, int& rc) {
     const bool tty = ::isatty(STDERR_FILENO) && !verbose();
     // A live line on a terminal; in a log, one line per generation; --verbose: a line per
     // evaluation; --quiet: none.
-    search.on_progress([tty, shown = -1](const evolve::Progress& p) mutable {
+    search.on_progress([tty, shown = -1, &progress_prefix](const evolve::Progress& p) mutable {
         if (quiet()) return;
         if (verbose()) {
-            std::cerr << "kernelevo: " << format_progress(p) << "\n";
+            std::cerr << "kernelevo: " << progress_prefix << format_progress(p) << "\n";
         } else if (tty) {
-            std::cerr << "\r\033[K" << format_progress(p) << std::flush;
+            std::cerr << "\r\033[K" << progress_prefix << format_progress(p) << std::flush;
         } else if (p.generation != shown) {
-            std::cerr << "kernelevo: " << format_progress(p) << "\n";
+            std::cerr << "kernelevo: " << progress_prefix << format_progress(p) << "\n";
             shown = p.generation;
         }
     });
@@ -329,8 +326,9 @@ void run_search(SearchArgs& a, int& rc) {
                     result.stop_reason == "budget" || result.stop_reason == "time";
     if (result.stop_reason == "batch") {
         report_batch_stop(result, a.llm);
-        rc = 3;
-        return;
+        outcome.rc = 3;
+        outcome.stop_reason = result.stop_reason;
+        return outcome;
     }
     const bool resumable = !finished || result.stop_reason == "budget" || result.stop_reason == "time";
     // No request of this run (or of the runs it resumes) was ever answered: a wrong --llm-url,
@@ -348,9 +346,76 @@ void run_search(SearchArgs& a, int& rc) {
                   << "\n";
     rc = result.stop_reason.rfind("error: no GPU", 0) == 0 || llm_never_answered ? 2 : finished && result.best ? 0 : 1;
     if (a.json) std::cout << summary_json(task, arch, where, result, a.out, *store, resumable, rc).dump(2) << std::endl;
+    outcome.rc = rc;
+    outcome.stop_reason = result.stop_reason;
+    outcome.finished = finished;
+    outcome.found = result.best.has_value();
+    outcome.speedup = result.best ? result.best->speedup : 0;
+    if (result.best) outcome.best_details = result.best->details;
+    store::Spent spent_total = store->spent();
+    outcome.tokens = spent_total.prompt_tokens + spent_total.completion_tokens;
+    outcome.cost_usd = spent_total.cost_usd;
+    outcome.arch = arch;
+    outcome.generations = result.generations_committed;
+    return outcome;
 }
 
-}  // namespace
+
+void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
+    cmd.add_option("--arch", a.arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
+    cmd.add_option("--generations", a.cfg.generations, "Evolution generations after the seed")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--islands", a.cfg.islands, "Islands (independent populations)")->capture_default_str()->check(CLI::Range(1, 64));
+    cmd.add_option("--children", a.cfg.children, "Candidates per island per generation")->capture_default_str()->check(CLI::Range(1, 64));
+    cmd.add_option("--repair-attempts", a.cfg.repair_attempts, "Repair attempts for a failing candidate")->capture_default_str()->check(CLI::Range(0, 50));
+    cmd.add_option("--migration-interval", a.cfg.migration_interval, "Generations between migrations (0: never)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--migrants", a.cfg.migrants, "Programs each island sends to the next at a migration")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--restart-after", a.cfg.restart_after, "Restart an island after this many generations without improvement (0: never)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--temperature", a.cfg.temperature, "Parent selection temperature (1: fitness-proportional; lower: greedier)")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd.add_option("--mode", a.mode, "Mutation: full (rewrite), diff (SEARCH/REPLACE edits) or mixed")->capture_default_str()->check(CLI::IsMember({"full", "diff", "mixed"}));
+    cmd.add_option("--inspirations", a.cfg.inspirations, "Other programs shown in each mutation prompt")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--seed", a.cfg.seed, "Random seed (selection, model choice, request seeds)")->capture_default_str();
+    cmd.add_option("--max-time", a.max_time, "Stop after this wall time (e.g. 900, 30m, 2h)");
+    cmd.add_option("--target-speedup", a.cfg.target_speedup, "Stop once a kernel is this much faster than the reference")->check(CLI::PositiveNumber);
+    cmd.add_option("--target-sol", a.cfg.target_sol,
+                    "Stop once a kernel reaches this fraction of the speed of light (e.g. 0.9: its time is within 1/0.9 of "
+                    "the floor set by the bytes it must move and, where the task gives flops, the arithmetic)")
+        ->check(CLI::Range(0.0, 1.0));
+    cmd.add_option("--tune-evals", a.cfg.tune_evals,
+                    "Validations spent tuning the KEVO_TUNABLE parameters of a promising candidate, without the LLM (0: never)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    cmd.add_flag("--no-profile", a.no_profile, "Do not profile new best kernels with Nsight Compute (ncu)");
+    cmd.add_option("--prompts", a.prompts, "Directory overriding prompt templates (system.md abi.md seed.md mutate_full.md mutate_diff.md repair.md)");
+    cmd.add_option("--jobs", a.cfg.jobs, "Candidates in progress at once (0: all of a generation, at least 2 per live worker with --workers)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--schedule", a.schedule,
+                    "steady: a new candidate starts as soon as one finishes, parents from the archive as it stands "
+                    "(no generation barrier; not reproducible under --seed); generations: each generation waits for "
+                    "its slowest candidate (reproducible under --seed)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"steady", "generations"}));
+    cmd.add_option("--workers", a.workers,
+                    "Validate through `kernelevo worker`s on a Redis queue instead of the local GPU: "
+                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] (the workers' --redis)");
+    cmd.add_option("--llm-temperature", a.cfg.llm_temperature, "Sampling temperature of the LLM")->capture_default_str();
+    cmd.add_option("--max-tokens", a.cfg.max_tokens, "Completion token limit per LLM request")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd.add_option("--timeout", a.timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd.add_option("--timing-trials", a.timing_trials, "Timed trials per implementation")->capture_default_str()->check(CLI::Range(1, 100000));
+    llm::add_llm_options(cmd, a.llm);
+    cmd.add_option("--replay", a.llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)");
+    cmd.add_flag("--json", a.json, "Print the final summary as one JSON object on stdout (schema: README, JSON output)");
+    cli::add_verbosity_flags(cmd, "Print a progress line after every evaluation, not one per generation (no live line)");
+    cmd.add_flag("--llm-batch", a.cfg.llm_batch,
+                  "Send no LLM request: write the pending ones as an OpenAI Batch API input file (in --llm-batch-dir) "
+                  "and stop with the state saved (exit code 3); run `kernelevo llm batch submit FILE`, then the same "
+                  "search again with --llm-batch-replies. Needs exactly one --model")
+        ->group("LLM");
+    cmd.add_option("--llm-batch-replies", a.cfg.batch_replies,
+                    "Batch API output or error files (JSONL, e.g. from `kernelevo llm batch fetch`) to import first; "
+                    "repeatable. A reply stored before is skipped, never counted twice")
+        ->check(CLI::ExistingFile.description(""))->type_name("FILE")->allow_extra_args(false)->group("LLM");
+    cmd.add_option("--llm-batch-dir", a.batch_dir, "Where --llm-batch writes its files (NAME-ARCH-batch-N.jsonl)")
+        ->capture_default_str()->type_name("DIR")->group("LLM");
+}
 
 void register_search_command(CLI::App& app, int& rc) {
     auto a = std::make_shared<SearchArgs>();
@@ -361,7 +426,6 @@ void register_search_command(CLI::App& app, int& rc) {
         "(--llm-batch).");
     cmd->add_option("--task", a->task, "Task file (JSON)")->required();
     cmd->add_option("--out", a->out, "Cache directory to write the best kernel to (NAME/sm_XX.cu + .json)")->required();
-    cmd->add_option("--arch", a->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
     cmd->add_option("--state", a->state,
                     "State store: an SQLite file, or redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] "
                     "for a run that spans machines (port 6379, DB 0 and prefix kernelevo by default; every key "
@@ -371,59 +435,8 @@ void register_search_command(CLI::App& app, int& rc) {
     cmd->add_flag("--fresh", a->fresh,
                   "Discard the state store's previous run and start over (Redis: deletes the prefix's keys)");
     cmd->add_option("--initial", a->initial, "Seed kernel (.cu); default: the LLM writes a straightforward one");
-    cmd->add_option("--generations", a->cfg.generations, "Evolution generations after the seed")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd->add_option("--islands", a->cfg.islands, "Islands (independent populations)")->capture_default_str()->check(CLI::Range(1, 64));
-    cmd->add_option("--children", a->cfg.children, "Candidates per island per generation")->capture_default_str()->check(CLI::Range(1, 64));
-    cmd->add_option("--repair-attempts", a->cfg.repair_attempts, "Repair attempts for a failing candidate")->capture_default_str()->check(CLI::Range(0, 50));
-    cmd->add_option("--migration-interval", a->cfg.migration_interval, "Generations between migrations (0: never)")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd->add_option("--migrants", a->cfg.migrants, "Programs each island sends to the next at a migration")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd->add_option("--restart-after", a->cfg.restart_after, "Restart an island after this many generations without improvement (0: never)")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd->add_option("--temperature", a->cfg.temperature, "Parent selection temperature (1: fitness-proportional; lower: greedier)")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("--mode", a->mode, "Mutation: full (rewrite), diff (SEARCH/REPLACE edits) or mixed")->capture_default_str()->check(CLI::IsMember({"full", "diff", "mixed"}));
-    cmd->add_option("--inspirations", a->cfg.inspirations, "Other programs shown in each mutation prompt")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd->add_option("--seed", a->cfg.seed, "Random seed (selection, model choice, request seeds)")->capture_default_str();
-    cmd->add_option("--max-time", a->max_time, "Stop after this wall time (e.g. 900, 30m, 2h)");
-    cmd->add_option("--target-speedup", a->cfg.target_speedup, "Stop once a kernel is this much faster than the reference")->check(CLI::PositiveNumber);
-    cmd->add_option("--target-sol", a->cfg.target_sol,
-                    "Stop once a kernel reaches this fraction of the speed of light (e.g. 0.9: its time is within 1/0.9 of "
-                    "the floor set by the bytes it must move and, where the task gives flops, the arithmetic)")
-        ->check(CLI::Range(0.0, 1.0));
-    cmd->add_option("--tune-evals", a->cfg.tune_evals,
-                    "Validations spent tuning the KEVO_TUNABLE parameters of a promising candidate, without the LLM (0: never)")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    cmd->add_flag("--no-profile", a->no_profile, "Do not profile new best kernels with Nsight Compute (ncu)");
-    cmd->add_option("--prompts", a->prompts, "Directory overriding prompt templates (system.md abi.md seed.md mutate_full.md mutate_diff.md repair.md)");
-    cmd->add_option("--jobs", a->cfg.jobs, "Candidates in progress at once (0: all of a generation, at least 2 per live worker with --workers)")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd->add_option("--schedule", a->schedule,
-                    "steady: a new candidate starts as soon as one finishes, parents from the archive as it stands "
-                    "(no generation barrier; not reproducible under --seed); generations: each generation waits for "
-                    "its slowest candidate (reproducible under --seed)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"steady", "generations"}));
-    cmd->add_option("--workers", a->workers,
-                    "Validate through `kernelevo worker`s on a Redis queue instead of the local GPU: "
-                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] (the workers' --redis)");
-    cmd->add_option("--llm-temperature", a->cfg.llm_temperature, "Sampling temperature of the LLM")->capture_default_str();
-    cmd->add_option("--max-tokens", a->cfg.max_tokens, "Completion token limit per LLM request")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("--timeout", a->timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("--timing-trials", a->timing_trials, "Timed trials per implementation")->capture_default_str()->check(CLI::Range(1, 100000));
-    llm::add_llm_options(*cmd, a->llm);
-    cmd->add_option("--replay", a->llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)");
-    cmd->add_flag("--json", a->json, "Print the final summary as one JSON object on stdout (schema: README, JSON output)");
-    cli::add_verbosity_flags(*cmd, "Print a progress line after every evaluation, not one per generation (no live line)");
-    cmd->add_flag("--llm-batch", a->cfg.llm_batch,
-                  "Send no LLM request: write the pending ones as an OpenAI Batch API input file (in --llm-batch-dir) "
-                  "and stop with the state saved (exit code 3); run `kernelevo llm batch submit FILE`, then the same "
-                  "search again with --llm-batch-replies. Needs exactly one --model")
-        ->group("LLM");
-    cmd->add_option("--llm-batch-replies", a->cfg.batch_replies,
-                    "Batch API output or error files (JSONL, e.g. from `kernelevo llm batch fetch`) to import first; "
-                    "repeatable. A reply stored before is skipped, never counted twice")
-        ->check(CLI::ExistingFile.description(""))->type_name("FILE")->allow_extra_args(false)->group("LLM");
-    cmd->add_option("--llm-batch-dir", a->batch_dir, "Where --llm-batch writes its files (NAME-ARCH-batch-N.jsonl)")
-        ->capture_default_str()->type_name("DIR")->group("LLM");
-    cmd->callback([a, &rc] { run_search(*a, rc); });
+    evolve::add_search_options(*cmd, *a);
+    cmd->callback([a, &rc] { rc = evolve::run_search(*a).rc; });
 
     struct ReportArgs {
         std::string state, plot, candidates;

@@ -8,6 +8,10 @@
 //        runs the reference and keeps its results (what timing measures: the plain LibTorch call)
 //   void kevo_ref_release(void);   poisons and drops kept results
 //   const char* kevo_ref_error(void);
+//   int  kevo_ref_setup(const char* arg);   only when the task names reference.setup: calls
+//        setup(arg) once; the runner passes the task's reference.arg (absolute path) before any call
+// A reference with signature "vector" gets a wrapper independent of the task: every task with the
+// same source (e.g. all imported KernelBench tasks) shares one cached build.
 #pragma once
 #include <filesystem>
 #include <string>

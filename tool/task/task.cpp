@@ -10,6 +10,7 @@
 #include "common/hash.h"
 #include "task/expr.h"
 #include "common/process.h"
+#include "task/init_kind.h"
 
 namespace kevo {
 
@@ -63,7 +64,14 @@ public:
         }
     }
 
-    Init parse_init(const nlohmann::json& v, const std::string& field, DType dtype) const {
+    // Every init kind of the one table, for messages: "randn, rand, ..., file".
+    static std::string init_kind_list() {
+        std::string list;
+        for (int k = 0; k < KEVO_INIT_COUNT; ++k) list += std::string(list.empty() ? "" : ", ") + kevo_init_kind_name(k);
+        return list;
+    }
+
+    Init parse_init(const nlohmann::json& v, const std::string& field, DType dtype, const std::filesystem::path& base) const {
         Init init;
         if (!is_floating(dtype)) {
             init.kind = kevo_init_kind_name(KEVO_INIT_RANDINT);
@@ -74,8 +82,11 @@ public:
         nlohmann::json o = v;
         if (v.is_string()) o = nlohmann::json{{"kind", v}};
         if (!o.is_object()) fail(field, "expected a string or an object such as {\"kind\": \"rand\", \"low\": 0, \"high\": 1}");
-        only_keys(o, field, {"kind", "mean", "std", "low", "high", "value"});
+        only_keys(o, field, {"kind", "mean", "std", "low", "high", "value", "path"});
         init.kind = string_at(require(o, "kind", field), field + ".kind");
+        if (kevo_init_kind_from_name(init.kind.c_str()) < 0)
+            fail(field + ".kind", "unknown init '" + init.kind + "' (expected one of: " + init_kind_list() + ")");
+        if (init.kind != "file" && o.contains("path")) fail(field + ".path", "only the file init takes a path");
         const std::string& k = init.kind;
         auto num = [&](const char* key, double def) {
             return o.contains(key) ? number_at(o.at(key), field + "." + key) : def;
@@ -101,14 +112,25 @@ public:
             case KEVO_INIT_ZEROS:
             case KEVO_INIT_ARANGE: break;
             case KEVO_INIT_FULL: init.a = number_at(require(o, "value", field), field + ".value"); break;
-            case KEVO_INIT_FILE: fail(field + ".kind", "the file kind is not supported by this kernelevo yet");
+            case KEVO_INIT_FILE: {
+                init.path = string_at(require(o, "path", field), field + ".path");
+                if (init.path.empty()) fail(field + ".path", "empty path");
+                std::filesystem::path f(init.path);
+                if (f.is_relative()) f = base / f;
+                init.file = f.lexically_normal();
+                std::error_code ec;
+                if (!std::filesystem::is_regular_file(init.file, ec)) fail(field + ".path", "file not found: " + init.file.string());
+                init.file_sha256 = sha256_file(init.file);
+                break;
+            }
             default:
                 fail(field + ".kind", "unknown init '" + k + "' (expected " + choices(KEVO_INIT_COUNT, kevo_init_kind_name) + ")");
         }
         return init;
     }
 
-    TensorSpec parse_tensor(const nlohmann::json& v, const std::string& path, bool is_input) const {
+    TensorSpec parse_tensor(const nlohmann::json& v, const std::string& path, bool is_input,
+                            const std::filesystem::path& base) const {
         if (!v.is_object()) fail(path, "expected an object with name, dtype and shape");
         if (is_input) only_keys(v, path, {"name", "dtype", "shape", "init"});
         else only_keys(v, path, {"name", "dtype", "shape"});
@@ -136,7 +158,7 @@ public:
             }
             t.shape.push_back(dim);
         }
-        if (is_input) t.init = parse_init(v.contains("init") ? v.at("init") : nlohmann::json(), path + ".init", t.dtype);
+        if (is_input) t.init = parse_init(v.contains("init") ? v.at("init") : nlohmann::json(), path + ".init", t.dtype, base);
         return t;
     }
 
@@ -224,6 +246,7 @@ nlohmann::json Task::to_json() const {
             if (kind == KEVO_INIT_RANDN) init["mean"] = t.init.a, init["std"] = t.init.b;
             if (kind == KEVO_INIT_RAND || kind == KEVO_INIT_RANDINT) init["low"] = t.init.a, init["high"] = t.init.b;
             if (kind == KEVO_INIT_FULL) init["value"] = t.init.a;
+            if (kind == KEVO_INIT_FILE) init["path"] = t.init.path;
             j["init"] = init;
         }
         return j;
@@ -237,6 +260,11 @@ nlohmann::json Task::to_json() const {
         if (!ec && !rel.empty()) ref = rel.generic_string();
     }
     j["reference"] = {{"source", ref}, {"function", reference_function}};
+    // Written only when not the default, so that the canonical JSON (and the hash CMake computes
+    // over it) of a plain task stays as it was.
+    if (reference_signature != "tensors") j["reference"]["signature"] = reference_signature;
+    if (!reference_setup.empty()) j["reference"]["setup"] = reference_setup;
+    if (!reference_arg_written.empty()) j["reference"]["arg"] = reference_arg_written;
     j["inputs"] = nlohmann::json::array();
     for (const auto& t : inputs) j["inputs"].push_back(tensor(t, true));
     j["outputs"] = nlohmann::json::array();
@@ -271,6 +299,9 @@ std::vector<double> Task::weights() const {
 std::string Task::hash() const {
     nlohmann::json j = to_json();
     j["reference"].erase("source");  // where the file lives does not change the task; its content is hashed separately
+    // The values of a file input are part of the task.
+    for (size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].init.kind == "file") j["inputs"][i]["init"]["sha256"] = inputs[i].init.file_sha256;
     return sha256_hex(j.dump());
 }
 
@@ -304,6 +335,13 @@ ProcessResult run_cxx(std::vector<std::string> args, const std::filesystem::path
 std::string Task::reference_file_hash() const { return sha256_file(reference_source); }
 
 std::string Task::reference_hash() const {
+    std::string h = reference_source_hash();
+    // The setup argument (e.g. a TorchScript model) is part of the reference.
+    if (!reference_arg.empty()) h = sha256_hex(h + "\x1e" + sha256_file(reference_arg));
+    return h;
+}
+
+std::string Task::reference_source_hash() const {
     namespace fs = std::filesystem;
     const fs::path dir = reference_source.parent_path();
     // The headers it includes from the project: the compiler's dependency list (-MM leaves out
@@ -361,9 +399,27 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         source = ref.get<std::string>();
         t.reference_function = t.name;
     } else if (ref.is_object()) {
-        p.only_keys(ref, "reference", {"source", "function"});
+        p.only_keys(ref, "reference", {"source", "function", "signature", "setup", "arg"});
         source = p.string_at(p.require(ref, "source", "reference"), "reference.source");
         t.reference_function = ref.contains("function") ? p.string_at(ref.at("function"), "reference.function") : t.name;
+        if (ref.contains("signature")) {
+            t.reference_signature = p.string_at(ref.at("signature"), "reference.signature");
+            if (t.reference_signature != "tensors" && t.reference_signature != "vector")
+                p.fail("reference.signature", "expected \"tensors\" (one at::Tensor parameter per input) or \"vector\" "
+                                              "(one std::vector<at::Tensor>), got '" + t.reference_signature + "'");
+        }
+        if (ref.contains("setup")) t.reference_setup = p.string_at(ref.at("setup"), "reference.setup");
+        if (ref.contains("arg")) {
+            t.reference_arg_written = p.string_at(ref.at("arg"), "reference.arg");
+            if (t.reference_setup.empty()) p.fail("reference.arg", "given without reference.setup (the function that receives it)");
+            if (t.reference_arg_written.empty()) p.fail("reference.arg", "empty path");
+            std::filesystem::path a(t.reference_arg_written);
+            if (a.is_relative()) a = std::filesystem::absolute(task_file).parent_path() / a;
+            t.reference_arg = a.lexically_normal();
+            std::error_code ec;
+            if (!std::filesystem::is_regular_file(t.reference_arg, ec))
+                p.fail("reference.arg", "file not found: " + t.reference_arg.string());
+        }
     } else {
         p.fail("reference", "expected {\"source\": \"file.cpp\", \"function\": \"name\"}");
     }
@@ -373,9 +429,8 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
     t.reference_source = src.lexically_normal();
     if (!std::filesystem::is_regular_file(t.reference_source))
         p.fail("reference.source", "file not found: " + t.reference_source.string());
-    {
+    auto check_function_name = [&](const std::string& f, const std::string& field) {
         // A C++ function name, possibly namespace-qualified.
-        std::string f = t.reference_function;
         size_t pos = 0;
         bool ok = !f.empty();
         while (ok && pos <= f.size()) {
@@ -385,15 +440,18 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
             if (next == std::string::npos) break;
             pos = next + 2;
         }
-        if (!ok) p.fail("reference.function", "'" + f + "' is not a C++ function name");
-    }
+        if (!ok) p.fail(field, "'" + f + "' is not a C++ function name");
+    };
+    check_function_name(t.reference_function, "reference.function");
+    if (!t.reference_setup.empty()) check_function_name(t.reference_setup, "reference.setup");
 
     auto tensors = [&](const char* key, bool is_input) {
         const auto& arr = p.require(j, key, "");
         if (!arr.is_array() || arr.empty()) p.fail(key, "expected a non-empty array of tensors");
         std::vector<TensorSpec> out;
         for (size_t i = 0; i < arr.size(); ++i)
-            out.push_back(p.parse_tensor(arr[i], std::string(key) + "[" + std::to_string(i) + "]", is_input));
+            out.push_back(p.parse_tensor(arr[i], std::string(key) + "[" + std::to_string(i) + "]", is_input,
+                                         std::filesystem::absolute(task_file).parent_path()));
         return out;
     };
     t.inputs = tensors("inputs", true);
@@ -443,6 +501,22 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
                 if (n * dtype_size(ts.dtype) > (long double)(1LL << 40))
                     p.fail("shapes[" + std::to_string(s) + "]", "tensor '" + ts.name + "' would exceed 1 TiB");
             }
+    // A file input holds exactly the tensor's bytes, in every shape set.
+    for (size_t i = 0; i < t.inputs.size(); ++i) {
+        const auto& in = t.inputs[i];
+        if (in.init.kind != "file") continue;
+        std::error_code ec;
+        auto bytes = std::filesystem::file_size(in.init.file, ec);
+        for (size_t s = 0; s < t.shapes.size() && !ec; ++s) {
+            long double n = dtype_size(in.dtype);
+            for (auto v : t.concrete_shape(in, s)) n *= v;
+            if (n != (long double)bytes)
+                p.fail("inputs[" + std::to_string(i) + "].init.path",
+                       in.init.file.string() + " holds " + std::to_string(bytes) + " bytes, but '" + in.name + "' in shapes[" +
+                           std::to_string(s) + "] needs " + std::to_string((unsigned long long)n) + " (numel x " +
+                           std::to_string(dtype_size(in.dtype)) + ", raw row-major)");
+        }
+    }
 
     bool low_precision = false;
     for (const auto& o : t.outputs) low_precision = low_precision || o.dtype == DType::FLOAT16 || o.dtype == DType::BFLOAT16;

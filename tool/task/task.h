@@ -39,9 +39,12 @@ struct Dim {
 
 // How an input's values are drawn. Every kind is deterministic given the trial seed.
 struct Init {
-    std::string kind = "randn";  // a name of KEVO_INIT_KIND_LIST (task/init_kind.h)
+    std::string kind = "randn";  // a KEVO_INIT_KIND_LIST name (task/init_kind.h): randn | rand | ... | file
     double a = 0, b = 1;         // randn: mean, std; rand/randint: low, high; full: value in a
-    std::filesystem::path path;  // file: the raw contiguous bytes (absolute)
+    // file: the tensor's raw little-endian bytes in row-major order, exactly numel * dtype size.
+    std::string path;            // as written in the task file (relative to it, or absolute)
+    std::filesystem::path file;  // resolved, absolute
+    std::string file_sha256;     // of the file's content (part of the task hash)
     kevo_init_kind id() const { return static_cast<kevo_init_kind>(kevo_init_kind_from_name(kind.c_str())); }
 };
 
@@ -59,7 +62,16 @@ struct Task {
     std::string name;
     std::filesystem::path reference_source;  // absolute
     std::string reference_function;
-    std::string reference_arg;  // handed to the reference's kevo_ref_setup() (e.g. a TorchScript file)
+    // reference.signature: "tensors" (one const at::Tensor& per input, the default) or "vector"
+    // (one const std::vector<at::Tensor>&: the wrapper then does not depend on the task, so every
+    // task with the same reference source shares one build).
+    std::string reference_signature = "tensors";
+    // reference.setup: a C++ function `void f(const std::string& arg)` called once, with
+    // reference.arg, before the first call (empty: none). The arg is a file path, resolved against
+    // the task file (absolute here); its content is part of reference_hash().
+    std::string reference_setup;
+    std::string reference_arg_written;       // as written
+    std::filesystem::path reference_arg;     // resolved, absolute (empty: none)
     std::vector<TensorSpec> inputs, outputs;
     std::vector<ShapeSet> shapes;  // at least one (empty when every dimension is literal)
     double atol = 1e-4, rtol = 1e-4;
@@ -90,6 +102,8 @@ struct Task {
     // edits keep it. cmake/KernelEvoTask.cmake computes the same value. The byte hash of the file
     // alone when no C++ compiler is there to read it.
     std::string reference_hash() const;
+    // The reference source and the project headers it includes (comments and whitespace aside).
+    std::string reference_source_hash() const;
     // sha256 of the reference file's bytes: what entries stored before reference_hash() covered
     // the includes recorded (still accepted while the file is byte-for-byte unchanged).
     std::string reference_file_hash() const;

@@ -382,7 +382,7 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     }
 
     job.reference = impl_->ref.library.string();
-    job.reference_arg = task_.reference_arg;
+    job.reference_arg = task_.reference_arg.string();
     const std::vector<int> timed = task_.timed_sets();
     const std::vector<double> weights = task_.weights();
     for (size_t s = 0; s < task_.shapes.size(); ++s) {
@@ -396,7 +396,7 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
             jt.init = kevo_init_kind_from_name(t.init.kind.c_str());
             jt.a = t.init.a;
             jt.b = t.init.b;
-            jt.path = t.init.path.string();
+            jt.path = t.init.file.string();
             set.inputs.push_back(jt);
         }
         for (const auto& t : task_.outputs) {

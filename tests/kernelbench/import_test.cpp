@@ -1,0 +1,195 @@
+// `kernelevo import kernelbench` on the CPU: a dozen problems of different kinds import and pass
+// their self-verification (the C++ TorchScript reference against the Python model), the tasks
+// hold what KernelBench's model holds, and problems that cannot be imported are refused with a reason.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "kb_suite.h"
+#include "reference/reference.h"
+#include "reference/torch_config.h"
+#include "task/task.h"
+
+namespace kevo {
+namespace {
+
+using kbtest::cpu_import;
+
+const nlohmann::json& result(const std::string& name) {
+    static const nlohmann::json none;
+    auto it = cpu_import().by_name.find(name);
+    return it == cpu_import().by_name.end() ? none : it->second;
+}
+
+// Where the self-verification runs: the GPU when this kernelevo's LibTorch has CUDA, else the CPU.
+std::string check_device() { return torch_config().cuda ? "cuda" : "cpu"; }
+
+Task task_of(const std::string& name) { return load_task(cpu_import().out / name / "task.json"); }
+
+const TensorSpec& input(const Task& t, const std::string& name) {
+    for (const auto& i : t.inputs)
+        if (i.name == name) return i;
+    throw std::runtime_error("no input " + name + " in " + t.name);
+}
+
+// Shrunk (--max-numel 4096) so that it runs on a CPU machine; on a GPU host it verifies on the GPU.
+TEST(KernelBenchImport, ADozenProblemsImportAndVerify) {
+    const auto& imp = cpu_import();
+    ASSERT_TRUE(imp.run.started) << imp.run.error;
+    ASSERT_FALSE(imp.report.is_null()) << imp.run.describe() << "\n" << imp.run.err;
+    EXPECT_EQ(imp.run.exit_code, 1) << "one problem crashed the importer: " << imp.run.err;
+    EXPECT_EQ(imp.report["imported"], 12) << imp.run.err;
+    EXPECT_EQ(imp.report["device"], check_device());
+    for (const auto& f : kbtest::dozen()) {
+        std::string stem = fs::path(f).stem().string();
+        std::string name = "kb" + f.substr(5, 1) + "_" + stem;
+        while (!name.empty() && name.back() == '_') name.pop_back();
+        const auto& r = result(name);
+        ASSERT_EQ(r.value("status", "missing"), "ok") << name << ": " << r.dump();
+        const auto& v = r["verify"];
+        EXPECT_TRUE(v.value("ok", false)) << name;
+        EXPECT_EQ(v.value("device", ""), check_device()) << name;
+        ASSERT_TRUE(v["max_abs_diff"].is_number()) << name;
+        EXPECT_LE(v["max_abs_diff"].get<double>(), 1e-4) << name;
+        // The progress line reports the difference.
+        EXPECT_NE(imp.run.err.find(name + ": ok (C++ reference on the " + check_device() + " vs Python: max |diff| "),
+                  std::string::npos)
+            << name;
+        // The task loads, and names the suite's one generic reference.
+        Task t = load_task(r["task"].get<std::string>());
+        EXPECT_EQ(t.reference_source, fs::absolute(imp.out / "kernelbench_reference.cpp").lexically_normal());
+        EXPECT_EQ(t.reference_signature, "vector");
+        EXPECT_EQ(t.reference_arg, fs::absolute(imp.out / name / "model.pt").lexically_normal());
+        EXPECT_TRUE(fs::exists(imp.out / name / "problem.py"));
+    }
+}
+
+TEST(KernelBenchImport, RefusesWithAOneLineReasonAndGoesOn) {
+    const auto& imp = cpu_import();
+    struct Case {
+        const char* name;
+        const char* reason;
+    };
+    for (const Case& c : {Case{"kb1_33_BatchNorm", "BatchNorm in training mode"},
+                          Case{"kb2_66_Matmul_Dropout_Softmax", "Dropout (p=0.2) in training mode"},
+                          Case{"kb1_901_DataDependentBranch", "data-dependent control flow at line 9"},
+                          Case{"kb1_902_NotAProblem", "the file defines no Model"}}) {
+        const auto& r = result(c.name);
+        EXPECT_EQ(r.value("status", "missing"), "refused") << c.name << ": " << r.dump();
+        std::string reason = r.value("reason", "");
+        EXPECT_NE(reason.find(c.reason), std::string::npos) << c.name << ": " << reason;
+        EXPECT_EQ(reason.find('\n'), std::string::npos) << "one line: " << reason;
+        EXPECT_NE(imp.run.err.find(std::string(c.name) + ": refused: " + c.reason), std::string::npos) << imp.run.err;
+        EXPECT_FALSE(fs::exists(imp.out / c.name)) << "no task folder for a refused problem";
+    }
+    EXPECT_EQ(imp.report["refused"], 4);
+    EXPECT_EQ(imp.report["failed"], 1);
+    EXPECT_NE(imp.run.err.find("imported 12/17 (4 refused, 1 failed)"), std::string::npos) << imp.run.err;
+}
+
+// A problem that kills the Python process fails alone; the rest of its batch goes on (a new process).
+TEST(KernelBenchImport, AProblemThatCrashesTheImporterFailsAlone) {
+    const auto& r = result("kb1_903_Crashes");
+    EXPECT_EQ(r.value("status", "missing"), "failed") << r.dump();
+    EXPECT_NE(r.value("reason", "").find("the importer stopped (killed by signal 11"), std::string::npos) << r.dump();
+    EXPECT_EQ(r.value("reason", "").find('\n'), std::string::npos);
+    EXPECT_EQ(result("kb1_50_conv_standard_2D__square_input__square_kernel").value("status", ""), "ok");
+}
+
+TEST(KernelBenchImport, WeightsBecomeFileInputsWithTheModelsValues) {
+    Task conv = task_of("kb1_50_conv_standard_2D__square_input__square_kernel");
+    ASSERT_GE(conv.inputs.size(), 3u);
+    EXPECT_EQ(conv.inputs[0].name, "x");
+    const TensorSpec& w = input(conv, "conv1_weight");
+    EXPECT_EQ(w.init.kind, "file");
+    EXPECT_EQ(w.shape.size(), 4u);
+    EXPECT_EQ(input(conv, "conv1_bias").init.kind, "file");
+    // The stored weight is nn.Conv2d's default init after torch.manual_seed(42): uniform in +-1/sqrt(fan_in).
+    std::string bytes = read_file(w.init.file);
+    ASSERT_EQ(bytes.size() % 4, 0u);
+    std::vector<float> vals(bytes.size() / 4);
+    std::memcpy(vals.data(), bytes.data(), bytes.size());
+    int64_t fan_in = 1;
+    for (size_t d = 1; d < w.shape.size(); ++d) fan_in *= conv.concrete_shape(w, 0)[d];
+    float bound = 1.0f / std::sqrt(static_cast<float>(fan_in)), mx = 0;
+    std::set<float> distinct;
+    for (float v : vals) mx = std::max(mx, std::fabs(v)), distinct.insert(v);
+    EXPECT_LE(mx, bound * 1.0001f);
+    EXPECT_GT(mx, bound * 0.5f);
+    EXPECT_GT(distinct.size(), vals.size() / 2) << "real random values, not a constant";
+
+    Task ln = task_of("kb1_40_LayerNorm");
+    EXPECT_EQ(input(ln, "ln_weight").init.kind, "file");
+    EXPECT_EQ(input(ln, "ln_bias").init.kind, "file");
+    Task gemm = task_of("kb2_12_Gemm_Multiply_LeakyReLU");
+    EXPECT_EQ(input(gemm, "gemm_weight").init.kind, "file");
+}
+
+TEST(KernelBenchImport, RandomInputsKeepKernelBenchsDistribution) {
+    Task relu = task_of("kb1_19_ReLU");  // torch.rand
+    EXPECT_EQ(relu.inputs[0].init.kind, "rand");
+    EXPECT_EQ(relu.inputs[0].init.a, 0);
+    EXPECT_EQ(relu.inputs[0].init.b, 1);
+    Task mm = task_of("kb1_1_Square_matrix_multiplication");  // torch.rand, two inputs
+    ASSERT_EQ(mm.inputs.size(), 2u);
+    EXPECT_EQ(mm.inputs[0].name, "A");
+    EXPECT_EQ(mm.inputs[1].name, "B");
+    EXPECT_EQ(mm.inputs[1].init.kind, "rand");
+    Task ce = task_of("kb1_95_CrossEntropyLoss");  // torch.randint(0, num_classes, ...)
+    ASSERT_EQ(ce.inputs.size(), 2u);
+    EXPECT_EQ(ce.inputs[1].dtype, DType::int64);
+    EXPECT_EQ(ce.inputs[1].init.kind, "randint");
+    EXPECT_EQ(ce.inputs[1].init.a, 0);
+    EXPECT_EQ(ce.inputs[1].init.b, ce.concrete_shape(ce.inputs[0], 0)[1]) << "high = num_classes";
+    EXPECT_EQ(ce.outputs[0].shape.size(), 0u) << "a loss is a 0-dim output";
+    Task hinge = task_of("kb1_100_HingeLoss");  // targets = randint(0, 2).float() * 2 - 1: computed
+    EXPECT_EQ(hinge.inputs[0].init.kind, "rand");
+    EXPECT_EQ(hinge.inputs[1].init.kind, "file");
+}
+
+TEST(KernelBenchImport, RepeatedSizesGetNames) {
+    Task mm = task_of("kb1_1_Square_matrix_multiplication");
+    // N x N times N x N: one name, bound in the shape set.
+    ASSERT_EQ(mm.inputs[0].shape.size(), 2u);
+    EXPECT_EQ(mm.inputs[0].shape[0].symbol, "N");
+    EXPECT_EQ(mm.inputs[1].shape[1].symbol, "N");
+    EXPECT_EQ(mm.outputs[0].shape[0].symbol, "N");
+    ASSERT_EQ(mm.shapes.size(), 1u);
+    EXPECT_GT(mm.shapes[0].at("N"), 1);
+    Task gemm = task_of("kb2_12_Gemm_Multiply_LeakyReLU");
+    EXPECT_FALSE(gemm.inputs[0].shape[0].symbol.empty()) << "batch size shared by x and the output";
+}
+
+// One generic reference for the whole suite: every imported task's reference build is the same
+// cached library (its wrapper does not depend on the task).
+TEST(KernelBenchImport, OneReferenceBuildServesEveryTask) {
+    const auto& imp = cpu_import();
+    std::string lib = imp.report.value("reference_library", "");
+    ASSERT_FALSE(lib.empty());
+    Task a = task_of("kb1_19_ReLU"), b = task_of("kb2_12_Gemm_Multiply_LeakyReLU");
+    EXPECT_EQ(reference_wrapper_source(a), reference_wrapper_source(b));
+    EXPECT_EQ(reference_wrapper_source(a).find("kb1_19_ReLU"), std::string::npos);
+    EXPECT_NE(reference_wrapper_source(a).find("kevo_ref_setup"), std::string::npos);
+    ReferenceBuild rb = build_reference(b);
+    ASSERT_TRUE(rb.ok) << rb.log;
+    EXPECT_TRUE(rb.cached);
+    EXPECT_EQ(rb.library.string(), lib);
+    // Different models, so different reference hashes (a stale cache entry is noticed).
+    EXPECT_NE(a.reference_hash(), b.reference_hash());
+}
+
+TEST(KernelBenchImport, BadUsageIsExitTwoWithAClearMessage) {
+    auto r = kbtest::kernelevo({"import", "kernelbench", "/nonexistent/problem.py", "--out", "/tmp/kevo-kb-never"}, 120);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("/nonexistent/problem.py: no such problem file or folder"), std::string::npos) << r.err;
+    r = kbtest::kernelevo({"import", "kernelbench", (kbtest::problems() / "level1" / "19_ReLU.py").string(), "--out",
+                           "/tmp/kevo-kb-never", "--python", "/nonexistent/python3"}, 120);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--python /nonexistent/python3: cannot import torch there"), std::string::npos) << r.err;
+    r = kbtest::kernelevo({"import", "kernelbench", (kbtest::problems() / "level1" / "19_ReLU.py").string()}, 120);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE((r.out + r.err).find("--out"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kevo

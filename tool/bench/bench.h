@@ -1,0 +1,69 @@
+// `kernelevo bench`: the KernelBench-style benchmark over a suite of tasks (one folder per task
+// with a task.json, e.g. written by `kernelevo import kernelbench`): run the search on every task,
+// or validate ready kernels, resumably, and report fast_p, speedups, tokens, cost and time as
+// Markdown, JSON and a self-contained HTML page.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kevo::bench {
+
+// The suite's tasks: DIR/*/task.json (sorted by folder name), or DIR itself when it holds a task.json.
+std::vector<std::filesystem::path> suite_tasks(const std::filesystem::path& suite);
+
+// One task's outcome, as stored in REPORT_DIR/bench.json and reported.
+struct TaskResult {
+    std::string name;
+    std::string task;         // task.json path
+    std::string status;       // a validator status ("ok", "mismatch", ...), "missing" (no kernel), "no_kernel"
+                              // (the search found none), "error"
+    bool done = false;        // finished: skipped on resume
+    double speedup = 0;       // over LibTorch eager, as measured by our validator
+    double kernel_us = 0, reference_us = 0;   // medians; reference = LibTorch eager, same run
+    double torch_compile_us = -1;             // the Python model under torch.compile (-1: not measured)
+    double torch_eager_us = -1;               // the Python model in eager PyTorch (-1: not measured)
+    double baseline_eager_us = -1, baseline_compile_us = -1;  // --baseline (KernelBench's published times), -1: none
+    std::string baseline_note;                // the baseline file's notes (e.g. a stale entry)
+    int64_t tokens = 0;
+    double cost_usd = 0, wall_s = 0;
+    std::string kernel;       // the kernel validated or found
+    std::string note;         // why not correct, or what was skipped
+    bool correct() const { return status == "ok"; }
+    nlohmann::json to_json() const;
+    static TaskResult from_json(const nlohmann::json& j);
+};
+
+// KernelBench's baseline table (baseline_h100.tsv: level, id, file, <GPU>_eager_mean_ms, ...,
+// <GPU>_compile_default_mean_ms, ..., notes): task name (kb<level>_<stem>, as the importer names
+// tasks) -> (eager us, compile us, notes), from the first eager/compile column pair.
+struct Baseline {
+    double eager_us = -1, compile_us = -1;
+    std::string note;
+};
+std::map<std::string, Baseline> load_baseline(const std::filesystem::path& tsv);
+
+struct Summary {
+    int tasks = 0, correct = 0, not_run = 0;    // not_run: no GPU here
+    std::vector<std::pair<double, double>> fast_p;  // (p, share of all tasks correct and > p x faster); p = 0 counts correct ones
+    double geomean_speedup = 0, median_speedup = 0;  // over the correct tasks
+    int64_t tokens = 0;
+    double cost_usd = 0, wall_s = 0;
+};
+
+Summary summarize(const std::vector<TaskResult>& results);
+
+struct ReportInfo {
+    std::string suite, mode, gpu, arch, date;
+};
+
+std::string report_markdown(const std::vector<TaskResult>& results, const ReportInfo& info);
+nlohmann::json report_json(const std::vector<TaskResult>& results, const ReportInfo& info);
+// A self-contained page (inline SVG, no scripts or network): the tables and three plots.
+std::string report_html(const std::vector<TaskResult>& results, const ReportInfo& info);
+
+}  // namespace kevo::bench

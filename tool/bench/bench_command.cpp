@@ -1,0 +1,316 @@
+// `kernelevo bench --suite DIR --out REPORT_DIR [search options | --kernels DIR]`.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "bench/bench.h"
+#include "cache/cache.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/process.h"
+#include "evolve/search_command.h"
+#include "kernelbench/kernelbench.h"
+#include "task/task.h"
+#include "validate/validate.h"
+
+namespace kevo {
+namespace {
+
+struct BenchArgs {
+    std::string suite, out, kernels, python, baseline;
+    bool fresh = false, torch_compile = false;
+    evolve::SearchArgs search;
+};
+
+std::string hms(double s) {
+    long t = std::lround(std::max(0.0, s));
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    return buf;
+}
+
+// The ready kernel for a task: DIR/NAME.cu, DIR/NAME/ARCH.cu, DIR/NAME/kernel.cu, or the only .cu in DIR/NAME.
+fs::path find_kernel(const fs::path& dir, const std::string& folder, const std::string& name, const std::string& arch) {
+    std::error_code ec;
+    for (const std::string& n : {folder, name}) {
+        if (fs::is_regular_file(dir / (n + ".cu"), ec)) return dir / (n + ".cu");
+        for (const std::string& f : {arch + ".cu", std::string("kernel.cu")})
+            if (fs::is_regular_file(dir / n / f, ec)) return dir / n / f;
+        if (fs::is_directory(dir / n, ec)) {
+            std::vector<fs::path> cus;
+            for (const auto& e : fs::directory_iterator(dir / n))
+                if (e.path().extension() == ".cu") cus.push_back(e.path());
+            if (cus.size() == 1) return cus[0];
+        }
+    }
+    return {};
+}
+
+// Times the Python model (eager and torch.compile) with the host's PyTorch; fills r or its note.
+void time_torch(const fs::path& task_dir, const std::string& python, bench::TaskResult& r) {
+    fs::path problem = task_dir / "problem.py";
+    std::error_code ec;
+    if (!fs::is_regular_file(problem, ec)) {
+        r.note += (r.note.empty() ? "" : "; ") + std::string("torch.compile not timed: no problem.py in the task folder");
+        return;
+    }
+    std::string py;
+    try {
+        py = kernelbench::find_python(python);
+    } catch (const UsageError& e) {
+        r.note += (r.note.empty() ? "" : "; ") + std::string("torch.compile not timed: ") + e.what();
+        return;
+    }
+    ProcessOptions po;
+    po.argv = {py, (kernelbench::data_dir() / "time_torch.py").string(), problem.string()};
+    po.timeout_s = 1800;
+    ProcessResult p = run_process(po);
+    try {
+        auto j = nlohmann::json::parse(p.out.substr(p.out.rfind('{')));
+        if (j.contains("error")) {
+            r.note += (r.note.empty() ? "" : "; ") + ("torch.compile not timed: " + j["error"].get<std::string>());
+            return;
+        }
+        r.torch_eager_us = j.value("eager_us", -1.0);
+        r.torch_compile_us = j.value("compile_us", -1.0);
+    } catch (const std::exception&) {
+        r.note += (r.note.empty() ? "" : "; ") + ("torch.compile not timed: the timing script failed (" + p.describe() + ")");
+    }
+}
+
+void run_bench(BenchArgs& a, int& rc) {
+    const fs::path suite = fs::absolute(a.suite).lexically_normal();
+    const fs::path out = fs::absolute(a.out).lexically_normal();
+    const std::vector<fs::path> tasks = bench::suite_tasks(suite);
+    const std::string mode = a.kernels.empty() ? "search" : "kernels";
+    const std::map<std::string, bench::Baseline> baseline =
+        a.baseline.empty() ? std::map<std::string, bench::Baseline>{} : bench::load_baseline(a.baseline);
+    const fs::path state_path = out / "bench.json";
+    if (a.fresh) {
+        std::error_code ec;
+        fs::remove(state_path, ec);
+        fs::remove_all(out / "state", ec);
+    }
+    // Resume: results of finished tasks are kept; the unfinished search continues from its state.
+    std::map<std::string, bench::TaskResult> prior;
+    nlohmann::json state{{"suite", suite.string()}, {"mode", mode}, {"kernels", a.kernels}, {"results", nlohmann::json::object()}};
+    std::error_code ec;
+    if (fs::exists(state_path, ec)) {
+        nlohmann::json old;
+        try {
+            old = nlohmann::json::parse(read_file(state_path));
+        } catch (const nlohmann::json::exception&) {
+            throw UsageError(state_path.string() + ": not a bench state (remove it or pass --fresh)");
+        }
+        if (old.value("suite", "") != suite.string() || old.value("mode", "") != mode)
+            throw UsageError("--out " + out.string() + " holds a bench of " + old.value("suite", std::string("?")) + " (mode " +
+                             old.value("mode", std::string("?")) + "): pass --fresh to start over, or another --out");
+        for (auto it = old["results"].begin(); it != old["results"].end(); ++it)
+            prior[it.key()] = bench::TaskResult::from_json(it.value());
+        size_t done = 0;
+        for (const auto& [k, v] : prior) done += v.done;
+        std::cerr << "kernelevo: resuming the bench in " << out.string() << " (" << done << " of " << tasks.size()
+                  << " task(s) done)\n";
+    }
+    fs::create_directories(out);
+
+    ValidateOptions vo;
+    vo.arch = a.search.arch;
+    vo.timeout_s = a.search.timeout;
+    vo.timing_trials = a.search.timing_trials;
+    bench::ReportInfo info{suite.string(), mode, "", a.search.arch, cache::utc_now()};
+    std::vector<bench::TaskResult> results(tasks.size());
+    auto write_reports = [&] {
+        nlohmann::json rs = nlohmann::json::object();
+        for (const auto& r : results)
+            if (!r.name.empty()) rs[r.name] = r.to_json();
+        for (const auto& [k, v] : prior)
+            if (!rs.contains(k)) rs[k] = v.to_json();
+        state["results"] = rs;
+        state["gpu"] = info.gpu;
+        state["arch"] = info.arch;
+        write_file_atomic(state_path, state.dump(2) + "\n");
+        std::vector<bench::TaskResult> shown;
+        for (const auto& r : results)
+            if (!r.name.empty()) shown.push_back(r);
+        write_file_atomic(out / "report.md", bench::report_markdown(shown, info));
+        write_file_atomic(out / "report.json", bench::report_json(shown, info).dump(2) + "\n");
+        write_file_atomic(out / "report.html", bench::report_html(shown, info));
+    };
+
+    // A search validates every candidate on the local GPU: without one it would only spend tokens.
+    if (mode == "search") {
+        Validator probe(load_task(tasks.front()), vo);
+        const DeviceInfo& d = probe.device();
+        if (!d.present)
+            throw UsageError("no usable GPU here (" + d.error + "): the search validates every candidate on the local GPU; "
+                             "run the bench on a GPU host, or validate ready kernels with --kernels");
+        info.gpu = d.name;
+        info.arch = probe.arch();
+    }
+
+    auto apply_baseline = [&](bench::TaskResult& r) {
+        if (auto b = baseline.find(r.name); b != baseline.end()) {
+            r.baseline_eager_us = b->second.eager_us;
+            r.baseline_compile_us = b->second.compile_us;
+            r.baseline_note = b->second.note;
+        }
+    };
+
+    const auto t_start = std::chrono::steady_clock::now();
+    int ran = 0;
+    bool interrupted = false;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+        const fs::path task_path = tasks[i];
+        const std::string folder = task_path.parent_path().filename().string();
+        const std::string prefix = "[" + std::to_string(i + 1) + "/" + std::to_string(tasks.size()) + "] ";
+        bench::TaskResult r;
+        r.task = task_path.string();
+        r.name = folder;
+        auto p = prior.find(folder);
+        if (p != prior.end() && p->second.done) {
+            results[i] = p->second;
+            apply_baseline(results[i]);
+            std::cerr << prefix << folder << ": done earlier (" << results[i].status
+                      << (results[i].correct() ? ", " + std::to_string(results[i].speedup) + "x" : "") << ")\n";
+            continue;
+        }
+        double prior_wall = p != prior.end() ? p->second.wall_s : 0;
+        auto t0 = std::chrono::steady_clock::now();
+        try {
+            Task task = load_task(task_path);
+            r.name = folder;
+            if (mode == "kernels") {
+                Validator v(task, vo);
+                std::string arch = v.arch();
+                fs::path k = find_kernel(a.kernels, folder, task.name, arch);
+                if (k.empty()) {
+                    r.status = "missing";
+                    r.note = "no kernel for this task in " + a.kernels;
+                    r.done = true;
+                } else {
+                    r.kernel = k.string();
+                    ValidationResult vr = v.validate(read_file(k));
+                    r.status = status_name(vr.status);
+                    r.speedup = vr.speedup;
+                    r.kernel_us = vr.kernel_us;
+                    r.reference_us = vr.reference_us;
+                    if (!vr.ok()) r.note = vr.log.substr(0, 400);
+                    if (!vr.gpu.empty()) info.gpu = vr.gpu;
+                    info.arch = vr.arch.empty() ? arch : vr.arch;
+                    // Without a GPU nothing was measured: run again where there is one.
+                    r.done = vr.status != Status::no_device;
+                }
+            } else {
+                evolve::SearchArgs s = a.search;
+                s.task = task_path.string();
+                s.out = (out / "kernels").string();
+                s.state = (out / "state" / (folder + ".db")).string();
+                s.fresh = false;
+                fs::create_directories(out / "state");
+                evolve::SearchOutcome so = evolve::run_search(s, prefix + folder + " | ");
+                r.tokens = so.tokens;
+                r.cost_usd = so.cost_usd;
+                info.arch = so.arch;
+                if (so.found) {
+                    r.status = "ok";
+                    r.speedup = so.speedup;
+                    r.kernel_us = so.best_details.value("kernel_us", 0.0);
+                    r.reference_us = so.best_details.value("reference_us", 0.0);
+                    if (so.best_details.contains("gpu")) info.gpu = so.best_details.value("gpu", std::string());
+                    r.kernel = cache::source_path(s.out, task.name, so.arch).string();
+                } else {
+                    r.status = so.stop_reason.rfind("error: no GPU", 0) == 0 ? "no_device" : "no_kernel";
+                }
+                r.note = "search stopped: " + so.stop_reason;
+                r.done = so.finished;
+                interrupted = so.stop_reason == "interrupted";
+            }
+        } catch (const TaskError& e) {
+            r.status = "error";
+            r.note = e.what();
+            r.done = true;
+        }
+        double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        r.wall_s = prior_wall + wall;
+        if (a.torch_compile && r.done) time_torch(task_path.parent_path(), a.python, r);
+        apply_baseline(r);
+        results[i] = r;
+        ++ran;
+        write_reports();
+
+        // Progress: task i/N, this result, the best so far, the ETA over the tasks still to run.
+        const bench::TaskResult* best = nullptr;
+        for (const auto& x : results)
+            if (x.correct() && (!best || x.speedup > best->speedup)) best = &x;
+        size_t left = 0;
+        for (size_t k = i + 1; k < tasks.size(); ++k) {
+            auto q = prior.find(tasks[k].parent_path().filename().string());
+            left += !(q != prior.end() && q->second.done);
+        }
+        double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() / ran;
+        char line[160];
+        std::snprintf(line, sizeof line, "%s", r.correct() ? (std::to_string(r.speedup).substr(0, 5) + "x").c_str() : r.status.c_str());
+        std::cerr << prefix << folder << ": " << line << " [" << hms(wall) << "]"
+                  << " | best " << (best ? best->name + " " + std::to_string(best->speedup).substr(0, 5) + "x" : "none")
+                  << " | ETA " << hms(per * left) << "\n";
+        if (interrupted) break;
+    }
+    write_reports();
+    std::vector<bench::TaskResult> shown;
+    for (const auto& r : results)
+        if (!r.name.empty()) shown.push_back(r);
+    bench::Summary sum = bench::summarize(shown);
+    std::cerr << "kernelevo: " << sum.correct << "/" << sum.tasks << " correct";
+    for (auto [p, share] : sum.fast_p)
+        if (p > 0) std::cerr << ", fast_" << p << " " << share;
+    if (sum.correct) std::cerr << ", geomean " << sum.geomean_speedup << "x";
+    std::cerr << "; reports in " << out.string() << " (report.md, report.json, report.html)\n";
+    if (sum.not_run) std::cerr << "kernelevo: " << sum.not_run << " task(s) not run: no GPU of this architecture here\n";
+    if (interrupted) {
+        std::cerr << "kernelevo: interrupted; run the same command again to continue\n";
+        rc = 1;
+        return;
+    }
+    rc = sum.not_run == sum.tasks && sum.tasks > 0 ? 2 : 0;
+}
+
+}  // namespace
+
+void register_bench_command(CLI::App& app, int& rc) {
+    auto a = std::make_shared<BenchArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "bench",
+        "Benchmark a suite of tasks (DIR/NAME/task.json, e.g. from `kernelevo import kernelbench`): run the search on "
+        "every task (the search options, budgets and --max-time included, apply to each task's search), or validate "
+        "ready kernels (--kernels), and write REPORT_DIR/report.{md,json,html}: fast_p for "
+        "p = 0 (correct), 1, 1.5, 2 over all tasks, geometric-mean and median speedup over LibTorch eager (measured "
+        "by the validator in the same run), per-task speedup, tokens, cost and wall time. Resumable: kill it and run "
+        "the same command to continue (REPORT_DIR/bench.json; each search resumes from REPORT_DIR/state/NAME.db; "
+        "kernels found go to REPORT_DIR/kernels). Exit 0 when done, 1 when interrupted, 2 on bad usage or when no "
+        "task could run (no GPU).");
+    cmd->add_option("--suite", a->suite, "Suite directory: one folder per task with a task.json")->required();
+    cmd->add_option("--out", a->out, "Report directory (also holds the resumable state)")->required();
+    cmd->add_option("--kernels", a->kernels,
+                    "Validate ready kernels instead of searching: DIR/NAME.cu, DIR/NAME/sm_XX.cu, DIR/NAME/kernel.cu "
+                    "or the only .cu in DIR/NAME (only --arch, --timeout and --timing-trials apply then)");
+    cmd->add_flag("--fresh", a->fresh, "Discard REPORT_DIR's previous bench and search states and start over");
+    cmd->add_flag("--torch-compile", a->torch_compile,
+                  "Also time the Python model (the task folder's problem.py) in eager PyTorch and under torch.compile "
+                  "with the host's PyTorch (needs a CUDA GPU and PyTorch 2)");
+    cmd->add_option("--python", a->python,
+                    "Python with PyTorch for --torch-compile (default: python3 if it has torch, else /usr/bin/python3)");
+    cmd->add_option("--baseline", a->baseline,
+                    "KernelBench's published timings (baseline_h100.tsv) to show beside ours, matched by task name "
+                    "(kb<level>_<file stem>); for reference only, speedups stay over our own LibTorch eager")
+        ->check(CLI::ExistingFile);
+    evolve::add_search_options(*cmd, a->search);
+    cmd->callback([a, &rc] { run_bench(*a, rc); });
+}
+
+}  // namespace kevo

@@ -1,0 +1,70 @@
+// The generic reference of every task imported by `kernelevo import kernelbench`: it runs the
+// problem's TorchScript (model.pt, traced over a functional wrapper whose inputs are the problem's
+// inputs followed by the model's parameters and buffers) through torch::jit.
+//
+// The task names it as
+//   "reference": {"source": "../kernelbench_reference.cpp", "function": "kevo_kb::forward",
+//                 "signature": "vector", "setup": "kevo_kb::setup", "arg": "model.pt"}
+// so one build serves every task of a suite; kevo_ref_setup() loads the task's model.pt once.
+#include <torch/script.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kevo_kb {
+namespace detail {
+inline std::unique_ptr<torch::jit::Module>& module() {
+    static std::unique_ptr<torch::jit::Module> m;
+    return m;
+}
+inline void flatten(const c10::IValue& v, std::vector<at::Tensor>& out) {
+    if (v.isTensor()) {
+        out.push_back(v.toTensor());
+    } else if (v.isTuple()) {
+        for (const auto& e : v.toTupleRef().elements()) flatten(e, out);
+    } else if (v.isList()) {
+        for (const auto& e : v.toListRef()) flatten(e, out);
+    } else {
+        throw std::runtime_error("the model returned a " + v.tagKind() + ", not tensors");
+    }
+}
+}  // namespace detail
+
+// Loads the TorchScript file onto the device the reference runs on (the current CUDA device when
+// LibTorch has CUDA, else the CPU).
+inline void setup(const std::string& path) {
+    c10::Device device(at::kCPU);
+#if defined(KEVO_TORCH_CUDA)
+    int dev = 0;
+    cudaGetDevice(&dev);
+    device = c10::Device(at::kCUDA, static_cast<c10::DeviceIndex>(dev));
+#endif
+    // Run the graph op by op, as eager PyTorch does: no profiling-executor fusion, which would
+    // change both the numbers and the timing baseline (LibTorch eager).
+    torch::jit::setGraphExecutorOptimize(false);
+    try {
+        auto m = std::make_unique<torch::jit::Module>(torch::jit::load(path, device));
+        m->eval();
+        detail::module() = std::move(m);
+    } catch (const c10::Error& e) {
+        throw std::runtime_error("cannot load the TorchScript model " + path + ": " + e.what_without_backtrace());
+    }
+}
+
+inline std::vector<at::Tensor> forward(const std::vector<at::Tensor>& inputs) {
+    auto& m = detail::module();
+    if (!m) throw std::runtime_error("kevo_kb::forward: no model loaded (kevo_ref_setup was not called with the task's model.pt)");
+    torch::NoGradGuard no_grad;
+    std::vector<c10::IValue> args(inputs.begin(), inputs.end());
+    std::vector<at::Tensor> out;
+    try {
+        detail::flatten(m->forward(std::move(args)), out);
+    } catch (const c10::Error& e) {
+        throw std::runtime_error(e.what_without_backtrace());
+    }
+    return out;
+}
+}  // namespace kevo_kb

@@ -1,0 +1,38 @@
+// KernelBench: `kernelevo import kernelbench` turns KernelBench problem files into task
+// directories that validate without Python (a TorchScript model run by one generic C++ reference,
+// the model's weights as file inputs), and verifies each import against the Python model.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kevo::kernelbench {
+
+struct ImportOptions {
+    std::vector<std::filesystem::path> files;  // problem .py files or folders of them
+    std::filesystem::path out;
+    std::string python;        // empty: python3 if it has torch, else /usr/bin/python3
+    int64_t max_numel = 0;     // > 0: shrink size constants until the inputs hold at most this many elements
+    int jobs = 0;              // 0: min(4, cores)
+    double timeout_s = 900;    // per problem
+    bool quiet = false;
+};
+
+struct ImportSummary {
+    int imported = 0, refused = 0, failed = 0;
+    double seconds = 0;
+    nlohmann::json report;     // also written to OUT/import.json
+};
+
+// Where the shipped data files (jit_reference.cpp, import_kernelbench.py) live.
+std::filesystem::path data_dir();
+// A Python with PyTorch: `python` when given (throws UsageError when it has no torch), else python3
+// if it has torch, else /usr/bin/python3 (Debian's python3-torch). Returns the interpreter and
+// fills `torch_version` ("2.11.0 cuda=True"); throws UsageError when none has torch.
+std::string find_python(const std::string& python, std::string* torch_version = nullptr);
+// Throws UsageError for bad usage or setup (no Python with torch, no LibTorch, reference build failure).
+ImportSummary import_problems(const ImportOptions& options);
+
+}  // namespace kevo::kernelbench

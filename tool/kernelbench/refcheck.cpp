@@ -1,0 +1,195 @@
+// kernelevo-refcheck: the C++ half of the KernelBench import's self-verification. It loads a built
+// reference library (the generic TorchScript reference), calls kevo_ref_setup(model.pt), runs
+// kevo_ref_forward on inputs read from raw tensor files and compares the outputs with the expected
+// ones (the Python model's), printing one JSON line:
+//   {"ok": true, "max_abs_diff": 0, "outputs": [{"max_abs_diff": 0, "mismatches": 0}], "error": ""}
+// Usage: kernelevo-refcheck MANIFEST.json, where the manifest holds
+//   {"library": "ref.so", "arg": "model.pt", "device": "cpu"|"cuda", "atol": 1e-4, "rtol": 1e-4,
+//    "inputs":  [{"file": "x.bin", "dtype": 0, "shape": [2, 3]}, ...],
+//    "outputs": [{"file": "expected.bin", "dtype": 0, "shape": [2, 3]}, ...]}
+// It is torch-free itself (LibTorch comes with the reference library) and runs in its own process.
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernelevo/abi.h"
+
+namespace {
+
+struct Buffer {
+    std::vector<char> host;
+    void* device = nullptr;
+    kevo_tensor t{};
+};
+
+std::vector<char> read_bytes(const std::string& path, size_t expect) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    std::vector<char> data(expect);
+    in.read(data.data(), static_cast<std::streamsize>(expect));
+    if (static_cast<size_t>(in.gcount()) != expect || in.peek() != std::char_traits<char>::eof())
+        throw std::runtime_error(path + " does not hold exactly " + std::to_string(expect) + " bytes");
+    return data;
+}
+
+float half_to_float(uint16_t h) {
+    uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else {  // subnormal
+            exp = 127 - 15 + 1;
+            while (!(mant & 0x400u)) mant <<= 1, --exp;
+            bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+double element(const char* p, int dtype, size_t i) {
+    switch (dtype) {
+        case KEVO_FLOAT32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
+        case KEVO_FLOAT64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
+        case KEVO_FLOAT16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return half_to_float(v); }
+        case KEVO_BFLOAT16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); uint32_t b = uint32_t(v) << 16; float f; std::memcpy(&f, &b, 4); return f; }
+        case KEVO_INT32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+        case KEVO_INT64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+        case KEVO_BOOL: return p[i] ? 1 : 0;
+        case KEVO_INT8: return static_cast<int8_t>(p[i]);
+        case KEVO_UINT8: return static_cast<uint8_t>(p[i]);
+    }
+    throw std::runtime_error("unknown dtype " + std::to_string(dtype));
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+Buffer make(const nlohmann::json& spec, bool cuda, bool load) {
+    Buffer b;
+    b.t.dtype = spec.at("dtype").get<int32_t>();
+    if (b.t.dtype < 0 || b.t.dtype >= KEVO_DTYPE_COUNT) throw std::runtime_error("unknown dtype in the manifest");
+    const auto& shape = spec.at("shape");
+    if (shape.size() > 8) throw std::runtime_error("more than 8 dimensions");
+    b.t.ndim = static_cast<int32_t>(shape.size());
+    size_t n = 1;
+    for (int d = b.t.ndim - 1; d >= 0; --d) {
+        b.t.sizes[d] = shape[d].get<int64_t>();
+        b.t.strides[d] = static_cast<int64_t>(n);
+        n *= static_cast<size_t>(b.t.sizes[d]);
+    }
+    size_t bytes = n * static_cast<size_t>(kevo_dtype_size(b.t.dtype));
+    b.host = load ? read_bytes(spec.at("file").get<std::string>(), bytes) : std::vector<char>(bytes);
+    if (cuda) {
+        check_cuda(cudaMalloc(&b.device, bytes ? bytes : 1), "cudaMalloc");
+        if (load) check_cuda(cudaMemcpy(b.device, b.host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+        b.t.data = b.device;
+    } else {
+        b.t.data = b.host.data();
+    }
+    return b;
+}
+
+nlohmann::json run(const nlohmann::json& m) {
+    const bool cuda = m.value("device", std::string("cpu")) == "cuda";
+    const double atol = m.value("atol", 1e-4), rtol = m.value("rtol", 1e-4);
+    const std::string lib = m.at("library").get<std::string>();
+    void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) throw std::runtime_error(std::string("cannot load the reference library: ") + dlerror());
+    using setup_fn = int (*)(const char*);
+    using forward_fn = int (*)(const kevo_tensor*, int, kevo_tensor*, int, cudaStream_t);
+    using error_fn = const char* (*)();
+    auto setup = reinterpret_cast<setup_fn>(dlsym(h, "kevo_ref_setup"));
+    auto forward = reinterpret_cast<forward_fn>(dlsym(h, "kevo_ref_forward"));
+    auto error = reinterpret_cast<error_fn>(dlsym(h, "kevo_ref_error"));
+    if (!forward || !error) throw std::runtime_error("the library has no kevo_ref_forward/kevo_ref_error");
+    if (m.contains("arg")) {
+        if (!setup) throw std::runtime_error("the library has no kevo_ref_setup, but the task gives reference.arg");
+        if (setup(m.at("arg").get<std::string>().c_str()) != 0) throw std::runtime_error(std::string("setup: ") + error());
+    }
+    std::vector<Buffer> in, out, expect;
+    for (const auto& s : m.at("inputs")) in.push_back(make(s, cuda, true));
+    for (const auto& s : m.at("outputs")) {
+        out.push_back(make(s, cuda, false));
+        expect.push_back(make(s, false, true));
+    }
+    std::vector<kevo_tensor> tin, tout;
+    for (auto& b : in) tin.push_back(b.t);
+    for (auto& b : out) tout.push_back(b.t);
+    if (forward(tin.data(), static_cast<int>(tin.size()), tout.data(), static_cast<int>(tout.size()), nullptr) != 0)
+        throw std::runtime_error(std::string("the reference failed: ") + error());
+    if (cuda) {
+        check_cuda(cudaDeviceSynchronize(), "the reference's kernels");
+        for (auto& b : out)
+            check_cuda(cudaMemcpy(b.host.data(), b.device, b.host.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    }
+    nlohmann::json res{{"ok", true}, {"max_abs_diff", 0.0}, {"outputs", nlohmann::json::array()}, {"error", ""}};
+    double worst = 0;
+    for (size_t o = 0; o < out.size(); ++o) {
+        int dt = out[o].t.dtype;
+        size_t n = out[o].host.size() / static_cast<size_t>(kevo_dtype_size(dt));
+        bool exact = !kevo_dtype_is_floating(dt);
+        double md = 0;
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < n; ++i) {
+            double a = element(out[o].host.data(), dt, i), e = element(expect[o].host.data(), dt, i);
+            if (std::isnan(a) && std::isnan(e)) continue;
+            double d = std::fabs(a - e);
+            if (std::isnan(d)) d = INFINITY;
+            if (std::isinf(a) && a == e) d = 0;
+            md = std::max(md, d);
+            bool ok = exact ? d == 0 : d <= atol + rtol * std::fabs(e);
+            if (!ok && bad++ == 0) first = i;
+        }
+        worst = std::max(worst, md);
+        res["outputs"].push_back({{"max_abs_diff", md}, {"mismatches", bad}});
+        if (bad) {
+            res["ok"] = false;
+            std::ostringstream ss;
+            ss << "output " << o << ": " << bad << " of " << n << " elements differ (first at flat index " << first
+               << ": C++ " << element(out[o].host.data(), dt, first) << ", Python " << element(expect[o].host.data(), dt, first)
+               << "; max |diff| " << md << ")";
+            if (res["error"].get<std::string>().empty()) res["error"] = ss.str();
+        }
+    }
+    res["max_abs_diff"] = worst;
+    for (auto& b : in) if (b.device) cudaFree(b.device);
+    for (auto& b : out) if (b.device) cudaFree(b.device);
+    return res;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::cerr << "usage: kernelevo-refcheck MANIFEST.json  (see tool/kernelbench/refcheck.cpp)\n";
+        return 2;
+    }
+    nlohmann::json res;
+    try {
+        std::ifstream f(argv[1]);
+        if (!f) throw std::runtime_error(std::string("cannot read ") + argv[1]);
+        res = run(nlohmann::json::parse(f));
+    } catch (const std::exception& e) {
+        res = {{"ok", false}, {"error", e.what()}};
+    }
+    std::cout << res.dump() << std::endl;
+    return res.value("ok", false) ? 0 : 1;
+}
