@@ -7,7 +7,7 @@
 
 #include "kb_suite.h"
 #include "reference/reference.h"
-#include "reference/torch_config.h"
+#include "reference/internal/torch_config.h"
 #include "task/task.h"
 
 namespace kevo {
@@ -137,7 +137,7 @@ TEST(KernelBenchImport, RandomInputsKeepKernelBenchsDistribution) {
     EXPECT_EQ(mm.inputs[1].init.kind, "rand");
     Task ce = task_of("kb1_95_CrossEntropyLoss");  // torch.randint(0, num_classes, ...)
     ASSERT_EQ(ce.inputs.size(), 2u);
-    EXPECT_EQ(ce.inputs[1].dtype, DType::int64);
+    EXPECT_EQ(ce.inputs[1].dtype, DType::INT64);
     EXPECT_EQ(ce.inputs[1].init.kind, "randint");
     EXPECT_EQ(ce.inputs[1].init.a, 0);
     EXPECT_EQ(ce.inputs[1].init.b, ce.concrete_shape(ce.inputs[0], 0)[1]) << "high = num_classes";

@@ -17,7 +17,7 @@
 #include "common/process.h"
 #include "kernelbench/kernelbench.h"
 #include "reference/reference.h"
-#include "reference/torch_config.h"
+#include "reference/internal/torch_config.h"
 #include "task/task.h"
 
 namespace kevo::kernelbench {
