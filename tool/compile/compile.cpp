@@ -12,6 +12,7 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
+#include "triton/triton_compile.h"
 
 namespace kevo {
 
@@ -97,6 +98,7 @@ std::string trim_compiler_log(const std::string& log, size_t max_bytes) {
 }
 
 CompileResult compile_kernel(const std::string& source, const CompileOptions& opt) {
+    if (candidate_backend(source, opt) == "triton") return triton::compile_triton(source, opt);
     CompileResult res;
     res.arch = normalize_arch(opt.arch);
     auto t0 = std::chrono::steady_clock::now();

@@ -1,9 +1,16 @@
 // Compiling a candidate kernel (.cu, kernel ABI) into a shared object with nvcc, in a private temp
 // dir, cached by content hash. Thread-safe: compiles may run in parallel on the CPU cores.
+// A Triton candidate (Python, see tool/triton/launch.h) is first compiled ahead of time by Triton
+// into C and wrapped into such a .cu (tool/triton/triton_compile.h); the rest is the same.
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "task/task.h"
 
 namespace kevo {
 
@@ -13,6 +20,9 @@ struct CompileOptions {
     double timeout_s = 180;                    // a compile that takes longer is killed
     std::filesystem::path cache_dir;           // empty: cache_root()/kernels
     std::string nvcc;                          // empty: $KERNELEVO_NVCC, else nvcc on PATH / CUDA's bin
+    std::string backend = "auto";              // "cuda", "triton", or "auto": Triton when the source is a Triton candidate
+    std::string python;                        // Triton: empty: $KERNELEVO_PYTHON, else python3
+    std::shared_ptr<const Task> task;          // Triton: the task whose tensors and dimensions the launch description binds
 };
 
 struct CompileResult {
@@ -23,9 +33,15 @@ struct CompileResult {
     bool cached = false;            // served from the content-hash cache
     std::string source_hash;        // sha256 of the source + flags + arch + nvcc version
     std::string arch;
+    std::string backend = "cuda";   // "cuda" or "triton"
+    std::string generated_source;   // Triton: the kernel-ABI .cu built around Triton's AOT output (what a cache entry stores)
+    nlohmann::json backend_info;    // Triton: triton_version, launches (specializations), aot_s
 };
 
 CompileResult compile_kernel(const std::string& source, const CompileOptions& options);
+// The backend that compile_kernel() uses for `source`: options.backend, or for "auto" "triton" when
+// the source is a Triton candidate, else "cuda". Throws UsageError on an unknown backend name.
+std::string candidate_backend(const std::string& source, const CompileOptions& options);
 
 // "90", "sm_90", "sm90", "compute_90", "9.0" -> "sm_90"; "sm_90a" stays. Throws UsageError otherwise.
 std::string normalize_arch(const std::string& arch);
