@@ -29,7 +29,7 @@ struct StatusArgs {
     bool json = false;
 };
 struct AddArgs {
-    std::string task, kernel, arch, cache_dir, note, origin = "manual", model;
+    std::string task, kernel, arch, cache_dir, note, origin = "manual", model, python;
     bool unvalidated = false;
 };
 struct HashArgs {
@@ -93,6 +93,9 @@ void run_status(const StatusArgs& a, int& rc) {
                 row["model"] = l.meta->model;
                 row["validated"] = l.meta->validated;
                 row["gpu"] = l.meta->gpu;
+                row["backend"] = l.meta->backend;
+                if (l.meta->backend == "triton" && l.meta->triton.is_object())
+                    row["triton_version"] = l.meta->triton.value("triton_version", "");
             }
             if (l.state != cache::State::valid) ++problems;
             out.push_back(row);
@@ -102,7 +105,7 @@ void run_status(const StatusArgs& a, int& rc) {
         std::cout << nlohmann::json{{"cache_dir", fs::absolute(a.cache_dir).string()}, {"entries", out}}.dump(2) << "\n";
     } else {
         if (out.empty()) std::cout << "No kernels in " << a.cache_dir << "\n";
-        std::printf("%-24s %-8s %-8s %-9s %-21s %s\n", "FUNCTION", "ARCH", "STATE", "SPEEDUP", "DATE", "ORIGIN");
+        std::printf("%-24s %-8s %-8s %-8s %-9s %-21s %s\n", "FUNCTION", "ARCH", "STATE", "BACKEND", "SPEEDUP", "DATE", "ORIGIN");
         for (const auto& r : out) {
             std::string state = r["state"];
             if (state == "valid" && !r["checked_against_task"].get<bool>()) state = "ok?";
@@ -110,8 +113,11 @@ void run_status(const StatusArgs& a, int& rc) {
             if (origin == "search" && !r.value("model", std::string()).empty()) origin += " (" + r["model"].get<std::string>() + ")";
             if (origin == "manual") origin = "hand-written";
             if (r.contains("validated") && !r["validated"].get<bool>()) origin += ", UNVALIDATED";
-            std::printf("%-24s %-8s %-8s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
-                        state.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
+            std::string backend = r.value("backend", std::string("-"));
+            if (backend == "triton" && !r.value("triton_version", std::string()).empty())
+                backend += " " + r["triton_version"].get<std::string>();
+            std::printf("%-24s %-8s %-8s %-8s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
+                        state.c_str(), backend.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
                         r.value("date", std::string("-")).c_str(), origin.empty() ? "-" : origin.c_str());
             if (!r["reason"].get<std::string>().empty() && r["state"] != "valid")
                 std::printf("    %s\n", r["reason"].get<std::string>().c_str());
@@ -143,20 +149,36 @@ void run_add(const AddArgs& a, int& rc) {
     m.kernelevo_version = KEVO_VERSION;
     CompileOptions copt;
     copt.arch = arch;
+    copt.python = a.python;
+    copt.task = std::make_shared<const Task>(task);
     try {
         m.toolkit = nvcc_version(copt);
     } catch (const std::exception&) {
     }
+    // A Triton candidate is stored as the .cu generated from it, with the .py beside it.
+    const bool triton = candidate_backend(source, copt) == "triton";
+    CompileResult compiled;
     if (a.unvalidated) {
+        if (triton) {
+            std::cerr << "kernelevo: compiling the Triton candidate " << a.kernel << " for " << arch << " ...\n";
+            compiled = compile_kernel(source, copt);
+            if (!compiled.ok) {
+                std::cerr << "kernelevo: not stored: compile_error\n" << compiled.log << "\n";
+                rc = 1;
+                return;
+            }
+        }
         m.validated = false;
         m.validation = {{"status", "unvalidated"}, {"note", "stored with kernelevo cache add --unvalidated: not checked against the reference"}};
         std::cerr << "kernelevo: storing " << task.name << " " << arch << " WITHOUT validation (--unvalidated)\n";
     } else {
         ValidateOptions vopt;
         vopt.arch = arch;
+        vopt.compile = copt;
         Validator v(task, vopt);
         std::cerr << "kernelevo: validating " << a.kernel << " for " << arch << " ...\n";
-        ValidationResult r = v.validate(source);
+        compiled = v.compile(source);
+        ValidationResult r = v.run(compiled);
         if (!r.ok()) {
             std::cerr << "kernelevo: not stored: validation " << status_name(r.status)
                       << (r.status == Status::no_device ? " (no GPU here; --unvalidated stores it anyway, marked as such)" : "") << "\n";
@@ -171,7 +193,14 @@ void run_add(const AddArgs& a, int& rc) {
         m.reference_us = r.reference_us;
         m.gpu = r.gpu;
     }
-    cache::store(a.cache_dir, source, m);
+    if (triton) {
+        m.backend = "triton";
+        m.triton = compiled.backend_info;
+        m.triton.erase("aot_s");
+        cache::store(a.cache_dir, compiled.generated_source, m, &source);
+    } else {
+        cache::store(a.cache_dir, source, m);
+    }
     std::cout << "stored " << cache::source_path(a.cache_dir, m.function, arch).string() << " (+ .json)";
     if (m.validated) std::cout << fmt(": %.2fx vs the reference", m.speedup) << " on " << m.gpu;
     std::cout << "\n";
@@ -199,7 +228,10 @@ void register_cache_command(CLI::App& app, int& rc) {
         "Validate a hand-written or external kernel on the local GPU and store it in the cache. Exit 0 stored, "
         "1 validation failed, 2 bad usage or no GPU.");
     add->add_option("--task", ad->task, "Task file (JSON)")->required();
-    add->add_option("--kernel", ad->kernel, "The kernel (.cu, kernel ABI)")->required();
+    add->add_option("--kernel", ad->kernel,
+                    "The kernel: a .cu (kernel ABI) or a Triton candidate (.py with KEVO_LAUNCH), stored as the .cu generated "
+                    "from it plus the .py")->required();
+    add->add_option("--python", ad->python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
     add->add_option("--arch", ad->arch, "Architecture, e.g. sm_90")->required();
     add->add_option("--cache-dir", ad->cache_dir, "The cache directory")->required();
     add->add_flag("--unvalidated", ad->unvalidated, "Store without validating (the metadata says validated: false)");
