@@ -301,17 +301,18 @@ std::vector<KernelParam> kernel_params(const std::string& source, const std::str
         throw LaunchError("KEVO_LAUNCH names the kernel \"" + name + "\", but the file defines no function of that name");
     size_t def_at = static_cast<size_t>(m.position(0)) + m[1].length();
     // The decorators right above the def must include @triton.jit (or @jit).
-    size_t line_start = def_at;
+    std::vector<std::string> above;
+    {
+        std::istringstream in(source.substr(0, def_at));
+        std::string line;
+        while (std::getline(in, line)) above.push_back(line);
+    }
     bool jitted = false;
-    while (line_start > 0) {
-        size_t prev_end = line_start - 1;  // the '\n' ending the previous line
-        size_t prev_start = source.rfind('\n', prev_end == 0 ? 0 : prev_end - 1);
-        prev_start = prev_start == std::string::npos ? 0 : prev_start + 1;
-        std::string line = source.substr(prev_start, prev_end - prev_start);
-        size_t f = line.find_first_not_of(" \t");
-        if (f == std::string::npos || line[f] != '@') break;
-        if (std::regex_search(line, std::regex(R"(@(triton\.)?jit\b)"))) jitted = true;
-        line_start = prev_start;
+    static const std::regex jit_re(R"(@(triton\.)?jit\b)");
+    for (auto it = above.rbegin(); it != above.rend(); ++it) {
+        size_t f = it->find_first_not_of(" \t");
+        if (f == std::string::npos || (*it)[f] != '@') break;
+        if (std::regex_search(*it, jit_re)) jitted = true;
     }
     if (!jitted) throw LaunchError("the function \"" + name + "\" named by KEVO_LAUNCH is not decorated with @triton.jit");
     size_t open = static_cast<size_t>(m.position(0) + m.length(0));

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -249,9 +250,7 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
     }
 
     CompileOptions co = opt;
-    co.backend = "cuda";
-    if (std::string stubs = driver_stub_dir(opt); !stubs.empty()) co.extra_flags.push_back("-L" + stubs);
-    co.extra_flags.push_back("-lcuda");
+    co.backend = "auto";  // -> the driver API path of route()
     CompileResult c = compile_kernel(wrapper, co);
     c.backend = "triton";
     c.generated_source = wrapper;
@@ -262,12 +261,29 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
     return c;
 }
 
+bool uses_driver_api(const std::string& source) {
+    static const std::regex re(R"((^|\n)[ \t]*#[ \t]*include[ \t]*[<"]cuda\.h[>"])");
+    return std::regex_search(source, re);
+}
+
+std::optional<CompileResult> route(const std::string& source, const CompileOptions& opt) {
+    const std::string backend = candidate_backend(source, opt);
+    if (backend == "triton") return compile_triton(source, opt);
+    if (opt.backend == "cuda-driver" || !uses_driver_api(source)) return std::nullopt;
+    CompileOptions co = opt;
+    co.backend = "cuda-driver";  // compile_kernel() below takes the plain path
+    if (std::string stubs = driver_stub_dir(opt); !stubs.empty()) co.extra_flags.push_back("-L" + stubs);
+    co.extra_flags.push_back("-lcuda");
+    return compile_kernel(source, co);
+}
+
 }  // namespace kevo::triton
 
 namespace kevo {
 
 std::string candidate_backend(const std::string& source, const CompileOptions& options) {
     if (options.backend == "cuda" || options.backend == "triton") return options.backend;
+    if (options.backend == "cuda-driver") return "cuda";  // internal: the driver API path of triton::route()
     if (options.backend != "auto" && !options.backend.empty())
         throw UsageError("unknown backend '" + options.backend + "' (expected cuda, triton or auto)");
     return triton::is_triton_source(source) ? "triton" : "cuda";

@@ -7,6 +7,7 @@
 // Built into kevo_compile (it calls compile_kernel for the wrapper); the parsing and generation it
 // uses live in kevo_triton.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "compile/compile.h"
@@ -29,6 +30,14 @@ TritonInfo probe(const std::string& python_option);
 // compile_kernel() for a Triton candidate. A broken launch description or a Triton compile error
 // is a failed CompileResult (the log says what to fix); a missing Triton throws UsageError.
 CompileResult compile_triton(const std::string& source, const CompileOptions& options);
+
+// compile_kernel()'s dispatch: a Triton candidate goes to compile_triton(); a CUDA source that
+// includes <cuda.h> (the driver API, as every generated Triton wrapper does) is compiled with
+// -lcuda; anything else returns nullopt (the plain nvcc path).
+std::optional<CompileResult> route(const std::string& source, const CompileOptions& options);
+// True when a .cu uses the CUDA driver API (includes <cuda.h>): it must link libcuda
+// (CUDA::cuda_driver), which cmake/KernelEvo.cmake decides the same way.
+bool uses_driver_api(const std::string& source);
 
 // Keeps the end of a Python traceback (where the error is) within max_bytes.
 std::string trim_python_log(const std::string& log, size_t max_bytes = 6000);
