@@ -10,7 +10,11 @@
 #include "cache/cache.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/process.h"
+#include "llm/llm.h"
+#include "store/store.h"
 #include "task/task.h"
+#include "triton/launch.h"
 #include "triton/triton_compile.h"
 #include "validate/validate.h"
 
@@ -150,4 +154,65 @@ TEST(TritonGpu, CacheAddStoresTheGeneratedWrapperAndTheSource) {
     CompileOptions plain;
     ValidationResult again = setup().gelu->validate(read_file(l.source));
     EXPECT_EQ(again.status, Status::ok) << again.log;
+}
+
+// A replayed `kernelevo search --backend both`: island 0 writes Triton (the seed and a variant),
+// island 1 translates the seed into a (deliberately slow, one-block) CUDA kernel. The archive keeps
+// both backends, and the best, a Triton kernel, lands in the cache as the generated .cu + the .py.
+TEST(TritonGpu, ReplayedSearchWithBothBackendsKeepsATritonKernel) {
+    REQUIRE_GPU_AND_TRITON();
+    TempDir dir("kevo-triton-search");
+    const std::string seed = read_file(kTriton / "gelu_bias.py");
+    std::string variant = seed;
+    variant.replace(variant.find("\"num_warps\": 4"), 14, "\"num_warps\": 8");
+    const std::string slow_cuda = R"CU(#include "kernelevo/abi.h"
+#include <cuda_runtime.h>
+__global__ void gelu_one_block(const float* x, const float* b, float* y, long long n, long long cols) {
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = x[i] + b[i % cols];
+        y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    }
+}
+extern "C" int kevo_forward(const kevo_tensor* in, int, kevo_tensor* out, int, cudaStream_t s) {
+    long long n = kevo_numel(&in[0]);
+    gelu_one_block<<<1, 256, 0, s>>>((const float*)in[0].data, (const float*)in[1].data, (float*)out[0].data, n, in[1].sizes[0]);
+    return cudaGetLastError() != cudaSuccess;
+}
+)CU";
+    {
+        llm::Transcript t(dir.path() / "transcript.jsonl");
+        std::vector<std::pair<std::string, std::string>> replies = {{"python", seed}, {"python", variant}, {"cuda", slow_cuda}};
+        for (size_t i = 0; i < replies.size(); ++i) {
+            llm::ChatRequest req;
+            req.model = "replay-model";
+            req.messages = {{"user", "request " + std::to_string(i)}};
+            llm::ChatResponse resp;
+            resp.content = "Here it is.\n\n```" + replies[i].first + "\n" + replies[i].second + "```\n";
+            resp.finish_reason = "stop";
+            resp.model = "replay-model";
+            t.record(req, &resp, nullptr, 0.1);
+        }
+    }
+    fs::path out = dir.path() / "kernels", state = dir.path() / "state.db";
+    ProcessOptions po;
+    po.argv = {KEVO_EXE, "search", "--task", (kData / "gelu_bias" / "task.json").string(), "--out", out.string(), "--state",
+               state.string(), "--replay", (dir.path() / "transcript.jsonl").string(), "--llm-replay-in-order", "--backend", "both",
+               "--islands", "2", "--children", "1", "--jobs", "1", "--generations", "1", "--mode", "full", "--timing-trials", "20"};
+    po.timeout_s = 540;
+    ProcessResult r = run_process(po);
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    auto store = store::open_store(state.string());
+    int triton_ok = 0, cuda_ok = 0;
+    for (const auto& p : store->programs()) {
+        if (!p.ok()) continue;
+        (triton::is_triton_source(p.source) ? triton_ok : cuda_ok)++;
+    }
+    EXPECT_GE(triton_ok, 2) << r.err;
+    EXPECT_GE(cuda_ok, 1) << r.err;
+    const std::string arch = setup().gelu->arch();
+    auto meta = nlohmann::json::parse(read_file(out / "gelu_bias" / (arch + ".json")));
+    EXPECT_EQ(meta.value("backend", ""), "triton") << meta.dump(2);
+    EXPECT_TRUE(fs::exists(out / "gelu_bias" / (arch + ".py")));
+    cache::Lookup l = cache::lookup(out, "gelu_bias", arch, setup().gelu->task().hash(), setup().gelu->task().reference_hash());
+    EXPECT_EQ(l.state, cache::State::valid) << l.reason;
 }

@@ -19,6 +19,8 @@
 #include "evolve/search.h"
 #include "evolve/validator_evaluator.h"
 #include "llm/options.h"
+#include "triton/launch.h"
+#include "triton/triton_compile.h"
 
 #ifndef KEVO_VERSION
 #define KEVO_VERSION "0.0.0"
@@ -42,7 +44,7 @@ private:
 };
 
 struct SearchArgs {
-    std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time;
+    std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time, python;
     bool fresh = false;
     double timeout = 30;
     int timing_trials = 100;
@@ -101,10 +103,18 @@ void run_search(SearchArgs& a, int& rc) {
     a.llm.model_seed = cfg.seed;
     if (a.llm.models.size() == 1) cfg.model = llm::parse_model_choice(a.llm.models[0]).name;
 
+    if (cfg.backend == "both" && cfg.islands < 2)
+        throw UsageError("--backend both needs at least 2 islands (even islands write Triton, odd ones CUDA)");
+    if (cfg.backend != "cuda") {
+        triton::TritonInfo ti = triton::probe(a.python);  // a missing Triton stops here (exit 2), not mid-run
+        std::cerr << "kernelevo: Triton " << ti.version << " (" << ti.python << ") compiles the Triton candidates ahead of time\n";
+    }
     ValidateOptions vo;
     vo.arch = a.arch;
     vo.timeout_s = a.timeout;
     vo.timing_trials = a.timing_trials;
+    vo.compile.python = a.python;
+    vo.compile.task = std::make_shared<const Task>(task);
     Validator validator(task, vo);
     evolve::ValidatorEvaluator evaluator(validator);
     std::string arch = validator.arch();
@@ -204,7 +214,17 @@ void run_search(SearchArgs& a, int& rc) {
         meta.completion_tokens = spent.completion_tokens;
         meta.cost_usd = spent.cost_usd;
         meta.kernelevo_version = KEVO_VERSION;
-        cache::store(a.out, best.source, meta);
+        if (triton::is_triton_source(best.source)) {
+            // Stored as the .cu generated from it (compiled before: served from the compile cache).
+            CompileResult c = validator.compile(best.source);
+            if (!c.ok) throw UsageError("the best Triton kernel no longer compiles: " + c.log);
+            meta.backend = "triton";
+            meta.triton = c.backend_info;
+            meta.triton.erase("aot_s");
+            cache::store(a.out, c.generated_source, meta, &best.source);
+        } else {
+            cache::store(a.out, best.source, meta);
+        }
         std::cerr << "kernelevo: best kernel " << best.speedup << "x (program #" << best.id << ") written to "
                   << cache::source_path(a.out, task.name, arch).string() << "\n";
     } else {
@@ -238,7 +258,13 @@ void register_search_command(CLI::App& app, int& rc) {
                     "(default: a file per task and architecture under the kernelevo cache)");
     cmd->add_flag("--fresh", a->fresh,
                   "Discard the state store's previous run and start over (Redis: deletes the prefix's keys)");
-    cmd->add_option("--initial", a->initial, "Seed kernel (.cu); default: the LLM writes a straightforward one");
+    cmd->add_option("--initial", a->initial, "Seed kernel (.cu, or a Triton .py); default: the LLM writes a straightforward one");
+    cmd->add_option("--backend", a->cfg.backend,
+                    "What the LLM writes: cuda (a .cu on the kernel ABI), triton (Triton kernels compiled ahead of time into "
+                    "a .cu; needs Triton 3.x on this host), or both (islands alternate; the archive keeps the best of each)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"cuda", "triton", "both"}));
+    cmd->add_option("--python", a->python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
     cmd->add_option("--generations", a->cfg.generations, "Evolution generations after the seed")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd->add_option("--islands", a->cfg.islands, "Islands (independent populations)")->capture_default_str()->check(CLI::Range(1, 64));
     cmd->add_option("--children", a->cfg.children, "Candidates per island per generation")->capture_default_str()->check(CLI::Range(1, 64));
@@ -252,7 +278,7 @@ void register_search_command(CLI::App& app, int& rc) {
     cmd->add_option("--seed", a->cfg.seed, "Random seed (selection, model choice, request seeds)")->capture_default_str();
     cmd->add_option("--max-time", a->max_time, "Stop after this wall time (e.g. 900, 30m, 2h)");
     cmd->add_option("--target-speedup", a->cfg.target_speedup, "Stop once a kernel is this much faster than the reference")->check(CLI::PositiveNumber);
-    cmd->add_option("--prompts", a->prompts, "Directory overriding prompt templates (system.md abi.md seed.md mutate_full.md mutate_diff.md repair.md)");
+    cmd->add_option("--prompts", a->prompts, "Directory overriding prompt templates (system.md abi.md triton.md seed.md mutate_full.md mutate_diff.md repair.md)");
     cmd->add_option("--jobs", a->cfg.jobs, "Candidates in progress at once (0: all of a generation)")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd->add_option("--llm-temperature", a->cfg.llm_temperature, "Sampling temperature of the LLM")->capture_default_str();
     cmd->add_option("--max-tokens", a->cfg.max_tokens, "Completion token limit per LLM request")->capture_default_str()->check(CLI::PositiveNumber);

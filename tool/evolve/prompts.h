@@ -5,10 +5,14 @@
 // Templates and their placeholders:
 //   system       (none)
 //   abi          (none)                      the kernel ABI text with a short example
-//   seed         task_name task reference abi gpu
-//   mutate_full  task_name task reference abi gpu parent_code parent_metrics inspirations feedback
+//   triton       (none)                      the Triton candidate format (KEVO_LAUNCH) with an example
+//   seed         task_name task reference abi gpu language fence
+//   mutate_full  task_name task reference abi gpu language fence parent_code parent_fence parent_metrics
+//                inspirations feedback
 //   mutate_diff  the same as mutate_full; asks for SEARCH/REPLACE edits
-//   repair       task_name task reference abi gpu code error
+//   repair       task_name task reference abi gpu language fence code error
+// For a Triton candidate {{abi}} is the triton template, {{language}} "Triton" and {{fence}}
+// "python"; for CUDA the abi template, "CUDA" and "cuda".
 #pragma once
 #include <filesystem>
 #include <map>
