@@ -206,8 +206,7 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
                 po.timeout_s = opt.timeout_s;
                 po.env = {{"PYTHONDONTWRITEBYTECODE", "1"},
                           {"TRITON_CACHE_DIR", (tmp.path() / "triton-cache").string()},
-                          {"TRITON_HOME", tmp.path().string()},
-                          {"HOME", tmp.path().string()}};
+                          {"TRITON_HOME", tmp.path().string()}};  // not HOME: a `pip install --user` Triton lives there
                 j.result = run_process(po);
             });
         for (auto& t : threads) t.join();
