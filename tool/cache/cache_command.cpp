@@ -105,7 +105,7 @@ void run_status(const StatusArgs& a, int& rc) {
         std::cout << nlohmann::json{{"cache_dir", fs::absolute(a.cache_dir).string()}, {"entries", out}}.dump(2) << "\n";
     } else {
         if (out.empty()) std::cout << "No kernels in " << a.cache_dir << "\n";
-        std::printf("%-24s %-8s %-8s %-8s %-9s %-21s %s\n", "FUNCTION", "ARCH", "STATE", "BACKEND", "SPEEDUP", "DATE", "ORIGIN");
+        std::printf("%-24s %-8s %-8s %-13s %-9s %-21s %s\n", "FUNCTION", "ARCH", "STATE", "BACKEND", "SPEEDUP", "DATE", "ORIGIN");
         for (const auto& r : out) {
             std::string state = r["state"];
             if (state == "valid" && !r["checked_against_task"].get<bool>()) state = "ok?";
@@ -116,7 +116,7 @@ void run_status(const StatusArgs& a, int& rc) {
             std::string backend = r.value("backend", std::string("-"));
             if (backend == "triton" && !r.value("triton_version", std::string()).empty())
                 backend += " " + r["triton_version"].get<std::string>();
-            std::printf("%-24s %-8s %-8s %-8s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
+            std::printf("%-24s %-8s %-8s %-13s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
                         state.c_str(), backend.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
                         r.value("date", std::string("-")).c_str(), origin.empty() ? "-" : origin.c_str());
             if (!r["reason"].get<std::string>().empty() && r["state"] != "valid")

@@ -111,10 +111,14 @@ int64_t kevo_mod(int64_t a, int64_t b) { return b == 0 ? 0 : a % b; }
 int64_t kevo_min(int64_t a, int64_t b) { return a < b ? a : b; }
 int64_t kevo_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
+// Says why on stderr (once per process: the caller falls back on every failing call), returns code.
 int kevo_fail(int code, const char* what, CUresult r) {
-    const char* s = nullptr;
-    if (r != CUDA_SUCCESS) cuGetErrorString(r, &s);
-    fprintf(stderr, "kevo_forward (Triton): %s%s%s\n", what, s ? ": " : "", s ? s : "");
+    static std::once_flag said;
+    std::call_once(said, [&] {
+        const char* s = nullptr;
+        if (r != CUDA_SUCCESS) cuGetErrorString(r, &s);
+        fprintf(stderr, "kevo_forward (Triton): %s%s%s (returning %d)\n", what, s ? ": " : "", s ? s : "", code);
+    });
     return code;
 }
 

@@ -22,7 +22,7 @@ namespace kevo::triton {
 namespace {
 
 // Bump when the generated wrapper changes: cached wrappers of older versions are not reused.
-const char* const kWrapperVersion = "kevo-triton-wrapper-1";
+const char* const kWrapperVersion = "kevo-triton-wrapper-2";
 
 const char* const kProbeScript = R"PY(
 import sys
