@@ -46,6 +46,63 @@ std::string without_includes(const std::string& c) {
     return out;
 }
 
+
+// The CUDA driver API, opened at run time (libcuda.so.1) instead of linked: a program built with
+// this kernel starts, and falls back to its reference, on a machine without the NVIDIA driver.
+// Every driver function used below (and by Triton's AOT code) goes through this table.
+const char* const kDriverTable = R"KEVO(#define KEVO_STR2_(x) #x
+#define KEVO_STR_(x) KEVO_STR2_(x)
+#define KEVO_DRIVER_FUNCTIONS(X) X(cuGetErrorString) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuModuleUnload) \
+    X(cuDeviceGetAttribute) X(cuFuncSetCacheConfig) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuCtxGetCurrent) X(cuCtxGetDevice)
+struct kevo_driver_table {
+#define KEVO_DRIVER_FIELD_(f) decltype(&::f) f##_ = nullptr;
+    KEVO_DRIVER_FUNCTIONS(KEVO_DRIVER_FIELD_)
+#undef KEVO_DRIVER_FIELD_
+};
+kevo_driver_table kevo_drv;
+// Opens libcuda.so.1 and fills kevo_drv (the caller holds kevo_load_mutex); 0 on success.
+int kevo_driver_open() {
+    if (kevo_drv.cuLaunchKernel_) return 0;
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "kevo_forward (Triton): cannot open the CUDA driver: %s\n", dlerror());
+        return 13;
+    }
+    kevo_driver_table t;
+#define KEVO_DRIVER_SYM_(f)                                                                        \
+    t.f##_ = (decltype(t.f##_))dlsym(h, KEVO_STR_(f));                                             \
+    if (!t.f##_) {                                                                                 \
+        fprintf(stderr, "kevo_forward (Triton): the CUDA driver has no %s\n", KEVO_STR_(f));       \
+        return 14;                                                                                 \
+    }
+    KEVO_DRIVER_FUNCTIONS(KEVO_DRIVER_SYM_)
+#undef KEVO_DRIVER_SYM_
+    kevo_drv = t;
+    return 0;
+}
+#undef cuGetErrorString
+#define cuGetErrorString kevo_drv.cuGetErrorString_
+#undef cuModuleLoadData
+#define cuModuleLoadData kevo_drv.cuModuleLoadData_
+#undef cuModuleGetFunction
+#define cuModuleGetFunction kevo_drv.cuModuleGetFunction_
+#undef cuModuleUnload
+#define cuModuleUnload kevo_drv.cuModuleUnload_
+#undef cuDeviceGetAttribute
+#define cuDeviceGetAttribute kevo_drv.cuDeviceGetAttribute_
+#undef cuFuncSetCacheConfig
+#define cuFuncSetCacheConfig kevo_drv.cuFuncSetCacheConfig_
+#undef cuFuncSetAttribute
+#define cuFuncSetAttribute kevo_drv.cuFuncSetAttribute_
+#undef cuLaunchKernel
+#define cuLaunchKernel kevo_drv.cuLaunchKernel_
+#undef cuCtxGetCurrent
+#define cuCtxGetCurrent kevo_drv.cuCtxGetCurrent_
+#undef cuCtxGetDevice
+#define cuCtxGetDevice kevo_drv.cuCtxGetDevice_
+
+)KEVO";
+
 }  // namespace
 
 AotKernel parse_aot_source(const std::string& c) {
@@ -85,11 +142,12 @@ std::string generate_wrapper(const std::vector<CompiledLaunch>& launches, const 
     std::ostringstream o;
     o << "// " << header_comment << "\n"
       << "// The kernel-ABI entry point around Triton's ahead-of-time output (C with the cubin embedded).\n"
-      << "// Needs only the CUDA driver API: link with -lcuda (CUDA::cuda_driver). Generated: do not edit.\n"
+      << "// Uses the CUDA driver API, opened at run time (no -lcuda). Generated: do not edit.\n"
       << "#include <kernelevo/abi.h>\n"
       << "#include <cuda.h>\n#include <inttypes.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
-      << "#include <mutex>\n\n"
+      << "#include <dlfcn.h>\n#include <mutex>\n\n"
       << "namespace {\n"
+      << kDriverTable
       << "// The grid of the next launch on this thread: triton.tools.compile was given\n"
       << "// --grid kevo_grid_x,kevo_grid_y,kevo_grid_z.\n"
       << "thread_local unsigned int kevo_grid_x = 0, kevo_grid_y = 0, kevo_grid_z = 0;\n\n";
@@ -116,7 +174,7 @@ int kevo_fail(int code, const char* what, CUresult r) {
     static std::once_flag said;
     std::call_once(said, [&] {
         const char* s = nullptr;
-        if (r != CUDA_SUCCESS) cuGetErrorString(r, &s);
+        if (r != CUDA_SUCCESS && kevo_drv.cuGetErrorString_) cuGetErrorString(r, &s);
         fprintf(stderr, "kevo_forward (Triton): %s%s%s (returning %d)\n", what, s ? ": " : "", s ? s : "", code);
     });
     return code;
@@ -158,6 +216,7 @@ CUcontext kevo_loaded_context = nullptr;
 
 int kevo_load_all() {
     std::lock_guard<std::mutex> lock(kevo_load_mutex);
+    if (int e = kevo_driver_open()) return e;
     CUcontext ctx = nullptr;
     CUresult r = cuCtxGetCurrent(&ctx);
     if (r != CUDA_SUCCESS || ctx == nullptr) return kevo_fail(10, "no current CUDA context on this thread", r);

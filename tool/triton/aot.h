@@ -12,8 +12,9 @@
 // when its divisibility hints hold (else the generic one: the same rule as triton.tools.link) and
 // calls the launcher; plus every AOT .c, each in its own namespace inside an anonymous one, so
 // several Triton kernels (and several architectures) coexist in one binary. Modules are loaded by
-// the wrapper itself (load_NAME() calls exit() on a driver error). Only the CUDA driver API is
-// needed: link with -lcuda (CUDA::cuda_driver).
+// the wrapper itself (load_NAME() calls exit() on a driver error). The driver API is opened at run
+// time (dlopen libcuda.so.1, every cu* call of the AOT code redirected to that table), so nothing
+// links libcuda: a program built with the kernel still starts, and falls back, without the driver.
 #pragma once
 #include <string>
 #include <utility>

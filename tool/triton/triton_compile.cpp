@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -56,17 +55,6 @@ const char* const kInstall =
     "The Triton backend needs Python 3 with Triton 3.x on the machine that compiles (the GPU host): "
     "`pip install triton`, or point KERNELEVO_PYTHON (or --python) at the interpreter that has it. "
     "Nothing of Python is needed to build or run the result.";
-
-// Where the CUDA driver's link stub lives (the real libcuda.so.1 comes with the driver at run time).
-std::string driver_stub_dir(const CompileOptions& opt) {
-    fs::path bin = fs::path(nvcc_path(opt)).parent_path();
-    for (const char* rel : {"../lib64/stubs", "../targets/x86_64-linux/lib/stubs", "../targets/sbsa-linux/lib/stubs", "../lib/stubs"}) {
-        std::error_code ec;
-        fs::path p = fs::weakly_canonical(bin / rel, ec);
-        if (!ec && fs::exists(p / "libcuda.so", ec)) return p.string();
-    }
-    return "";
-}
 
 std::string hint_for(const std::string& log) {
     if (log.find("No module named") != std::string::npos)
@@ -249,7 +237,12 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
     }
 
     CompileOptions co = opt;
-    co.backend = "auto";  // -> the driver API path of route()
+    co.backend = "cuda";
+    // The wrapper opens the driver itself; a cu* function it does not route (a Triton whose AOT
+    // code calls more of the driver) fails here, not when the kernel is loaded.
+    co.extra_flags.push_back("-ldl");
+    co.extra_flags.push_back("-Xlinker");
+    co.extra_flags.push_back("--no-undefined");
     CompileResult c = compile_kernel(wrapper, co);
     c.backend = "triton";
     c.generated_source = wrapper;
@@ -260,20 +253,9 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
     return c;
 }
 
-bool uses_driver_api(const std::string& source) {
-    static const std::regex re(R"((^|\n)[ \t]*#[ \t]*include[ \t]*[<"]cuda\.h[>"])");
-    return std::regex_search(source, re);
-}
-
 std::optional<CompileResult> route(const std::string& source, const CompileOptions& opt) {
-    const std::string backend = candidate_backend(source, opt);
-    if (backend == "triton") return compile_triton(source, opt);
-    if (opt.backend == "cuda-driver" || !uses_driver_api(source)) return std::nullopt;
-    CompileOptions co = opt;
-    co.backend = "cuda-driver";  // compile_kernel() below takes the plain path
-    if (std::string stubs = driver_stub_dir(opt); !stubs.empty()) co.extra_flags.push_back("-L" + stubs);
-    co.extra_flags.push_back("-lcuda");
-    return compile_kernel(source, co);
+    if (candidate_backend(source, opt) == "triton") return compile_triton(source, opt);
+    return std::nullopt;
 }
 
 }  // namespace kevo::triton
@@ -282,7 +264,6 @@ namespace kevo {
 
 std::string candidate_backend(const std::string& source, const CompileOptions& options) {
     if (options.backend == "cuda" || options.backend == "triton") return options.backend;
-    if (options.backend == "cuda-driver") return "cuda";  // internal: the driver API path of triton::route()
     if (options.backend != "auto" && !options.backend.empty())
         throw UsageError("unknown backend '" + options.backend + "' (expected cuda, triton or auto)");
     return triton::is_triton_source(source) ? "triton" : "cuda";

@@ -1,7 +1,8 @@
 // The Triton backend of compile_kernel(): a Triton candidate (one Python file, see launch.h) is
 // compiled ahead of time by Triton (python -m triton.tools.compile, one process per
 // specialization, in parallel, through run_process like nvcc) into C with the cubin embedded,
-// wrapped into a kernel-ABI .cu (aot.h) and compiled by the CUDA path with -lcuda. The wrapper is
+// wrapped into a kernel-ABI .cu (aot.h) and compiled by the CUDA path (the wrapper opens the CUDA
+// driver at run time; nothing links libcuda). The wrapper is
 // cached by content hash (source, task, architecture, Triton version), as is a failed AOT compile.
 //
 // Built into kevo_compile (it calls compile_kernel for the wrapper); the parsing and generation it
@@ -31,13 +32,9 @@ TritonInfo probe(const std::string& python_option);
 // is a failed CompileResult (the log says what to fix); a missing Triton throws UsageError.
 CompileResult compile_triton(const std::string& source, const CompileOptions& options);
 
-// compile_kernel()'s dispatch: a Triton candidate goes to compile_triton(); a CUDA source that
-// includes <cuda.h> (the driver API, as every generated Triton wrapper does) is compiled with
-// -lcuda; anything else returns nullopt (the plain nvcc path).
+// compile_kernel()'s dispatch: a Triton candidate goes to compile_triton(); anything else returns
+// nullopt (the plain nvcc path).
 std::optional<CompileResult> route(const std::string& source, const CompileOptions& options);
-// True when a .cu uses the CUDA driver API (includes <cuda.h>): it must link libcuda
-// (CUDA::cuda_driver), which cmake/KernelEvo.cmake decides the same way.
-bool uses_driver_api(const std::string& source);
 
 // Keeps the end of a Python traceback (where the error is) within max_bytes.
 std::string trim_python_log(const std::string& log, size_t max_bytes = 6000);
