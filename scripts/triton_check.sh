@@ -15,7 +15,7 @@ step build
 scripts/device_build.sh kernelevo kernelevo-runner triton_gpu_test triton_test kevo_runtime > "$out/triton-build.log" 2>&1 \
   || { tail -40 "$out/triton-build.log"; exit 1; }
 source build-gpu/env.sh
-export KERNELEVO_CACHE_HOME=/tmp/kevo-triton-cache
+export KERNELEVO_CACHE_HOME=${KERNELEVO_CACHE_HOME:-/tmp/kevo-cache}  # shared with device_check.sh: reference builds are reused
 kevo=build-gpu/tool/cli/kernelevo
 "$KERNELEVO_PYTHON" -c 'import triton; print("Triton", triton.__version__)'
 
