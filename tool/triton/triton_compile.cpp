@@ -21,7 +21,7 @@ namespace kevo::triton {
 namespace {
 
 // Bump when the generated wrapper changes: cached wrappers of older versions are not reused.
-const char* const kWrapperVersion = "kevo-triton-wrapper-2";
+const char* const kWrapperVersion = "kevo-triton-wrapper-3";
 
 const char* const kProbeScript = R"PY(
 import sys
@@ -241,6 +241,9 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
     // The wrapper opens the driver itself; a cu* function it does not route (a Triton whose AOT
     // code calls more of the driver) fails here, not when the kernel is loaded.
     co.extra_flags.push_back("-ldl");
+    // No device code in the wrapper (the cubin is data): host C++ only, 0.4 s instead of 1.5 s.
+    co.extra_flags.push_back("-x");
+    co.extra_flags.push_back("c++");
     co.extra_flags.push_back("-Xlinker");
     co.extra_flags.push_back("--no-undefined");
     CompileResult c = compile_kernel(wrapper, co);
