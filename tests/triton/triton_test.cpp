@@ -235,6 +235,15 @@ TEST(TritonAot, RecordedOutputParses) {
     EXPECT_EQ(k.params, (std::vector<P>{{"CUdeviceptr", "x_ptr"}, {"CUdeviceptr", "bias_ptr"}, {"CUdeviceptr", "y_ptr"},
                                         {"int32_t", "n_elements"}, {"int32_t", "N"}}));
     EXPECT_THROW(parse_aot_source("int main() {}"), AotFormatError);
+    // Without the CUBIN_NAME macro and the `int shared` line, the array and the launch still tell.
+    std::string c = read_file(kTriton / "aot" / "k0h.400c6aa7_0d1d2d3d45.c");
+    c = std::regex_replace(c, std::regex("#define CUBIN_NAME (\\w+)"), "");
+    c = std::regex_replace(c, std::regex("CUBIN_NAME"), "kevo_k0h_400c6aa7_0d1d2d3d45_cubin");
+    c = std::regex_replace(c, std::regex("int shared = 0;"), "");
+    c = std::regex_replace(c, std::regex("4 \\* 32, 1, 1, 0, stream"), "4 * 32, 1, 1, 1024, stream");
+    AotKernel k2 = parse_aot_source(c);
+    EXPECT_EQ(k2.cubin, "kevo_k0h_400c6aa7_0d1d2d3d45_cubin");
+    EXPECT_EQ(k2.shared, 1024);
 }
 
 TEST(TritonAot, WrapperDispatchesOnHintsAndCompilesWithNvcc) {

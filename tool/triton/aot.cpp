@@ -129,12 +129,21 @@ AotKernel parse_aot_source(const std::string& c) {
         if (split == std::string::npos) throw AotFormatError("cannot read the launcher parameter '" + p + "'");
         k.params.emplace_back(trim(p.substr(0, split + 1)), trim(p.substr(split + 1)));
     }
-    k.cubin = first_match(c, std::regex(R"(#define\s+CUBIN_NAME\s+(\w+))"), "CUBIN_NAME definition (the embedded cubin)");
+    // The embedded cubin: `#define CUBIN_NAME NAME_cubin` in Triton 3.x, else the byte array itself.
+    std::smatch cm;
+    if (std::regex_search(c, cm, std::regex(R"(#define\s+CUBIN_NAME\s+(\w+))"))) k.cubin = cm[1].str();
+    else k.cubin = first_match(c, std::regex(R"(unsigned\s+char\s+(\w+)\s*\[\s*\d+\s*\])"), "embedded cubin array");
     k.module = first_match(c, std::regex(R"(CUmodule\s+(\w+)\s*=\s*NULL\s*;)"), "CUmodule global");
     k.function = first_match(c, std::regex(R"(CUfunction\s+(\w+)\s*=\s*NULL\s*;)"), "CUfunction global");
     k.triton_kernel_name =
         first_match(c, std::regex(R"(cuModuleGetFunction\s*\(\s*&\s*\w+\s*,\s*\w+\s*,\s*\"([^\"]+)\")"), "cuModuleGetFunction call");
-    k.shared = std::stoll(first_match(c, std::regex(R"(int\s+shared\s*=\s*(\d+)\s*;)"), "shared memory size"));
+    // Dynamic shared memory: `int shared = N;` in the load function, else cuLaunchKernel's argument.
+    std::smatch sm;
+    if (std::regex_search(c, sm, std::regex(R"(int\s+shared\s*=\s*(\d+)\s*;)")))
+        k.shared = std::stoll(sm[1].str());
+    else
+        k.shared = std::stoll(first_match(c, std::regex(R"(cuLaunchKernel\s*\([^;]*?,\s*(\d+)\s*,\s*stream\s*,)"),
+                                          "shared memory size"));
     return k;
 }
 
