@@ -309,16 +309,32 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
               << " generation(s): " << format_progress(p) << "\n";
     if (result.best) {
         const store::Program& best = *result.best;
-        cache::EntryMeta meta = cache::entry_from_validation(task, arch, best.details);
-        meta.origin = "search";
-        meta.model = result.best_model;
-        store::Spent spent = store->spent();
-        meta.prompt_tokens = spent.prompt_tokens;
-        meta.completion_tokens = spent.completion_tokens;
-        meta.cost_usd = spent.cost_usd;
-        cache::store(a.out, best.source, meta);
-        std::cerr << "kernelevo: best kernel " << best.speedup << "x (program #" << best.id << ") written to "
-                  << cache::source_path(a.out, task.name, arch).string() << "\n";
+        // What enters a cache is validated twice: the best again, in a fresh sandbox with new seeds
+        // and a re-measured reference, and the two speedups must agree. (With --workers the worker
+        // validated it; this host may have no GPU.)
+        nlohmann::json details = best.details;
+        std::string refused;
+        if (a.workers.empty() && validator.device().present) {
+            if (!quiet()) std::cerr << "kernelevo: confirming the best kernel in a fresh sandbox with new seeds ...\n";
+            ValidationResult confirmed = validator.confirm(validator.compile(best.source), ValidationResult::from_json(best.details));
+            if (confirmed.ok()) details["confirmation"] = confirmed.details.value("confirmation", nlohmann::json());
+            else refused = confirmed.log;
+        }
+        if (!refused.empty()) {
+            std::cerr << "kernelevo: the best kernel (program #" << best.id << ", " << best.speedup
+                      << "x) was not written to the cache: " << refused << "\n";
+        } else {
+            cache::EntryMeta meta = cache::entry_from_validation(task, arch, details);
+            meta.origin = "search";
+            meta.model = result.best_model;
+            store::Spent spent = store->spent();
+            meta.prompt_tokens = spent.prompt_tokens;
+            meta.completion_tokens = spent.completion_tokens;
+            meta.cost_usd = spent.cost_usd;
+            cache::store(a.out, best.source, meta);
+            std::cerr << "kernelevo: best kernel " << best.speedup << "x (program #" << best.id << ") written to "
+                      << cache::source_path(a.out, task.name, arch).string() << "\n";
+        }
     } else {
         std::cerr << "kernelevo: no correct kernel found yet\n";
     }
