@@ -22,7 +22,8 @@ extra=()
 # need redis-server on PATH (.debs/: redis-server redis-tools libjemalloc2 liblzf1).
 for pc in "$libdir"/pkgconfig/*.pc; do
   [ -f "$pc" ] || continue
-  sed -i -E "s#^(prefix|exec_prefix|includedir)=/usr#\1=$prefix/usr#; s#^libdir=/usr/lib\$#libdir=$libdir#; s#^libdir=/usr#libdir=$prefix/usr#" "$pc"
+  # hiredis.pc names .../include/hiredis, while the code includes <hiredis/hiredis.h>: its parent.
+  sed -i -E "s#^includedir=/usr/include/hiredis\$#includedir=/usr/include#; s#^(prefix|exec_prefix|includedir)=/usr#\1=$prefix/usr#; s#^libdir=/usr/lib\$#libdir=$libdir#; s#^libdir=/usr#libdir=$prefix/usr#" "$pc"
 done
 if [ ! -f /usr/include/hiredis/hiredis.h ] && [ ! -f "$prefix/usr/include/hiredis/hiredis.h" ]; then
   extra+=(-DKERNELEVO_ENABLE_REDIS=OFF)
