@@ -1,3 +1,4 @@
+#include "common/text.h"
 #include "bench/bench.h"
 
 #include <algorithm>
@@ -24,20 +25,6 @@ std::string fmt(const char* f, double v) {
     return buf;
 }
 
-std::string esc(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '&': out += "&amp;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
-        }
-    }
-    return out;
-}
 
 std::string md_cell(std::string s) {
     for (auto& c : s)
@@ -263,7 +250,7 @@ std::string svg_open(double w, double h, const std::string& title) {
     std::ostringstream s;
     s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='" << h << "' viewBox='0 0 " << w << " " << h
       << "' font-family='sans-serif' font-size='11'>\n<text x='" << w / 2 << "' y='18' text-anchor='middle' font-weight='bold'>"
-      << esc(title) << "</text>\n";
+      << xml_escape(title) << "</text>\n";
     return s.str();
 }
 
@@ -308,10 +295,10 @@ std::string speedup_bars(const std::vector<TaskResult>& results) {
             double y1 = py(r->speedup), y0 = py(1);
             s << "<rect x='" << x + bw * 0.1 << "' width='" << std::max(bw * 0.8, 0.5) << "' y='" << std::min(y0, y1)
               << "' height='" << std::max(std::fabs(y1 - y0), 0.5) << "' fill='" << (r->speedup >= 1 ? "#2a9d4b" : "#e08a1e")
-              << "'><title>" << esc(r->name) << ": " << fmt("%.3fx", r->speedup) << "</title></rect>\n";
+              << "'><title>" << xml_escape(r->name) << ": " << fmt("%.3fx", r->speedup) << "</title></rect>\n";
         } else {
             s << "<rect x='" << x + bw * 0.1 << "' width='" << std::max(bw * 0.8, 0.5) << "' y='" << b.y0 + b.h - 6
-              << "' height='6' fill='#bbb'><title>" << esc(r->name) << ": " << esc(r->status) << "</title></rect>\n";
+              << "' height='6' fill='#bbb'><title>" << xml_escape(r->name) << ": " << xml_escape(r->status) << "</title></rect>\n";
         }
     }
     s << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h + 20 << "' text-anchor='middle'>" << rs.size()
@@ -344,7 +331,7 @@ std::string speedup_histogram(const std::vector<TaskResult>& results) {
         s << "<rect x='" << x + bw * 0.1 << "' width='" << bw * 0.8 << "' y='" << b.y0 + b.h - hgt << "' height='" << hgt
           << "' fill='" << color << "'/>\n<text x='" << x + bw / 2 << "' y='" << b.y0 + b.h - hgt - 4
           << "' text-anchor='middle'>" << count[i] << "</text>\n<text x='" << x + bw / 2 << "' y='" << b.y0 + b.h + 16
-          << "' text-anchor='middle'>" << esc(label) << "</text>\n";
+          << "' text-anchor='middle'>" << xml_escape(label) << "</text>\n";
     }
     s << "<line x1='" << b.x0 << "' x2='" << b.x0 + b.w << "' y1='" << b.y0 + b.h << "' y2='" << b.y0 + b.h
       << "' stroke='#444'/>\n</svg>\n";
@@ -376,8 +363,8 @@ std::string speedup_vs_tokens(const std::vector<TaskResult>& results) {
     for (const auto& r : results) {
         double y = r.correct() ? py(r.speedup) : b.y0 + b.h;
         s << "<circle cx='" << px(static_cast<double>(r.tokens)) << "' cy='" << y << "' r='4' fill='"
-          << (r.correct() ? (r.speedup >= 1 ? "#2a9d4b" : "#e08a1e") : "#bbb") << "' fill-opacity='0.8'><title>" << esc(r.name)
-          << ": " << (r.correct() ? fmt("%.3fx", r.speedup) : esc(r.status)) << ", " << tokens_str(static_cast<double>(r.tokens))
+          << (r.correct() ? (r.speedup >= 1 ? "#2a9d4b" : "#e08a1e") : "#bbb") << "' fill-opacity='0.8'><title>" << xml_escape(r.name)
+          << ": " << (r.correct() ? fmt("%.3fx", r.speedup) : xml_escape(r.status)) << ", " << tokens_str(static_cast<double>(r.tokens))
           << " tokens</title></circle>\n";
     }
     s << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h + 34 << "' text-anchor='middle'>tokens"
@@ -390,12 +377,12 @@ std::string speedup_vs_tokens(const std::vector<TaskResult>& results) {
 std::string report_html(const std::vector<TaskResult>& results, const ReportInfo& info) {
     Summary s = summarize(results);
     std::ostringstream o;
-    o << "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>kernelevo bench: " << esc(info.suite)
+    o << "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>kernelevo bench: " << xml_escape(info.suite)
       << "</title>\n<style>body{font-family:sans-serif;margin:24px;max-width:1100px}table{border-collapse:collapse;margin:12px 0}"
          "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}td.n{text-align:right}th{background:#f3f3f3}"
          ".bad{color:#a00}.warn{background:#fff3cd;padding:8px}</style></head><body>\n";
-    o << "<h1>kernelevo bench</h1>\n<p>Suite <code>" << esc(info.suite) << "</code>; mode " << esc(info.mode) << "; GPU "
-      << esc(info.gpu.empty() ? "none" : info.gpu) << " (" << esc(info.arch) << "); " << esc(info.date) << "</p>\n";
+    o << "<h1>kernelevo bench</h1>\n<p>Suite <code>" << xml_escape(info.suite) << "</code>; mode " << xml_escape(info.mode) << "; GPU "
+      << xml_escape(info.gpu.empty() ? "none" : info.gpu) << " (" << xml_escape(info.arch) << "); " << xml_escape(info.date) << "</p>\n";
     if (s.not_run)
         o << "<p class='warn'>" << s.not_run << " of " << s.tasks
           << " task(s) not run: no GPU of this architecture here (counted as not correct).</p>\n";
@@ -419,7 +406,7 @@ std::string report_html(const std::vector<TaskResult>& results, const ReportInfo
       << (any_base ? "<th>baseline eager</th><th>baseline compile</th>" : "")
       << "<th>tokens</th><th>cost</th><th>wall</th><th>note</th></tr>\n";
     for (const auto& r : results) {
-        o << "<tr><td>" << esc(r.name) << "</td><td" << (r.correct() ? "" : " class='bad'") << ">" << esc(r.status)
+        o << "<tr><td>" << xml_escape(r.name) << "</td><td" << (r.correct() ? "" : " class='bad'") << ">" << xml_escape(r.status)
           << "</td><td class='n'>" << (r.correct() ? fmt("%.3fx", r.speedup) : "-") << "</td><td class='n'>"
           << us_str(r.kernel_us) << "</td><td class='n'>" << us_str(r.reference_us) << "</td>";
         if (any_compile)
@@ -427,7 +414,7 @@ std::string report_html(const std::vector<TaskResult>& results, const ReportInfo
         if (any_base)
             o << "<td class='n'>" << us_str(r.baseline_eager_us) << "</td><td class='n'>" << us_str(r.baseline_compile_us) << "</td>";
         o << "<td class='n'>" << tokens_str(static_cast<double>(r.tokens)) << "</td><td class='n'>$" << fmt("%.4f", r.cost_usd)
-          << "</td><td class='n'>" << duration(r.wall_s) << "</td><td>" << esc(r.note.substr(0, 300)) << "</td></tr>\n";
+          << "</td><td class='n'>" << duration(r.wall_s) << "</td><td>" << xml_escape(r.note.substr(0, 300)) << "</td></tr>\n";
     }
     o << "</table>\n</body></html>\n";
     return o.str();

@@ -1,3 +1,4 @@
+#include "common/text.h"
 #include "evolve/report.h"
 #include "sol/sol.h"
 
@@ -30,19 +31,6 @@ std::string duration_str(double s) {
     return buf;
 }
 
-std::string xml_escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '&': out += "&amp;"; break;
-            case '"': out += "&quot;"; break;
-            default: out += c;
-        }
-    }
-    return out;
-}
 
 // About five round tick values covering [lo, hi]; whole numbers only when `integer`.
 std::vector<double> ticks(double lo, double hi, bool integer = false) {
