@@ -46,7 +46,9 @@ ValidationResult attack(const std::string& kind, const std::string& arg) {
     return r;
 }
 
-std::string output_of(const ValidationResult& r) { return r.details.value("candidate_output", std::string()); }
+std::string output_of(const ValidationResult& r) {
+    return r.details.is_object() ? r.details.value("candidate_output", std::string()) : "(no details: " + r.log + ")";
+}
 
 bool gpu_present() {
     static int present = -1;

@@ -124,8 +124,8 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
             res.seconds = elapsed();
             return res;
         }
+        // Rebuilt below and replaced atomically (never removed: another process may be loading it).
         std::fprintf(stderr, "kernelevo: warning: the cached build %s does not match its recorded hash; rebuilding it\n", so.c_str());
-        fs::remove(so, ec);
     }
     if (fs::exists(err, ec)) {  // the same source failed before: same answer, no recompile
         res.cached = true;
@@ -188,9 +188,11 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
         return res;
     }
     save_kernel_resources(so, res.kernels);  // before the .so: a cache hit always finds both
-    install_file_atomic(tmp.path() / "kernel.so", so, "the compiled kernel");
-    res.library_sha256 = sha256_hex(read_file(so));
+    // The digest goes in first: whoever sees the .so (another compile of the same source running
+    // at the same time included) also finds the hash it must match.
+    res.library_sha256 = sha256_hex(read_file(tmp.path() / "kernel.so"));
     write_file_atomic(digest, res.library_sha256 + "\n");
+    install_file_atomic(tmp.path() / "kernel.so", so, "the compiled kernel");
     fs::permissions(so, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read, ec);
     res.ok = true;
     res.library = so;
