@@ -5,6 +5,7 @@
 //   ctest --test-dir BUILD -R KernelBenchGpu --output-on-failure
 #include <gtest/gtest.h>
 
+#include "gpu_kernels.h"  // write_transcript (tests/evolve)
 #include "kb_suite.h"
 #include "llm/llm.h"
 #include "task/task.h"
@@ -71,25 +72,6 @@ TEST(KernelBenchGpu, ImportedTasksValidateThroughTheRunner) {
     Validator ln(load_task(g.out / "kb1_40_LayerNorm" / "task.json"), o);
     ValidationResult bad = ln.validate(read_file(fs::path(KEVO_TEST_DATA_DIR) / "kb_relu" / "relu.cu"));
     EXPECT_EQ(bad.status, Status::mismatch) << bad.log;
-}
-
-// A transcript whose n-th exchange answers the n-th request (replayed with --llm-replay-in-order).
-void write_transcript(const fs::path& path, const std::vector<std::string>& kernels) {
-    llm::Transcript t(path);
-    for (size_t i = 0; i < kernels.size(); ++i) {
-        llm::ChatRequest req;
-        req.model = "replay-model";
-        req.messages = {{"user", "request " + std::to_string(i)}};
-        llm::ChatResponse resp;
-        resp.content = "Here is the kernel.\n\n```cuda\n" + kernels[i] + "```\n";
-        resp.finish_reason = "stop";
-        resp.model = "replay-model";
-        resp.usage.prompt_tokens = 3000;
-        resp.usage.completion_tokens = 800;
-        resp.usage.cost_usd = 0.002;
-        resp.usage.cost_known = true;
-        t.record(req, &resp, nullptr, 0.1);
-    }
 }
 
 TEST(KernelBenchGpu, BenchOverASmallSuiteWithAReplayedSearch) {
