@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The GPU suite on a GPU host, in one call: builds (scripts/device_build.sh), then runs every test
+# executable that holds GPU tests, one at a time (one GPU is one timing domain), each under a time
+# limit, and prints one line per executable with its passed/failed/skipped counts.
+# Usage: scripts/gpu_suite.sh [EXE_REGEX]   (default: all of them). Logs go to $OUT (default /tmp/kevo-out).
+# Each executable gets KEVO_SUITE_TIMEOUT seconds (default 240); none starts after KEVO_SUITE_DEADLINE s.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/kevo-out}
+mkdir -p "$out"
+filter=${1:-.}
+limit=${KEVO_SUITE_TIMEOUT:-240}
+deadline=${KEVO_SUITE_DEADLINE:-100000}  # seconds after start: later executables are left out, and said so
+t0=$(date +%s)
+echo "== build ($(date +%T))"
+if ! scripts/device_build.sh > "$out/build.log" 2>&1; then tail -60 "$out/build.log"; exit 1; fi
+echo "built in $(( $(date +%s) - t0 )) s"
+source build-gpu/env.sh
+export KERNELEVO_CACHE_HOME=/tmp/kevo-test-cache
+# Executables with GPU tests first, the sandbox's CPU escapes after; "exe[:gtest_filter]".
+exes=(validate/validate_gpu_test sandbox/sandbox_test runtime/runtime_gpu_test validate/validate_test
+      evolve/evolve_gpu_test tune/tune_gpu_test "tune/tune_cli_test" profile/profile_test sol/sol_test
+      "cli/cli_test:*Gpu*" worker/worker_gpu_test kernelbench/kernelbench_test)
+log="$out/tests.log"
+: > "$log"
+for e in "${exes[@]}"; do
+  exe=${e%%:*}; gf='*'; [[ "$e" == *:* ]] && gf=${e#*:}
+  [[ "$exe" =~ $filter ]] || continue
+  bin=build-gpu/tests/$exe
+  [ -x "$bin" ] || { echo "MISSING $exe"; continue; }
+  left=$(( deadline - ($(date +%s) - t0) ))
+  [ "$left" -gt 30 ] || { echo "NOT RUN $exe (deadline)"; continue; }
+  [ "$left" -lt "$limit" ] && lim=$left || lim=$limit
+  s=$(date +%s)
+  echo "######## $exe ($gf)" >> "$log"
+  timeout -k 10 "$lim" "$bin" --gtest_filter="$gf" --gtest_brief=1 >> "$log" 2>&1
+  rc=$?
+  res=$(awk -v n="$exe" 'BEGIN{p=0}
+    $0 ~ "^######## "n" " {p=1; next} /^######## / {p=0}
+    p && /^\[  PASSED  \]/ {ok=$4} p && /^\[  SKIPPED \]/ && /tests?, listed/ {sk=$4}
+    p && /^\[  FAILED  \]/ && /tests?, listed/ {fl=$4}
+    END{printf "passed %s failed %s skipped %s", ok+0, fl+0, sk+0}' "$log")
+  echo "$(printf '%-28s' "$exe") rc=$rc $res ($(( $(date +%s) - s )) s)"
+done
+echo "== failures"
+grep -E "^\[  FAILED  \] [A-Za-z_]+\.[A-Za-z_]" "$log" | sort -u | head -40
+echo "total $(( $(date +%s) - t0 )) s"
