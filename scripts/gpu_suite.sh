@@ -33,15 +33,17 @@ for e in "${exes[@]}"; do
   [ "$left" -lt "$limit" ] && lim=$left || lim=$limit
   s=$(date +%s)
   echo "######## $exe ($gf)" >> "$log"
-  timeout -k 10 "$lim" "$bin" --gtest_filter="$gf" --gtest_brief=1 >> "$log" 2>&1
+  timeout -k 10 "$lim" stdbuf -oL -eL "$bin" --gtest_filter="$gf" >> "$log" 2>&1
   rc=$?
   res=$(awk -v n="$exe" 'BEGIN{p=0}
     $0 ~ "^######## "n" " {p=1; next} /^######## / {p=0}
-    p && /^\[  PASSED  \]/ {ok=$4} p && /^\[  SKIPPED \]/ && /tests?, listed/ {sk=$4}
-    p && /^\[  FAILED  \]/ && /tests?, listed/ {fl=$4}
+    p && /^\[  PASSED  \] [0-9]+ test/ {ok=$4} p && /^\[  SKIPPED \] [0-9]+ tests?, listed/ {sk=$4}
+    p && /^\[  FAILED  \] [0-9]+ tests?, listed/ {fl=$4}
     END{printf "passed %s failed %s skipped %s", ok+0, fl+0, sk+0}' "$log")
   echo "$(printf '%-28s' "$exe") rc=$rc $res ($(( $(date +%s) - s )) s)"
 done
 echo "== failures"
-grep -E "^\[  FAILED  \] [A-Za-z_]+\.[A-Za-z_]" "$log" | sort -u | head -40
+grep -E "^\[  FAILED  \] [A-Za-z_/]+\.[A-Za-z_/]+" "$log" | sort -u | head -40
+[ "$(grep -c "^\[ RUN      \]" "$log")" -gt 0 ] && echo "unfinished tests (killed by the time limit):" &&
+  awk '/^######## /{e=$2} /^\[ RUN      \]/{r[e]=$0} /^\[       OK \]|^\[  FAILED  \]|^\[  SKIPPED \]/{delete r[e]} END{for (k in r) print k": "r[k]}' "$log"
 echo "total $(( $(date +%s) - t0 )) s"

@@ -50,15 +50,18 @@ sp = [j['speedup'] for j in s]
 med = statistics.median(sp)
 print("speedups: " + " ".join(f"{x:.3f}" for x in sp) + f"  median {med:.3f}  max deviation {max(abs(x-med)/med for x in sp)*100:.2f}%")
 print("kernel us: " + " ".join(f"{j['kernel_us']:.1f}" for j in s) + "  reference us: " + " ".join(f"{j['reference_us']:.1f}" for j in s))
-t = [j['details'].get('timing', {}) for j in s]
-print("kernel per-copy medians: " + " | ".join(" ".join(f"{x:.1f}" for x in x.get('kernel', {}).get('per_copy_median_us', [])) for x in t))
+print("status: " + " ".join(j['status'] for j in s))
+for j in s:
+    t = ((j.get('details') or {}).get('timing') or {}).get('sets') or [{}]
+    w = t[0].get('wall_check', {})
+    print(f"  batches {t[0].get('batches')} calls {t[0].get('trials')} flush {t[0].get('l2_flush_us', 0):.1f} us  batch wall median {w.get('batch_wall_median_us', 0):.0f} us  "
+          f"batch excess median {w.get('batch_excess_median_us', 0):.0f} us  excess {w.get('excess_us', 0):.0f} of {w.get('allowed_us', 0):.0f} us allowed")
 print("run seconds: " + " ".join(f"{j['run_s']:.2f}" for j in s))
 PY
 }
-repeat "default: --l2-flush read --timing-copies 4"
+repeat "default: --l2-flush read --timing-copies 32"
 if [ "${KEVO_MEASURE_VARIANTS:-0}" = 1 ]; then
-  repeat "--l2-flush write" --l2-flush write
+  repeat "--l2-flush none" --l2-flush none
   repeat "--timing-copies 1" --timing-copies 1
-  repeat "--timing-copies 16" --timing-copies 16
-  repeat "--l2-flush write --timing-copies 1" --l2-flush write --timing-copies 1
+  repeat "--timing-copies 8" --timing-copies 8
 fi

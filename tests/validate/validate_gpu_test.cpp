@@ -1,5 +1,6 @@
 // The validator on a real GPU: correct, wrong, crashing, hanging kernels and every known cheat.
 // Skips where there is no CUDA device; runs for real on the H200.
+#include <iostream>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,8 +69,12 @@ TEST(ValidateGpu, CorrectKernelIsOkWithTimings) {
     EXPECT_GE(t["verified_calls"].get<int>(), 2);  // the first and the last timed call, at least
     EXPECT_GE(t["l2_flush_bytes"].get<double>(), 2.0 * gelu_validator().device().l2_bytes);
     EXPECT_EQ(t["l2_flush"], "read");
-    EXPECT_EQ(t["buffer_copies"], 4);
-    EXPECT_EQ(t["kernel"]["per_copy_median_us"].size(), 4u);
+    EXPECT_GE(t["buffer_copies"].get<int>(), 20);  // one copy per call of a batch
+    EXPECT_GT(t["l2_flush_us"].get<double>(), 0);
+    // The wall-clock cross-check passed with room to spare; its figures calibrate the allowance.
+    const auto& w = t["wall_check"];
+    std::cout << "wall check: " << w.dump() << " batches " << t["batches"] << " flush_us " << t["l2_flush_us"] << "\n";
+    EXPECT_LT(w["excess_us"].get<double>(), w["allowed_us"].get<double>()) << w.dump();
     EXPECT_GT(t["floor_us"].get<double>(), 0);
     EXPECT_LE(t["floor_us"].get<double>(), r.kernel_us);
     // The candidate ran confined.
@@ -116,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"cheat_default_stream.cu", Status::rejected, "stream"},
                       Case{"cheat_modify_input.cu", Status::rejected, "modified input 'x'"},
                       Case{"cheat_stale_memory.cu", Status::mismatch, "differs from the reference"},
-                      Case{"cheat_forge_result.cu", Status::mismatch, "differs from the reference"},
+                      Case{"cheat_forge_result.cu", Status::rejected, "malformed reply"},
                       Case{"cheat_daemon.cu", Status::rejected, "forbidden system call"}),
     [](const ::testing::TestParamInfo<Case>& info) {
         std::string n = info.param.kernel;
@@ -151,13 +156,13 @@ TEST(ValidateGpu, MemsetFlushAndOneBufferCopyAlsoTime) {
     REQUIRE_GPU();
     ValidateOptions o;
     o.timing_trials = 20;
-    o.l2_flush = "write";
+    o.l2_flush = "none";
     o.timing_copies = 1;
     Validator v(load_task(kData / "gelu_bias" / "task.json"), o);
     ValidationResult r = v.validate(read_file(kData / "gelu_bias" / "kernels" / "good.cu"));
     ASSERT_EQ(r.status, Status::ok) << r.log;
     EXPECT_GT(r.speedup, 0);
-    EXPECT_EQ(r.details["timing"]["sets"][0]["l2_flush"], "write");
+    EXPECT_EQ(r.details["timing"]["sets"][0]["l2_flush"], "none");
     EXPECT_EQ(r.details["timing"]["sets"][0]["buffer_copies"], 1);
 }
 

@@ -53,8 +53,12 @@ struct Job {
     double target_ci = 0.005;       // stop once the median's 95% interval is within ±this fraction
     int warmup = 10;
     double timing_budget_s = 10;    // all timing of one job
-    std::string l2_flush = "read";  // read: leave L2 full of clean lines; write: memset (dirty lines)
-    int timing_copies = 4;          // input/output copies at different addresses, used in turn
+    std::string l2_flush = "read";  // read: a proven read of a buffer 4x L2 before each call; none
+    int timing_copies = 32;         // input/output copies, one per call of a timed batch
+    // The wall-clock cross-check: what a timed batch may cost beyond its calls' reported times and
+    // the proven flushes (messages, a context switch), and what each call may add (launch, events).
+    double wall_batch_allow_us = 600;
+    double wall_call_allow_us = 4;
     double verify_fraction = 0.1;   // share of timed calls whose outputs are checked afterwards
     double call_timeout_s = 30;     // the longest one call into the candidate may take
     double best_speedup = 0;        // a known reference time is re-measured when a result would beat this
@@ -69,7 +73,7 @@ struct Job {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Job, kernel, reference, reference_arg, sets, trials, atol, rtol, seed, time,
                                                 timing_trials, min_timing_trials, target_ci, warmup, timing_budget_s,
-                                                l2_flush, timing_copies, verify_fraction, call_timeout_s, best_speedup,
+                                                l2_flush, timing_copies, wall_batch_allow_us, wall_call_allow_us, verify_fraction, call_timeout_s, best_speedup,
                                                 sandbox_prefix, candidate_env, workdir, confine, readable, writable, load_only)
 
 // What the judge reports. `status` is a validation status name (validate.h), or "setup_error" when

@@ -195,9 +195,9 @@ Validator::Validator(Task task, ValidateOptions options) : task_(std::move(task)
     if (!options_.arch.empty()) options_.arch = normalize_arch(options_.arch);
     if (options_.timeout_s <= 0) throw UsageError("the timeout must be positive");
     if (options_.timing_trials < 1) throw UsageError("timing needs at least one trial");
-    static const char* flushes[] = {"read", "write", "candidate-read", "candidate-write"};
+    static const char* flushes[] = {"read", "none"};
     if (std::find(std::begin(flushes), std::end(flushes), options_.l2_flush) == std::end(flushes))
-        throw UsageError("L2 flush must be read, write, candidate-read or candidate-write, not '" + options_.l2_flush + "'");
+        throw UsageError("L2 flush must be read or none, not '" + options_.l2_flush + "'");
     if (options_.timing_copies < 1 || options_.timing_copies > 64) throw UsageError("timing copies must be between 1 and 64");
     if (options_.min_timing_trials < 1) options_.min_timing_trials = 1;
 }

@@ -48,10 +48,10 @@ struct ValidateOptions {
     double verify_fraction = 0.1;   // share of timed calls whose outputs are checked
     bool reuse_reference_timing = true;  // time the reference once per run (re-timed periodically)
     int warmup = 10;
-    // How L2 is flushed before each timed call: read or write (by the judge), candidate-read or
-    // candidate-write (on the candidate's stream).
+    // How L2 is flushed before each timed call: read (a proven read of a buffer 4x L2, by the
+    // candidate process before each call and by the judge before each reference call) or none.
     std::string l2_flush = "read";
-    int timing_copies = 4;          // input/output copies at different addresses, used in turn
+    int timing_copies = 32;         // input/output copies, one per call of a timed batch (1-64)
     double suspicious_speedup = 10;
     bool time_kernels = true;     // false: correctness only
     std::filesystem::path runner; // empty: kernelevo-runner beside this executable

@@ -20,7 +20,7 @@ struct ValidateArgs {
     std::string task, kernel, arch;
     bool json = false, no_timing = false, keep = false;
     double timeout = 30, suspicious = 10;
-    int trials = 100, warmup = 10, copies = 4;
+    int trials = 100, warmup = 10, copies = 32;
     std::string flush = "read";
 };
 
@@ -74,10 +74,10 @@ void register_validate_command(CLI::App& app, int& rc) {
     cmd->add_option("--timing-trials", args->trials, "Timed trials per implementation")->capture_default_str()->check(CLI::Range(1, 100000));
     cmd->add_option("--warmup", args->warmup, "Warm-up calls per implementation")->capture_default_str()->check(CLI::Range(0, 10000));
     cmd->add_option("--l2-flush", args->flush,
-                    "How L2 is flushed before each timed call: read (a buffer 4x L2, leaving clean lines) or write (memset)")
+                    "How L2 is flushed before each timed call: read (a proven read of a buffer 4x L2, leaving clean lines) or none")
         ->capture_default_str()
-        ->check(CLI::IsMember({"read", "write"}));
-    cmd->add_option("--timing-copies", args->copies, "Copies of the inputs and outputs, at different addresses, used in turn while timing")
+        ->check(CLI::IsMember({"read", "none"}));
+    cmd->add_option("--timing-copies", args->copies, "Copies of the inputs and outputs, one per call of a timed batch (fewer where GPU memory is short)")
         ->capture_default_str()
         ->check(CLI::Range(1, 64));
     cmd->add_option("--suspicious", args->suspicious, "Flag speedups above this factor")->capture_default_str()->check(CLI::PositiveNumber);

@@ -17,6 +17,7 @@
 namespace kevo_runner {
 
 constexpr int kMaxTensors = 32;  // inputs + outputs of one call
+constexpr int kMaxBatch = 64;    // timed calls in one batch (OP_TIME_BATCH)
 
 enum Op : int32_t {
     OP_HELLO = 1,   // candidate -> judge: loaded (rc 0) or why not (text)
@@ -26,11 +27,13 @@ enum Op : int32_t {
     OP_OPEN_GATE,   // judge -> candidate: release the gate
     OP_SYNC,        // judge -> candidate: synchronize the stream, report CUDA errors
     OP_DEVSYNC,     // judge -> candidate: synchronize the device, report CUDA errors
-    OP_TIME,        // judge -> candidate: one timed call (events around kevo_forward), report ms
+    OP_QUEUE,       // judge -> candidate: queue one timed call on `t` (no reply)
+    OP_TIME_BATCH,  // judge -> candidate: run the queued calls back to back, each after a proven L2
+                    // flush (buffer `id`, proofs in buffer `aux`; FLAG_FLUSH), report each call's time
     OP_QUIT,
     OP_REPLY,
 };
-enum Flags : int32_t { FLAG_GATED = 1, FLAG_FLUSH = 2, FLAG_FLUSH_WRITE = 4, FLAG_NULL = 8 };  // NULL: events only, no call
+enum Flags : int32_t { FLAG_GATED = 1, FLAG_FLUSH = 2 };
 
 struct TensorRef {
     int32_t buffer;  // buffer id (OP_MAP)
@@ -50,7 +53,9 @@ struct Msg {
     int32_t cuda_error = 0;
     int32_t gate_timed_out = 0;
     uint64_t size = 0;     // MAP: bytes
-    double ms = 0;         // TIME reply: event time of the call
+    int32_t aux = 0;       // TIME_BATCH: the proof buffer's id
+    int32_t count = 0;     // TIME_BATCH reply: calls run
+    float us[kMaxBatch] = {0};  // TIME_BATCH reply: each call's event time in microseconds
     char text[512] = {0};  // reply: error text
     TensorRef t[kMaxTensors];
 };

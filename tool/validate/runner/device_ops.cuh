@@ -117,16 +117,29 @@ static __global__ void gate_kernel(volatile int* flag, volatile int* timed_out, 
     }
 }
 
-// Evicts L2 by reading a buffer several times its size. Unlike a memset it leaves clean lines, so
-// the next timed call does not pay for writing back someone else's data. The sink write never
-// happens in practice (the buffer is zeroed) but keeps the loads alive.
-static __global__ void l2_flush_read(const uint4* p, size_t n, unsigned* sink) {
-    unsigned acc = 0;
+__device__ __forceinline__ unsigned long long kevo_mix64(unsigned long long x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+// The L2 flush before a timed call, with a proof that it ran: it reads the whole flush buffer (random
+// values the judge chose) and folds every word, keyed by the previous call's proof and by its
+// position, into proof[j + 1] (zeroed by the judge). No shortcut gives that sum without reading the
+// whole buffer, and the chain of keys makes every flush of a batch a separate full read, so the
+// judge can check any link afterwards and subtract the flushes' time from the time it observed.
+static __global__ void l2_flush_proof(const uint4* p, size_t n, unsigned long long* proof, int j) {
+    const unsigned long long key = proof[j];
+    unsigned long long acc = 0;
     for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
         uint4 v = p[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+        unsigned long long w = ((static_cast<unsigned long long>(v.x) << 32) | v.y) ^ (((static_cast<unsigned long long>(v.z) << 32) | v.w) * 0x9e3779b97f4a7c15ull);
+        acc += kevo_mix64(w ^ key ^ (i * 0xd6e8feb86659fd93ull));
     }
-    if (acc == 0x9e3779b9u) *sink = acc;
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if ((threadIdx.x & 31) == 0) atomicAdd(&proof[j + 1], acc);
 }
 
 struct CompareStats {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 namespace kevo_runner {
@@ -137,10 +138,20 @@ void Judge::init_device(JobResult& r) {
     cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device_);
     // L2 is flushed between timed calls by reading a buffer well beyond its size: the next call
     // starts with L2 full of clean lines (a memset would leave dirty ones to write back).
-    flush_bytes_ = static_cast<size_t>(std::max<int64_t>(4 * l2_bytes_, 256ll << 20)) & ~size_t(15);
-    CK(cudaMalloc(&flush_, flush_bytes_));
-    CK(cudaMemset(flush_, 0, flush_bytes_));
-    CK(cudaMalloc(&flush_sink_, sizeof(unsigned)));
+    // The candidate process flushes before each of its timed calls, reading this buffer (random
+    // values) with a proof the judge checks (l2_flush_proof); the judge flushes the same way.
+    {
+        std::string e = create_shared(flush_, static_cast<size_t>(std::max<int64_t>(4 * l2_bytes_, 256ll << 20)), device_);
+        if (!e.empty()) throw SetupFailure{"the L2-flush buffer: " + e};
+        e = create_shared(proof_, (kMaxBatch + 1) * sizeof(unsigned long long), device_);
+        if (!e.empty()) throw SetupFailure{"the flush-proof buffer: " + e};
+    }
+    CK(cudaMalloc(&judge_proof_, 2 * sizeof(unsigned long long)));
+    // Values no one can predict: a candidate cannot compute a proof from the seed instead of reading.
+    std::random_device rd;
+    const uint64_t flush_seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    fill_kernel<<<sms_ * 16, 256, 0, stream_>>>(flush_.data(), KEVO_FLOAT32, static_cast<int64_t>(flush_.size / 4), KEVO_INIT_RANDN, 0.0, 1.0, flush_seed);
+    CK(cudaGetLastError());
     flush_blocks_ = std::max(1, sms_) * 4;
     CK(cudaDeviceSynchronize());
     device_ready_ = true;
@@ -184,8 +195,6 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     if (!writable.empty()) argv.insert(argv.end(), {"--writable", writable});
     if (!job.confine) argv.push_back("--no-confine");
     if (job.load_only) argv.push_back("--load-only");
-    if (job.l2_flush == "candidate-read" || job.l2_flush == "candidate-write")
-        argv.insert(argv.end(), {"--flush-bytes", std::to_string(flush_bytes_)});
     std::vector<std::string> env;
     for (const auto& [k, v] : job.candidate_env) env.push_back(k + "=" + v);
     std::vector<char*> av, ev;
@@ -210,6 +219,7 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     close(out_pipe[1]);
     pid_ = pid;
     sock_ = sv[0];
+    flush_id_ = proof_id_ = -1;  // a new process has mapped nothing yet
     output_.clear();
     int rfd = out_pipe[0];
     output_reader_ = std::thread([this, rfd] {

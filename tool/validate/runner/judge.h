@@ -62,6 +62,7 @@ private:
     void stop_candidate(JobResult& r);
     // candidate requests
     Msg request(Msg m, double timeout_s, const char* what, int fd = -1);
+    void post(const Msg& m, const char* what);  // a message that has no reply
     void share(Tensors& t);
     void unshare(Tensors& t);
     void fill_refs(Msg& m, const Tensors& in, const Tensors& out) const;
@@ -72,7 +73,8 @@ private:
     std::vector<unsigned long long> checksums(const Tensors& t, cudaStream_t s);
     void reference_forward(const Tensors& in, Tensors& expected);
     json compare(size_t set, uint64_t seed, const Tensors& out, const Tensors& expected, std::vector<std::string>& warnings);
-    void flush_l2(int i);
+    void flush_l2(unsigned long long* proof, int j);  // on the judge's stream (reference calls, checks)
+    double measure_flush_us();
     // phases
     json correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned char pattern, std::vector<std::string>& warnings);
     json time_set(size_t set);
@@ -86,13 +88,14 @@ private:
     cudaStream_t stream_ = nullptr, observer_ = nullptr;
     unsigned long long* sum_ = nullptr;
     CompareStats* stats_ = nullptr;
-    void* flush_ = nullptr;
-    size_t flush_bytes_ = 0;
-    unsigned* flush_sink_ = nullptr;
+    Mapping flush_;                               // the L2-flush buffer (random values), shared
+    Mapping proof_;                               // the proofs of a batch's flushes, shared
+    unsigned long long* judge_proof_ = nullptr;   // the judge's own proofs (private)
+    int flush_id_ = -1, proof_id_ = -1;           // their ids in the current candidate process
+    double flush_us_ = -1;                        // one flush, measured by the judge
     int flush_blocks_ = 0;
     int64_t l2_bytes_ = 0;
     int sms_ = 1;
-    double judge_overhead_us_ = -1;  // event + launch + sync overhead of a call, measured on the reference
     // reference
     std::string ref_path_, ref_arg_;
     void* ref_lib_ = nullptr;

@@ -65,7 +65,6 @@ int main(int argc, char** argv) {
         else if (a == "--writable") ca.writable = next();
         else if (a == "--no-confine") ca.confine = false;
         else if (a == "--load-only") ca.load_only = true;
-        else if (a == "--flush-bytes") ca.flush_bytes = std::strtoull(next().c_str(), nullptr, 10);
         else mode = "?";
     }
     if (mode == "--info") {

@@ -25,7 +25,6 @@ struct CandidateArgs {
     bool confine = true;
     bool load_only = false;
     long cpu_seconds = 0;
-    size_t flush_bytes = 0;  // > 0: keep an L2-flush buffer for timed calls that flush here
 };
 int candidate_main(const CandidateArgs& args);
 
