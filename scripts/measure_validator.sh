@@ -54,12 +54,14 @@ print("status: " + " ".join(j['status'] for j in s))
 for j in s:
     t = ((j.get('details') or {}).get('timing') or {}).get('sets') or [{}]
     w = t[0].get('wall_check', {})
+    print("  per set: " + "; ".join(f"{x.get('label')}: kernel {x.get('kernel', {}).get('median_us', 0):.2f} us ref {x.get('reference', {}).get('median_us', 0):.2f} us "
+                                     f"x{x.get('speedup', 0):.3f} ({x.get('trials')} calls, ci {x.get('kernel', {}).get('ci95', 0)*100:.2f}%)" for x in t))
     print(f"  batches {t[0].get('batches')} calls {t[0].get('trials')} flush {t[0].get('l2_flush_us', 0):.1f} us  batch wall median {w.get('batch_wall_median_us', 0):.0f} us  "
           f"batch excess median {w.get('batch_excess_median_us', 0):.0f} us  excess {w.get('excess_us', 0):.0f} of {w.get('allowed_us', 0):.0f} us allowed")
 print("run seconds: " + " ".join(f"{j['run_s']:.2f}" for j in s))
 PY
 }
-repeat "default: --l2-flush read --timing-copies 32"
+repeat "default: --l2-flush read --timing-copies 64"
 if [ "${KEVO_MEASURE_VARIANTS:-0}" = 1 ]; then
   repeat "--l2-flush none" --l2-flush none
   repeat "--timing-copies 1" --timing-copies 1

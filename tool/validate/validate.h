@@ -51,7 +51,7 @@ struct ValidateOptions {
     // How L2 is flushed before each timed call: read (a proven read of a buffer 4x L2, by the
     // candidate process before each call and by the judge before each reference call) or none.
     std::string l2_flush = "read";
-    int timing_copies = 32;         // input/output copies, one per call of a timed batch (1-64)
+    int timing_copies = 64;         // input/output copies, one per call of a timed batch (1-64)
     double suspicious_speedup = 10;
     bool time_kernels = true;     // false: correctness only
     std::filesystem::path runner; // empty: kernelevo-runner beside this executable

@@ -20,7 +20,7 @@ struct ValidateArgs {
     std::string task, kernel, arch;
     bool json = false, no_timing = false, keep = false;
     double timeout = 30, suspicious = 10;
-    int trials = 100, warmup = 10, copies = 32;
+    int trials = 100, warmup = 10, copies = 64;
     std::string flush = "read";
 };
 

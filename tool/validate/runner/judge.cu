@@ -232,7 +232,17 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     Msg hello;
     RecvStatus st = recv_msg(sock_, hello, std::max(60.0, job.call_timeout_s), nullptr);
     if (st == RecvStatus::timeout) throw CandidateFailure{"timeout", "the candidate process did not start within the time limit (its static constructors hang?)"};
-    if (st != RecvStatus::ok || hello.op != OP_HELLO) {
+    if (st == RecvStatus::malformed || (st == RecvStatus::ok && hello.op != OP_HELLO)) {
+        // A message that is not the loader's: the candidate's code wrote on the channel. The process
+        // may well be alive and waiting, so it is ended, not waited for.
+        kill(-pid_, SIGKILL);
+        kill(pid_, SIGKILL);
+        int status = 0;
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        throw CandidateFailure{"rejected", "malformed message from the candidate process while loading (its code wrote on the runner's channel)"};
+    }
+    if (st != RecvStatus::ok) {
         int status = 0;
         waitpid(pid_, &status, 0);
         pid_ = -1;

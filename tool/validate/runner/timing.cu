@@ -297,18 +297,21 @@ json Judge::time_set(size_t set) {
         throw CandidateFailure{"rejected", "the reported kernel times (" + fmt(k.median_us) + " us median) do not agree with the time the judge observed: " +
                                                std::to_string(batch_n.size()) + " batches took " + fmt(excess) + " us more than the reported calls and the proven L2 flushes, "
                                                "at most " + fmt(allowed) + " us are explained by launches and messages: the kernel's process misreports its timing"};
-    // The physical floor: every input must be read from DRAM at least once (L2 was flushed), at no
-    // more than the device's peak bandwidth. Outputs may stay in L2, so only inputs count.
-    int64_t input_bytes = 0;
+    // The physical floor: every input must be read from DRAM at least once (L2 was flushed), and
+    // what of the outputs does not fit in L2 must be written back within the call, at no more than
+    // the device's peak bandwidth.
+    int64_t input_bytes = 0, output_bytes = 0;
     for (const auto& t : spec.inputs) input_bytes += t.bytes();
+    for (const auto& t : spec.outputs) output_bytes += t.bytes();
+    const int64_t floor_bytes = input_bytes + std::max<int64_t>(0, output_bytes - l2_bytes_);
     if (peak_gbs_ > 0) {
-        double floor_us = input_bytes / (peak_gbs_ * 1e3);
+        double floor_us = floor_bytes / (peak_gbs_ * 1e3);
         out["floor_us"] = floor_us;
-        out["floor_bytes"] = input_bytes;
-        if (k.median_us < floor_us && input_bytes > l2_bytes_)
-            throw CandidateFailure{"rejected", "the reported kernel time (" + fmt(k.median_us) + " us) is below the physical floor: reading the inputs (" +
-                                                   std::to_string(input_bytes) + " bytes) at the GPU's peak bandwidth (" + fmt(peak_gbs_) +
-                                                   " GB/s) takes at least " + fmt(floor_us) + " us"};
+        out["floor_bytes"] = floor_bytes;
+        if (k.median_us < floor_us && floor_bytes > l2_bytes_)
+            throw CandidateFailure{"rejected", "the reported kernel time (" + fmt(k.median_us) + " us) is below the physical floor: reading the inputs and writing back "
+                                               "the outputs that do not fit in L2 (" + std::to_string(floor_bytes) + " bytes) at the GPU's peak bandwidth (" +
+                                               fmt(peak_gbs_) + " GB/s) takes at least " + fmt(floor_us) + " us"};
     }
     for (const auto& w : warnings) out["warnings"].push_back(w);
     return out;
