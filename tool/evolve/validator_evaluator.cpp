@@ -1,4 +1,4 @@
-#include "evolve/internal/validator_evaluator.h"
+#include "evolve/validator_evaluator.h"
 
 #include <cstdio>
 
