@@ -10,13 +10,14 @@ kb=${KERNELBENCH_DIR:-../shared/kernelbench}
 mkdir -p "$out"
 step() { echo; echo "== $* == ($(date +%T))"; }
 step build
-scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck kernelbench_test > "$out/kb-build.log" 2>&1 ||
+scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck kernelbench_test kernelbench_gpu_test > "$out/kb-build.log" 2>&1 ||
   { tail -40 "$out/kb-build.log"; exit 1; }
 source build-gpu/env.sh
 export KERNELEVO_CACHE_HOME=${KERNELEVO_CACHE_HOME:-/tmp/kevo-cache}
 
 step KernelBench tests
-build-gpu/tests/kernelbench/kernelbench_test --gtest_brief=0 2>&1 | tee "$out/kb-tests.log" | grep -E "^\[ *(OK|FAILED|SKIPPED) |speedup|max \|diff\||import of|x \(kernel" | head -60
+{ build-gpu/tests/kernelbench/kernelbench_test --gtest_brief=0; build-gpu/tests/kernelbench/kernelbench_gpu_test --gtest_brief=0; } 2>&1 |
+  tee "$out/kb-tests.log" | grep -E "^\[ *(OK|FAILED|SKIPPED) |speedup|max \|diff\||import of|x \(kernel" | head -60
 
 step "import all problems at KernelBench sizes ($kb)"
 start=$(date +%s)

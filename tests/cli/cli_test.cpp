@@ -18,6 +18,7 @@
 #include "compile/arch_support.h"
 #include "llm/llm.h"
 #include "../llm/loopback_server.h"
+#include "cli_run.h"
 #include "store/store.h"
 #include "task/task.h"
 #include "validate/validate.h"
@@ -28,31 +29,7 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kData = KEVO_TEST_DATA_DIR;
-const fs::path kSource = KEVO_SOURCE_DIR;
-const fs::path kBinary = KEVO_BINARY_DIR;
-const std::string kExe = KEVO_EXE;
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-ProcessResult kernelevo(std::vector<std::string> args, std::map<std::string, std::string> env = {}, double timeout = 120) {
-    ProcessOptions o;
-    o.argv = {kExe};
-    o.argv.insert(o.argv.end(), args.begin(), args.end());
-    o.env = std::move(env);
-    o.timeout_s = timeout;
-    return run_process(o);
-}
-
-// Whether this machine has a GPU the validator can use (asked the validator's way).
-bool have_gpu() {
-    static int known = -1;
-    if (known < 0) {
-        Validator v(load_task(kData / "gelu_bias" / "task.json"), ValidateOptions{});
-        known = v.device().present ? 1 : 0;
-    }
-    return known == 1;
-}
+using namespace kevo::clitest;
 
 // ---- did-you-mean, help, usage lines ----------------------------------------------------------
 
@@ -657,83 +634,6 @@ TEST_F(CliCacheBuild, StatusListsTheArchitecturesTheBuildWantsThatTheCacheLacks)
     EXPECT_TRUE(contains(r.out, "removed scale sm_75 (unused: the build does not target sm_75)")) << r.out;
     EXPECT_FALSE(fs::exists(cache_dir / "scale" / "sm_75.cu"));
     EXPECT_TRUE(fs::exists(cache_dir / "scale" / "sm_90.cu"));
-}
-
-// ---- GPU: search --json -------------------------------------------------------------------------
-
-// On a GPU host: a one-generation search from a recorded transcript prints its summary as JSON.
-TEST(CliSearchGpu, JsonSummary) {
-    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-    TempDir dir;
-    const std::string good = read_file(kData / "gelu_bias" / "kernels" / "good.cu");
-    {
-        llm::Transcript t(dir.path() / "t.jsonl");
-        llm::ChatRequest req;
-        req.model = "replay-model";
-        req.messages = {{"user", "seed"}};
-        llm::ChatResponse resp;
-        resp.content = "```cuda\n" + good + "```\n";
-        resp.finish_reason = "stop";
-        resp.model = "replay-model";
-        resp.usage.prompt_tokens = 100;
-        resp.usage.completion_tokens = 50;
-        t.record(req, &resp, nullptr, 0.1);
-    }
-    const fs::path out = dir.path() / "kernels";
-    auto r = kernelevo({"search", "--task", (kData / "gelu_bias" / "task.json").string(), "--out", out.string(), "--state",
-                        (dir.path() / "s.db").string(), "--replay", (dir.path() / "t.jsonl").string(), "--llm-replay-in-order",
-                        "--islands", "1", "--children", "1", "--generations", "0", "--json", "--quiet"},
-                       {}, 600);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    json j = json::parse(r.out);
-    EXPECT_EQ(j["task"], "gelu_bias");
-    EXPECT_EQ(j["stop_reason"], "generations");
-    EXPECT_EQ(j["exit_code"], 0);
-    ASSERT_TRUE(j["best"].is_object()) << j.dump(2);
-    EXPECT_GT(j["best"]["speedup"].get<double>(), 0);
-    EXPECT_TRUE(fs::exists(j["best"]["source"].get<std::string>()));
-    EXPECT_EQ(j["candidates"]["ok"], 1);
-    EXPECT_FALSE(contains(r.err, "gen 0 |")) << r.err;  // --quiet: no progress lines
-}
-
-// On a GPU host: an LLM URL nothing listens on stops the search within seconds, as a setup error.
-TEST(CliSearchGpu, AnUnreachableLlmStopsTheSearchAtOnceWithExitTwo) {
-    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-    std::string url;
-    {
-        llm::test::LoopbackServer closed;  // a port that was just free
-        url = closed.base_url();
-    }
-    TempDir dir;
-    auto t0 = std::chrono::steady_clock::now();
-    auto r = kernelevo({"search", "--task", (kData / "gelu_bias" / "task.json").string(), "--out",
-                        (dir.path() / "kernels").string(), "--state", (dir.path() / "s.db").string(), "--llm-url", url,
-                        "--model", "m", "--json"},
-                       {}, 600);
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60.0);  // no minutes of retries
-    EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_TRUE(contains(r.err, "not retried")) << r.err;
-    EXPECT_TRUE(contains(r.err, "the LLM never answered")) << r.err;
-    EXPECT_FALSE(contains(r.err, "retrying in")) << r.err;
-    json j = json::parse(r.out);
-    EXPECT_EQ(j["exit_code"], 2);
-    EXPECT_EQ(j["llm"]["requests"], 0);
-}
-
-// On a GPU host: an architecture the local GPU cannot run is a setup error before any request.
-TEST(CliSearchGpu, AnArchitectureTheLocalGpuCannotRunExitsTwoBeforeAnyRequest) {
-    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-    Validator v(load_task(kData / "gelu_bias" / "task.json"), ValidateOptions{});
-    const std::string other = v.device().arch() == "sm_80" ? "sm_90" : "sm_80";
-    llm::test::LoopbackServer server;
-    TempDir dir;
-    auto r = kernelevo({"search", "--task", (kData / "gelu_bias" / "task.json").string(), "--out",
-                        (dir.path() / "kernels").string(), "--state", (dir.path() / "s.db").string(), "--llm-url",
-                        server.base_url(), "--model", "m", "--arch", other});
-    EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_TRUE(contains(r.err, "cannot run " + other + " kernels")) << r.err;
-    EXPECT_TRUE(server.requests().empty());
-    EXPECT_FALSE(fs::exists(dir.path() / "s.db"));
 }
 
 }  // namespace

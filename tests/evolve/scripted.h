@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "evolve/evaluator.h"
+#include "evolve/search.h"
 #include "llm/llm.h"
 
 namespace kevo::evolve::testing {
@@ -86,5 +87,19 @@ std::string kernel_source(long variant, double speedup, const std::string& extra
 // A deterministic "LLM": seeds and repairs give plain 1.0x kernels, mutations distinct kernels
 // between 1x and 3x (chosen by the request's seed).
 std::string evolving(const llm::ChatRequest& request);
+
+// The search of the kill -9 tests (tests/evolve/search_driver.cpp, tests/worker/remote_search_driver.cpp):
+// two islands of two children, repairs, migrations and restarts within a few generations.
+inline SearchConfig kill_test_config(int generations) {
+    SearchConfig cfg;
+    cfg.islands = 2;
+    cfg.children = 2;
+    cfg.generations = generations;
+    cfg.repair_attempts = 2;
+    cfg.migration_interval = 2;
+    cfg.restart_after = 3;
+    cfg.seed = 11;
+    return cfg;
+}
 
 }  // namespace kevo::evolve::testing

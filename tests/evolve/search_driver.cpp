@@ -25,14 +25,7 @@ int main(int argc, char** argv) {
     evaluator.log_path = argv[5];
     evolve::testing::ScriptedProvider provider(evolve::testing::evolving);
     provider.log_path = argv[4];
-    evolve::SearchConfig cfg;
-    cfg.islands = 2;
-    cfg.children = 2;
-    cfg.generations = std::stoi(argv[2]);
-    cfg.repair_attempts = 2;
-    cfg.migration_interval = 2;
-    cfg.restart_after = 3;
-    cfg.seed = 11;
+    evolve::SearchConfig cfg = evolve::testing::kill_test_config(std::stoi(argv[2]));
     cfg.steady = argc == 7 && std::string(argv[6]) == "steady";
     if (argc > 6 && !cfg.steady) {
         cfg.llm_batch = true;

@@ -7,7 +7,6 @@
 
 #include "kb_suite.h"
 #include "reference/reference.h"
-#include "reference/internal/torch_config.h"
 #include "task/task.h"
 
 namespace kevo {
@@ -22,7 +21,7 @@ const nlohmann::json& result(const std::string& name) {
 }
 
 // Where the self-verification runs: the GPU when this kernelevo's LibTorch has CUDA, else the CPU.
-std::string check_device() { return torch_config().cuda ? "cuda" : "cpu"; }
+std::string check_device() { return reference_support().cuda ? "cuda" : "cpu"; }
 
 Task task_of(const std::string& name) { return load_task(cpu_import().out / name / "task.json"); }
 

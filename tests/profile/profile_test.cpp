@@ -1,14 +1,19 @@
 // Nsight Compute feedback: the parser on ncu CSV written by hand after ncu's documented formats
 // (--page raw: one row per launch, a units row; --page details: one row per launch and metric),
-// the summary, the command line, and the Profiler with a missing ncu and with a stand-in ncu script.
+// the summary, the command line, and the Profiler with a missing ncu and with a stand-in ncu script;
+// the profiled run is sandboxed: a candidate whose static constructor writes outside its work dir
+// never succeeds, neither in kernelevo-bench --confine nor through the Profiler.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
 
+#include <cstdlib>
+
 #include "common/fs.h"
-#include "profile/profile.h"
 #include "common/process.h"
 #include "compile/compile.h"
+#include "profile/profile.h"
+#include "sandbox/sandbox.h"
 #include "task/task.h"
 
 using namespace kevo;
@@ -128,6 +133,7 @@ TEST(Profiler, WithoutNcuSaysSoOnceAndGoesOn) {
 }
 
 TEST(Profiler, RunsNcuAndSummarizes) {
+    if (std::string why = sandbox_refusal(); !why.empty()) GTEST_SKIP() << "no sandbox for ncu here: " << why;
     // A stand-in ncu: checks that it wraps the program, then prints the recorded CSV.
     TempDir dir("kevo-profile-test");
     write_file_atomic(dir.path() / "out.csv", kRaw);
@@ -166,7 +172,7 @@ TEST(Profiler, RunsNcuAndSummarizes) {
 TEST(Bench, CommandDescribesTheTaskTensorsByTheirTables) {
     Task t = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
     auto argv = bench_command("/opt/kernelevo-bench", "/cache/k.so", t, 1, 2, 1);
-    EXPECT_EQ(argv, (std::vector<std::string>{"/opt/kernelevo-bench", "--kernel", "/cache/k.so", "--warmup", "2", "--calls", "1",
+    EXPECT_EQ(argv, (std::vector<std::string>{"/opt/kernelevo-bench", "--kernel", "/cache/k.so", "--warmup", "2", "--calls", "1", "--confine",
                                               "--in", "0:33,1001:0:0:1",  // float32, randn (mean 0, std 1)
                                               "--in", "0:1001:0:0:1", "--out", "0:33,1001"}));
     ProfileOptions o = bench_profile_options();
@@ -200,4 +206,107 @@ TEST(Bench, RejectsBadUsageAndLoadsARealCandidate) {
     if (r.exit_code == 0) GTEST_SKIP() << "a GPU ran it (profiled on the GPU host by kevo_search_gpu_test)";
     EXPECT_EQ(r.exit_code, 4) << r.describe() << " " << r.err;
     EXPECT_NE(r.err.find("kernelevo-bench: cudaMalloc: "), std::string::npos) << r.err;
+}
+
+// ---- the profiled run is sandboxed ----------------------------------------------------------------
+
+namespace {
+// A hostile "candidate" (built by the host compiler: no GPU code needed) whose static constructor
+// writes `target`; it has no kevo_forward, so a bench that loads it exits 3 right after.
+fs::path build_escaping_library(const fs::path& dir, const fs::path& target) {
+    write_file_atomic(dir / "escape.cpp", "#include <cstdio>\n"
+                                          "__attribute__((constructor)) static void escape() {\n"
+                                          "    if (FILE* f = std::fopen(\"" + target.string() + "\", \"w\")) { std::fputs(\"escaped\", f); std::fclose(f); }\n"
+                                          "}\n");
+    ProcessOptions po;
+    po.argv = {"c++", "-shared", "-fPIC", "-o", (dir / "escape.so").string(), (dir / "escape.cpp").string()};
+    po.timeout_s = 120;
+    ProcessResult r = run_process(po);
+    EXPECT_TRUE(r.ok()) << r.describe() << " " << r.err;
+    return dir / "escape.so";
+}
+
+// A directory outside /tmp (the sandbox has a private /tmp, which would hide an escape anyway).
+fs::path outside_dir() {
+    fs::path d = fs::path(KEVO_BINARY_DIR) / "tests" / ("profile-escape-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+}
+}  // namespace
+
+TEST(Bench, ConfinedCandidateCannotWriteOutsideItsWorkDir) {
+    if (!sandbox_layers().landlock) GTEST_SKIP() << "no Landlock in this kernel: " << sandbox_layers().why_not;
+    TempDir dir("kevo-bench-escape");
+    const fs::path out = outside_dir();
+    const fs::path target = out / "escaped.txt";
+    const fs::path lib = build_escaping_library(dir.path(), target);
+    fs::create_directories(dir.path() / "work");
+    ProcessOptions po;
+    po.cwd = dir.path() / "work";
+    po.timeout_s = 60;
+    // Unconfined, the constructor does write there: the test's candidate really escapes.
+    po.argv = {default_bench().string(), "--kernel", lib.string(), "--out", "0:4"};
+    ProcessResult free_run = run_process(po);
+    EXPECT_EQ(free_run.exit_code, 3) << free_run.err;  // loaded, no kevo_forward
+    EXPECT_TRUE(fs::exists(target));
+    fs::remove(target);
+    // Confined (as the profiler runs it), the same constructor cannot.
+    po.argv = {default_bench().string(), "--kernel", lib.string(), "--out", "0:4", "--confine"};
+    ProcessResult confined = run_process(po);
+    EXPECT_EQ(confined.exit_code, 3) << confined.describe() << " " << confined.err;  // loaded, constructor ran
+    EXPECT_FALSE(fs::exists(target)) << "the candidate's static constructor wrote outside its work dir";
+    fs::remove_all(out);
+}
+
+TEST(Profiler, RunsTheBenchInsideTheSandbox) {
+    TempDir dir("kevo-profile-sandbox");
+    const fs::path out = outside_dir();
+    const fs::path target = out / "escaped.txt";
+    const fs::path lib = build_escaping_library(dir.path(), target);
+    write_file_atomic(dir.path() / "out.csv", kRaw);
+    // A stand-in ncu that runs the program it wraps (the bench) and prints the recorded CSV when the
+    // bench got as far as loading the candidate (exit 3: no kevo_forward); it also reports whether
+    // a secret of the parent's environment reached it.
+    const fs::path fake = dir.path() / "ncu";
+    const std::string bench = default_bench().string();
+    write_file_atomic(fake, "#!/bin/sh\n"
+                            "while [ $# -gt 0 ] && [ \"$1\" != '" + bench + "' ]; do shift; done\n"
+                            "[ -n \"$OPENAI_API_KEY\" ] && { echo 'secret in the environment' >&2; exit 7; }\n"
+                            "\"$@\"; rc=$?\n"
+                            "[ $rc = 3 ] || { echo \"bench exit $rc\" >&2; exit 9; }\n"
+                            "cat '" + (dir.path() / "out.csv").string() + "'\n");
+    ::chmod(fake.c_str(), 0755);
+    ::setenv("OPENAI_API_KEY", "sk-test-not-a-secret", 1);
+    std::vector<std::string> said;
+    ProfileOptions o = bench_profile_options();
+    o.ncu = fake.string();
+    Profiler p(o, [&](const std::string& m) { said.push_back(m); });
+    Task t = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
+    const std::string why = sandbox_refusal();
+    std::string s = p.profile(bench_command(default_bench(), lib, t, 1), {lib});
+    ::unsetenv("OPENAI_API_KEY");
+    if (!why.empty()) {  // no sandbox for it here: skipped, said once, nothing run
+        EXPECT_EQ(s, "");
+        ASSERT_EQ(said.size(), 1u);
+        EXPECT_EQ(said[0], "profiling skipped: " + why);
+    } else {
+        EXPECT_EQ(s.rfind("gelu_bias_kernel(", 0), 0u) << s;  // the bench ran and loaded the candidate
+        EXPECT_TRUE(said.empty());
+    }
+    EXPECT_FALSE(fs::exists(target)) << "the candidate's static constructor wrote outside its work dir";
+    fs::remove_all(out);
+}
+
+TEST(Profiler, WithTheSandboxOffNothingIsProfiled) {
+    const SandboxMode before = sandbox_mode();
+    set_sandbox_mode(SandboxMode::off);
+    std::vector<std::string> said;
+    ProfileOptions o;
+    o.ncu = "/bin/true";  // an "ncu" that exists: only the sandbox stops it
+    Profiler p(o, [&](const std::string& m) { said.push_back(m); });
+    EXPECT_FALSE(p.available());
+    EXPECT_EQ(p.profile({"/bin/true"}), "");
+    set_sandbox_mode(before);
+    ASSERT_EQ(said.size(), 1u);
+    EXPECT_EQ(said[0], "profiling skipped: the sandbox is off (--sandbox off), and a candidate is never profiled outside it");
 }

@@ -10,26 +10,15 @@
 #include "task/expr.h"
 #include "task/fitness.h"
 #include "task/task.h"
+#include "../task/task_fixture.h"
 
 using namespace kevo;
 using nlohmann::json;
 
 namespace {
-class SolTest : public ::testing::Test {
+class SolTest : public tasktest::TaskFileTest {
 protected:
-    TempDir dir{"kevo-sol-test"};
-    fs::path file() const { return dir.path() / "t.json"; }
-    void SetUp() override { write_file_atomic(dir.path() / "ref.cpp", "// reference\n"); }
-    json gelu() const {
-        return json::parse(R"({
-          "name": "gelu_bias",
-          "reference": {"source": "ref.cpp", "function": "gelu_bias"},
-          "inputs":  [{"name": "x", "dtype": "float32", "shape": ["M", "N"]},
-                      {"name": "bias", "dtype": "float32", "shape": ["N"]}],
-          "outputs": [{"name": "y", "dtype": "float32", "shape": ["M", "N"]}],
-          "shapes":  [{"M": 8192, "N": 8192}, {"M": 33, "N": 1001}, {"M": 1024, "N": 4096}]
-        })");
-    }
+    json gelu() const { return gelu_bias({{{"M", 8192}, {"N", 8192}}, {{"M", 33}, {"N", 1001}}, {{"M", 1024}, {"N", 4096}}}); }
     json matmul() const {
         return json::parse(R"({
           "name": "mm",
@@ -40,16 +29,6 @@ protected:
           "shapes":  [{"M": 4096, "N": 4096, "K": 4096}],
           "flops": "2*M*N*K"
         })");
-    }
-    Task parse(const json& j) const { return parse_task(j, file()); }
-    void expect_error(const json& j, const std::string& field, const std::string& text) const {
-        try {
-            parse(j);
-            ADD_FAILURE() << "no error for field " << field;
-        } catch (const TaskError& e) {
-            EXPECT_EQ(e.field(), field) << e.what();
-            EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-        }
     }
 };
 }  // namespace

@@ -4,39 +4,15 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "task/task.h"
+#include "task_fixture.h"
 
 using namespace kevo;
 using nlohmann::json;
 
 namespace {
-class TaskTest : public ::testing::Test {
+class TaskTest : public tasktest::TaskFileTest {
 protected:
-    TempDir dir{"kevo-task-test"};
-    fs::path file() const { return dir.path() / "t.json"; }
-    void SetUp() override { write_file_atomic(dir.path() / "ref.cpp", "// reference\n"); }
-    json base() const {
-        return json::parse(R"({
-          "name": "gelu_bias",
-          "reference": {"source": "ref.cpp", "function": "gelu_bias"},
-          "inputs":  [{"name": "x", "dtype": "float32", "shape": ["M", "N"]},
-                      {"name": "bias", "dtype": "float32", "shape": ["N"]}],
-          "outputs": [{"name": "y", "dtype": "float32", "shape": ["M", "N"]}],
-          "shapes":  [{"M": 4096, "N": 4096}, {"M": 33, "N": 1001}]
-        })");
-    }
-    Task parse(const json& j) const { return parse_task(j, file()); }
-    // Asserts that parsing fails with a message naming the file and `field`, containing `text`.
-    void expect_error(const json& j, const std::string& field, const std::string& text) const {
-        try {
-            parse(j);
-            ADD_FAILURE() << "no error for field " << field;
-        } catch (const TaskError& e) {
-            EXPECT_EQ(e.field(), field) << e.what();
-            EXPECT_EQ(e.file(), file().string());
-            EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-            EXPECT_EQ(std::string(e.what()).rfind(file().string() + ": " + field, 0), 0u) << e.what();
-        }
-    }
+    json base() const { return gelu_bias({{{"M", 4096}, {"N", 4096}}, {{"M", 33}, {"N", 1001}}}); }
 };
 }  // namespace
 

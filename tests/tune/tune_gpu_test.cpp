@@ -8,7 +8,7 @@
 
 #include "common/fs.h"
 #include "common/process.h"
-#include "evolve/internal/validator_evaluator.h"
+#include "evolve/validator_evaluator.h"
 #include "sol/annotate.h"
 #include "tune/tune.h"
 

@@ -27,14 +27,7 @@ int main(int argc, char** argv) {
         worker::RemoteEvaluator evaluator(argv[2], task, vo);
         evolve::testing::ScriptedProvider provider(evolve::testing::evolving);
         provider.log_path = argv[4];
-        evolve::SearchConfig cfg;
-        cfg.islands = 2;
-        cfg.children = 2;
-        cfg.generations = std::stoi(argv[3]);
-        cfg.repair_attempts = 2;
-        cfg.migration_interval = 2;
-        cfg.restart_after = 3;
-        cfg.seed = 11;
+        evolve::SearchConfig cfg = evolve::testing::kill_test_config(std::stoi(argv[3]));
         cfg.steady = true;
         evolve::Search search(task, cfg, evolve::Prompts(), provider, evaluator, *store);
         evolve::SearchResult r = search.run();

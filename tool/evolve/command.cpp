@@ -22,7 +22,7 @@
 #include "compile/arch_support.h"
 #include "evolve/report.h"
 #include "evolve/search.h"
-#include "evolve/internal/validator_evaluator.h"
+#include "evolve/validator_evaluator.h"
 #include "evolve/search_command.h"
 #include "llm/budget.h"
 #include "llm/options.h"

@@ -160,6 +160,28 @@ std::string legend(double x, double y, int islands, bool any_migration, bool any
     return s.str();
 }
 
+// The candidates by outcome (pending ones in no count) and the fastest correct one.
+struct Tally {
+    int64_t ok = 0, failed = 0, duplicates = 0, repairs = 0;
+    const store::Program* best = nullptr;
+};
+
+Tally tally_programs(const std::vector<store::Program>& programs) {
+    Tally t;
+    for (const auto& p : programs) {
+        if (p.ok()) {
+            ++t.ok;
+            if (!t.best || p.speedup > t.best->speedup) t.best = &p;
+        } else if (p.status == "duplicate") {
+            ++t.duplicates;
+        } else if (p.status != "pending") {
+            ++t.failed;
+        }
+        if (p.origin == "repair") ++t.repairs;
+    }
+    return t;
+}
+
 }  // namespace
 
 std::string report_text(store::Store& st) {
@@ -173,19 +195,9 @@ std::string report_text(store::Store& st) {
     std::string reason = st.get_meta("stop_reason").value_or("").get<std::string>();
     double elapsed = st.get_meta("elapsed_s").value_or(0.0).get<double>();
 
-    int64_t ok = 0, failed = 0, dup = 0, repairs = 0;
-    const store::Program* best = nullptr;
-    for (const auto& p : programs) {
-        if (p.ok()) {
-            ++ok;
-            if (!best || p.speedup > best->speedup) best = &p;
-        } else if (p.status == "duplicate") {
-            ++dup;
-        } else if (p.status != "pending") {
-            ++failed;
-        }
-        if (p.origin == "repair") ++repairs;
-    }
+    const Tally tally = tally_programs(programs);
+    const int64_t ok = tally.ok, failed = tally.failed, dup = tally.duplicates, repairs = tally.repairs;
+    const store::Program* best = tally.best;
     s << "Task " << name << " (" << structure.value("arch", "?") << "), " << history.size()
       << " generation(s) committed" << (reason.empty() ? "" : ", stopped: " + reason) << "\n";
     s << "Candidates: " << ok << " correct, " << failed << " failed, " << dup << " duplicates rejected, " << repairs
@@ -286,19 +298,9 @@ nlohmann::json report_json(store::Store& st) {
     auto programs = st.programs();
     store::Spent spent = st.spent();
     nlohmann::json structure = st.get_meta("structure").value_or(nlohmann::json::object());
-    int64_t ok = 0, failed = 0, dup = 0, repairs = 0;
-    const store::Program* best = nullptr;
-    for (const auto& p : programs) {
-        if (p.ok()) {
-            ++ok;
-            if (!best || p.speedup > best->speedup) best = &p;
-        } else if (p.status == "duplicate") {
-            ++dup;
-        } else if (p.status != "pending") {
-            ++failed;
-        }
-        if (p.origin == "repair") ++repairs;
-    }
+    const Tally tally = tally_programs(programs);
+    const int64_t ok = tally.ok, failed = tally.failed, dup = tally.duplicates, repairs = tally.repairs;
+    const store::Program* best = tally.best;
     nlohmann::json generations = nlohmann::json::array();
     for (const auto& g : st.history())
         generations.push_back({{"generation", g.generation}, {"best_speedup", g.best_speedup},

@@ -1,4 +1,4 @@
-#include "evolve/internal/validator_evaluator.h"
+#include "evolve/validator_evaluator.h"
 
 #include <cstdio>
 
@@ -42,7 +42,7 @@ std::string ValidatorEvaluator::profile(const CompileResult& compiled) {
     if (!profile_command) return "";
     if (!profiler_) profiler_ = std::make_unique<profile::Profiler>(profile_options, log);
     if (!profiler_->available()) return "";
-    std::string summary = profiler_->profile(profile_command(compiled));
+    std::string summary = profiler_->profile(profile_command(compiled), {compiled.library});
     if (summary.rfind("profile failed", 0) == 0) {  // for the person running the search, not for the model
         if (log) log(summary);
         return "";

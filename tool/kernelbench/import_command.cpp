@@ -17,7 +17,6 @@
 #include "common/process.h"
 #include "kernelbench/kernelbench.h"
 #include "reference/reference.h"
-#include "reference/internal/torch_config.h"
 #include "task/task.h"
 
 namespace kevo::kernelbench {
@@ -133,9 +132,9 @@ ImportSummary import_problems(const ImportOptions& o) {
     const std::vector<fs::path> files = expand(o.files);
     if (files.empty()) throw UsageError("no problem files given");
     if (o.out.empty()) throw UsageError("--out: required");
-    const auto& cfg = torch_config();
-    if (!cfg.found) throw UsageError("this kernelevo was built without LibTorch: it cannot build the generic reference");
-    const std::string device = cfg.cuda ? "cuda" : "cpu";
+    const ReferenceSupport refs = reference_support();
+    if (!refs.available) throw UsageError("this kernelevo was built without LibTorch: it cannot build the generic reference");
+    const std::string device = refs.cuda ? "cuda" : "cpu";
 
     // A Python with PyTorch (import time only).
     std::string torch_version;

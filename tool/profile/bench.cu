@@ -3,8 +3,13 @@
 // inputs are filled and `--warmup` calls made first, then `--calls` calls between
 // cudaProfilerStart and cudaProfilerStop. Torch-free; no outputs are checked (the validator did).
 //
-//   kernelevo-bench --kernel K.so [--warmup 3] [--calls 1]
+//   kernelevo-bench --kernel K.so [--warmup 3] [--calls 1] [--confine]
 //                   --in DTYPE:D0,D1,...:INIT:A:B ... --out DTYPE:D0,D1,... ...
+// --confine: after CUDA starts and before the candidate is loaded (so its static constructors
+// already run confined), Landlock (writes only to the current directory, /tmp and /dev; reads
+// only system paths and the kernel) and seccomp (no exec, no fork, no access to other processes;
+// sockets stay allowed for the profiler's injected library, which is why the profiler runs the
+// bench only inside the sandbox's network namespace: tool/profile/profile.cpp).
 // DTYPE is a kevo_dtype value (kernelevo/abi.h), INIT a kevo_init_kind value (task/init_kind.h).
 // Exit 0 ok; 2 bad usage; 3 the kernel could not be loaded; 4 a CUDA error or a failing kevo_forward.
 #include <cuda_bf16.h>
@@ -12,6 +17,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +27,7 @@
 
 #include <kernelevo/abi.h>
 
+#include "sandbox/confine.h"
 #include "task/init_kind.h"
 
 namespace {
@@ -120,6 +127,7 @@ bool check(cudaError_t e, const char* what) {
 int main(int argc, char** argv) {
     std::string kernel;
     int warmup = 3, calls = 1;
+    bool confine = false;
     std::vector<Spec> in, out;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -132,9 +140,27 @@ int main(int argc, char** argv) {
         else if (a == "--calls") calls = std::atoi(next().c_str());
         else if (a == "--in") in.push_back(parse_spec(next(), true));
         else if (a == "--out") out.push_back(parse_spec(next(), false));
+        else if (a == "--confine") confine = true;
         else usage("unknown argument " + a);
     }
     if (kernel.empty() || out.empty() || calls < 1 || warmup < 0) usage("--kernel, at least one --out and --calls >= 1 are required");
+    // CUDA first: it opens the device files and may start helpers, which the confinement forbids.
+    // Without a device this fails here and the first allocation below says so.
+    cudaFree(nullptr);
+    if (confine) {
+        kevo::ConfineOptions co;
+        char cwd[4096];
+        if (getcwd(cwd, sizeof cwd)) co.writable.push_back(cwd);
+        co.writable.insert(co.writable.end(), {"/tmp", "/dev"});
+        co.readable = kevo::system_readable_paths();
+        co.readable.push_back(kernel);
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n > 0) co.readable.push_back(std::string(self, (size_t)n));
+        co.sockets = true;
+        kevo::ConfineReport cr = kevo::confine_current_process(co);
+        if (!cr.notes.empty()) std::fprintf(stderr, "kernelevo-bench: confinement incomplete:\n%s", cr.notes.c_str());
+    }
     void* lib = dlopen(kernel.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) return std::fprintf(stderr, "kernelevo-bench: cannot load %s: %s\n", kernel.c_str(), dlerror()), 3;
     auto forward = (forward_fn)dlsym(lib, "kevo_forward");

@@ -9,6 +9,7 @@
 
 #include "common/fs.h"
 #include "common/process.h"
+#include "sandbox/sandbox.h"
 #include "task/init_kind.h"
 
 namespace kevo::profile {
@@ -263,7 +264,7 @@ std::filesystem::path default_bench() {
 std::vector<std::string> bench_command(const std::filesystem::path& bench, const std::filesystem::path& library, const Task& task,
                                        size_t set, int warmup, int calls) {
     std::vector<std::string> argv = {bench.string(), "--kernel", library.string(), "--warmup", std::to_string(warmup),
-                                     "--calls", std::to_string(calls)};
+                                     "--calls", std::to_string(calls), "--confine"};
     auto dims = [&](const TensorSpec& t) {
         std::string s;
         for (int64_t v : task.concrete_shape(t, set)) s += (s.empty() ? "" : ",") + std::to_string(v);
@@ -297,29 +298,65 @@ ProfileOptions bench_profile_options() {
 Profiler::Profiler(ProfileOptions options, std::function<void(const std::string&)> log)
     : options_(std::move(options)), log_(std::move(log)) {}
 
+std::string sandbox_refusal() {
+    if (sandbox_mode() == SandboxMode::off)
+        return "the sandbox is off (--sandbox off), and a candidate is never profiled outside it";
+    const SandboxLayers& l = sandbox_layers();
+    if (!l.namespaces) {
+        std::string why = l.why_not.substr(0, l.why_not.find('\n'));
+        return "ncu runs a candidate only inside the sandbox's namespaces, which are unavailable here (" + why + ")";
+    }
+    return "";
+}
+
 bool Profiler::available() {
     if (!checked_) {
         ncu_ = find_ncu(options_);
         checked_ = true;
-    }
-    if (ncu_.empty() && !said_) {
-        said_ = true;
-        if (log_) log_("Nsight Compute (ncu) not found: candidates are not profiled (install it, or set KERNELEVO_NCU)");
+        if (ncu_.empty()) {
+            said_ = true;
+            if (log_) log_("Nsight Compute (ncu) not found: candidates are not profiled (install it, or set KERNELEVO_NCU)");
+        } else if (std::string why = sandbox_refusal(); !why.empty()) {
+            ncu_.clear();
+            said_ = true;
+            if (log_) log_("profiling skipped: " + why);
+        }
     }
     return !ncu_.empty();
 }
 
-std::string Profiler::profile(const std::vector<std::string>& program_argv) {
+std::string Profiler::profile(const std::vector<std::string>& program_argv, const std::vector<std::filesystem::path>& reads) {
     if (!available() || program_argv.empty()) return "";
+    // The sandbox of a validation: the GPU, a fresh work dir (HOME, the current directory), a
+    // private /tmp (where ncu keeps its lock and talks to its injected library), the allowlisted
+    // environment; ncu's installation, the program and `reads` read-only.
+    TempDir work("kernelevo-profile");
+    SandboxPolicy policy;
+    policy.workdir = work.path();
+    policy.gpu = true;
+    std::error_code ec;
+    const std::filesystem::path ncu_real = std::filesystem::canonical(ncu_, ec);
+    policy.read_only = {std::filesystem::path(ncu_).parent_path(), program_argv[0]};
+    if (!ec) policy.read_only.push_back(ncu_real.parent_path());
+    policy.read_only.insert(policy.read_only.end(), reads.begin(), reads.end());
+    const std::vector<std::string> prefix = sandbox_prefix(policy);
+    if (prefix.empty()) return "profile failed: the sandbox cannot host ncu here";  // available() said why
     ProcessOptions po;
-    po.argv = ncu_command(ncu_, program_argv, options_);
+    po.exact_env = sandbox_environment();
+    (*po.exact_env)["HOME"] = work.path().string();
     po.timeout_s = options_.timeout_s;
+    auto sandboxed = [&](const std::vector<std::string>& ncu_argv) {
+        std::vector<std::string> argv = prefix;
+        argv.insert(argv.end(), ncu_argv.begin(), ncu_argv.end());
+        return argv;
+    };
+    po.argv = sandboxed(ncu_command(ncu_, program_argv, options_));
     ProcessResult r = run_process(po);
     if (!r.ok() && options_.metrics.empty() && (r.out + r.err).find("metric") != std::string::npos) {
         // An ncu that lacks one of the stall metrics: once more with the core set only.
         ProfileOptions core = options_;
         core.metrics.assign(default_metrics().begin(), default_metrics().begin() + 6);
-        po.argv = ncu_command(ncu_, program_argv, core);
+        po.argv = sandboxed(ncu_command(ncu_, program_argv, core));
         r = run_process(po);
     }
     if (!r.ok() && (r.out + r.err).find("ERR_NVGPUCTRPERM") != std::string::npos) {

@@ -2,6 +2,13 @@
 // candidate, the parser for ncu's CSV output (--csv with --page raw or --page details), and a
 // few-line summary for the next prompts (DRAM and SM throughput, achieved occupancy, registers,
 // the top warp-stall reasons). Where ncu is missing, Profiler says so once and profiles nothing.
+//
+// The profiled program runs candidate code, which is untrusted (host code included), so ncu and the
+// program run inside the sandbox as validation does (tool/sandbox): bubblewrap with the GPU devices,
+// no network, a private /tmp, one fresh writable work dir and the environment allowlist; the bench
+// then confines itself (Landlock, seccomp) before it loads the candidate. Where the sandbox cannot
+// host the run (no namespaces here, or --sandbox off), profiling is skipped and said once: a
+// candidate is never profiled unsandboxed.
 #pragma once
 #include <filesystem>
 #include <functional>
@@ -62,20 +69,26 @@ std::string summarize(const std::vector<KernelProfile>& kernels, size_t max_kern
 std::filesystem::path default_bench();
 // The bench's command line for a compiled candidate on shape set `set` of the task: inputs drawn
 // as the task says (dtype and init kind by their table values), `calls` profiled calls after
-// `warmup` unprofiled ones.
+// `warmup` unprofiled ones; the bench confines itself (--confine) before loading the candidate.
 std::vector<std::string> bench_command(const std::filesystem::path& bench, const std::filesystem::path& library, const Task& task,
                                        size_t set, int warmup = 3, int calls = 1);
 // The options to profile a bench run: its profiled range only, every launch in it.
 ProfileOptions bench_profile_options();
 
-// Runs ncu around programs and summarizes; tells `log` once when ncu is missing.
+// Why the sandbox cannot host a profiled run here ("" when it can): the sandbox is off, or
+// bubblewrap cannot create namespaces. One line.
+std::string sandbox_refusal();
+
+// Runs ncu around programs, inside the sandbox, and summarizes; tells `log` once when ncu is
+// missing or the sandbox cannot host it.
 class Profiler {
 public:
     explicit Profiler(ProfileOptions options = {}, std::function<void(const std::string&)> log = {});
-    bool available();  // false (said once through log) without ncu
-    // The summary of one profiled run of `program_argv`; "" when unavailable. A failing ncu run
+    bool available();  // false (said once through log) without ncu or without a sandbox for it
+    // The summary of one profiled run of `program_argv` in the sandbox, which shows the program
+    // (argv[0]), ncu's directory and `reads` read-only; "" when unavailable. A failing ncu run
     // returns "profile failed: ..." (the search goes on without a profile).
-    std::string profile(const std::vector<std::string>& program_argv);
+    std::string profile(const std::vector<std::string>& program_argv, const std::vector<std::filesystem::path>& reads = {});
     const std::string& ncu() const { return ncu_; }
 
 private:

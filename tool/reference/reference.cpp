@@ -160,6 +160,13 @@ const char* kExtensionShim =
 
 std::string libtorch_version() { return torch_config().version; }
 
+ReferenceSupport reference_support() {
+    ReferenceSupport s;
+    s.available = torch_config().found;
+    s.cuda = torch_config().found && torch_config().cuda;
+    return s;
+}
+
 std::string reference_wrapper_source(const Task& task) {
     std::ostringstream ss;
     const bool vec = task.reference_signature == "vector";

@@ -31,6 +31,14 @@ struct ReferenceBuild {
 // The LibTorch version references are built against ("1.13.1"; "" when unknown), for metadata.
 std::string libtorch_version();
 
+// Whether this kernelevo can build references at all (built with LibTorch), and whether they run
+// on the GPU (LibTorch with CUDA) or on the CPU.
+struct ReferenceSupport {
+    bool available = false;
+    bool cuda = false;
+};
+ReferenceSupport reference_support();
+
 std::string reference_wrapper_source(const Task& task);
 ReferenceBuild build_reference(const Task& task, double timeout_s = 900);
 

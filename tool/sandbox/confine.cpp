@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <seccomp.h>
@@ -36,7 +37,7 @@ void set_limit(int res, long v) {
     setrlimit(res, &r);
 }
 
-bool apply_seccomp(std::string& notes) {
+bool apply_seccomp(bool sockets, std::string& notes) {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx) {
         notes += "seccomp: seccomp_init failed\n";
@@ -64,8 +65,10 @@ bool apply_seccomp(std::string& notes) {
     rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_NE, static_cast<scmp_datum_t>(self)));
     deny(SCMP_SYS(tkill), EPERM);
     // No network, no new sockets (the channel to the judge already exists).
-    deny(SCMP_SYS(socket), EACCES);
-    deny(SCMP_SYS(socketpair), EACCES);
+    if (!sockets) {
+        deny(SCMP_SYS(socket), EACCES);
+        deny(SCMP_SYS(socketpair), EACCES);
+    }
     // Nothing that changes the system or escapes the namespaces.
     for (int nr : {SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(pivot_root), SCMP_SYS(chroot), SCMP_SYS(unshare),
                    SCMP_SYS(setns), SCMP_SYS(bpf), SCMP_SYS(kexec_load), SCMP_SYS(init_module), SCMP_SYS(finit_module),
@@ -132,6 +135,23 @@ bool apply_landlock(const ConfineOptions& o, std::string& notes) {
 
 }  // namespace
 
+std::vector<std::string> system_readable_paths() {
+    std::vector<std::string> r = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/opt", "/sys", "/dev", "/proc"};
+    for (const char* e : {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime", "nvidia", "OpenCL"})
+        r.push_back(std::string("/etc/") + e);
+    if (const char* ld = std::getenv("LD_LIBRARY_PATH")) {
+        std::string dirs = ld;
+        for (size_t from = 0; from <= dirs.size();) {
+            size_t to = dirs.find(':', from);
+            if (to == std::string::npos) to = dirs.size();
+            std::string d = dirs.substr(from, to - from);
+            if (!d.empty() && d[0] == '/') r.push_back(d);
+            from = to + 1;
+        }
+    }
+    return r;
+}
+
 ConfineReport confine_current_process(const ConfineOptions& o) {
     ConfineReport r;
     set_limit(RLIMIT_CORE, 0);
@@ -142,7 +162,7 @@ ConfineReport confine_current_process(const ConfineOptions& o) {
     r.no_new_privs = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
     r.caps_dropped = drop_capabilities();
     if (o.landlock) r.landlock = apply_landlock(o, r.notes);
-    if (o.seccomp) r.seccomp = apply_seccomp(r.notes);  // last: the steps above need the calls it forbids
+    if (o.seccomp) r.seccomp = apply_seccomp(o.sockets, r.notes);  // last: the steps above need the calls it forbids
     return r;
 }
 

@@ -12,6 +12,9 @@ struct ConfineOptions {
     std::vector<std::string> readable;   // Landlock: directories readable (system paths)
     bool seccomp = true;
     bool landlock = true;
+    // New sockets allowed (seccomp): only for a process inside the sandbox's network namespace,
+    // whose profiler (ncu's injected library) talks to its host process over them.
+    bool sockets = false;
     long cpu_seconds = 0;                // RLIMIT_CPU, 0: unchanged
     long open_files = 256;               // RLIMIT_NOFILE
     long file_bytes = 64L << 20;         // RLIMIT_FSIZE
@@ -25,6 +28,12 @@ struct ConfineReport {
 // Applies the layers; never throws. A forbidden call afterwards either fails (EPERM) or, for exec,
 // fork and ptrace, kills the process with SIGSYS.
 ConfineReport confine_current_process(const ConfineOptions& options);
+
+// What a confined process that loads candidate code may read (Landlock): the system directories
+// (/usr, /lib*, /bin, /sbin, /opt, /sys, /dev, /proc), the loader's and CUDA's files in /etc, and
+// the directories named in LD_LIBRARY_PATH. Meant for a process inside the sandbox's namespaces
+// (its /proc is its own).
+std::vector<std::string> system_readable_paths();
 
 // The signal a seccomp kill ends a process with.
 constexpr int kSandboxKillSignal = 31;  // SIGSYS

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
-#include "evolve/internal/validator_evaluator.h"
+#include "evolve/validator_evaluator.h"
 #include "sol/sol.h"
 #include "tune/tune.h"
 

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "common/error.h"
-#include "evolve/internal/validator_evaluator.h"
+#include "evolve/validator_evaluator.h"
 
 namespace kevo::worker {
 namespace {
