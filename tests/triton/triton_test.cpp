@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <regex>
@@ -14,6 +15,7 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "compile/compile.h"
+#include "sandbox/sandbox.h"
 #include "task/task.h"
 #include "triton/aot.h"
 #include "triton/launch.h"
@@ -33,11 +35,13 @@ const Task& gelu_task() {
 
 std::string gelu_source() { return read_file(kTriton / "gelu_bias.py"); }
 
-// A "python" that is the real python3 with a stand-in triton package first on its path.
+// A "python" that is the real python3 with a stand-in triton package first on its path (and the
+// recorded AOT output, which the stand-in serves: the compile sandbox shows the import path only).
 std::string python_with(const std::string& package_dir) {
     static TempDir dir("kevo-triton-py");
     fs::path script = dir.path() / (package_dir + ".sh");
-    write_file_atomic(script, "#!/bin/sh\nPYTHONPATH='" + (kTriton / package_dir).string() + "' exec python3 \"$@\"\n");
+    write_file_atomic(script, "#!/bin/sh\nPYTHONPATH='" + (kTriton / package_dir).string() + ":" + (kTriton / "aot").string() +
+                                  "' exec python3 \"$@\"\n");
     ::chmod(script.c_str(), 0755);
     return script.string();
 }
@@ -132,7 +136,7 @@ TEST(TritonLaunch, GeluDescriptionBindsTensorsDimensionsAndConstexprs) {
 
 TEST(TritonLaunch, ListsLaunchInOrderAndTypesFollowTheTask) {
     Task t = gelu_task();
-    t.inputs[1].dtype = DType::bfloat16;
+    t.inputs[1].dtype = DType::BFLOAT16;
     std::string src = R"PY(
 @triton.jit
 def a(p, q, n: tl.int32, BLOCK: tl.constexpr = 128):
@@ -345,6 +349,76 @@ TEST(TritonCompile, SetupProblemsSayWhatToDo) {
     EXPECT_NE(old.find("Triton 2.1.0"), std::string::npos) << old;
     EXPECT_NE(old.find("too old"), std::string::npos) << old;
     EXPECT_NE(old.find("--grid"), std::string::npos) << old;
+}
+
+// Triton's AOT compiler executes the candidate file: an LLM's Python. It runs in the compile
+// sandbox: module-level code cannot write outside its work dir, cannot see the parent's secrets
+// (environment, /proc of other processes, home directories), and a candidate that never finishes
+// is stopped by the time limit (a compile_error naming it, not cached).
+TEST(TritonSandbox, CandidateCodeRunsConfined) {
+    REQUIRE_PYTHON();
+    const SandboxLayers& layers = sandbox_layers();
+    if (!layers.namespaces) GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << layers.why_not;
+    // Outside the work dir, in the build tree (a place the test process can write).
+    TempDir outside_parent("kevo-triton-escape");
+    const fs::path outside = fs::path(KEVO_BINARY_DIR) / "tests" / ("triton-escape-" + outside_parent.path().filename().string());
+    fs::create_directories(outside);
+    const std::string secret = "kevo-secret-" + outside_parent.path().filename().string();
+    ::setenv("OPENROUTER_API_KEY", secret.c_str(), 1);
+    ::setenv("KEVO_TEST_PARENT_ONLY", secret.c_str(), 1);
+    std::string evil = gelu_source();
+    evil = replaced(evil, "import triton\n", "import triton\nimport os, glob\n"
+        "found = []\n"
+        "for target in [" + std::string("'") + (outside / "pwned").string() + "', '" + (fs::path(KEVO_SOURCE_DIR) / "pwned").string() +
+        "', os.path.expanduser('~root/pwned')]:\n"
+        "    try:\n"
+        "        open(target, 'w').write('x')\n"
+        "        found.append('WROTE ' + target)\n"
+        "    except OSError as e:\n"
+        "        found.append('write refused ' + type(e).__name__)\n"
+        "found.append('env ' + ' '.join(k + '=' + v for k, v in os.environ.items()))\n"
+        "for f in ['/proc/%d/environ' % os.getppid(), '/proc/1/environ'] + glob.glob('/proc/*/environ'):\n"
+        "    try:\n"
+        "        found.append(f + ' ' + open(f, 'rb').read().decode('latin-1'))\n"
+        "    except OSError as e:\n"
+        "        found.append(f + ' refused')\n"
+        "found.append('home ' + repr(os.path.isdir('/root') and os.listdir('/root')))\n"
+        "raise SystemExit('FINDINGS ' + ' | '.join(found))\n");
+    CompileOptions o;
+    o.task = std::make_shared<const Task>(gelu_task());
+    o.python = python_with("fake_triton");
+    CompileResult r = compile_kernel(evil, o);
+    ::unsetenv("OPENROUTER_API_KEY");
+    ::unsetenv("KEVO_TEST_PARENT_ONLY");
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.log.find("FINDINGS"), std::string::npos) << "the candidate's module-level code ran: " << r.log;
+    // A path outside what the sandbox shows does not exist there; a parent of a read-only mount
+    // (the source tree above tests/data, /root above a pyenv Python) is a directory of the
+    // sandbox's own throwaway root: a write there "succeeds" but never reaches this machine.
+    EXPECT_NE(r.log.find("write refused"), std::string::npos) << r.log;
+    EXPECT_FALSE(fs::exists(outside / "pwned"));
+    EXPECT_FALSE(fs::exists(fs::path(KEVO_SOURCE_DIR) / "pwned")) << "the candidate wrote into the source tree";
+    EXPECT_FALSE(fs::exists(fs::path("/root/pwned"))) << "the candidate wrote into a home directory";
+    EXPECT_EQ(r.log.find(secret), std::string::npos) << "a secret of the parent reached the candidate";
+    EXPECT_EQ(r.log.find("KEVO_TEST_PARENT_ONLY"), std::string::npos) << "the environment is an allowlist";
+    fs::remove_all(outside);
+}
+
+TEST(TritonSandbox, ACandidateThatNeverFinishesHitsTheTimeLimitAndIsNotCached) {
+    REQUIRE_PYTHON();
+    std::string slow = replaced(gelu_source(), "import triton\n", "import triton\nwhile True:\n    pass\n");
+    slow += "# " + std::to_string(::getpid()) + "\n";  // not served from an earlier run's cache
+    CompileOptions o;
+    o.task = std::make_shared<const Task>(gelu_task());
+    o.python = python_with("fake_triton");
+    o.timeout_s = 3;
+    CompileResult r = compile_kernel(slow, o);
+    EXPECT_FALSE(r.ok);
+    EXPECT_TRUE(r.limit_hit);
+    EXPECT_NE(r.log.find("compile_error: the compilation hit the time limit (3 s)"), std::string::npos) << r.log;
+    CompileResult again = compile_kernel(slow, o);
+    EXPECT_FALSE(again.cached) << "a compile stopped by a limit is not a verdict";
+    EXPECT_TRUE(again.limit_hit);
 }
 
 TEST(TritonCompile, KernelevoPythonSelectsTheInterpreter) {

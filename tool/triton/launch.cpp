@@ -359,18 +359,16 @@ std::string expression_to_c(const std::string& expr, const std::map<std::string,
 }
 
 std::string triton_dtype(DType d) {
-    switch (d) {
-        case DType::float32: return "fp32";
-        case DType::float16: return "fp16";
-        case DType::bfloat16: return "bf16";
-        case DType::float64: return "fp64";
-        case DType::int8: return "i8";
-        case DType::uint8: return "u8";
-        case DType::int32: return "i32";
-        case DType::int64: return "i64";
-        case DType::boolean: return "i1";
-    }
-    throw LaunchError(std::string("Triton has no pointer type for dtype ") + dtype_name(d));
+    // Derived from the one dtype table (KEVO_DTYPE_LIST: name, size, floating): Triton spells
+    // pointer element types fp32, fp16, bf16, fp64, i8, u8, i32, i64 and i1 (bool).
+    const std::string name = dtype_name(d);
+    const std::string bits = std::to_string(8 * dtype_size(d));
+    if (name == "bool") return "i1";
+    if (name.rfind("bfloat", 0) == 0) return "bf" + bits;
+    if (is_floating(d)) return "fp" + bits;
+    if (name.rfind("uint", 0) == 0) return "u" + bits;
+    if (name.rfind("int", 0) == 0) return "i" + bits;
+    throw LaunchError(std::string("Triton has no pointer type for dtype ") + name);
 }
 
 bool Launch::has_hints() const {

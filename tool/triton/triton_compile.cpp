@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -13,6 +14,7 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
+#include "sandbox/sandbox.h"
 #include "triton/aot.h"
 #include "triton/launch.h"
 
@@ -22,6 +24,8 @@ namespace {
 
 // Bump when the generated wrapper changes: cached wrappers of older versions are not reused.
 const char* const kWrapperVersion = "kevo-triton-wrapper-3";
+// Address-space limit of a sandboxed Triton compile (Python + Triton's LLVM reserve more than nvcc).
+const long kTritonMemoryBytes = 16L << 30;
 
 const char* const kProbeScript = R"PY(
 import sys
@@ -31,6 +35,10 @@ except Exception as e:
     print("KEVO_NO_TRITON", type(e).__name__, e)
     sys.exit(0)
 print("KEVO_TRITON", getattr(triton, "__version__", "unknown"))
+import json, os
+print("KEVO_EXE", os.path.realpath(sys.executable))
+print("KEVO_PATH", json.dumps([p for p in sys.path if p and os.path.isdir(p)]))
+print("KEVO_PREFIX", json.dumps(sorted({os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix)})))
 import contextlib, io, runpy
 buf = io.StringIO()
 sys.argv = ["triton.tools.compile", "--help"]
@@ -108,6 +116,14 @@ TritonInfo probe(const std::string& python_option) {
                          "(python -m triton.tools.compile) has no --grid option. Install Triton 3.0 or newer: "
                          "`pip install -U triton`.");
     info.has_target = line_value(r.out, "KEVO_TARGET") == "True";
+    info.executable = line_value(r.out, "KEVO_EXE");
+    if (info.executable.empty()) info.executable = info.python;
+    try {
+        for (const auto& p : nlohmann::json::parse(line_value(r.out, "KEVO_PATH"))) info.import_path.push_back(p.get<std::string>());
+        for (const auto& p : nlohmann::json::parse(line_value(r.out, "KEVO_PREFIX"))) info.prefixes.push_back(p.get<std::string>());
+    } catch (const std::exception&) {
+        throw UsageError("Python (" + info.python + ") did not report its import path; output:\n" + trim_python_log(r.out + r.err, 2000));
+    }
     cache[info.python] = info;
     return info;
 }
@@ -173,7 +189,7 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
                 j.launch = li;
                 j.hinted = hinted;
                 j.stem = "k" + std::to_string(li) + (hinted ? "h" : "g");
-                j.argv = {info.python, "-m", "triton.tools.compile", "kernel.py", "--kernel-name", L.kernel,
+                j.argv = {info.executable, "-m", "triton.tools.compile", "kernel.py", "--kernel-name", L.kernel,
                           "--out-path", "aot/" + j.stem, "--out-name", "kevo_" + j.stem,
                           "--signature", L.signature(hinted), "--grid", "kevo_grid_x,kevo_grid_y,kevo_grid_z",
                           "--num-warps", std::to_string(L.num_warps), "--num-stages", std::to_string(L.num_stages)};
@@ -185,16 +201,47 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
             }
         }
         auto t_aot = std::chrono::steady_clock::now();
+        // The AOT compiler executes the candidate file (untrusted, LLM-written Python): it runs in
+        // the same sandbox and under the same kind of limits as nvcc. Visible: the system, the
+        // Python installation and its import path (read-only), the work dir (the only writable
+        // place) and a private /tmp; no network, no home directories, an allowlisted environment.
+        check_sandbox_layers();
+        SandboxPolicy policy;
+        policy.workdir = tmp.path();
+        policy.gpu = !info.has_target;  // a Triton without --target asks the GPU for its architecture
+        auto system_path = [](const std::string& p) {
+            for (const char* sys_dir : {"/usr/", "/opt/", "/bin/", "/lib/", "/lib64/", "/sbin/"})
+                if (p.rfind(sys_dir, 0) == 0) return true;
+            return false;
+        };
+        for (const auto& p : info.prefixes)
+            if (!system_path(p + "/")) policy.read_only.push_back(p);
+        std::string pythonpath;
+        for (const auto& p : info.import_path) {
+            if (!system_path(p + "/")) policy.read_only.push_back(p);
+            pythonpath += (pythonpath.empty() ? "" : ":") + p;
+        }
+        if (!system_path(info.executable)) policy.read_only.push_back(fs::path(info.executable).parent_path());
+        const std::vector<std::string> prefix = sandbox_prefix(policy);
+        const auto env = sandbox_environment({{"HOME", tmp.path().string()},
+                                              {"PYTHONDONTWRITEBYTECODE", "1"},
+                                              {"PYTHONNOUSERSITE", "1"},
+                                              {"PYTHONPATH", pythonpath},  // the import path the probe saw, user site included
+                                              {"TRITON_CACHE_DIR", (tmp.path() / "triton-cache").string()},
+                                              {"TRITON_HOME", tmp.path().string()}});
+        const long memory = std::max(opt.memory_bytes, kTritonMemoryBytes);
         std::vector<std::thread> threads;
         for (Job& j : jobs)
-            threads.emplace_back([&j, &tmp, &opt] {
+            threads.emplace_back([&j, &tmp, &opt, &prefix, &env, memory] {
                 ProcessOptions po;
-                po.argv = j.argv;
+                po.argv = prefix;
+                po.argv.insert(po.argv.end(), j.argv.begin(), j.argv.end());
                 po.cwd = tmp.path();
                 po.timeout_s = opt.timeout_s;
-                po.env = {{"PYTHONDONTWRITEBYTECODE", "1"},
-                          {"TRITON_CACHE_DIR", (tmp.path() / "triton-cache").string()},
-                          {"TRITON_HOME", tmp.path().string()}};  // not HOME: a `pip install --user` Triton lives there
+                po.exact_env = env;
+                po.max_address_space = memory;
+                po.max_cpu_s = static_cast<long>(opt.timeout_s) + 5;
+                po.max_file_bytes = 256L << 20;
                 j.result = run_process(po);
             });
         for (auto& t : threads) t.join();
@@ -203,10 +250,28 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
             if (j.result.ok()) continue;
             const Launch& L = launches[j.launch];
             std::string log = strip_dir(j.result.out + j.result.err, tmp.path());
-            res.log = "Triton's compiler failed on " + L.kernel + " (signature \"" + L.signature(j.hinted) + "\", num_warps " +
-                      std::to_string(L.num_warps) + ", num_stages " + std::to_string(L.num_stages) + "): " + j.result.describe() +
-                      "\n" + trim_python_log(log) + hint_for(log);
-            if (j.result.started && !j.result.timed_out && j.result.term_signal == 0) write_file_atomic(err_file, res.log);
+            if (log.find("No module named 'triton'") != std::string::npos)  // a setup problem, not the candidate's
+                throw UsageError("Triton " + info.version + " (" + info.python + ") cannot be imported inside the compile sandbox: is it "
+                                 "installed in a directory of Python's import path?\n" + trim_python_log(log, 1500));
+            const std::string what = "Triton's compiler failed on " + L.kernel + " (signature \"" + L.signature(j.hinted) + "\", num_warps " +
+                                     std::to_string(L.num_warps) + ", num_stages " + std::to_string(L.num_stages) + ")";
+            const bool memory = log.find("MemoryError") != std::string::npos || log.find("std::bad_alloc") != std::string::npos ||
+                                log.find("Cannot allocate memory") != std::string::npos || log.find("out of memory") != std::string::npos;
+            res.limit_hit = j.result.timed_out || memory || j.result.term_signal != 0;
+            if (j.result.timed_out) {
+                res.log = "compile_error: the compilation hit the time limit (" + std::to_string(static_cast<long>(opt.timeout_s)) +
+                          " s) and was killed: " + what + "\n" + trim_python_log(log, 2000);
+            } else if (memory) {
+                res.log = "compile_error: the compiler hit the memory limit (" + std::to_string(memory >> 20) +
+                          " MiB of address space per process) and was stopped: " + what + "\n" + trim_python_log(log, 2000);
+            } else if (j.result.term_signal != 0) {
+                res.log = "compile_error: the compiler was killed by a limit (" + j.result.describe() +
+                          "; CPU time, file size or memory): " + what + "\n" + trim_python_log(log, 2000);
+            } else {
+                res.log = what + ": " + j.result.describe() + "\n" + trim_python_log(log) + hint_for(log);
+            }
+            // Only a real verdict is remembered: a compile stopped by a limit is tried again next time.
+            if (j.result.started && !res.limit_hit) write_file_atomic(err_file, res.log);
             res.backend_info = backend_info;
             res.seconds = elapsed();
             return res;

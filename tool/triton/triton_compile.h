@@ -10,6 +10,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compile/compile.h"
 
@@ -19,6 +20,9 @@ struct TritonInfo {
     std::string python;        // the interpreter used
     std::string version;       // triton.__version__, e.g. "3.6.0"
     bool has_target = false;   // compile.py takes --target (compiles without a GPU)
+    std::string executable;    // sys.executable, resolved (what runs inside the sandbox)
+    std::vector<std::string> import_path;  // sys.path (existing dirs): PYTHONPATH inside the sandbox
+    std::vector<std::string> prefixes;     // sys.prefix and friends: visible (read-only) inside the sandbox
 };
 
 // The Python interpreter: `option`, else $KERNELEVO_PYTHON, else python3.
@@ -30,6 +34,10 @@ TritonInfo probe(const std::string& python_option);
 
 // compile_kernel() for a Triton candidate. A broken launch description or a Triton compile error
 // is a failed CompileResult (the log says what to fix); a missing Triton throws UsageError.
+// Triton's AOT compiler executes the candidate file, so it runs sandboxed (tool/sandbox: bwrap, no
+// network, private /tmp, the work dir as the only writable place, an allowlisted environment) with
+// limits on time (options.timeout_s), address space, CPU time and file size; a compile stopped by
+// a limit is a compile_error naming the limit and is not cached.
 CompileResult compile_triton(const std::string& source, const CompileOptions& options);
 
 // compile_kernel()'s dispatch: a Triton candidate goes to compile_triton(); anything else returns

@@ -1,13 +1,21 @@
 # Stand-in for `python -m triton.tools.compile` (Triton 3.6's command line): checks the arguments
-# the way the real one does, then copies the recorded output for that exact signature (the file
-# names carry the same signature hash and suffix as Triton's) to --out-path.
+# and executes the candidate file the way the real one does (so its module-level code runs, as it
+# would with Triton: the sandbox tests rely on it), then copies the recorded output for that exact
+# signature (the file names carry the same signature hash and suffix as Triton's) to --out-path.
+# The recorded files are found on the import path (tests/data/triton/aot is put there, read-only
+# inside the compile sandbox) or next to this package.
 import hashlib
+import importlib.util
 import shutil
 import sys
 from argparse import ArgumentParser
 from pathlib import Path
 
-RECORDED = Path(__file__).resolve().parents[3] / "aot"
+def recorded_dir():
+    for p in sys.path:
+        if p and (Path(p) / "README.md").exists() and Path(p).name == "aot":
+            return Path(p)
+    return Path(__file__).resolve().parents[3] / "aot"
 
 
 def main():
@@ -22,9 +30,14 @@ def main():
     parser.add_argument("--signature", "-s", type=str, required=True)
     parser.add_argument("--grid", "-g", type=str, required=True)
     args = parser.parse_args()
-    src = Path(args.path).read_text()
-    if f"def {args.kernel_name}(" not in src:
-        raise AttributeError(f"module 'kernel' has no attribute '{args.kernel_name}'")
+    arg_path = Path(args.path)
+    sys.path.insert(0, str(arg_path.parent))
+    spec = importlib.util.spec_from_file_location(arg_path.stem, arg_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # the candidate's module-level code runs here, as with Triton
+    if not hasattr(mod, args.kernel_name):
+        raise AttributeError(f"module '{arg_path.stem}' has no attribute '{args.kernel_name}'")
+    RECORDED = recorded_dir()
     assert len(args.grid.split(",")) == 3
     sig = [s.strip(" ") for s in args.signature.split(",")]
     meta = f"warps{args.num_warps}xstages{args.num_stages}"
