@@ -197,7 +197,9 @@ extern "C" int kevo_forward(const kevo_tensor* in, int, kevo_tensor* out, int, c
     ProcessOptions po;
     po.argv = {KEVO_EXE, "search", "--task", (kData / "gelu_bias" / "task.json").string(), "--out", out.string(), "--state",
                state.string(), "--replay", (dir.path() / "transcript.jsonl").string(), "--llm-replay-in-order", "--backend", "both",
-               "--islands", "2", "--children", "1", "--jobs", "1", "--generations", "1", "--mode", "full", "--timing-trials", "20"};
+               "--islands", "2", "--children", "1", "--jobs", "1", "--generations", "1", "--mode", "full", "--timing-trials", "20",
+               // Serial and deterministic: no profiler run, no tuning, generation by generation.
+               "--schedule", "generations", "--no-profile", "--tune-evals", "0"};
     po.timeout_s = 540;
     ProcessResult r = run_process(po);
     ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;

@@ -36,7 +36,7 @@ except Exception as e:
     sys.exit(0)
 print("KEVO_TRITON", getattr(triton, "__version__", "unknown"))
 import json, os
-print("KEVO_EXE", os.path.realpath(sys.executable))
+print("KEVO_EXE", os.path.abspath(sys.executable))  # a venv's python stays itself (its site dir, .pth files)
 print("KEVO_PATH", json.dumps([p for p in sys.path if p and os.path.isdir(p)]))
 print("KEVO_PREFIX", json.dumps(sorted({os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix)})))
 import contextlib, io, runpy

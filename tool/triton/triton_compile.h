@@ -20,7 +20,7 @@ struct TritonInfo {
     std::string python;        // the interpreter used
     std::string version;       // triton.__version__, e.g. "3.6.0"
     bool has_target = false;   // compile.py takes --target (compiles without a GPU)
-    std::string executable;    // sys.executable, resolved (what runs inside the sandbox)
+    std::string executable;    // sys.executable (what runs inside the sandbox)
     std::vector<std::string> import_path;  // sys.path (existing dirs): PYTHONPATH inside the sandbox
     std::vector<std::string> prefixes;     // sys.prefix and friends: visible (read-only) inside the sandbox
 };
