@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <regex>
 
 #include "cache/cache.h"
@@ -419,6 +420,53 @@ TEST(TritonSandbox, ACandidateThatNeverFinishesHitsTheTimeLimitAndIsNotCached) {
     CompileResult again = compile_kernel(slow, o);
     EXPECT_FALSE(again.cached) << "a compile stopped by a limit is not a verdict";
     EXPECT_TRUE(again.limit_hit);
+}
+
+// The command line: `cache add` stores a Triton candidate as the generated .cu + the .py,
+// `cache status` shows the backend and goes stale when the .py changes, and a missing Triton is a
+// setup problem (exit 2) that says what to install.
+TEST(TritonCli, CacheAddStatusAndSetupErrors) {
+    REQUIRE_PYTHON();
+    TempDir dir("kevo-triton-cli");
+    const fs::path kernels = dir.path() / "kernels";
+    const std::string task = (kData / "gelu_bias" / "task.json").string();
+    auto kevo = [&](std::vector<std::string> args) {
+        ProcessOptions po;
+        po.argv = {KEVO_EXE};
+        po.argv.insert(po.argv.end(), args.begin(), args.end());
+        po.timeout_s = 300;
+        return run_process(po);
+    };
+    ProcessResult add = kevo({"cache", "add", "--task", task, "--kernel", (kTriton / "gelu_bias.py").string(), "--arch", "sm_90",
+                              "--cache-dir", kernels.string(), "--unvalidated", "--python", python_with("fake_triton")});
+    ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+    EXPECT_TRUE(fs::exists(kernels / "gelu_bias" / "sm_90.cu"));
+    EXPECT_EQ(read_file(kernels / "gelu_bias" / "sm_90.py"), gelu_source());
+    EXPECT_NE(read_file(kernels / "gelu_bias" / "sm_90.cu").find("kevo_forward"), std::string::npos);
+    ProcessResult st = kevo({"cache", "status", "--cache-dir", kernels.string(), "--task", task});
+    EXPECT_NE(st.out.find("BACKEND"), std::string::npos) << st.out;
+    EXPECT_NE(st.out.find("triton 3.6.0+recorded"), std::string::npos) << st.out;
+    ProcessResult js = kevo({"cache", "status", "--cache-dir", kernels.string(), "--task", task, "--json"});
+    auto j = nlohmann::json::parse(js.out);
+    EXPECT_EQ(j["entries"][0]["backend"], "triton") << js.out;
+    {
+        std::ofstream py(kernels / "gelu_bias" / "sm_90.py", std::ios::app);
+        py << "# edited by hand\n";
+    }
+    st = kevo({"cache", "status", "--cache-dir", kernels.string(), "--task", task});
+    EXPECT_EQ(st.exit_code, 1) << st.out;
+    EXPECT_NE(st.out.find("stale"), std::string::npos) << st.out;
+    EXPECT_NE(st.out.find("sm_90.py was edited"), std::string::npos) << st.out;
+
+    ProcessResult none = kevo({"validate", "--task", task, "--kernel", (kTriton / "gelu_bias.py").string(), "--arch", "sm_90",
+                               "--python", python_with("no_such_dir")});
+    EXPECT_EQ(none.exit_code, 2) << none.out << none.err;
+    EXPECT_NE(none.err.find("Triton is not installed"), std::string::npos) << none.err;
+    EXPECT_NE(none.err.find("pip install triton"), std::string::npos) << none.err;
+    ProcessResult old = kevo({"cache", "add", "--task", task, "--kernel", (kTriton / "gelu_bias.py").string(), "--arch", "sm_90",
+                              "--cache-dir", kernels.string(), "--unvalidated", "--python", python_with("old_triton")});
+    EXPECT_EQ(old.exit_code, 2) << old.out << old.err;
+    EXPECT_NE(old.err.find("too old"), std::string::npos) << old.err;
 }
 
 TEST(TritonCompile, KernelevoPythonSelectsTheInterpreter) {

@@ -398,7 +398,9 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
                    "a .cu; needs Triton 3.x on this host), or both (islands alternate; the archive keeps the best of each)")
         ->capture_default_str()
         ->check(CLI::IsMember({"cuda", "triton", "both"}));
-    cmd.add_option("--python", a.python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
+    // `kernelevo bench` has its own --python (PyTorch for --torch-compile) and passes it on.
+    if (!cmd.get_option_no_throw("--python"))
+        cmd.add_option("--python", a.python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
     cmd.add_option("--generations", a.cfg.generations, "Evolution generations after the seed")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd.add_option("--islands", a.cfg.islands, "Islands (independent populations)")->capture_default_str()->check(CLI::Range(1, 64));
     cmd.add_option("--children", a.cfg.children, "Candidates per island per generation")->capture_default_str()->check(CLI::Range(1, 64));
