@@ -308,7 +308,7 @@ function(kernelevo_optimize NAME)
   # and when an entry appears: depend on the function's folder, else on CACHE_DIR, else on the
   # nearest folder above it that exists (`kernelevo cache add` creates the missing ones).
   set(_deps "${_ref}" ${_t_REF_DEPS})
-  file(GLOB _entries "${_cache}/${NAME}/sm_*.cu" "${_cache}/${NAME}/sm_*.json")
+  file(GLOB _entries "${_cache}/${NAME}/sm_*.cu" "${_cache}/${NAME}/sm_*.json" "${_cache}/${NAME}/sm_*.py")
   list(APPEND _deps ${_entries})
   set(_watch "${_cache}/${NAME}")
   while(NOT IS_DIRECTORY "${_watch}")

@@ -18,9 +18,10 @@ echo "built in $(( $(date +%s) - t0 )) s"
 source build-gpu/env.sh
 export KERNELEVO_CACHE_HOME=/tmp/kevo-test-cache
 # Executables with GPU tests first, the sandbox's CPU escapes after; "exe[:gtest_filter]".
+# (triton_gpu_test skips without Triton; scripts/triton_check.sh runs it with figures.)
 exes=(validate/validate_gpu_test sandbox/sandbox_test runtime/runtime_gpu_test validate/validate_test
       evolve/evolve_gpu_test tune/tune_gpu_test "tune/tune_cli_test" profile/profile_test sol/sol_test
-      cli/cli_gpu_test worker/worker_gpu_test kernelbench/kernelbench_gpu_test)
+      cli/cli_gpu_test worker/worker_gpu_test kernelbench/kernelbench_gpu_test triton/triton_gpu_test)
 log="$out/tests.log"
 : > "$log"
 for e in "${exes[@]}"; do

@@ -404,6 +404,46 @@ fs::path find_object(const fs::path& build, const std::string& dir, const std::s
     return {};
 }
 
+// A Triton entry: the generated .cu (here a stand-in that, like the real one, opens the CUDA driver
+// with dlopen) plus its .py. CMake checks the .py's hash like the tool does, links libdl (never
+// libcuda), and the program starts and falls back where there is no driver.
+TEST_F(CMakeProject, TritonEntryIsCheckedAgainstItsSourceAndNeedsNoDriverToStart) {
+    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    std::string cu = scale_kernel(2);
+    cu.replace(cu.find("#include <cuda_runtime.h>"), 25, "#include <dlfcn.h>\n#include <cuda_runtime.h>");
+    cu.replace(cu.find("  long long n"), 0, "  if (!dlopen(\"libcuda.so.1\", RTLD_NOW | RTLD_LOCAL)) return 13;\n");
+    Task t = task("scale");
+    cache::EntryMeta m;
+    m.function = "scale";
+    m.arch = "sm_90";
+    m.task_hash = t.hash();
+    m.reference_hash = t.reference_hash();
+    m.origin = "manual";
+    m.speedup = 2.5;
+    m.date = "2026-12-02T10:00:00Z";
+    m.triton = {{"triton_version", "3.6.0"}};
+    const std::string py = "import triton\n# the candidate the .cu was generated from\n";
+    cache::store(cache_dir, cu, m, &py);
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel (2.5x vs reference")) << r.out;
+    r = build_all();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_FALSE(contains(read_file(build / "build.ninja"), "libcuda.so")) << "nothing links the driver";
+    Outcome app = run({(build / "app").string()});
+    EXPECT_EQ(app.rc, 0) << app.out;
+    EXPECT_TRUE(contains(app.out, "impl=reference")) << app.out;
+
+    std::ofstream(cache_dir / "scale" / "sm_90.py", std::ios::app) << "# tuned\n";
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: stale (the Triton source sm_90.py was edited after it was stored")) << r.out;
+    fs::remove(cache_dir / "scale" / "sm_90.py");
+    r = configure();
+    EXPECT_TRUE(contains(r.out, "the Triton source sm_90.py is missing")) << r.out;
+}
+
 TEST_F(CMakeProject, BuildsRunsAndAddingAnArchitectureRebuildsOnlyThatKernel) {
     Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
     ASSERT_EQ(r.rc, 0) << r.out;

@@ -61,15 +61,25 @@ TEST(Selection, TemperatureControlsGreed) {
 TEST(Prompts, DefaultsRenderAndOverridesReplaceThem) {
     Prompts p;
     std::map<std::string, std::string> vars = {{"task_name", "gelu"}, {"task", "T"}, {"reference", "R"},
-                                               {"abi", p.text("abi")}, {"gpu", "G"}, {"speed_of_light", "S"}};
+                                               {"abi", p.text("abi")}, {"gpu", "G"}, {"speed_of_light", "S"}, {"language", "CUDA"}, {"fence", "cuda"}};
     std::string seed = p.render("seed", vars);
+    EXPECT_NE(seed.find("Write a CUDA kernel"), std::string::npos);
+    EXPECT_NE(seed.find("one ```cuda code block"), std::string::npos);
     EXPECT_NE(seed.find("# Task: gelu"), std::string::npos);
     EXPECT_NE(seed.find("extern \"C\" int kevo_forward"), std::string::npos);  // the ABI and its example
     EXPECT_EQ(seed.find("{{"), std::string::npos);
-    vars.insert({{"parent_code", "P"}, {"parent_metrics", "M"}, {"inspirations", "I"}, {"feedback", "F"},
+    vars.insert({{"parent_code", "P"}, {"parent_fence", "cuda"}, {"parent_metrics", "M"}, {"inspirations", "I"}, {"feedback", "F"},
                  {"code", "C"}, {"error", "E"}});
     for (const char* t : {"mutate_full", "mutate_diff", "repair"}) EXPECT_EQ(p.render(t, vars).find("{{"), std::string::npos);
     EXPECT_NE(p.render("mutate_diff", vars).find(">>>>>>> REPLACE"), std::string::npos);
+    // The Triton flavour: the Triton format instead of the ABI, python blocks.
+    vars["abi"] = p.text("triton");
+    vars["language"] = "Triton";
+    vars["fence"] = "python";
+    std::string tseed = p.render("seed", vars);
+    EXPECT_NE(tseed.find("Write a Triton kernel"), std::string::npos);
+    EXPECT_NE(tseed.find("KEVO_LAUNCH = {"), std::string::npos);
+    EXPECT_NE(tseed.find("one ```python code block"), std::string::npos);
 
     TempDir dir;
     write_file_atomic(dir.path() / "seed.md", "Write {{task_name}} for {{gpu}}; {{unknown}}");

@@ -94,6 +94,48 @@ TEST(Search, SeedsRepairsAndImproves) {
     for (const auto& island : r.store->islands()) EXPECT_FALSE(Island::from_json(island).archive.empty());
 }
 
+// --backend both: even islands write Triton, odd ones CUDA (translating the Triton seed on their
+// first mutation); the archives keep Triton and CUDA programs in separate cells.
+TEST(Search, BothBackendsAlternateIslandsAndKeepEach) {
+    SearchRun r;
+    ScriptedProvider provider([](const llm::ChatRequest& req) {
+        const std::string& u = user_prompt(req);
+        long v = static_cast<long>(req.seed.value());
+        bool triton = u.find("Write a Triton kernel") != std::string::npos ||
+                      u.find("Improve the speed of a Triton kernel") != std::string::npos;
+        if (!triton) return kernel_reply(v, 1.5);
+        return "```python\nimport triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):\n    pass  # SPEEDUP=" +
+               std::to_string(1.0 + static_cast<double>(v % 100) / 100.0) + " variant " + std::to_string(v) +
+               "\n\nKEVO_LAUNCH = {\"kernel\": \"k\"}\n```\n";
+    });
+    SearchConfig cfg = small(2);
+    cfg.backend = "both";
+    cfg.mode = "full";
+    SearchResult res = r.run(cfg, provider);
+    ASSERT_TRUE(res.best);
+    auto reqs = provider.requests();
+    ASSERT_FALSE(reqs.empty());
+    // The seed (island 0) is Triton, with the Triton format in the prompt.
+    EXPECT_NE(user_prompt(reqs[0]).find("Write a Triton kernel"), std::string::npos);
+    EXPECT_NE(user_prompt(reqs[0]).find("KEVO_LAUNCH"), std::string::npos);
+    EXPECT_NE(user_prompt(reqs[0]).find("```python code block"), std::string::npos);
+    bool translated = false;
+    for (const auto& q : reqs)
+        translated = translated || user_prompt(q).find("write the CUDA version of it") != std::string::npos;
+    EXPECT_TRUE(translated) << "island 1 translates the Triton seed into CUDA";
+    int triton_ok = 0, cuda_ok = 0;
+    for (const auto& p : r.programs())
+        if (p.ok()) (p.source.find("@triton.jit") != std::string::npos ? triton_ok : cuda_ok)++;
+    EXPECT_GT(triton_ok, 0);
+    EXPECT_GT(cuda_ok, 0);
+    auto islands = r.store->islands();
+    ASSERT_EQ(islands.size(), 2u);
+    for (const auto& e : Island::from_json(islands[0]).archive.elites()) EXPECT_EQ(e.technique.rfind("triton_", 0), 0u) << e.technique;
+    bool island1_cuda = false;
+    for (const auto& e : Island::from_json(islands[1]).archive.elites()) island1_cuda = island1_cuda || e.technique.rfind("triton_", 0) != 0;
+    EXPECT_TRUE(island1_cuda);
+}
+
 TEST(Search, RepairGivesUpAfterTheConfiguredAttempts) {
     SearchRun r;
     ScriptedProvider provider([](const llm::ChatRequest& req) {

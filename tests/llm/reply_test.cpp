@@ -52,8 +52,15 @@ TEST(LlmExtractKernel, SeveralDefinitionsPicksTheLast) {
 TEST(LlmExtractKernel, NoBlockIsAClearError) {
     std::string m = message_of([] { extract_kernel("I think you should use shared memory tiling."); });
     EXPECT_NE(m.find("no code block"), std::string::npos) << m;
-    m = message_of([] { extract_kernel("```python\nimport torch\n```"); });
+    m = message_of([] { extract_kernel("```javascript\nlet a = 1;\n```"); });
     EXPECT_NE(m.find("only blocks in other languages"), std::string::npos) << m;
+}
+
+TEST(LlmExtractKernel, TritonCandidatesComeInPythonBlocks) {
+    EXPECT_EQ(extract_kernel("Here:\n```python\n@triton.jit\ndef k(): pass\nKEVO_LAUNCH = {}\n```\n"),
+              "@triton.jit\ndef k(): pass\nKEVO_LAUNCH = {}\n");
+    // Several blocks: the one with the launch description.
+    EXPECT_EQ(extract_kernel("```python\nprint(1)\n```\n```python\nKEVO_LAUNCH = {}\n```\n"), "KEVO_LAUNCH = {}\n");
 }
 
 TEST(LlmExtractKernel, SeveralBlocksWithoutKevoForwardIsAnError) {

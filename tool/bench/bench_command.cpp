@@ -213,6 +213,7 @@ void run_bench(BenchArgs& a, int& rc) {
                 s.state = (out / "state" / (folder + ".db")).string();
                 s.fresh = false;
                 fs::create_directories(out / "state");
+                if (s.python.empty()) s.python = a.python;  // --python: also the one with Triton (--backend triton|both)
                 evolve::SearchOutcome so = evolve::run_search(s, prefix + folder + " | ");
                 r.tokens = so.tokens;
                 r.cost_usd = so.cost_usd;
@@ -304,7 +305,8 @@ void register_bench_command(CLI::App& app, int& rc) {
                   "Also time the Python model (the task folder's problem.py) in eager PyTorch and under torch.compile "
                   "with the host's PyTorch (needs a CUDA GPU and PyTorch 2)");
     cmd->add_option("--python", a->python,
-                    "Python with PyTorch for --torch-compile (default: python3 if it has torch, else /usr/bin/python3)");
+                    "Python with PyTorch for --torch-compile, and with Triton for --backend triton|both "
+                    "(default: python3 if it has torch, else /usr/bin/python3; for Triton $KERNELEVO_PYTHON, else python3)");
     cmd->add_option("--baseline", a->baseline,
                     "KernelBench's published timings (baseline_h100.tsv) to show beside ours, matched by task name "
                     "(kb<level>_<file stem>); for reference only, speedups stay over our own LibTorch eager")

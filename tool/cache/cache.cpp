@@ -68,6 +68,8 @@ nlohmann::json EntryMeta::to_json() const {
     j["date"] = date;
     j["kernelevo_version"] = kernelevo_version;
     if (!note.empty()) j["note"] = note;
+    j["backend"] = backend;
+    if (backend == "triton") j["triton"] = triton.is_null() ? nlohmann::json::object() : triton;
     return j;
 }
 
@@ -96,6 +98,8 @@ EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
         m.date = get_or<std::string>(j, "date", "");
         m.kernelevo_version = get_or<std::string>(j, "kernelevo_version", "");
         m.note = get_or<std::string>(j, "note", "");
+        m.backend = get_or<std::string>(j, "backend", "cuda");
+        m.triton = j.contains("triton") ? j.at("triton") : nlohmann::json();
     } catch (const nlohmann::json::exception& e) {
         throw UsageError(std::string("cache metadata: ") + e.what());
     }
@@ -133,6 +137,9 @@ fs::path source_path(const fs::path& cache_dir, const std::string& function, con
 }
 fs::path metadata_path(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
     return cache_dir / function / (arch + ".json");
+}
+fs::path triton_source_path(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
+    return cache_dir / function / (arch + ".py");
 }
 
 Lookup lookup(const fs::path& cache_dir, const std::string& function, const std::string& arch,
@@ -172,6 +179,14 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
         (legacy_reference_hash.empty() || m.reference_hash != legacy_reference_hash))
         why.push_back("the reference source changed");
     if (sha256_file(r.source) != m.source_hash) why.push_back("the kernel source was edited after it was stored");
+    if (m.backend == "triton") {
+        fs::path py = triton_source_path(cache_dir, function, arch);
+        std::string recorded = m.triton.is_object() ? m.triton.value("source_hash", "") : "";
+        if (!fs::is_regular_file(py)) why.push_back("the Triton source " + py.filename().string() + " is missing");
+        else if (sha256_file(py) != recorded)
+            why.push_back("the Triton source " + py.filename().string() + " was edited after it was stored (run kernelevo cache add "
+                          "on it to regenerate " + r.source.filename().string() + ")");
+    }
     if (why.empty()) {
         r.state = State::valid;
         return r;
@@ -181,11 +196,37 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
     return r;
 }
 
-void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta) {
+void store_candidate(const fs::path& cache_dir, const std::string& source, const CompileResult& compiled, EntryMeta meta) {
+    if (compiled.backend != "triton") {
+        store(cache_dir, source, meta);
+        return;
+    }
+    if (!compiled.ok || compiled.generated_source.empty())
+        throw UsageError("cache: the Triton candidate did not compile, so there is no generated .cu to store: " + compiled.log);
+    meta.backend = "triton";
+    meta.triton = compiled.backend_info.is_object() ? compiled.backend_info : nlohmann::json::object();
+    meta.triton.erase("aot_s");  // a timing of this compile, not a property of the entry
+    store(cache_dir, compiled.generated_source, meta, &source);
+}
+
+void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta, const std::string* triton_source) {
     if (!is_identifier(meta.function)) throw UsageError("cache: '" + meta.function + "' is not a valid function name");
     if (!is_normalized_arch(meta.arch)) throw UsageError("cache: '" + meta.arch + "' is not an architecture such as sm_90");
     meta.source_hash = sha256_hex(source);
     if (meta.date.empty()) meta.date = utc_now();
+    fs::path py = triton_source_path(cache_dir, meta.function, meta.arch);
+    if (triton_source) {
+        meta.backend = "triton";
+        if (!meta.triton.is_object()) meta.triton = nlohmann::json::object();
+        meta.triton["source_hash"] = sha256_hex(*triton_source);
+        meta.triton["source_file"] = py.filename().string();
+        write_file_atomic(py, *triton_source);
+    } else if (meta.backend == "triton") {
+        throw UsageError("cache: a Triton entry needs its Triton source");
+    } else {
+        std::error_code ec;
+        fs::remove(py, ec);  // a CUDA kernel replaces an earlier Triton entry
+    }
     write_file_atomic(source_path(cache_dir, meta.function, meta.arch), source);
     write_file_atomic(metadata_path(cache_dir, meta.function, meta.arch), meta.to_json().dump(2) + "\n");
 }

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compile/compile.h"
 #include "task/task.h"
 
 namespace kevo::cache {
@@ -34,6 +35,8 @@ struct EntryMeta {
     std::string date;                          // ISO 8601 UTC (filled by store() when empty)
     std::string kernelevo_version;
     std::string note;                          // free text ("hand-written: float4 loads, one pass")
+    std::string backend = "cuda";              // "cuda" | "triton" (the .cu was generated from NAME/sm_XX.py)
+    nlohmann::json triton;                     // backend triton: source_hash (of the .py), triton_version, launches
     nlohmann::json to_json() const;
     static EntryMeta from_json(const nlohmann::json& j);  // throws UsageError on a broken file
 };
@@ -57,6 +60,8 @@ struct Lookup {
 
 std::filesystem::path source_path(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
 std::filesystem::path metadata_path(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
+// A Triton entry's candidate source, kept beside the generated .cu: NAME/sm_XX.py.
+std::filesystem::path triton_source_path(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
 
 // task_hash / reference_hash empty: not checked (state is valid unless the entry is broken or
 // its source was edited). An entry recording legacy_reference_hash (Task::reference_file_hash():
@@ -67,7 +72,16 @@ Lookup lookup(const std::filesystem::path& cache_dir, const std::string& functio
 
 // Writes both files atomically (source first, metadata last), filling meta.source_hash (and
 // meta.date when empty). Throws UsageError when function/arch are not valid names.
-void store(const std::filesystem::path& cache_dir, const std::string& source, EntryMeta meta);
+// With `triton_source` (meta.backend "triton"; `source` is then the .cu generated from it), also
+// writes NAME/sm_XX.py and records its hash: editing the .py makes the entry stale.
+void store(const std::filesystem::path& cache_dir, const std::string& source, EntryMeta meta,
+           const std::string* triton_source = nullptr);
+
+// Stores a candidate with its metadata: a CUDA .cu as it is; a Triton candidate (compiled.backend
+// "triton") as the .cu generated from it (compiled.generated_source) with the .py beside it and
+// the Triton metadata (version, specializations). Throws UsageError when a Triton candidate did
+// not compile.
+void store_candidate(const std::filesystem::path& cache_dir, const std::string& source, const CompileResult& compiled, EntryMeta meta);
 
 // Every entry under cache_dir: (function, arch) pairs for which a .cu or a .json exists, sorted.
 struct EntryName {

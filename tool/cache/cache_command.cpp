@@ -19,6 +19,7 @@
 #include "compile/arch_support.h"
 #include "compile/compile.h"
 #include "task/task.h"
+#include "triton/launch.h"
 #include "validate/validate.h"
 
 
@@ -32,7 +33,7 @@ struct StatusArgs {
     bool json = false;
 };
 struct AddArgs {
-    std::string task, kernel, arch, cache_dir, note, origin = "manual", model;
+    std::string task, kernel, arch, cache_dir, note, origin = "manual", model, python;
     bool unvalidated = false;
 };
 struct RemoveArgs {
@@ -136,6 +137,9 @@ void run_status(const StatusArgs& a, int& rc) {
                 row["validated"] = l.meta->validated;
                 row["gpu"] = l.meta->gpu;
                 row["summary"] = sol::result_summary(l.meta->validation);  // per-shape speedups, speed of light
+                row["backend"] = l.meta->backend;
+                if (l.meta->backend == "triton" && l.meta->triton.is_object())
+                    row["triton_version"] = l.meta->triton.value("triton_version", "");
             }
             if (l.state != cache::State::valid) ++problems;
             out.push_back(row);
@@ -156,7 +160,7 @@ void run_status(const StatusArgs& a, int& rc) {
         std::cout << j.dump(2) << "\n";
     } else {
         if (out.empty()) std::cout << "No kernels in " << a.cache_dir << "\n";
-        std::printf("%-24s %-8s %-8s %-9s %-21s %s\n", "FUNCTION", "ARCH", "STATE", "SPEEDUP", "DATE", "ORIGIN");
+        std::printf("%-24s %-8s %-8s %-13s %-9s %-21s %s\n", "FUNCTION", "ARCH", "STATE", "BACKEND", "SPEEDUP", "DATE", "ORIGIN");
         for (const auto& r : out) {
             std::string state = r["state"];
             if (state == "valid" && !r["checked_against_task"].get<bool>()) state = "ok?";
@@ -168,8 +172,11 @@ void run_status(const StatusArgs& a, int& rc) {
                 if (state == "valid" || state == "ok?") state = "unval.";
             }
             if (r.value("wanted_by_build", false) && r["state"] == "missing") state = "MISSING";
-            std::printf("%-24s %-8s %-8s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
-                        state.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
+            std::string backend = r.value("backend", std::string("-"));
+            if (backend == "triton" && !r.value("triton_version", std::string()).empty())
+                backend += " " + r["triton_version"].get<std::string>();
+            std::printf("%-24s %-8s %-8s %-13s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
+                        state.c_str(), backend.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
                         r.value("date", std::string("-")).c_str(), origin.empty() ? "-" : origin.c_str());
             if (!r.value("summary", std::string()).empty()) std::printf("    %s\n", r["summary"].get<std::string>().c_str());
             if (!r["reason"].get<std::string>().empty() && r["state"] != "valid")
@@ -203,6 +210,7 @@ void remove_entry(const fs::path& cache_dir, const std::string& function, const 
     fs::remove(cache::source_path(cache_dir, function, arch));
     fs::remove(cache::metadata_path(cache_dir, function, arch));
     std::error_code ec;
+    fs::remove(cache::triton_source_path(cache_dir, function, arch), ec);  // a Triton entry's .py
     if (fs::is_empty(cache_dir / function, ec)) fs::remove(cache_dir / function, ec);
 }
 
@@ -280,24 +288,42 @@ void run_prune(const PruneArgs& a, int& rc) {
 void run_add(const AddArgs& a, int& rc) {
     Task task = load_task(a.task);
     const std::string arch = normalize_arch(a.arch);
-    CompileOptions toolkit;
-    if (!a.unvalidated) require_toolkit_arch(arch, toolkit);  // nothing is compiled with --unvalidated
     std::string source;
     try {
         source = read_file(a.kernel);
     } catch (const UsageError&) {
         throw UsageError("--kernel: cannot read " + a.kernel);
     }
+    CompileOptions toolkit;
+    // Nothing is compiled with --unvalidated (but for a Triton candidate: what is stored is its generated .cu).
+    if (!a.unvalidated || triton::is_triton_source(source)) require_toolkit_arch(arch, toolkit);
+    CompileOptions copt;
+    copt.arch = arch;
+    copt.python = a.python;
+    copt.task = std::make_shared<const Task>(task);
+    // A Triton candidate is stored as the .cu generated from it, with the .py beside it.
+    const bool triton = candidate_backend(source, copt) == "triton";
+    CompileResult compiled;
     nlohmann::json validation;
     if (a.unvalidated) {
+        if (triton) {  // not validated, but it must compile: what is stored is the generated .cu
+            if (!quiet()) std::cerr << "kernelevo: compiling the Triton candidate " << a.kernel << " for " << arch << " ...\n";
+            compiled = compile_kernel(source, copt);
+            if (!compiled.ok) {
+                std::cerr << "kernelevo: not stored: compile_error\n" << compiled.log << "\n";
+                rc = 1;
+                return;
+            }
+        }
         validation = {{"status", "unvalidated"}, {"note", "stored with kernelevo cache add --unvalidated: not checked against the reference"}};
         std::cerr << "kernelevo: storing " << task.name << " " << arch << " WITHOUT validation (--unvalidated)\n";
     } else {
         ValidateOptions vopt;
         vopt.arch = arch;
+        vopt.compile = copt;
         Validator v(task, vopt);
         if (!quiet()) std::cerr << "kernelevo: validating " << a.kernel << " for " << arch << " ...\n";
-        CompileResult compiled = v.compile(source);
+        compiled = v.compile(source);
         ValidationResult r = v.run(compiled);
         if (r.ok()) {
             // What enters a cache is validated twice: again in a fresh sandbox with new seeds and a
@@ -323,7 +349,7 @@ void run_add(const AddArgs& a, int& rc) {
     m.origin = a.origin;
     m.model = a.model;
     m.note = a.note;
-    cache::store(a.cache_dir, source, m);
+    cache::store_candidate(a.cache_dir, source, compiled, m);
     std::cout << "stored " << cache::source_path(a.cache_dir, m.function, arch).string() << " (+ .json)";
     if (m.validated) std::cout << fmt(": %.2fx vs the reference", m.speedup) << " on " << m.gpu;
     if (std::string summary = sol::result_summary(m.validation); !summary.empty()) std::cout << " (" << summary << ")";
@@ -355,7 +381,10 @@ void register_cache_command(CLI::App& app, int& rc) {
         "Validate a hand-written or external kernel on the local GPU and store it in the cache. Exit 0 stored, "
         "1 validation failed, 2 bad usage or no GPU.");
     add->add_option("--task", ad->task, "Task file (JSON)")->required();
-    add->add_option("--kernel", ad->kernel, "The kernel (.cu, kernel ABI)")->required();
+    add->add_option("--kernel", ad->kernel,
+                    "The kernel: a .cu (kernel ABI) or a Triton candidate (.py with KEVO_LAUNCH), stored as the .cu generated "
+                    "from it plus the .py")->required();
+    add->add_option("--python", ad->python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
     add->add_option("--arch", ad->arch, "Architecture, e.g. sm_90")->required();
     add->add_option("--cache-dir", ad->cache_dir, "The cache directory")->required();
     add->add_flag("--unvalidated", ad->unvalidated, "Store without validating (the metadata says validated: false)");

@@ -1,12 +1,18 @@
 // Compiling a candidate kernel (.cu, kernel ABI) into a shared object with nvcc, in a private temp
 // dir, cached by content hash. Thread-safe: compiles may run in parallel on the CPU cores.
+// A Triton candidate (Python, see tool/triton/launch.h) is first compiled ahead of time by Triton
+// into C and wrapped into such a .cu (tool/triton/triton_compile.h); the rest is the same.
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "compile/ptxas.h"
+#include <nlohmann/json.hpp>
+
 #include "common/arch.h"  // normalize_arch()
+#include "compile/ptxas.h"
+#include "task/task.h"
 
 namespace kevo {
 
@@ -17,6 +23,9 @@ struct CompileOptions {
     long memory_bytes = 8L << 30;              // address-space limit of each compiler process
     std::filesystem::path cache_dir;           // empty: cache_root()/kernels
     std::string nvcc;                          // empty: $KERNELEVO_NVCC, else nvcc on PATH / CUDA's bin
+    std::string backend = "auto";              // "cuda", "triton", or "auto": Triton when the source is a Triton candidate
+    std::string python;                        // Triton: empty: $KERNELEVO_PYTHON, else python3
+    std::shared_ptr<const Task> task;          // Triton: the task whose tensors and dimensions the launch description binds
 };
 
 struct CompileResult {
@@ -30,9 +39,15 @@ struct CompileResult {
     std::string source_hash;        // sha256 of the source + flags + arch + nvcc version
     std::string arch;
     std::vector<KernelResources> kernels;  // registers, spills, shared memory per __global__ (ptxas -v)
+    std::string backend = "cuda";   // "cuda" or "triton"
+    std::string generated_source;   // Triton: the kernel-ABI .cu built around Triton's AOT output (what a cache entry stores)
+    nlohmann::json backend_info;    // Triton: triton_version, launches (specializations), aot_s
 };
 
 CompileResult compile_kernel(const std::string& source, const CompileOptions& options);
+// The backend that compile_kernel() uses for `source`: options.backend, or for "auto" "triton" when
+// the source is a Triton candidate, else "cuda". Throws UsageError on an unknown backend name.
+std::string candidate_backend(const std::string& source, const CompileOptions& options);
 
 // The nvcc used (for metadata): its path and "release X.Y" line.
 std::string nvcc_path(const CompileOptions& options);

@@ -26,6 +26,8 @@
 #include "evolve/search_command.h"
 #include "llm/budget.h"
 #include "llm/options.h"
+#include "triton/launch.h"
+#include "triton/triton_compile.h"
 #ifdef KEVO_WITH_WORKERS
 #include "worker/remote_evaluator.h"
 #endif
@@ -185,10 +187,18 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
         provider = std::make_shared<ClientProvider>(*client);
     }
 
+    if (cfg.backend == "both" && cfg.islands < 2)
+        throw UsageError("--backend both needs at least 2 islands (even islands write Triton, odd ones CUDA)");
+    if (cfg.backend != "cuda") {
+        triton::TritonInfo ti = triton::probe(a.python);  // a missing Triton stops here (exit 2), not mid-run
+        std::cerr << "kernelevo: Triton " << ti.version << " (" << ti.python << ") compiles the Triton candidates ahead of time\n";
+    }
     ValidateOptions vo;
     vo.arch = a.arch.empty() ? std::string() : normalize_arch(a.arch);
     vo.timeout_s = a.timeout;
     vo.timing_trials = a.timing_trials;
+    vo.compile.python = a.python;
+    vo.compile.task = std::make_shared<const Task>(task);
     Validator validator(task, vo);
     std::unique_ptr<evolve::Evaluator> evaluator;
     if (!a.workers.empty()) {
@@ -331,7 +341,11 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
             meta.prompt_tokens = spent.prompt_tokens;
             meta.completion_tokens = spent.completion_tokens;
             meta.cost_usd = spent.cost_usd;
-            cache::store(a.out, best.source, meta);
+            // A Triton kernel is stored as the .cu generated from it, with the .py beside it (compiled
+            // before: served from the compile cache).
+            CompileResult compiled;
+            if (triton::is_triton_source(best.source)) compiled = validator.compile(best.source);
+            cache::store_candidate(a.out, best.source, compiled, meta);
             std::cerr << "kernelevo: best kernel " << best.speedup << "x (program #" << best.id << ") written to "
                       << cache::source_path(a.out, task.name, arch).string() << "\n";
         }
@@ -379,6 +393,14 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
 
 void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_option("--arch", a.arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
+    cmd.add_option("--backend", a.cfg.backend,
+                   "What the LLM writes: cuda (a .cu on the kernel ABI), triton (Triton kernels compiled ahead of time into "
+                   "a .cu; needs Triton 3.x on this host), or both (islands alternate; the archive keeps the best of each)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"cuda", "triton", "both"}));
+    // `kernelevo bench` has its own --python (PyTorch for --torch-compile) and passes it on.
+    if (!cmd.get_option_no_throw("--python"))
+        cmd.add_option("--python", a.python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
     cmd.add_option("--generations", a.cfg.generations, "Evolution generations after the seed")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd.add_option("--islands", a.cfg.islands, "Islands (independent populations)")->capture_default_str()->check(CLI::Range(1, 64));
     cmd.add_option("--children", a.cfg.children, "Candidates per island per generation")->capture_default_str()->check(CLI::Range(1, 64));
@@ -401,7 +423,7 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     cmd.add_flag("--no-profile", a.no_profile, "Do not profile new best kernels with Nsight Compute (ncu)");
-    cmd.add_option("--prompts", a.prompts, "Directory overriding prompt templates (system.md abi.md seed.md mutate_full.md mutate_diff.md repair.md)");
+    cmd.add_option("--prompts", a.prompts, "Directory overriding prompt templates (system.md abi.md triton.md seed.md mutate_full.md mutate_diff.md repair.md)");
     cmd.add_option("--jobs", a.cfg.jobs, "Candidates in progress at once (0: all of a generation, at least 2 per live worker with --workers)")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd.add_option("--schedule", a.schedule,
                     "steady: a new candidate starts as soon as one finishes, parents from the archive as it stands "
@@ -450,7 +472,7 @@ void register_search_command(CLI::App& app, int& rc) {
                     "(default: a file per task and architecture under the kernelevo cache)");
     cmd->add_flag("--fresh", a->fresh,
                   "Discard the state store's previous run and start over (Redis: deletes the prefix's keys)");
-    cmd->add_option("--initial", a->initial, "Seed kernel (.cu); default: the LLM writes a straightforward one");
+    cmd->add_option("--initial", a->initial, "Seed kernel (.cu, or a Triton .py); default: the LLM writes a straightforward one");
     evolve::add_search_options(*cmd, *a);
     cmd->callback([a, &rc] { rc = evolve::run_search(*a).rc; });
 

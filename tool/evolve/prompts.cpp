@@ -11,7 +11,7 @@ extern const std::map<std::string, std::string> kEmbeddedPrompts;
 Prompts::Prompts() : templates_(kEmbeddedPrompts) {}
 
 const std::vector<std::string>& Prompts::names() {
-    static const std::vector<std::string> n = {"system", "abi", "seed", "mutate_full", "mutate_diff", "repair"};
+    static const std::vector<std::string> n = {"system", "abi", "triton", "seed", "mutate_full", "mutate_diff", "repair"};
     return n;
 }
 
@@ -25,7 +25,7 @@ void Prompts::load_overrides(const std::filesystem::path& dir) {
             ++found;
         }
     }
-    if (found == 0) throw UsageError("--prompts: " + dir.string() + " holds none of the templates (system.md, abi.md, "
+    if (found == 0) throw UsageError("--prompts: " + dir.string() + " holds none of the templates (system.md, abi.md, triton.md, "
                                      "seed.md, mutate_full.md, mutate_diff.md, repair.md)");
 }
 

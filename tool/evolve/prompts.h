@@ -5,12 +5,16 @@
 // Templates and their placeholders:
 //   system       (none)
 //   abi          (none)                      the kernel ABI text with a short example
-//   seed         task_name task reference abi gpu speed_of_light
-//   mutate_full  task_name task reference abi gpu speed_of_light parent_code parent_metrics inspirations feedback
+//   triton       (none)                      the Triton candidate format (KEVO_LAUNCH) with an example
+//   seed         task_name task reference abi gpu speed_of_light language fence
+//   mutate_full  task_name task reference abi gpu speed_of_light language fence parent_code parent_fence
+//                parent_metrics inspirations feedback
 //   mutate_diff  the same as mutate_full; asks for SEARCH/REPLACE edits
-//   repair       task_name task reference abi gpu speed_of_light code error
+//   repair       task_name task reference abi gpu speed_of_light language fence code error
 // feedback holds the validation result: timings, the speed-of-light line, ptxas resources and, for
 // the best kernels, the profiler's summary.
+// For a Triton candidate {{abi}} is the triton template, {{language}} "Triton" and {{fence}}
+// "python"; for CUDA the abi template, "CUDA" and "cuda".
 #pragma once
 #include <filesystem>
 #include <map>

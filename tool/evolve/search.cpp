@@ -18,6 +18,7 @@
 #include "evolve/batch_mode.h"
 #include "llm/budget.h"
 #include "llm/reply.h"
+#include "triton/launch.h"
 
 namespace kevo::evolve {
 namespace {
@@ -54,6 +55,9 @@ std::string fixed(double v, int digits) {
 Elite elite_of(const store::Program& p) {
     return Elite{p.id, p.speedup, technique_of(p.source), static_cast<int64_t>(normalize_source(p.source).size())};
 }
+
+std::string backend_of(const std::string& source) { return triton::is_triton_source(source) ? "triton" : "cuda"; }
+std::string fence_of(const std::string& backend) { return backend == "triton" ? "python" : "cuda"; }
 
 bool counts_as_failed(const std::string& status) {
     return status != "ok" && status != "pending" && status != "duplicate";
@@ -140,6 +144,7 @@ struct Search::Impl {
                                     {"arch", arch},                 {"islands", cfg.islands},
                                     {"children", cfg.children},     {"seed", cfg.seed},
                                     {"initial", !cfg.initial_source.empty()}};
+        if (cfg.backend != "cuda") structure["backend"] = cfg.backend;  // absent in runs from before backends
         if (auto existing = store.get_meta("structure")) {
             for (auto& [k, v] : structure.items())
                 if (existing->value(k, nlohmann::json()) != v)
@@ -156,7 +161,8 @@ struct Search::Impl {
                                   {"restart_after", cfg.restart_after},
                                   {"temperature", cfg.temperature},
                                   {"mode", cfg.mode},
-                                  {"model", cfg.model}});
+                                  {"model", cfg.model},
+                                  {"backend", cfg.backend}});
         elapsed_before = store.get_meta("elapsed_s").value_or(0.0).get<double>();
 
         islands.clear();
@@ -318,6 +324,7 @@ struct Search::Impl {
     // better variant (if any) is stored under KEY.tune, so a resumed run replays it.
     std::optional<store::Program> tune_program(const store::Program& p, const std::string& key) {
         if (cfg.tune_evals <= 0) return std::nullopt;
+        if (backend_of(p.source) != "cuda") return std::nullopt;  // the tuner edits CUDA sources (KEVO_TUNE macros)
         std::vector<tune::Tunable> tunables;
         try {
             tunables = tune::parse_tunables(p.source);
@@ -364,13 +371,20 @@ struct Search::Impl {
         std::string out;
         for (const auto& p : insp)
             out += "### Kernel #" + std::to_string(p.id) + ": speedup " + fixed(p.speedup, 2) + "x, technique " +
-                   technique_of(p.source) + "\n\n```cuda\n" + p.source + "\n```\n\n";
+                   technique_of(p.source) + "\n\n```" + fence_of(backend_of(p.source)) + "\n" + p.source + "\n```\n\n";
         return out;
     }
 
-    std::map<std::string, std::string> base_vars() const {
+    std::map<std::string, std::string> base_vars(const std::string& backend) const {
+        const bool tr = backend == "triton";
         return {{"task_name", task.name}, {"task", task_text}, {"reference", reference},
-                {"abi", prompts.text("abi")}, {"gpu", gpu_text}, {"speed_of_light", limits_text}};
+                {"abi", prompts.text(tr ? "triton" : "abi")}, {"gpu", gpu_text}, {"speed_of_light", limits_text},
+                {"language", tr ? "Triton" : "CUDA"}, {"fence", fence_of(backend)}};
+    }
+    // The backend an island writes in.
+    std::string island_backend(int island) const {
+        if (cfg.backend == "both") return island % 2 == 0 ? "triton" : "cuda";
+        return cfg.backend;
     }
 
     std::vector<llm::Message> messages(const std::string& templ, const std::map<std::string, std::string>& vars) const {
@@ -410,17 +424,27 @@ struct Search::Impl {
         bool diff = parent && (cfg.mode == "diff" || (cfg.mode == "mixed" && rng.uniform() < cfg.diff_share));
         bool initial = slot.generation == 0 && !cfg.initial_source.empty();
         std::string kind = initial ? "initial" : parent ? "mutation" : "seed";
+        const std::string backend = island_backend(slot.island);
+        // A parent in the other backend (a migrant, or the seed on a CUDA island of a "both" run)
+        // is translated: a full rewrite in this island's backend.
+        const bool translate = parent && backend_of(parent->source) != backend;
+        if (translate) diff = false;
 
-        auto vars = base_vars();
+        auto vars = base_vars(backend);
         std::vector<llm::Message> msgs;
         std::string edit_base;  // what SEARCH/REPLACE edits in the reply apply to
         if (parent) {
             vars["parent_code"] = parent->source;
+            vars["parent_fence"] = fence_of(backend_of(parent->source));
             vars["parent_metrics"] = "speedup " + fixed(parent->speedup, 3) + "x over the reference";
             if (double f = sol_fraction_of(parent->details); f > 0)
                 vars["parent_metrics"] += ", " + fixed(100 * f, 0) + "% of the speed of light";
             vars["inspirations"] = inspirations_text(insp);
             std::string fb = "Current kernel: " + parent->feedback;
+            if (translate)
+                fb = "The current kernel is written in " + std::string(backend == "triton" ? "CUDA" : "Triton") +
+                     "; write the " + (backend == "triton" ? "Triton" : "CUDA") + " version of it (the same algorithm where it " +
+                     "fits), in the " + (backend == "triton" ? "Triton" : "CUDA") + " kernel format above.\n\n" + fb;
             if (!island->last_feedback.empty() && island->last_feedback != parent->feedback)
                 fb += "\n\nMost recent candidate on this island: " + island->last_feedback;
             vars["feedback"] = fb;
@@ -473,6 +497,8 @@ struct Search::Impl {
             if (attempt == cfg.repair_attempts) break;
             // Ask for the smallest fix of what failed (or, for an unusable reply, of what it started from).
             std::string failing = p.source.empty() ? (edit_base.empty() && parent ? parent->source : edit_base) : p.source;
+            // The repair keeps the failing code's backend (or the island's, when there is no code).
+            for (auto& [k, v] : base_vars(failing.empty() ? backend : backend_of(failing))) vars[k] = v;
             vars["code"] = failing.empty() ? "(no kernel yet)" : failing;
             vars["error"] = p.status + ": " + p.feedback;
             msgs = messages("repair", vars);

@@ -38,6 +38,10 @@ struct SearchConfig {
     int islands = 3;
     int children = 2;              // slots per island per generation
     uint64_t seed = 0;
+    // "cuda", "triton" or "both": with both, even islands write Triton and odd ones CUDA (their
+    // seeds and mutations; a program that migrates in is translated on its first mutation), and
+    // techniques keep CUDA and Triton programs in separate archive cells.
+    std::string backend = "cuda";
     // Evolution.
     int generations = 50;          // evolution generations after the seed generation 0
     int repair_attempts = 6;       // per failing candidate

@@ -15,6 +15,7 @@ namespace kevo::evolve {
 
 struct SearchArgs {
     std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time, workers, schedule = "steady";
+    std::string python;            // --python: the interpreter with Triton (--backend triton|both)
     bool fresh = false, json = false, no_profile = false;
     std::string batch_dir = ".";   // --llm-batch-dir
     double timeout = 30;

@@ -69,7 +69,8 @@ bool closing_fence(const std::string& line, const Fence& fence) {
 
 bool is_code_language(const std::string& info) {
     static const std::set<std::string> langs = {"",  "cuda", "cu",  "cpp", "c++", "cxx", "cc",
-                                                "c", "h",    "hpp", "cuh", "hxx"};
+                                                "c", "h",    "hpp", "cuh", "hxx",
+                                                "python", "py", "triton"};  // Triton candidates
     return langs.count(info) > 0;
 }
 
@@ -195,7 +196,7 @@ std::string extract_kernel(const std::string& raw_reply) {
     }
     if (blocks.size() == 1) return blocks[0];
     for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-        if (defines_kevo_forward(*it)) return *it;
+        if (defines_kevo_forward(*it) || it->find("KEVO_LAUNCH") != std::string::npos) return *it;  // CUDA or Triton
     throw ReplyError("the reply has " + std::to_string(blocks.size()) +
                      " code blocks and none defines kevo_forward; put the complete kernel source, with "
                      "extern \"C\" int kevo_forward(...), in one ```cuda block");

@@ -277,6 +277,8 @@ std::string Validator::arch() {
 CompileResult Validator::compile(const std::string& source) {
     CompileOptions co = options_.compile;
     co.arch = arch();
+    // A Triton candidate binds the task's tensors and dimensions (its launch description).
+    if (!co.task) co.task = std::make_shared<const Task>(task_);
     return compile_kernel(source, co);
 }
 

@@ -17,7 +17,7 @@ namespace kevo {
 
 namespace {
 struct ValidateArgs {
-    std::string task, kernel, arch;
+    std::string task, kernel, arch, python, backend = "auto";
     bool json = false, no_timing = false, keep = false;
     double timeout = 30, suspicious = 10;
     int trials = 100, warmup = 10, copies = 64;
@@ -67,7 +67,13 @@ void register_validate_command(CLI::App& app, int& rc) {
                                        "Exit 0 ok, 1 the candidate failed, "
                                        "2 bad usage, a broken task or setup, or no GPU to run on (status no_device).");
     cmd->add_option("--task", args->task, "Task file (JSON)")->required();
-    cmd->add_option("--kernel", args->kernel, "Candidate kernel: one .cu file defining kevo_forward (see kernelevo/abi.h)")->required();
+    cmd->add_option("--kernel", args->kernel,
+                    "Candidate kernel: one .cu file defining kevo_forward (see kernelevo/abi.h), or a Triton candidate: one .py "
+                    "with @triton.jit kernels and KEVO_LAUNCH, compiled ahead of time by Triton")->required();
+    cmd->add_option("--backend", args->backend, "cuda, triton, or auto (Triton when the file is a Triton candidate)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cuda", "triton"}));
+    cmd->add_option("--python", args->python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
     cmd->add_option("--arch", args->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
     cmd->add_flag("--json", args->json, "Print one JSON object on stdout instead of a summary");
     cmd->add_option("--timeout", args->timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
@@ -102,11 +108,16 @@ void register_validate_command(CLI::App& app, int& rc) {
         opt.suspicious_speedup = args->suspicious;
         opt.time_kernels = !args->no_timing;
         opt.keep_temps = args->keep;
+        opt.compile.backend = args->backend;
+        opt.compile.python = args->python;
+        opt.compile.task = std::make_shared<const Task>(task);
         Validator v(task, opt);
         // An architecture the toolkit cannot compile is a setup error, not a failed candidate.
         require_toolkit_arch(v.arch(), opt.compile);
         const bool progress = !args->json && !quiet();
-        if (progress) std::cerr << "kernelevo: compiling " << args->kernel << " for " << v.arch() << " ...\n";
+        if (progress)
+            std::cerr << "kernelevo: compiling " << args->kernel << " for " << v.arch()
+                      << (candidate_backend(source, opt.compile) == "triton" ? " (Triton, ahead of time)" : "") << " ...\n";
         CompileResult c = v.compile(source);
         if (progress && c.ok) {
             char b[64];
