@@ -56,9 +56,13 @@ command -v bwrap >/dev/null && echo "bwrap $(bwrap --version 2>&1)" || echo "bwr
 
 step build
 build_limit=$(lim 100)
-timeout "$build_limit" scripts/device_build.sh kernelevo kernelevo-runner triton_gpu_test triton_test \
-  > "$out/triton-build.log" 2>&1
-rc=$?
+if [ "${KEVO_NO_BUILD:-0}" = 1 ] && [ -x build-gpu/tests/triton/triton_gpu_test ]; then
+  echo "(KEVO_NO_BUILD=1: using build-gpu as it is)"; rc=0
+else
+  timeout "$build_limit" scripts/device_build.sh kernelevo kernelevo-runner triton_gpu_test triton_test \
+    > "$out/triton-build.log" 2>&1
+  rc=$?
+fi
 if [ $rc -ne 0 ]; then
   [ $rc -eq 124 ] && echo "the build did not finish within ${build_limit} s"
   echo "BUILD FAILED (rc $rc); first errors:"
