@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -65,8 +66,9 @@ inline void set_text(Msg& m, const char* s) {
     m.text[sizeof m.text - 1] = 0;
 }
 
-// Sends one message with an optional file descriptor.
-inline bool send_msg(int sock, const Msg& m, int fd = -1) {
+// Sends one message with an optional file descriptor. With timeout_s >= 0 it waits at most that long
+// for room in the socket (a peer that stops reading cannot block the sender); errno is ETIMEDOUT then.
+inline bool send_msg(int sock, const Msg& m, int fd = -1, double timeout_s = -1) {
     struct iovec iov{const_cast<Msg*>(&m), sizeof m};
     struct msghdr h{};
     h.msg_iov = &iov;
@@ -82,7 +84,21 @@ inline bool send_msg(int sock, const Msg& m, int fd = -1) {
         c->cmsg_len = CMSG_LEN(sizeof(int));
         std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
     }
-    return sendmsg(sock, &h, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof m);
+    if (timeout_s < 0) return sendmsg(sock, &h, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof m);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+    while (true) {
+        ssize_t sent = sendmsg(sock, &h, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent >= 0) return sent == static_cast<ssize_t>(sizeof m);
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+        long long left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return false;
+        }
+        struct pollfd p{sock, POLLOUT, 0};
+        poll(&p, 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
+    }
 }
 
 enum class RecvStatus { ok, timeout, closed, malformed };

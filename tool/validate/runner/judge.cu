@@ -264,7 +264,7 @@ void Judge::stop_candidate(JobResult& r) {
     if (pid_ > 0) {
         Msg q;
         q.op = OP_QUIT;
-        send_msg(sock_, q);
+        send_msg(sock_, q, -1, 1.0);
         int status = 0;
         bool reaped = false;
         for (int i = 0; i < 100 && !reaped; ++i) {  // up to 1 s to exit on its own
@@ -284,7 +284,15 @@ void Judge::stop_candidate(JobResult& r) {
 }
 
 Msg Judge::request(Msg m, double timeout_s, const char* what, int fd) {
-    if (!send_msg(sock_, m, fd)) {
+    if (!send_msg(sock_, m, fd, std::max(1.0, timeout_s))) {
+        if (errno == ETIMEDOUT) {  // alive but not reading: it is ended, not waited for
+            kill(-pid_, SIGKILL);
+            kill(pid_, SIGKILL);
+            int status = 0;
+            waitpid(pid_, &status, 0);
+            pid_ = -1;
+            throw CandidateFailure{"timeout", std::string("the candidate process stopped reading the runner's channel ") + what + "; the process was killed"};
+        }
         int status = 0;
         waitpid(pid_, &status, 0);
         pid_ = -1;

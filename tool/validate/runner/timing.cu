@@ -71,8 +71,8 @@ double Judge::measure_flush_us() {
 }
 
 void Judge::post(const Msg& m, const char* what) {
-    if (send_msg(sock_, m)) return;
-    request(m, job_->call_timeout_s, what);  // reports why the process is gone
+    if (send_msg(sock_, m, -1, job_->call_timeout_s)) return;
+    request(m, job_->call_timeout_s, what);  // reports why: the process is gone or stopped reading
 }
 
 json Judge::time_set(size_t set) {
