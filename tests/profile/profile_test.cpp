@@ -226,9 +226,12 @@ fs::path build_escaping_library(const fs::path& dir, const fs::path& target) {
     return dir / "escape.so";
 }
 
-// A directory outside /tmp (the sandbox has a private /tmp, which would hide an escape anyway).
+// A directory outside /tmp: the confined bench may write to /tmp, which in the profiler's sandbox is
+// a private one. The build tree, unless it lies under /tmp itself (a CI clone may), else /var/tmp.
 fs::path outside_dir() {
-    fs::path d = fs::path(KEVO_BINARY_DIR) / "tests" / ("profile-escape-" + std::to_string(::getpid()));
+    const std::string name = "profile-escape-" + std::to_string(::getpid());
+    const std::string bin = fs::weakly_canonical(KEVO_BINARY_DIR).string();
+    fs::path d = bin.rfind("/tmp/", 0) == 0 ? fs::path("/var/tmp") / name : fs::path(bin) / "tests" / name;
     fs::create_directories(d);
     return d;
 }
