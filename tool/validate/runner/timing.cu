@@ -131,6 +131,9 @@ json Judge::time_set(size_t set) {
     // One batch of n candidate calls, calls first..first+n-1 (negative: warm-up).
     std::vector<double> kt, batch_wall, batch_excess;
     std::vector<int> batch_n;
+    // How long one call takes, wall clock, from the first warm-up call: a batch's watchdog is sized by
+    // it (a hang is still caught within seconds), and so is a batch of slow calls (the time budget).
+    double call_wall_us = 0;
     auto run_batch = [&](int n, int first, bool record) {
         // The calls are queued before the inputs get their values: nothing can start on them early.
         for (int j = 0; j < n; ++j) {
@@ -155,8 +158,10 @@ json Judge::time_set(size_t set) {
         m.id = flush_id_;
         m.aux = proof_id_;
         auto t0 = clock::now();
-        Msg r = request(m, 2 * job.call_timeout_s, "while being timed");
+        const double limit_s = call_wall_us > 0 ? std::max(2 * job.call_timeout_s, job.call_timeout_s + 4e-6 * n * call_wall_us) : 2 * job.call_timeout_s;
+        Msg r = request(m, limit_s, "while being timed");
         double wall = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+        if (call_wall_us <= 0) call_wall_us = wall / n;
         if (r.rc != 0) throw CandidateFailure{"runtime_error", "kevo_forward returned " + std::to_string(r.rc) + " while being timed" + (r.text[0] ? std::string(": ") + r.text : "")};
         if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", std::string("CUDA error while being timed: ") + r.text};
         if (r.count != n) throw CandidateFailure{"rejected", "the candidate process ran " + std::to_string(r.count) + " of the " + std::to_string(n) + " calls of a timed batch"};
@@ -217,13 +222,16 @@ json Judge::time_set(size_t set) {
 
     auto t_start = clock::now();
     const int warm = std::min(copies, std::max(1, job.warmup));
-    run_batch(warm, -1000, false);
+    run_batch(1, -1000, false);
+    if (warm > 1) run_batch(std::min(warm - 1, std::max(1, static_cast<int>(job.timing_budget_s * 0.1e6 / call_wall_us))), -999, false);
     if (time_reference) reference_calls(warm, -1000, false);
     int verified = 0, calls = 0, batches = 0;
     bool stopped_early = false, reduced = false;
     const int max_trials = std::max(job.min_timing_trials, job.timing_trials);
     while (calls < max_trials) {
-        const int n = std::min(copies, max_trials - calls);
+        // Batches of slow calls are shorter: a quarter of the time budget at most.
+        const int by_time = std::max(1, static_cast<int>(job.timing_budget_s * 0.25e6 / std::max(call_wall_us, 1.0)));
+        const int n = std::min({copies, max_trials - calls, by_time});
         // Alternate who goes first so that drift affects both alike.
         if (time_reference && batches % 2 == 1) reference_calls(n, calls, true);
         run_batch(n, calls, true);
