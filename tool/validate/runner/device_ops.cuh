@@ -130,6 +130,8 @@ __device__ __forceinline__ unsigned long long kevo_mix64(unsigned long long x) {
 // position, into proof[j + 1] (zeroed by the judge). No shortcut gives that sum without reading the
 // whole buffer, and the chain of keys makes every flush of a batch a separate full read, so the
 // judge can check any link afterwards and subtract the flushes' time from the time it observed.
+constexpr unsigned long long kFlushDigestKey = 0x6b65766f2d666c75ull;  // the judge's check of the buffer itself
+
 static __global__ void l2_flush_proof(const uint4* p, size_t n, unsigned long long* proof, int j) {
     const unsigned long long key = proof[j];
     unsigned long long acc = 0;

@@ -154,6 +154,10 @@ void Judge::init_device(JobResult& r) {
     CK(cudaGetLastError());
     flush_blocks_ = std::max(1, sms_) * 4;
     CK(cudaDeviceSynchronize());
+    // The candidate process maps the flush buffer read-write (an importer chooses its own access), so
+    // the judge checks after every batch that it still holds these values: a process that overwrote
+    // it with values it knows could compute proofs without reading anything.
+    flush_digest_ = proof_of(kFlushDigestKey);
     device_ready_ = true;
 }
 

@@ -75,6 +75,7 @@ private:
     json compare(size_t set, uint64_t seed, const Tensors& out, const Tensors& expected, std::vector<std::string>& warnings);
     void flush_l2(unsigned long long* proof, int j);  // on the judge's stream (reference calls, checks)
     double measure_flush_us();
+    unsigned long long proof_of(unsigned long long key);  // one flush's proof, computed by the judge
     // phases
     json correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned char pattern, std::vector<std::string>& warnings);
     json time_set(size_t set);
@@ -93,6 +94,7 @@ private:
     unsigned long long* judge_proof_ = nullptr;   // the judge's own proofs (private)
     int flush_id_ = -1, proof_id_ = -1;           // their ids in the current candidate process
     double flush_us_ = -1;                        // one flush, measured by the judge
+    unsigned long long flush_digest_ = 0;         // proof_of(kFlushDigestKey) of the buffer as filled
     int flush_blocks_ = 0;
     int64_t l2_bytes_ = 0;
     int sms_ = 1;

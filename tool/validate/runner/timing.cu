@@ -49,6 +49,15 @@ void Judge::flush_l2(unsigned long long* proof, int j) {
     cuda_ok(cudaGetLastError(), "l2_flush_proof");
 }
 
+unsigned long long Judge::proof_of(unsigned long long key) {
+    unsigned long long k[2] = {key, 0};
+    cuda_ok(cudaMemcpyAsync(judge_proof_, k, sizeof k, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync(proof)");
+    flush_l2(judge_proof_, 0);
+    cuda_ok(cudaMemcpyAsync(k, judge_proof_, sizeof k, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync(proof)");
+    cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    return k[1];
+}
+
 double Judge::measure_flush_us() {
     if (flush_us_ >= 0) return flush_us_;
     cudaEvent_t e0, e1;
@@ -177,15 +186,12 @@ json Judge::time_set(size_t set) {
             std::vector<int> links{n - 1};
             for (int k = 0; k < 2 && n > 1; ++k) links.push_back(static_cast<int>(rng() % (n - 1)));
             for (int j : links) {
-                unsigned long long key[2] = {proofs[j], 0};
-                cuda_ok(cudaMemcpyAsync(judge_proof_, key, sizeof key, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync(proof)");
-                flush_l2(judge_proof_, 0);
-                cuda_ok(cudaMemcpyAsync(key, judge_proof_, sizeof key, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync(proof)");
-                cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-                if (key[1] != proofs[j + 1])
+                if (proof_of(proofs[j]) != proofs[j + 1])
                     throw CandidateFailure{"rejected", "the L2 flush before timed call " + std::to_string(j + 1) + " of a batch did not run as asked (its proof is wrong): "
                                                       "the candidate process tampers with the timing"};
             }
+            if (proof_of(kFlushDigestKey) != flush_digest_)
+                throw CandidateFailure{"rejected", "the candidate process modified the L2-flush buffer (it holds values the judge chose): it tampers with the timing"};
         }
         if (!record) return;
         for (int j = 0; j < n; ++j) kt.push_back(r.us[j]);
