@@ -24,6 +24,8 @@ namespace kevo_runner {
 
 namespace {
 
+std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")"; }
+
 typedef int (*forward_fn)(const kevo_tensor*, int, kevo_tensor*, int, cudaStream_t);
 
 struct Candidate {
@@ -103,13 +105,6 @@ struct Candidate {
                 r.rc = -1000;
                 return;
             }
-        while (static_cast<int>(ev0.size()) < n) {
-            cudaEvent_t a = nullptr, b = nullptr;
-            cudaEventCreate(&a);
-            cudaEventCreate(&b);
-            ev0.push_back(a);
-            ev1.push_back(b);
-        }
         int ran = 0;
         for (int j = 0; j < n; ++j) {
             if (flush) l2_flush_proof<<<flush_blocks, 512, 0, stream>>>(static_cast<const uint4*>(flush->data()), flush->size / 16, proof, j);
@@ -129,7 +124,7 @@ struct Candidate {
         }
         r.count = ran;
         r.cuda_error = static_cast<int32_t>(e);
-        if (e != cudaSuccess) set_text(r, (std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")").c_str());
+        if (e != cudaSuccess) set_text(r, cuda_text(e).c_str());
     }
 
     void serve() {
@@ -185,7 +180,7 @@ struct Candidate {
                     cudaError_t e = sync != cudaSuccess ? sync : launch;
                     r.cuda_error = static_cast<int32_t>(e);
                     r.gate_timed_out = gate[1];
-                    if (e != cudaSuccess) set_text(r, (std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")").c_str());
+                    if (e != cudaSuccess) set_text(r, cuda_text(e).c_str());
                     break;
                 }
                 case OP_QUEUE:
@@ -238,7 +233,7 @@ int candidate_main(const CandidateArgs& args) {
     if (gpu) {
         // CUDA first: its initialisation opens devices and maps memory the confinement forbids later.
         auto fail = [&](const std::string& what, cudaError_t e) {
-            hello(c.sock, 2, what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+            hello(c.sock, 2, what + ": " + cuda_text(e));
             _exit(0);
         };
         cudaError_t e = cudaSetDevice(c.device);

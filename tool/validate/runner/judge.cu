@@ -239,11 +239,7 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     if (st == RecvStatus::malformed || (st == RecvStatus::ok && hello.op != OP_HELLO)) {
         // A message that is not the loader's: the candidate's code wrote on the channel. The process
         // may well be alive and waiting, so it is ended, not waited for.
-        kill(-pid_, SIGKILL);
-        kill(pid_, SIGKILL);
-        int status = 0;
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
+        kill_candidate();
         throw CandidateFailure{"rejected", "malformed message from the candidate process while loading (its code wrote on the runner's channel)"};
     }
     if (st != RecvStatus::ok) {
@@ -264,6 +260,14 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     if (hello.rc != 0) throw SetupFailure{hello.text};
 }
 
+void Judge::kill_candidate(bool reap) {
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+    int status = 0;
+    if (reap) waitpid(pid_, &status, 0);
+    pid_ = -1;
+}
+
 void Judge::stop_candidate(JobResult& r) {
     if (pid_ > 0) {
         Msg q;
@@ -276,10 +280,7 @@ void Judge::stop_candidate(JobResult& r) {
             else usleep(10000);
         }
         // Whatever it left behind dies with it: its session, and with bwrap its whole PID namespace.
-        kill(-pid_, SIGKILL);
-        kill(pid_, SIGKILL);
-        if (!reaped) waitpid(pid_, &status, 0);
-        pid_ = -1;
+        kill_candidate(!reaped);
     }
     if (sock_ >= 0) close(sock_);
     sock_ = -1;
@@ -290,11 +291,7 @@ void Judge::stop_candidate(JobResult& r) {
 Msg Judge::request(Msg m, double timeout_s, const char* what, int fd) {
     if (!send_msg(sock_, m, fd, std::max(1.0, timeout_s))) {
         if (errno == ETIMEDOUT) {  // alive but not reading: it is ended, not waited for
-            kill(-pid_, SIGKILL);
-            kill(pid_, SIGKILL);
-            int status = 0;
-            waitpid(pid_, &status, 0);
-            pid_ = -1;
+            kill_candidate();
             throw CandidateFailure{"timeout", std::string("the candidate process stopped reading the runner's channel ") + what + "; the process was killed"};
         }
         int status = 0;
@@ -347,17 +344,19 @@ Tensors Judge::allocate(const std::vector<JobTensor>& desc, bool shared) {
     return t;
 }
 
+int Judge::map_in_candidate(const Mapping& mem) {
+    Msg m;
+    m.op = OP_MAP;
+    m.id = next_id_++;
+    m.size = mem.size;
+    Msg r = request(m, job_->call_timeout_s, "while mapping buffers", mem.fd);
+    if (r.rc != 0) throw SetupFailure{std::string("the candidate process could not map a buffer: ") + r.text};
+    return m.id;
+}
+
 void Judge::share(Tensors& t) {
-    for (size_t i = 0; i < t.mem.size(); ++i) {
-        if (t.ids[i] >= 0) continue;
-        Msg m;
-        m.op = OP_MAP;
-        m.id = next_id_++;
-        m.size = t.mem[i].size;
-        Msg r = request(m, job_->call_timeout_s, "while mapping buffers", t.mem[i].fd);
-        if (r.rc != 0) throw SetupFailure{std::string("the candidate process could not map a buffer: ") + r.text};
-        t.ids[i] = m.id;
-    }
+    for (size_t i = 0; i < t.mem.size(); ++i)
+        if (t.ids[i] < 0) t.ids[i] = map_in_candidate(t.mem[i]);
 }
 
 void Judge::unshare(Tensors& t) {

@@ -60,9 +60,11 @@ private:
     void load_reference(const Job& job);
     void start_candidate(const Job& job, JobResult& r);
     void stop_candidate(JobResult& r);
+    void kill_candidate(bool reap = true);  // its session and PID namespace too; reaps it unless told not to
     // candidate requests
     Msg request(Msg m, double timeout_s, const char* what, int fd = -1);
     void post(const Msg& m, const char* what);  // a message that has no reply
+    int map_in_candidate(const Mapping& mem);  // OP_MAP: returns the buffer's id there
     void share(Tensors& t);
     void unshare(Tensors& t);
     void fill_refs(Msg& m, const Tensors& in, const Tensors& out) const;

@@ -115,15 +115,8 @@ json Judge::time_set(size_t set) {
         share(outs.back());
     }
     if (flush && flush_id_ < 0) {
-        for (Mapping* mp : {&flush_, &proof_}) {
-            Msg m;
-            m.op = OP_MAP;
-            m.id = next_id_++;
-            m.size = mp->size;
-            Msg r = request(m, job.call_timeout_s, "while mapping buffers", mp->fd);
-            if (r.rc != 0) throw SetupFailure{std::string("the candidate process could not map the flush buffers: ") + r.text};
-            (mp == &flush_ ? flush_id_ : proof_id_) = m.id;
-        }
+        flush_id_ = map_in_candidate(flush_);
+        proof_id_ = map_in_candidate(proof_);
     }
     const double flush_us = flush ? measure_flush_us() : 0.0;
     if (expected_.size() <= set) expected_.resize(set + 1);
@@ -270,8 +263,9 @@ json Judge::time_set(size_t set) {
     out["kernel"] = k.to_json();
     double ref_med = spec.reference_us;
     if (time_reference) {
-        out["reference"] = summarize(rt).to_json();
-        ref_med = summarize(rt).median_us;
+        Summary r = summarize(rt);
+        out["reference"] = r.to_json();
+        ref_med = r.median_us;
         out["reference_source"] = "measured";
     } else if (job.best_speedup > 0 && k.median_us > 0 && ref_med / k.median_us > job.best_speedup) {
         // This result would become the best: measure the reference again now, so that a drift since
@@ -301,9 +295,8 @@ json Judge::time_set(size_t set) {
         allowed += job.wall_batch_allow_us + batch_n[b] * job.wall_call_allow_us;
     }
     allowed += 0.03 * k.mean_us * static_cast<double>(kt.size());
-    std::vector<double> per_batch = batch_excess;
     out["wall_check"] = json{{"batch_wall_median_us", summarize(batch_wall).median_us},
-                             {"batch_excess_median_us", summarize(per_batch).median_us},
+                             {"batch_excess_median_us", summarize(batch_excess).median_us},
                              {"excess_us", excess},
                              {"allowed_us", allowed},
                              {"allowance", {{"per_batch_us", job.wall_batch_allow_us}, {"per_call_us", job.wall_call_allow_us}, {"fraction", 0.03}}}};
