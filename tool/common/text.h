@@ -1,4 +1,5 @@
-// Small text helpers shared by the parts that write HTML, SVG or XML reports.
+// Small text helpers: XML/HTML escaping for the parts that write reports, line iteration for the
+// parts that read JSON Lines files.
 #pragma once
 #include <string>
 
@@ -19,6 +20,22 @@ inline std::string xml_escape(const std::string& s) {
         }
     }
     return out;
+}
+
+// Calls f(line, number) for every line of `text` that is not blank (spaces, tabs, "\r"), `line`
+// without its "\n" (a string the callee may move from), `number` counting every line from 1 so that
+// messages can point at it. A final "\n" does not start another line.
+template <class F>
+void for_each_nonblank_line(const std::string& text, F&& f) {
+    size_t number = 0;
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        std::string line = text.substr(pos, end - pos);
+        pos = end + 1;
+        ++number;
+        if (line.find_first_not_of(" \t\r") != std::string::npos) f(line, number);
+    }
 }
 
 }  // namespace kevo

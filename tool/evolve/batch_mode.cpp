@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "llm/batch.h"
 
 namespace kevo::evolve {
@@ -20,14 +21,7 @@ store::Spent BatchMode::load(const llm::LogFn& log) {
     for (const std::string& file : cfg_.batch_replies) {
         std::string text = read_file(file);
         int answered = 0, failed = 0, known = 0;
-        size_t number = 0;
-        for (size_t pos = 0; pos < text.size();) {
-            size_t end = text.find('\n', pos);
-            if (end == std::string::npos) end = text.size();
-            std::string line = text.substr(pos, end - pos);
-            pos = end + 1;
-            ++number;
-            if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        for_each_nonblank_line(text, [&](const std::string& line, size_t number) {
             const std::string where = file + ":" + std::to_string(number);
             llm::BatchOutputLine out = llm::parse_batch_output_line(line, where);
             auto it = by_id.find(out.custom_id);
@@ -37,7 +31,7 @@ store::Spent BatchMode::load(const llm::LogFn& log) {
             store::BatchRequest& b = it->second;
             if (store_.find_llm_call(b.key) || !b.error.empty()) {
                 ++known;   // imported (or failed) before: never counted twice
-                continue;
+                return;
             }
             llm::ChatRequest request = llm::request_from_json(b.request.dump());
             llm::BatchReply reply = llm::batch_reply(out, request, where);
@@ -46,7 +40,7 @@ store::Spent BatchMode::load(const llm::LogFn& log) {
                 store_.fail_batch_request(b.custom_id, b.error);
                 ++failed;
                 if (log) log("batch request " + b.custom_id + " failed (" + b.error + "); it will be requested again");
-                continue;
+                return;
             }
             llm::Reservation r = budget_.adopt(request, b.reserved_cost_usd, cfg_.price.has_value());
             llm::Usage counted = budget_.settle(r, reply.response->usage);
@@ -65,7 +59,7 @@ store::Spent BatchMode::load(const llm::LogFn& log) {
             imported.cost_usd += counted.cost_usd;
             ++imported.calls;
             ++answered;
-        }
+        });
         if (log)
             log("imported " + std::to_string(answered) + " replies from " + file +
                 (failed ? ", " + std::to_string(failed) + " failed" : "") +

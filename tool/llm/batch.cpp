@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "llm/chat_json.h"
 #include "llm/http_session.h"
 #include "llm/util.h"
@@ -65,14 +66,8 @@ std::string batch_input_line(const std::string& custom_id, const ChatRequest& re
 
 size_t count_batch_input(const std::filesystem::path& file) {
     std::string text = read_file(file);
-    size_t lines = 0, number = 0;
-    for (size_t pos = 0; pos < text.size();) {
-        size_t end = text.find('\n', pos);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(pos, end - pos);
-        pos = end + 1;
-        ++number;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    size_t lines = 0;
+    for_each_nonblank_line(text, [&](const std::string& line, size_t number) {
         json j = json::parse(line, nullptr, false);
         if (string_field(j, "custom_id").empty() || string_field(j, "method") != "POST" ||
             string_field(j, "url").empty() || !j.contains("body") || !j["body"].is_object())
@@ -80,7 +75,7 @@ size_t count_batch_input(const std::filesystem::path& file) {
                              ": not a Batch API input line ({custom_id, method, url, body}: a file that kernelevo "
                              "search --llm-batch writes)");
         ++lines;
-    }
+    });
     if (lines == 0) throw UsageError(file.string() + ": no requests in the file");
     return lines;
 }

@@ -15,6 +15,7 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "llm/llm.h"
 
 namespace kevo::llm {
@@ -169,23 +170,16 @@ ReplayProvider::ReplayProvider(const std::filesystem::path& transcript, Mode mod
     impl_->mode = mode;
     impl_->path = transcript;
     std::string text = read_file(transcript);
-    size_t number = 0;
-    for (size_t pos = 0; pos < text.size();) {
-        size_t end = text.find('\n', pos);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(pos, end - pos);
-        pos = end + 1;
-        ++number;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    for_each_nonblank_line(text, [&](std::string& line, size_t number) {
         json j = json::parse(line, nullptr, false);
         if (!j.is_object() || !j.contains("request_hash") || !j.contains("response") || !j.contains("error"))
             throw UsageError(transcript.string() + ": line " + std::to_string(number) + " is not a transcript exchange");
         // Budget stops and cancellations never reached the server: nothing to replay.
         if (j["error"].is_object() && (j["error"].value("kind", "") == "budget" || j["error"].value("kind", "") == "cancelled"))
-            continue;
+            return;
         impl_->by_hash[j["request_hash"].get<std::string>()].push_back(impl_->lines.size());
         impl_->lines.push_back(std::move(line));
-    }
+    });
 }
 
 size_t ReplayProvider::remaining() const {
