@@ -2,7 +2,7 @@
 # The GPU suite on a GPU host, in one call: builds (scripts/device_build.sh), then runs every test
 # executable that holds GPU tests, one at a time (one GPU is one timing domain), each under a time
 # limit, and prints one line per executable with its passed/failed/skipped counts.
-# Usage: scripts/gpu_suite.sh [EXE_REGEX]   (default: all of them). Logs go to $OUT (default /tmp/kevo-out).
+# Usage: scripts/gpu_suite.sh [EXE_REGEX]   (default: all of them; KEVO_SUITE_EXES picks tests, below). Logs go to $OUT (default /tmp/kevo-out).
 # Each executable gets KEVO_SUITE_TIMEOUT seconds (default 240); none starts after KEVO_SUITE_DEADLINE s.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,8 @@ limit=${KEVO_SUITE_TIMEOUT:-240}
 deadline=${KEVO_SUITE_DEADLINE:-100000}  # seconds after start: later executables are left out, and said so
 t0=$(date +%s)
 echo "== build ($(date +%T))"
-if ! scripts/device_build.sh > "$out/build.log" 2>&1; then tail -60 "$out/build.log"; exit 1; fi
+if [ -n "${KEVO_NO_BUILD:-}" ]; then echo "(not rebuilt: KEVO_NO_BUILD)";
+elif ! scripts/device_build.sh > "$out/build.log" 2>&1; then tail -60 "$out/build.log"; exit 1; fi
 echo "built in $(( $(date +%s) - t0 )) s"
 source build-gpu/env.sh
 export KERNELEVO_CACHE_HOME=/tmp/kevo-test-cache
@@ -22,6 +23,8 @@ export KERNELEVO_CACHE_HOME=/tmp/kevo-test-cache
 exes=(validate/validate_gpu_test sandbox/sandbox_test runtime/runtime_gpu_test validate/validate_test
       evolve/evolve_gpu_test tune/tune_gpu_test "tune/tune_cli_test" profile/profile_test sol/sol_test
       cli/cli_gpu_test worker/worker_gpu_test kernelbench/kernelbench_gpu_test triton/triton_gpu_test)
+# KEVO_SUITE_EXES="exe[:gtest_filter] ..." replaces the list (a rerun of chosen tests).
+[ -n "${KEVO_SUITE_EXES:-}" ] && read -r -a exes <<< "$KEVO_SUITE_EXES"
 log="$out/tests.log"
 : > "$log"
 for e in "${exes[@]}"; do

@@ -24,7 +24,7 @@ const DeviceInfo& device() { return kbtest::gpu(); }
 // Imported once at full size: elementwise (6.4 GB), LayerNorm with weights, matmul, GEMM fusion, conv.
 const kbtest::Import& gpu_import() {
     static const kbtest::Import g = [] {
-        std::vector<std::string> args = {"--jobs", "2"};
+        std::vector<std::string> args = {"--jobs", "5"};  // one per problem: the GPU host has the cores
         for (const char* f : {"level1/19_ReLU.py", "level1/40_LayerNorm.py", "level1/1_Square_matrix_multiplication_.py",
                               "level2/12_Gemm_Multiply_LeakyReLU.py",
                               "level1/50_conv_standard_2D__square_input__square_kernel.py"})

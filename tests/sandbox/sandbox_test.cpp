@@ -77,6 +77,29 @@ TEST(Sandbox, EnvironmentIsAnAllowlist) {
     unsetenv("KEVO_TEST_PLAIN_VARIABLE");
 }
 
+// A read-only path reached through an absolute symlink (as /usr/local/cuda/bin/ncu is on many CUDA
+// images) is visible in the sandbox; it once failed the whole sandbox with bwrap's "Can't mkdir".
+TEST(Sandbox, ReadOnlyPathThroughAnAbsoluteSymlinkIsVisible) {
+    if (!sandbox_layers().namespaces) GTEST_SKIP() << sandbox_layers().why_not;
+    const fs::path d = scratch("symlinked");
+    fs::create_directories(d / "real" / "bin");
+    fs::create_directories(d / "via");
+    std::ofstream(d / "real" / "bin" / "tool.txt") << "seen\n";
+    fs::create_symlink(d / "real", d / "via" / "link");  // absolute target
+    SandboxPolicy policy;
+    policy.read_only = {d / "via", d / "via" / "link" / "bin"};
+    std::vector<std::string> argv = sandbox_prefix(policy);
+    ASSERT_FALSE(argv.empty());
+    argv.insert(argv.end(), {"/bin/cat", (d / "via" / "link" / "bin" / "tool.txt").string()});
+    ProcessOptions po;
+    po.argv = argv;
+    po.timeout_s = 30;
+    ProcessResult r = run_process(po);
+    EXPECT_TRUE(r.ok()) << r.describe() << ": " << r.err;
+    EXPECT_EQ(r.out, "seen\n");
+    fs::remove_all(d);
+}
+
 TEST(Sandbox, CandidateCannotWriteOutsideItsWorkDir) {
     fs::path target = scratch("write") / "pwned";
     ValidationResult r = attack("write", target.string());

@@ -315,8 +315,10 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     }
 #endif
     const evolve::Progress& p = result.progress;
-    std::cerr << "kernelevo: stopped (" << result.stop_reason << ") after " << result.generations_committed
-              << " generation(s): " << format_progress(p) << "\n";
+    // --quiet: the stop line only when there is no best kernel to report (it then says why).
+    if (!quiet() || !result.best)
+        std::cerr << "kernelevo: stopped (" << result.stop_reason << ") after " << result.generations_committed
+                  << " generation(s): " << format_progress(p) << "\n";
     if (result.best) {
         const store::Program& best = *result.best;
         // What enters a cache is validated twice: the best again, in a fresh sandbox with new seeds

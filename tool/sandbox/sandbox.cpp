@@ -203,7 +203,14 @@ std::vector<std::string> sandbox_prefix(const SandboxPolicy& p) {
         while (std::getline(ss, dir, ':'))
             if (!dir.empty() && dir[0] == '/' && !starts_with(dir, "/usr/")) add_ro(a, dir);
     }
-    for (const auto& r : p.read_only) add_ro(a, fs::absolute(r).string());
+    // Each extra path at its real place: bwrap creates a bind's mount point inside the new root, where
+    // an absolute symlink on the way (/usr/local/cuda -> /etc/alternatives/cuda) does not resolve and
+    // the whole sandbox fails ("Can't mkdir"). The symlinks themselves stay visible where their trees are.
+    for (const auto& r : p.read_only) {
+        std::error_code ec;
+        fs::path real = fs::weakly_canonical(fs::absolute(r), ec);
+        add_ro(a, (ec ? fs::absolute(r) : real).string());
+    }
     if (!p.workdir.empty()) {
         std::string w = fs::absolute(p.workdir).string();
         a.insert(a.end(), {"--bind", w, w, "--chdir", w, "--setenv", "HOME", w});

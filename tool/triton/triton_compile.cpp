@@ -23,7 +23,7 @@ namespace kevo::triton {
 namespace {
 
 // Bump when the generated wrapper changes: cached wrappers of older versions are not reused.
-const char* const kWrapperVersion = "kevo-triton-wrapper-3";
+const char* const kWrapperVersion = "kevo-triton-wrapper-4";
 // Address-space limit of a sandboxed Triton compile (Python + Triton's LLVM reserve more than nvcc).
 const long kTritonMemoryBytes = 16L << 30;
 
@@ -50,6 +50,29 @@ except BaseException:
 h = buf.getvalue()
 print("KEVO_GRID", "--grid" in h)
 print("KEVO_TARGET", "--target" in h)
+)PY";
+
+// `python -m triton.tools.compile ARGS`, with one repair: Triton 3.6's compile.py asks the active
+// driver for the target (JITFunction.create_binder) even when --target names it, and the compile
+// sandbox has no GPU, so no driver is active ("0 active drivers"). With --target, a stand-in that
+// only answers that question is made the active driver first; it launches nothing.
+const char* const kCompileShim = R"PY(
+import runpy, sys
+args = sys.argv[1:]
+if "--target" in args:
+    backend, arch, warp = args[args.index("--target") + 1].split(":")
+    try:
+        from triton.backends.compiler import GPUTarget
+        from triton.runtime.driver import driver
+    except ImportError:
+        driver = None
+    if driver is not None and hasattr(driver, "set_active"):
+        class _TargetOnly:
+            def get_current_target(self):
+                return GPUTarget(backend, int(arch), int(warp))
+        driver.set_active(_TargetOnly())
+sys.argv = ["triton.tools.compile"] + args
+runpy.run_module("triton.tools.compile", run_name="__main__", alter_sys=True)
 )PY";
 
 std::string line_value(const std::string& out, const std::string& key) {
@@ -189,7 +212,7 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
                 j.launch = li;
                 j.hinted = hinted;
                 j.stem = "k" + std::to_string(li) + (hinted ? "h" : "g");
-                j.argv = {info.executable, "-m", "triton.tools.compile", "kernel.py", "--kernel-name", L.kernel,
+                j.argv = {info.executable, "-c", kCompileShim, "kernel.py", "--kernel-name", L.kernel,
                           "--out-path", "aot/" + j.stem, "--out-name", "kevo_" + j.stem,
                           "--signature", L.signature(hinted), "--grid", "kevo_grid_x,kevo_grid_y,kevo_grid_z",
                           "--num-warps", std::to_string(L.num_warps), "--num-stages", std::to_string(L.num_stages)};
