@@ -23,7 +23,7 @@ namespace kevo::triton {
 namespace {
 
 // Bump when the generated wrapper changes: cached wrappers of older versions are not reused.
-const char* const kWrapperVersion = "kevo-triton-wrapper-4";
+const char* const kWrapperVersion = "kevo-triton-wrapper-5";
 // Address-space limit of a sandboxed Triton compile (Python + Triton's LLVM reserve more than nvcc).
 const long kTritonMemoryBytes = 16L << 30;
 
@@ -52,15 +52,18 @@ print("KEVO_GRID", "--grid" in h)
 print("KEVO_TARGET", "--target" in h)
 )PY";
 
-// `python -m triton.tools.compile ARGS`, with one repair: Triton 3.6's compile.py asks the active
-// driver for the target (JITFunction.create_binder) even when --target names it, and the compile
-// sandbox has no GPU, so no driver is active ("0 active drivers"). With --target, a stand-in that
-// only answers that question is made the active driver first; it launches nothing.
+// `python -m triton.tools.compile ARGS`, with two repairs for Triton 3.6: its compile.py asks the
+// active driver for the target (JITFunction.create_binder) even when --target names it, and the
+// compile sandbox has no GPU, so no driver is active ("0 active drivers"); and it passes --target's
+// architecture on as a string ("90"), which the NVIDIA backend then compares with an int. So, where
+// Triton lets one set the active driver, --target becomes a stand-in driver that only answers that
+// question (with an int architecture; it launches nothing) and is not passed on.
 const char* const kCompileShim = R"PY(
 import runpy, sys
 args = sys.argv[1:]
 if "--target" in args:
-    backend, arch, warp = args[args.index("--target") + 1].split(":")
+    i = args.index("--target")
+    backend, arch, warp = args[i + 1].split(":")
     try:
         from triton.backends.compiler import GPUTarget
         from triton.runtime.driver import driver
@@ -69,8 +72,9 @@ if "--target" in args:
     if driver is not None and hasattr(driver, "set_active"):
         class _TargetOnly:
             def get_current_target(self):
-                return GPUTarget(backend, int(arch), int(warp))
+                return GPUTarget(backend, int(arch) if arch.isdigit() else arch, int(warp))
         driver.set_active(_TargetOnly())
+        del args[i:i + 2]
 sys.argv = ["triton.tools.compile"] + args
 runpy.run_module("triton.tools.compile", run_name="__main__", alter_sys=True)
 )PY";
