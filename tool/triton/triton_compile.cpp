@@ -23,7 +23,7 @@ namespace kevo::triton {
 namespace {
 
 // Bump when the generated wrapper changes: cached wrappers of older versions are not reused.
-const char* const kWrapperVersion = "kevo-triton-wrapper-5";
+const char* const kWrapperVersion = "kevo-triton-wrapper-6";
 // Address-space limit of a sandboxed Triton compile (Python + Triton's LLVM reserve more than nvcc).
 const long kTritonMemoryBytes = 16L << 30;
 
@@ -57,7 +57,7 @@ print("KEVO_TARGET", "--target" in h)
 // compile sandbox has no GPU, so no driver is active ("0 active drivers"); and it passes --target's
 // architecture on as a string ("90"), which the NVIDIA backend then compares with an int. So, where
 // Triton lets one set the active driver, --target becomes a stand-in driver that only answers that
-// question (with an int architecture; it launches nothing) and is not passed on.
+// question (with an int architecture), and the CUDA driver's type mapping, and is not passed on.
 const char* const kCompileShim = R"PY(
 import runpy, sys
 args = sys.argv[1:]
@@ -67,10 +67,13 @@ if "--target" in args:
     try:
         from triton.backends.compiler import GPUTarget
         from triton.runtime.driver import driver
+        from triton.backends.nvidia.driver import CudaDriver
     except ImportError:
         driver = None
-    if driver is not None and hasattr(driver, "set_active"):
-        class _TargetOnly:
+    if driver is not None and hasattr(driver, "set_active") and backend == "cuda":
+        class _TargetOnly(CudaDriver):  # the CUDA driver's type mapping, without its GPU-side setup
+            def __init__(self):
+                pass
             def get_current_target(self):
                 return GPUTarget(backend, int(arch) if arch.isdigit() else arch, int(warp))
         driver.set_active(_TargetOnly())
