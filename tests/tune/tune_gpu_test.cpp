@@ -91,3 +91,37 @@ TEST(SolGpu, FiguresForTheFixtureKernels) {
         EXPECT_LE(r.details["sol"]["fraction"].get<double>(), 1.15);  // never faster than physics (within timing noise)
     }
 }
+
+// The copy bandwidth the tool measures once per device (the speed of light's denominator) agrees
+// within 15% with what PyTorch's device-to-device copy reaches on the same GPU. Skips without a
+// CUDA device or without a Python whose torch sees it.
+TEST(SolGpu, MeasuredCopyBandwidthIsWithin15PercentOfPyTorchs) {
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), options());
+    if (!v.device().present) GTEST_SKIP() << "no CUDA device: " << v.device().error;
+    ProcessOptions po;
+    po.argv = {"python3", "-c", R"PY(
+import torch
+if not torch.cuda.is_available():
+    print("NOCUDA"); raise SystemExit(0)
+n = 1 << 30
+a = torch.ones(n // 4, dtype=torch.float32, device="cuda")
+b = torch.empty_like(a)
+ts = []
+for i in range(12):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); b.copy_(a); e.record(); e.synchronize()
+    if i >= 2: ts.append(s.elapsed_time(e))
+ts.sort()
+print("GBS", 2 * n / (ts[len(ts) // 2] * 1e-3) / 1e9)
+)PY"};
+    po.timeout_s = 120;
+    ProcessResult r = run_process(po);
+    if (!r.ok() || r.out.find("GBS ") == std::string::npos)
+        GTEST_SKIP() << "no Python with a CUDA-enabled torch here: " << r.describe() << " " << r.out << r.err.substr(0, 300);
+    const double torch_gbs = std::stod(r.out.substr(r.out.find("GBS ") + 4));
+    const double ours = v.measured_bandwidth_gbs();
+    std::printf("copy bandwidth: kernelevo %.0f GB/s, PyTorch %.0f GB/s (datasheet %.0f GB/s)\n", ours, torch_gbs,
+                v.device().mem_bandwidth_gbs);
+    ASSERT_GT(torch_gbs, 0);
+    EXPECT_NEAR(ours / torch_gbs, 1.0, 0.15);
+}
