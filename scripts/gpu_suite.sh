@@ -18,23 +18,25 @@ elif ! scripts/device_build.sh > "$out/build.log" 2>&1; then tail -60 "$out/buil
 echo "built in $(( $(date +%s) - t0 )) s"
 source build-gpu/env.sh
 export KERNELEVO_CACHE_HOME=/tmp/kevo-test-cache
-# Executables with GPU tests first, the sandbox's CPU escapes after; "exe[:gtest_filter]".
+# Executables with GPU tests first, the sandbox's CPU escapes after; "exe[@seconds][:gtest_filter]"
+# (@seconds: that executable's own time limit, for the long ones).
 # (triton_gpu_test skips without Triton; scripts/triton_check.sh runs it with figures.)
 exes=(validate/validate_gpu_test sandbox/sandbox_test runtime/runtime_gpu_test validate/validate_test
       evolve/evolve_gpu_test tune/tune_gpu_test "tune/tune_cli_test" profile/profile_test sol/sol_test
-      cli/cli_gpu_test worker/worker_gpu_test kernelbench/kernelbench_gpu_test triton/triton_gpu_test)
+      cli/cli_gpu_test worker/worker_gpu_test@360 kernelbench/kernelbench_gpu_test@240 triton/triton_gpu_test)
 # KEVO_SUITE_EXES="exe[:gtest_filter] ..." replaces the list (a rerun of chosen tests).
 [ -n "${KEVO_SUITE_EXES:-}" ] && read -r -a exes <<< "$KEVO_SUITE_EXES"
 log="$out/tests.log"
 : > "$log"
 for e in "${exes[@]}"; do
   exe=${e%%:*}; gf='*'; [[ "$e" == *:* ]] && gf=${e#*:}
+  own=$limit; [[ "$exe" == *@* ]] && own=${exe#*@} && exe=${exe%@*}
   [[ "$exe" =~ $filter ]] || continue
   bin=build-gpu/tests/$exe
   [ -x "$bin" ] || { echo "MISSING $exe"; continue; }
   left=$(( deadline - ($(date +%s) - t0) ))
   [ "$left" -gt 30 ] || { echo "NOT RUN $exe (deadline)"; continue; }
-  [ "$left" -lt "$limit" ] && lim=$left || lim=$limit
+  [ "$left" -lt "$own" ] && lim=$left || lim=$own
   s=$(date +%s)
   echo "######## $exe ($gf)" >> "$log"
   timeout -k 10 "$lim" stdbuf -oL -eL "$bin" --gtest_filter="$gf" >> "$log" 2>&1

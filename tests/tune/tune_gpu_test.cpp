@@ -75,18 +75,23 @@ TEST(TuneGpu, CommandWritesTheTunedKernelAndSpeedOfLight) {
 }
 
 TEST(SolGpu, FiguresForTheFixtureKernels) {
-    // Prints the speed-of-light line for the gelu fixture and the example's gelu kernel.
-    Validator v(load_task(kData / "gelu_bias" / "task.json"), options());
-    if (!v.device().present) GTEST_SKIP() << "no CUDA device: " << v.device().error;
-    for (const fs::path k : {kData / "gelu_bias" / "kernels" / "good.cu",
-                             fs::path(KEVO_SOURCE_DIR) / "examples" / "fused_ops" / "kernels" / "gelu_bias" / "sm_90.cu"}) {
+    // Prints the speed-of-light line for the gelu fixture and the example's two kernels (gelu_bias,
+    // row_softmax; the latter's task is the example's, as the Triton tests use it).
+    const fs::path example = fs::path(KEVO_SOURCE_DIR) / "examples" / "fused_ops" / "kernels";
+    const std::vector<std::pair<fs::path, fs::path>> cases = {
+        {kData / "gelu_bias" / "task.json", kData / "gelu_bias" / "kernels" / "good.cu"},
+        {kData / "gelu_bias" / "task.json", example / "gelu_bias" / "sm_90.cu"},
+        {kData / "triton" / "row_softmax_task.json", example / "row_softmax" / "sm_90.cu"}};
+    for (const auto& [task, k] : cases) {
+        Validator v(load_task(task), options());
+        if (!v.device().present) GTEST_SKIP() << "no CUDA device: " << v.device().error;
         ValidationResult r = v.validate(read_file(k));
         ASSERT_TRUE(r.ok()) << k << ": " << r.log;
-        auto [gbs, src] = sol::bandwidth_of(v.device());
+        auto [gbs, src] = sol::bandwidth_of(v.device(), v.measured_bandwidth_gbs());
         sol::annotate_sol(r, v.task(), gbs, src, v.device().sm_count);
         ASSERT_TRUE(r.details.contains("sol"));
-        std::printf("%s: %.3fx; %s [%s %.0f GB/s]\n", k.filename().c_str(), r.speedup, sol::sol_line(r.details["sol"]).c_str(),
-                    src.c_str(), gbs);
+        std::printf("%s/%s: %.3fx; %s [%s %.0f GB/s]\n", v.task().name.c_str(), k.filename().c_str(), r.speedup,
+                    sol::sol_line(r.details["sol"]).c_str(), src.c_str(), gbs);
         EXPECT_GT(r.details["sol"]["fraction"].get<double>(), 0.05);
         EXPECT_LE(r.details["sol"]["fraction"].get<double>(), 1.15);  // never faster than physics (within timing noise)
     }
