@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
@@ -262,9 +263,26 @@ ImportSummary import_problems(const ImportOptions& o) {
             }
         }
     };
+    // A chunk reports when it ends; a chunk of large problems on a CPU can take many minutes, so a
+    // line every minute says the import is alive and how far it is.
+    std::condition_variable finished;
+    bool all_done = false;
+    std::thread heartbeat([&] {
+        std::unique_lock<std::mutex> lock(mu);
+        while (!finished.wait_for(lock, std::chrono::seconds(60), [&] { return all_done; }))
+            if (!o.quiet)
+                std::cerr << "kernelevo: importing: " << done << "/" << files.size() << " done after "
+                          << fmt_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) << "\n";
+    });
     std::vector<std::thread> pool;
     for (int i = 0; i < std::min<int>(jobs, static_cast<int>(chunks.size())); ++i) pool.emplace_back(worker);
     for (auto& t : pool) t.join();
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        all_done = true;
+    }
+    finished.notify_all();
+    heartbeat.join();
     if (!fatal.empty()) throw UsageError(fatal);
 
     ImportSummary s;
