@@ -47,23 +47,20 @@ std::string python_with(const std::string& package_dir) {
     return script.string();
 }
 
+bool python3_succeeds(const char* code, double timeout_s) {
+    ProcessOptions po;
+    po.argv = {"python3", "-c", code};
+    po.timeout_s = timeout_s;
+    return run_process(po).ok();
+}
+
 // Whether the plain python3 imports a real Triton (a GPU host's does; CI's does not).
 bool python3_has_triton() {
-    static const bool has = [] {
-        ProcessOptions po;
-        po.argv = {"python3", "-c", "import triton"};
-        po.timeout_s = 60;
-        return run_process(po).ok();
-    }();
+    static const bool has = python3_succeeds("import triton", 60);
     return has;
 }
 
-bool have_python() {
-    ProcessOptions po;
-    po.argv = {"python3", "-c", "print(1)"};
-    po.timeout_s = 30;
-    return run_process(po).ok();
-}
+bool have_python() { return python3_succeeds("print(1)", 30); }
 
 #define REQUIRE_PYTHON() \
     if (!have_python()) GTEST_SKIP() << "python3 is not installed (scripts/install_deps.sh installs it)"

@@ -52,12 +52,13 @@ print("KEVO_GRID", "--grid" in h)
 print("KEVO_TARGET", "--target" in h)
 )PY";
 
-// `python -m triton.tools.compile ARGS`, with two repairs for Triton 3.6: its compile.py asks the
-// active driver for the target (JITFunction.create_binder) even when --target names it, and the
-// compile sandbox has no GPU, so no driver is active ("0 active drivers"); and it passes --target's
-// architecture on as a string ("90"), which the NVIDIA backend then compares with an int. So, where
-// Triton lets one set the active driver, --target becomes a stand-in driver that only answers that
-// question (with an int architecture), and the CUDA driver's type mapping, and is not passed on.
+// `python -m triton.tools.compile ARGS`, run so that Triton 3.6 needs no GPU. Its compile.py uses
+// the active driver three times: for the target (JITFunction.create_binder, even when --target is
+// given), for --target itself (whose architecture it leaves a string, "90", which the NVIDIA
+// backend compares with an int), and for the C type of each argument. The compile sandbox has no
+// GPU, so no driver is active ("0 active drivers"). Where Triton lets one set the active driver,
+// --target becomes a stand-in: the CUDA driver without its GPU-side set-up, answering with the
+// target (an int architecture); --target is then not passed on.
 const char* const kCompileShim = R"PY(
 import runpy, sys
 args = sys.argv[1:]
