@@ -135,10 +135,12 @@ bool apply_landlock(const ConfineOptions& o, std::string& notes) {
 
 }  // namespace
 
-std::vector<std::string> system_readable_paths() {
-    std::vector<std::string> r = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/opt", "/sys", "/dev", "/proc"};
+std::vector<std::string> system_readable_paths(bool whole_proc) {
+    std::vector<std::string> r = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/opt", "/sys", "/dev"};
     for (const char* e : {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime", "nvidia", "OpenCL"})
         r.push_back(std::string("/etc/") + e);
+    if (whole_proc) r.push_back("/proc");
+    else r.insert(r.end(), {"/proc/self", "/proc/driver", "/proc/cpuinfo", "/proc/meminfo", "/proc/sys"});
     if (const char* ld = std::getenv("LD_LIBRARY_PATH")) {
         std::string dirs = ld;
         for (size_t from = 0; from <= dirs.size();) {

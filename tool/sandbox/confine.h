@@ -30,10 +30,11 @@ struct ConfineReport {
 ConfineReport confine_current_process(const ConfineOptions& options);
 
 // What a confined process that loads candidate code may read (Landlock): the system directories
-// (/usr, /lib*, /bin, /sbin, /opt, /sys, /dev, /proc), the loader's and CUDA's files in /etc, and
-// the directories named in LD_LIBRARY_PATH. Meant for a process inside the sandbox's namespaces
-// (its /proc is its own).
-std::vector<std::string> system_readable_paths();
+// (/usr, /lib*, /bin, /sbin, /opt, /sys, /dev), the loader's and CUDA's files in /etc, the
+// directories named in LD_LIBRARY_PATH, and /proc: all of it for a process inside the sandbox's
+// namespaces (its /proc is its own), otherwise (whole_proc false) only its own entry and the
+// system-wide files CUDA reads (/proc/driver, cpuinfo, meminfo, sys).
+std::vector<std::string> system_readable_paths(bool whole_proc = true);
 
 // The signal a seccomp kill ends a process with.
 constexpr int kSandboxKillSignal = 31;  // SIGSYS

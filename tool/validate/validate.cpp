@@ -7,7 +7,6 @@
 #include <cmath>
 #include <map>
 #include <cstdlib>
-#include <sstream>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -15,6 +14,7 @@
 #include "reference/reference.h"
 #include "common/hash.h"
 #include "task/fitness.h"
+#include "sandbox/confine.h"
 #include "sandbox/sandbox.h"
 #include "validate/gpu_lock.h"
 #include "validate/job.h"
@@ -154,21 +154,11 @@ double shapes_geomean(const std::vector<ShapeTiming>& shapes) {
     return weighted_geomean(s, w);
 }
 
-// Landlock's view for the candidate process: system paths to read (with namespaces they are all
-// the sandbox has anyway) and the runner.
+// Landlock's view for the candidate process: the system paths (with namespaces they are all the
+// sandbox has anyway; without, only the candidate's own /proc entry) and the runner.
 std::vector<std::string> candidate_readable(const fs::path& runner, bool namespaces) {
-    std::vector<std::string> r = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/opt", "/sys", "/dev"};
-    for (const char* e : {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime", "nvidia", "OpenCL"})
-        r.push_back(std::string("/etc/") + e);
-    if (namespaces) r.push_back("/proc");
-    else r.insert(r.end(), {"/proc/self", "/proc/driver", "/proc/cpuinfo", "/proc/meminfo", "/proc/sys"});
+    std::vector<std::string> r = system_readable_paths(namespaces);
     r.push_back(runner.string());
-    if (const char* ld = std::getenv("LD_LIBRARY_PATH")) {
-        std::stringstream ss(ld);
-        std::string dir;
-        while (std::getline(ss, dir, ':'))
-            if (!dir.empty() && dir[0] == '/') r.push_back(dir);
-    }
     return r;
 }
 }  // namespace
