@@ -50,6 +50,13 @@ bool starts_with(const std::string& s, const std::string& p) { return s.compare(
 const char* const kEtcFiles[] = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group",
                                  "nsswitch.conf", "localtime", "OpenCL", "nvidia", "gcc", "vulkan"};
 
+// The trees sandbox_prefix() shows whole (read-only), and whether an absolute path lies in one.
+bool in_whole_tree(const std::string& path) {
+    for (const char* t : {"/usr/", "/opt/", "/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/", "/libx32/", "/sys/"})
+        if (starts_with(path + "/", t)) return true;
+    return false;
+}
+
 void add_ro(std::vector<std::string>& a, const std::string& p) {
     a.insert(a.end(), {"--ro-bind-try", p, p});
 }
@@ -205,11 +212,13 @@ std::vector<std::string> sandbox_prefix(const SandboxPolicy& p) {
     }
     // Each extra path at its real place: bwrap creates a bind's mount point inside the new root, where
     // an absolute symlink on the way (/usr/local/cuda -> /etc/alternatives/cuda) does not resolve and
-    // the whole sandbox fails ("Can't mkdir"). The symlinks themselves stay visible where their trees are.
+    // the whole sandbox fails ("Can't mkdir"). The symlinks themselves stay visible where their trees
+    // are; a path whose real place lies in a tree shown whole above needs no bind of its own.
     for (const auto& r : p.read_only) {
         std::error_code ec;
         fs::path real = fs::weakly_canonical(fs::absolute(r), ec);
-        add_ro(a, (ec ? fs::absolute(r) : real).string());
+        const std::string path = (ec ? fs::absolute(r) : real).string();
+        if (!in_whole_tree(path)) add_ro(a, path);
     }
     if (!p.workdir.empty()) {
         std::string w = fs::absolute(p.workdir).string();

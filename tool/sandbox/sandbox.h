@@ -45,7 +45,8 @@ void check_sandbox_layers();
 
 struct SandboxPolicy {
     std::filesystem::path workdir;                 // the only writable place besides a private /tmp
-    std::vector<std::filesystem::path> read_only;  // extra paths visible read-only (files or dirs)
+    std::vector<std::filesystem::path> read_only;  // extra paths visible read-only (files or dirs; bound
+                                                   // at their real place unless a system tree shows it)
     bool gpu = false;                              // expose /dev/nvidia* (candidate processes)
     bool keep_fds = false;                         // inherited fds stay open (bwrap keeps them anyway)
 };

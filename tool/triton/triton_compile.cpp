@@ -240,19 +240,14 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
         SandboxPolicy policy;
         policy.workdir = tmp.path();
         policy.gpu = !info.has_target;  // a Triton without --target asks the GPU for its architecture
-        auto system_path = [](const std::string& p) {
-            for (const char* sys_dir : {"/usr/", "/opt/", "/bin/", "/lib/", "/lib64/", "/sbin/"})
-                if (p.rfind(sys_dir, 0) == 0) return true;
-            return false;
-        };
-        for (const auto& p : info.prefixes)
-            if (!system_path(p + "/")) policy.read_only.push_back(p);
+        // (sandbox_prefix binds each at its real place, and none that the system trees already show)
+        policy.read_only.insert(policy.read_only.end(), info.prefixes.begin(), info.prefixes.end());
         std::string pythonpath;
         for (const auto& p : info.import_path) {
-            if (!system_path(p + "/")) policy.read_only.push_back(p);
+            policy.read_only.push_back(p);
             pythonpath += (pythonpath.empty() ? "" : ":") + p;
         }
-        if (!system_path(info.executable)) policy.read_only.push_back(fs::path(info.executable).parent_path());
+        policy.read_only.push_back(fs::path(info.executable).parent_path());
         const std::vector<std::string> prefix = sandbox_prefix(policy);
         const auto env = sandbox_environment({{"HOME", tmp.path().string()},
                                               {"PYTHONDONTWRITEBYTECODE", "1"},
