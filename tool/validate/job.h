@@ -51,6 +51,7 @@ struct Job {
     int timing_trials = 100;        // the most timed calls per shape set
     int min_timing_trials = 20;     // the fewest before stopping early
     double target_ci = 0.005;       // stop once the median's 95% interval is within ±this fraction
+    double extend_timing_s = 0.1;   // a set still imprecise at timing_trials may take up to 10x as many calls while its timing cost under this (trials.h)
     int warmup = 10;
     double timing_budget_s = 10;    // all timing of one job
     std::string l2_flush = "read";  // read: a proven read of a buffer 4x L2 before each call; none
@@ -72,7 +73,7 @@ struct Job {
     bool load_only = false;         // load the candidate (static constructors, symbols) and stop
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Job, kernel, reference, reference_arg, sets, trials, atol, rtol, seed, time,
-                                                timing_trials, min_timing_trials, target_ci, warmup, timing_budget_s,
+                                                timing_trials, min_timing_trials, target_ci, extend_timing_s, warmup, timing_budget_s,
                                                 l2_flush, timing_copies, wall_batch_allow_us, wall_call_allow_us, verify_fraction, call_timeout_s, best_speedup,
                                                 sandbox_prefix, candidate_env, workdir, confine, readable, writable, load_only)
 

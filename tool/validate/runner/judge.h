@@ -14,6 +14,7 @@
 #include "device_ops.cuh"
 #include "runner.h"
 #include "shared_buffer.h"
+#include "validate/trials.h"
 
 namespace kevo_runner {
 
@@ -40,12 +41,8 @@ struct Tensors {
     void free();
 };
 
-struct Summary {
-    double median_us = 0, p10_us = 0, p90_us = 0, mean_us = 0, min_us = 0, spread = 0, ci = 0;
-    size_t n = 0;
-    json to_json() const;
-};
-Summary summarize(std::vector<double> us);
+using Summary = kevo::TimingSummary;  // validate/trials.h, with the stopping rule
+inline Summary summarize(std::vector<double> us) { return kevo::summarize_times(std::move(us)); }
 
 class Judge {
 public:

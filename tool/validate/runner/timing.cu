@@ -17,33 +17,6 @@
 
 namespace kevo_runner {
 
-json Summary::to_json() const {
-    return json{{"median_us", median_us}, {"p10_us", p10_us}, {"p90_us", p90_us}, {"mean_us", mean_us},
-                {"min_us", min_us},       {"spread", spread}, {"ci95", ci},     {"n", n}};
-}
-
-Summary summarize(std::vector<double> v) {
-    Summary s;
-    if (v.empty()) return s;
-    std::sort(v.begin(), v.end());
-    auto q = [&](double p) { return v[std::min<size_t>(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))]; };
-    double mean = 0;
-    for (double x : v) mean += x;
-    s.n = v.size();
-    s.mean_us = mean / v.size();
-    s.median_us = q(0.5);
-    s.p10_us = q(0.1);
-    s.p90_us = q(0.9);
-    s.min_us = v.front();
-    s.spread = s.median_us > 0 ? (s.p90_us - s.p10_us) / s.median_us : 0;
-    // Distribution-free 95% interval of the median: the order statistics n/2 -+ 0.98 sqrt(n).
-    const double n = static_cast<double>(v.size());
-    size_t lo = static_cast<size_t>(std::max(0.0, std::floor(n / 2 - 0.98 * std::sqrt(n))));
-    size_t hi = static_cast<size_t>(std::min(n - 1, std::ceil(n / 2 + 0.98 * std::sqrt(n))));
-    s.ci = s.median_us > 0 ? (v[hi] - v[lo]) / (2 * s.median_us) : 0;
-    return s;
-}
-
 void Judge::flush_l2(unsigned long long* proof, int j) {
     l2_flush_proof<<<flush_blocks_, 512, 0, stream_>>>(static_cast<const uint4*>(flush_.data()), flush_.size / 16, proof, j);
     cuda_ok(cudaGetLastError(), "l2_flush_proof");
@@ -225,12 +198,15 @@ json Judge::time_set(size_t set) {
     if (warm > 1) run_batch(std::min(warm - 1, std::max(1, static_cast<int>(job.timing_budget_s * 0.1e6 / call_wall_us))), -999, false);
     if (time_reference) reference_calls(warm, -1000, false);
     int verified = 0, calls = 0, batches = 0;
-    bool stopped_early = false, reduced = false;
-    const int max_trials = std::max(job.min_timing_trials, job.timing_trials);
-    while (calls < max_trials) {
-        // Batches of slow calls are shorter: a quarter of the time budget at most.
-        const int by_time = std::max(1, static_cast<int>(job.timing_budget_s * 0.25e6 / std::max(call_wall_us, 1.0)));
-        const int n = std::min({copies, max_trials - calls, by_time});
+    kevo::TrialLimits limits;
+    limits.min_trials = job.min_timing_trials;
+    limits.max_trials = job.timing_trials;
+    limits.target_ci = job.target_ci;
+    limits.budget_s = job.timing_budget_s;
+    limits.extend_s = job.extend_timing_s;
+    kevo::TrialStop stop = kevo::TrialStop::kContinue;
+    while (stop == kevo::TrialStop::kContinue) {
+        const int n = kevo::next_batch_size(limits, calls, copies, call_wall_us);
         // Alternate who goes first so that drift affects both alike.
         if (time_reference && batches % 2 == 1) reference_calls(n, calls, true);
         run_batch(n, calls, true);
@@ -243,22 +219,17 @@ json Judge::time_set(size_t set) {
         if (time_reference && batches % 2 == 0) reference_calls(n, calls, true);
         calls += n;
         ++batches;
-        if (calls >= job.min_timing_trials && calls < max_trials) {
-            bool precise = summarize(kt).ci <= job.target_ci && (!time_reference || summarize(rt).ci <= job.target_ci);
-            if (precise) {
-                stopped_early = true;
-                break;
-            }
-        }
-        if (std::chrono::duration<double>(clock::now() - t_start).count() > job.timing_budget_s && calls >= 10) {
-            reduced = calls < max_trials;
-            break;
-        }
+        Summary ks = summarize(kt), rs = time_reference ? summarize(rt) : Summary{};
+        stop = kevo::next_trial_step(limits, calls, std::chrono::duration<double>(clock::now() - t_start).count(), ks,
+                                     time_reference ? &rs : nullptr);
     }
+    const bool stopped_early = stop == kevo::TrialStop::kPrecise && calls < std::max(job.min_timing_trials, job.timing_trials);
+    const bool reduced = stop == kevo::TrialStop::kBudget && calls < std::max(job.min_timing_trials, job.timing_trials);
 
     Summary k = summarize(kt);
     json out{{"shape_set", set}, {"label", spec.label}, {"weight", spec.weight}, {"trials", calls}, {"batches", batches},
-             {"stopped_early", stopped_early}, {"trials_reduced_to_fit_budget", reduced}, {"verified_calls", verified},
+             {"stopped_early", stopped_early}, {"trials_reduced_to_fit_budget", reduced},
+             {"stop_reason", kevo::trial_stop_name(stop)}, {"target_ci", job.target_ci}, {"verified_calls", verified},
              {"buffer_copies", copies}, {"l2_flush", job.l2_flush}, {"l2_flush_bytes", flush ? flush_.size : 0}, {"l2_flush_us", flush_us}};
     out["kernel"] = k.to_json();
     double ref_med = spec.reference_us;
@@ -270,8 +241,17 @@ json Judge::time_set(size_t set) {
     } else if (job.best_speedup > 0 && k.median_us > 0 && ref_med / k.median_us > job.best_speedup) {
         // This result would become the best: measure the reference again now, so that a drift since
         // it was last timed cannot make a new best.
+        // As precisely as a timed reference (the same stopping rule), alone on the GPU.
         rt.clear();
-        for (int done = 0; done < job.min_timing_trials; done += copies) reference_calls(std::min(copies, job.min_timing_trials - done), done, true);
+        const auto r0 = clock::now();
+        for (int done = 0;;) {
+            const int n = kevo::next_batch_size(limits, done, copies, 0);
+            reference_calls(n, done, true);
+            done += n;
+            Summary rs = summarize(rt);
+            if (kevo::next_trial_step(limits, done, std::chrono::duration<double>(clock::now() - r0).count(), rs, nullptr) != kevo::TrialStop::kContinue)
+                break;
+        }
         Summary r = summarize(rt);
         out["reference"] = r.to_json();
         out["reference_source"] = "re-measured (the result beats the best so far)";

@@ -1,0 +1,135 @@
+// The judge's stopping rule for timed calls (validate/trials.h), driven by scripted timings and a
+// simulated clock, the way timing.cu drives it: batches until next_trial_step says stop.
+#include "validate/trials.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+namespace kevo {
+namespace {
+
+struct Sim {
+    int calls = 0, batches = 0;
+    TrialStop stop = TrialStop::kContinue;
+    TimingSummary kernel;
+};
+
+// kernel_us(i): the i-th call's time; cost_us: what one call costs the judge (kernel, flush, launch).
+Sim simulate(const TrialLimits& l, const std::function<double(int)>& kernel_us, double cost_us, int copies = 64,
+             const std::function<double(int)>& reference_us = nullptr) {
+    Sim r;
+    std::vector<double> kt, rt;
+    double elapsed_s = 0;
+    while (r.stop == TrialStop::kContinue) {
+        int n = next_batch_size(l, r.calls, copies, cost_us);
+        EXPECT_GE(n, 1);
+        for (int j = 0; j < n; ++j) {
+            kt.push_back(kernel_us(r.calls + j));
+            if (reference_us) rt.push_back(reference_us(r.calls + j));
+        }
+        r.calls += n;
+        ++r.batches;
+        elapsed_s += n * cost_us * 1e-6;
+        r.kernel = summarize_times(kt);
+        TimingSummary rs = summarize_times(rt);
+        r.stop = next_trial_step(l, r.calls, elapsed_s, r.kernel, reference_us ? &rs : nullptr);
+    }
+    return r;
+}
+
+// Times spread uniformly over ±spread around `us` (seeded).
+std::function<double(int)> noisy(double us, double spread, unsigned seed = 1) {
+    auto rng = std::make_shared<std::mt19937>(seed);
+    return [=](int) { return us * (1 + std::uniform_real_distribution<double>(-spread, spread)(*rng)); };
+}
+
+TEST(Trials, SummaryIntervalNarrowsWithMoreCalls) {
+    auto f = noisy(10, 0.2);
+    std::vector<double> v;
+    for (int i = 0; i < 100; ++i) v.push_back(f(i));
+    TimingSummary a = summarize_times(v);
+    for (int i = 0; i < 900; ++i) v.push_back(f(i));
+    TimingSummary b = summarize_times(v);
+    EXPECT_NEAR(a.median_us, 10, 0.5);
+    EXPECT_NEAR(b.median_us, 10, 0.2);
+    EXPECT_LT(b.ci, a.ci / 2);  // about sqrt(10) narrower
+    EXPECT_EQ(b.n, 1000u);
+}
+
+TEST(Trials, SteadyTimesStopAtTheMinimum) {
+    TrialLimits l;
+    l.min_trials = 20;
+    Sim r = simulate(l, noisy(50, 0.001), 60, /*copies=*/8);
+    EXPECT_EQ(r.stop, TrialStop::kPrecise);
+    EXPECT_EQ(r.calls, 24);  // three batches of 8: the first count at or past the minimum
+}
+
+TEST(Trials, NoisyExpensiveSetStopsAtTheMostTrials) {
+    TrialLimits l;  // 100 trials, extension while under 0.1 s
+    Sim r = simulate(l, noisy(2000, 0.3), 2100);  // 100 calls cost 0.21 s: no extension
+    EXPECT_EQ(r.stop, TrialStop::kMaxTrials);
+    EXPECT_EQ(r.calls, 100);
+    EXPECT_GT(r.kernel.ci, l.target_ci);
+}
+
+TEST(Trials, NoisyCheapSetGoesOnUntilItsMedianIsPrecise) {
+    TrialLimits l;
+    Sim r = simulate(l, noisy(5, 0.05), 60);  // ±5%: 100 calls give about ±1%, 400 about ±0.5%
+    EXPECT_EQ(r.stop, TrialStop::kPrecise);
+    EXPECT_GT(r.calls, 100);
+    EXPECT_LE(r.calls, 1000);
+    EXPECT_LE(r.kernel.ci, l.target_ci);
+}
+
+TEST(Trials, TheExtensionIsBoundedByCallsAndByTime) {
+    TrialLimits l;
+    Sim by_calls = simulate(l, noisy(5, 0.9), 10);  // never precise, very cheap
+    EXPECT_EQ(by_calls.stop, TrialStop::kExtendedMax);
+    EXPECT_EQ(by_calls.calls, 1000);
+    Sim by_time = simulate(l, noisy(5, 0.9), 400);  // 100 calls 0.04 s: extends until 0.1 s are spent
+    EXPECT_EQ(by_time.stop, TrialStop::kExtensionSpent);
+    EXPECT_GE(by_time.calls, 250);
+    EXPECT_LE(by_time.calls, 250 + 64);  // one batch past the point where 0.1 s were reached
+    l.extend_s = 0;  // no extension at all
+    Sim none = simulate(l, noisy(5, 0.9), 10);
+    EXPECT_EQ(none.stop, TrialStop::kMaxTrials);
+    EXPECT_EQ(none.calls, 100);
+}
+
+TEST(Trials, AnImpreciseReferenceKeepsTheSetGoing) {
+    TrialLimits l;
+    l.extend_s = 0;
+    Sim r = simulate(l, noisy(50, 0.001), 60, 64, noisy(80, 0.5, 7));
+    EXPECT_EQ(r.stop, TrialStop::kMaxTrials);  // the kernel alone was precise after 64 calls
+    EXPECT_EQ(r.calls, 100);
+}
+
+TEST(Trials, SlowCallsComeInShortBatchesAndTheBudgetEndsThem) {
+    TrialLimits l;
+    l.budget_s = 1;
+    // 110 ms a call: batches of at most 0.25 s, i.e. 2 calls; the budget (1.1 s spent) ends it at 10.
+    EXPECT_EQ(next_batch_size(l, 0, 64, 110000), 2);
+    Sim r = simulate(l, noisy(110000, 0.3), 110000);
+    EXPECT_EQ(r.stop, TrialStop::kBudget);
+    EXPECT_EQ(r.calls, 10);
+    EXPECT_EQ(r.batches, 5);
+}
+
+TEST(Trials, BatchesNeverPassTheCap) {
+    TrialLimits l;
+    EXPECT_EQ(next_batch_size(l, 90, 64, 10), 10);    // 100 at most before the extension
+    EXPECT_EQ(next_batch_size(l, 100, 64, 10), 64);   // then up to 1000
+    EXPECT_EQ(next_batch_size(l, 990, 64, 10), 10);
+    l.extend_s = 0;
+    EXPECT_EQ(next_batch_size(l, 100, 64, 10), 1);    // past the cap: never zero (the caller stops first)
+}
+
+TEST(Trials, StopReasonsHaveNames) {
+    EXPECT_STREQ(trial_stop_name(TrialStop::kPrecise), "precise");
+    EXPECT_STREQ(trial_stop_name(TrialStop::kExtensionSpent), "extension_time_spent");
+}
+
+}  // namespace
+}  // namespace kevo

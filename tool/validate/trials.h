@@ -1,0 +1,44 @@
+// How many timed calls a shape set gets: the judge's stopping rule, kept apart from CUDA so that it
+// can be tested against scripted timings. A set is timed in batches until the median's 95% interval
+// is within the target (after a minimum), or the most trials ran, or the time budget is spent. A set
+// of short calls whose median is still imprecise at the most trials may go on, up to `extend_factor`
+// times as many, while its timing so far has cost under `extend_s`: a 5 µs kernel needs several
+// hundred calls for a 0.5% interval, and they cost milliseconds.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace kevo {
+
+struct TimingSummary {
+    double median_us = 0, p10_us = 0, p90_us = 0, mean_us = 0, min_us = 0, spread = 0, ci = 0;
+    size_t n = 0;
+    nlohmann::json to_json() const;
+};
+// Order statistics of the times; ci is the half-width of the median's distribution-free 95%
+// interval as a fraction of the median.
+TimingSummary summarize_times(std::vector<double> us);
+
+struct TrialLimits {
+    int min_trials = 20;     // the fewest before stopping early
+    int max_trials = 100;    // the most, unless extended
+    double target_ci = 0.005;
+    double budget_s = 10;    // the set's whole timing
+    double extend_s = 0.1;   // an imprecise set may exceed max_trials while its timing cost less than this
+    int extend_factor = 10;  // ... up to this many times max_trials
+};
+
+enum class TrialStop { kContinue, kPrecise, kMaxTrials, kExtendedMax, kBudget, kExtensionSpent };
+const char* trial_stop_name(TrialStop s);
+
+// After `calls` timed calls and `elapsed_s` of the set's timing: go on, or why to stop. `kernel`
+// and `reference` (null when the reference is not timed here) summarize the times so far.
+TrialStop next_trial_step(const TrialLimits& limits, int calls, double elapsed_s, const TimingSummary& kernel,
+                          const TimingSummary* reference);
+// The size of the next batch: at most `copies`, never past the current cap, and short enough that a
+// batch of slow calls takes a quarter of the budget at most.
+int next_batch_size(const TrialLimits& limits, int calls, int copies, double call_wall_us);
+
+}  // namespace kevo
