@@ -122,6 +122,20 @@ TEST(SearchGpu, ReplayedSearchValidatesEveryDistinctCandidate) {
         last = std::max(last, p.created);
     }
     EXPECT_EQ(evaluated, 17);
+    // Where a candidate's time goes (printed, not asserted): compile, the runner's phases, calls timed.
+    for (const auto& p : programs) {
+        if (p.status == "duplicate" || p.status == "no_code") continue;
+        const auto& d = p.details;
+        std::cout << "  " << p.key << " " << p.status << " compile " << d.value("compile_s", 0.0) << " s, run " << d.value("run_s", 0.0) << " s";
+        if (d.contains("details") && d["details"].is_object()) {
+            for (const auto& [k, v] : d["details"].value("profile_s", nlohmann::json::object()).items())
+                if (v.is_number() && v.get<double>() >= 0.02) std::cout << ", " << k << " " << v.get<double>();
+            for (const auto& set : d["details"].value("timing", nlohmann::json::object()).value("sets", nlohmann::json::array()))
+                std::cout << "; [" << set.value("label", "") << ": " << set.value("trials", 0) << " calls, " << set.value("stop_reason", "")
+                          << ", ref " << set.value("reference_source", "") << "]";
+        }
+        std::cout << "\n";
+    }
     // Measured, not asserted: whole command (tool start-up and reference set-up included), and
     // between the first and the last candidate recorded (the steady state of the loop).
     std::cout << "search throughput: " << evaluated << " candidates (" << ok << " ok) in " << wall << " s = " << evaluated / wall * 60

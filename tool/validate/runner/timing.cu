@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <functional>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 
@@ -226,6 +228,13 @@ json Judge::time_set(size_t set) {
     const bool stopped_early = stop == kevo::TrialStop::kPrecise && calls < std::max(job.min_timing_trials, job.timing_trials);
     const bool reduced = stop == kevo::TrialStop::kBudget && calls < std::max(job.min_timing_trials, job.timing_trials);
 
+    if (const char* dump = std::getenv("KEVO_TIMING_DUMP")) {  // diagnostics (validate.cpp passes it on)
+        if (FILE* f = std::fopen(dump, "a")) {
+            std::string line = json{{"label", spec.label}, {"stop_reason", kevo::trial_stop_name(stop)}, {"kernel_us", kt}, {"reference_us", rt}}.dump() + "\n";
+            std::fwrite(line.data(), 1, line.size(), f);
+            std::fclose(f);
+        }
+    }
     Summary k = summarize(kt);
     json out{{"shape_set", set}, {"label", spec.label}, {"weight", spec.weight}, {"trials", calls}, {"batches", batches},
              {"stopped_early", stopped_early}, {"trials_reduced_to_fit_budget", reduced},
