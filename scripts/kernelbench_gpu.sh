@@ -2,7 +2,8 @@
 # KernelBench on a GPU host (one call): builds what it needs, runs the KernelBench GPU tests, then
 # imports all problems at KernelBench's own sizes and prints the success rate, the reasons for the
 # refusals and failures, and the time the import took. Files worth keeping go to $OUT.
-# Usage: KERNELBENCH_DIR=/path/to/kernelbench scripts/kernelbench_gpu.sh   (default ../shared/kernelbench)
+# Usage: KERNELBENCH_DIR=/path/to/kernelbench scripts/kernelbench_gpu.sh   (default ../shared/kernelbench;
+# JOBS=N parallel imports, default 8; KEVO_KB_SKIP_TESTS=1 only imports)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/kevo-out}
@@ -16,6 +17,7 @@ source build-gpu/env.sh
 export KERNELEVO_CACHE_HOME=${KERNELEVO_CACHE_HOME:-/tmp/kevo-cache}
 
 step KernelBench tests
+[ -n "${KEVO_KB_SKIP_TESTS:-}" ] && echo "(skipped: KEVO_KB_SKIP_TESTS)" ||
 { build-gpu/tests/kernelbench/kernelbench_test --gtest_brief=0; build-gpu/tests/kernelbench/kernelbench_gpu_test --gtest_brief=0; } 2>&1 |
   tee "$out/kb-tests.log" | grep -E "^\[ *(OK|FAILED|SKIPPED) |speedup|max \|diff\||import of|x \(kernel" | head -60
 

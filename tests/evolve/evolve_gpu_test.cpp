@@ -128,9 +128,11 @@ TEST(SearchGpu, ReplayedSearchValidatesEveryDistinctCandidate) {
         const auto& d = p.details;
         std::cout << "  " << p.key << " " << p.status << " compile " << d.value("compile_s", 0.0) << " s, run " << d.value("run_s", 0.0) << " s";
         if (d.contains("details") && d["details"].is_object()) {
-            for (const auto& [k, v] : d["details"].value("profile_s", nlohmann::json::object()).items())
+            const nlohmann::json phases = d["details"].value("profile_s", nlohmann::json::object());
+            for (const auto& [k, v] : phases.items())
                 if (v.is_number() && v.get<double>() >= 0.02) std::cout << ", " << k << " " << v.get<double>();
-            for (const auto& set : d["details"].value("timing", nlohmann::json::object()).value("sets", nlohmann::json::array()))
+            const nlohmann::json sets = d["details"].value("timing", nlohmann::json::object()).value("sets", nlohmann::json::array());
+            for (const auto& set : sets)
                 std::cout << "; [" << set.value("label", "") << ": " << set.value("trials", 0) << " calls, " << set.value("stop_reason", "")
                           << ", ref " << set.value("reference_source", "") << "]";
         }

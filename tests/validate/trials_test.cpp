@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <random>
 
@@ -56,6 +57,36 @@ TEST(Trials, SummaryIntervalNarrowsWithMoreCalls) {
     EXPECT_NEAR(b.median_us, 10, 0.2);
     EXPECT_LT(b.ci, a.ci / 2);  // about sqrt(10) narrower
     EXPECT_EQ(b.n, 1000u);
+}
+
+TEST(Trials, TimeIsTheInterquartileMean) {
+    // The lowest and the highest quarter do not count: one huge outlier changes nothing.
+    TimingSummary s = summarize_times({1, 2, 3, 4, 5, 6, 7, 1000});
+    EXPECT_DOUBLE_EQ(s.time_us, 4.5);  // mean of 3 4 5 6
+    EXPECT_DOUBLE_EQ(s.median_us, 5);  // the upper middle of an even count
+    EXPECT_GT(s.mean_us, 100);
+    EXPECT_EQ(summarize_times({7}).ci, 1);  // one call says nothing about its precision
+    EXPECT_DOUBLE_EQ(summarize_times({7}).time_us, 7);
+    EXPECT_EQ(summarize_times({3, 3, 3, 3}).ci, 0);
+}
+
+// CUDA events tick every 32 ns: a 4.55 µs kernel with ±3% noise reads as whole ticks. The median of
+// 400 such calls jumps by a tick (0.7%) between repetitions; the interquartile mean averages ticks.
+TEST(Trials, QuantizedTimesAreSteadierAsInterquartileMeansThanAsMedians) {
+    std::mt19937 rng(5);
+    std::normal_distribution<double> noise(0, 0.03);
+    double med_lo = 1e9, med_hi = 0, iqm_lo = 1e9, iqm_hi = 0;
+    for (int rep = 0; rep < 20; ++rep) {
+        std::vector<double> v;
+        for (int i = 0; i < 400; ++i) v.push_back(std::round(4.55 * (1 + noise(rng)) / 0.032) * 0.032);
+        TimingSummary s = summarize_times(v);
+        med_lo = std::min(med_lo, s.median_us), med_hi = std::max(med_hi, s.median_us);
+        iqm_lo = std::min(iqm_lo, s.time_us), iqm_hi = std::max(iqm_hi, s.time_us);
+        EXPECT_NEAR(s.time_us, 4.55, 4.55 * 2 * s.ci);  // the interval holds the true time (2x: margin over 20 draws)
+    }
+    EXPECT_GE((med_hi - med_lo) / 4.55, 0.007);  // at least one tick apart
+    EXPECT_LT((iqm_hi - iqm_lo) / 4.55, 0.006);
+    EXPECT_LT(iqm_hi - iqm_lo, (med_hi - med_lo) * 0.9);
 }
 
 TEST(Trials, SteadyTimesStopAtTheMinimum) {

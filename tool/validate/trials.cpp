@@ -6,29 +6,44 @@
 namespace kevo {
 
 nlohmann::json TimingSummary::to_json() const {
-    return nlohmann::json{{"median_us", median_us}, {"p10_us", p10_us}, {"p90_us", p90_us}, {"mean_us", mean_us},
-                          {"min_us", min_us},       {"spread", spread}, {"ci95", ci},     {"n", n}};
+    return nlohmann::json{{"time_us", time_us}, {"median_us", median_us}, {"p10_us", p10_us}, {"p90_us", p90_us},
+                          {"mean_us", mean_us}, {"min_us", min_us},       {"spread", spread},  {"ci95", ci}, {"n", n}};
 }
 
 TimingSummary summarize_times(std::vector<double> v) {
     TimingSummary s;
     if (v.empty()) return s;
     std::sort(v.begin(), v.end());
-    auto q = [&](double p) { return v[std::min<size_t>(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))]; };
+    const size_t n = v.size();
+    auto q = [&](double p) { return v[std::min<size_t>(n - 1, static_cast<size_t>(p * (n - 1) + 0.5))]; };
     double mean = 0;
     for (double x : v) mean += x;
-    s.n = v.size();
-    s.mean_us = mean / v.size();
+    s.n = n;
+    s.mean_us = mean / n;
     s.median_us = q(0.5);
     s.p10_us = q(0.1);
     s.p90_us = q(0.9);
     s.min_us = v.front();
-    s.spread = s.median_us > 0 ? (s.p90_us - s.p10_us) / s.median_us : 0;
-    // Distribution-free 95% interval of the median: the order statistics n/2 -+ 0.98 sqrt(n).
-    const double n = static_cast<double>(v.size());
-    size_t lo = static_cast<size_t>(std::max(0.0, std::floor(n / 2 - 0.98 * std::sqrt(n))));
-    size_t hi = static_cast<size_t>(std::min(n - 1, std::ceil(n / 2 + 0.98 * std::sqrt(n))));
-    s.ci = s.median_us > 0 ? (v[hi] - v[lo]) / (2 * s.median_us) : 0;
+    // The middle half: drop the lowest and the highest quarter (none below 4 calls).
+    const size_t cut = n / 4;
+    double mid = 0;
+    for (size_t i = cut; i < n - cut; ++i) mid += v[i];
+    s.time_us = mid / static_cast<double>(n - 2 * cut);
+    s.spread = s.time_us > 0 ? (s.p90_us - s.p10_us) / s.time_us : 0;
+    if (n < 2 || s.time_us <= 0) {
+        s.ci = 1;
+        return s;
+    }
+    // Winsorized at the same cut: the quarters dropped above count as their nearest kept value.
+    double wmean = 0, wvar = 0;
+    auto w = [&](size_t i) { return v[std::min(std::max(i, cut), n - 1 - cut)]; };
+    for (size_t i = 0; i < n; ++i) wmean += w(i);
+    wmean /= n;
+    for (size_t i = 0; i < n; ++i) wvar += (w(i) - wmean) * (w(i) - wmean);
+    wvar /= static_cast<double>(n - 1);
+    const double kept = static_cast<double>(n - 2 * cut) / n;
+    const double se = std::sqrt(wvar) / (kept * std::sqrt(static_cast<double>(n)));
+    s.ci = 1.96 * se / s.time_us;
     return s;
 }
 

@@ -435,7 +435,7 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
         for (const auto& t : sets)
             if (t.value("reference_source", std::string()) != "earlier in this run") measured = true;
         if (measured) {
-            for (const auto& t : sets) impl_->ref_us[t.value("shape_set", 0)] = t["reference"].value("median_us", 0.0);
+            for (const auto& t : sets) impl_->ref_us[t.value("shape_set", 0)] = t["reference"].value("time_us", 0.0);
             if (!reuse) {
                 impl_->ref_age = 0;
                 impl_->ref_time = std::chrono::steady_clock::now();
@@ -522,8 +522,8 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
             ShapeTiming st;
             st.set = t.value("shape_set", 0);
             st.label = t.value("label", std::string());
-            st.kernel_us = t["kernel"].value("median_us", 0.0);
-            st.reference_us = t["reference"].value("median_us", 0.0);
+            st.kernel_us = t["kernel"].value("time_us", 0.0);
+            st.reference_us = t["reference"].value("time_us", 0.0);
             st.speedup = t.value("speedup", 0.0);
             st.weight = t.value("weight", 1.0);
             res.shapes.push_back(st);

@@ -241,13 +241,13 @@ json Judge::time_set(size_t set) {
              {"stop_reason", kevo::trial_stop_name(stop)}, {"target_ci", job.target_ci}, {"verified_calls", verified},
              {"buffer_copies", copies}, {"l2_flush", job.l2_flush}, {"l2_flush_bytes", flush ? flush_.size : 0}, {"l2_flush_us", flush_us}};
     out["kernel"] = k.to_json();
-    double ref_med = spec.reference_us;
+    double ref_time = spec.reference_us;
     if (time_reference) {
         Summary r = summarize(rt);
         out["reference"] = r.to_json();
-        ref_med = r.median_us;
+        ref_time = r.time_us;
         out["reference_source"] = "measured";
-    } else if (job.best_speedup > 0 && k.median_us > 0 && ref_med / k.median_us > job.best_speedup) {
+    } else if (job.best_speedup > 0 && k.time_us > 0 && ref_time / k.time_us > job.best_speedup) {
         // This result would become the best: measure the reference again now, so that a drift since
         // it was last timed cannot make a new best.
         // As precisely as a timed reference (the same stopping rule), alone on the GPU.
@@ -264,12 +264,12 @@ json Judge::time_set(size_t set) {
         Summary r = summarize(rt);
         out["reference"] = r.to_json();
         out["reference_source"] = "re-measured (the result beats the best so far)";
-        ref_med = r.median_us;
+        ref_time = r.time_us;
     } else {
-        out["reference"] = json{{"median_us", ref_med}};
+        out["reference"] = json{{"time_us", ref_time}};
         out["reference_source"] = "earlier in this run";
     }
-    out["speedup"] = k.median_us > 0 ? ref_med / k.median_us : 0;
+    out["speedup"] = k.time_us > 0 ? ref_time / k.time_us : 0;
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
 
@@ -290,7 +290,7 @@ json Judge::time_set(size_t set) {
                              {"allowed_us", allowed},
                              {"allowance", {{"per_batch_us", job.wall_batch_allow_us}, {"per_call_us", job.wall_call_allow_us}, {"fraction", 0.03}}}};
     if (excess > allowed)
-        throw CandidateFailure{"rejected", "the reported kernel times (" + fmt(k.median_us) + " us median) do not agree with the time the judge observed: " +
+        throw CandidateFailure{"rejected", "the reported kernel times (" + fmt(k.time_us) + " us) do not agree with the time the judge observed: " +
                                                std::to_string(batch_n.size()) + " batches took " + fmt(excess) + " us more than the reported calls and the proven L2 flushes, "
                                                "at most " + fmt(allowed) + " us are explained by launches and messages: the kernel's process misreports its timing"};
     // The physical floor: every input must be read from DRAM at least once (L2 was flushed), and
@@ -304,8 +304,8 @@ json Judge::time_set(size_t set) {
         double floor_us = floor_bytes / (peak_gbs_ * 1e3);
         out["floor_us"] = floor_us;
         out["floor_bytes"] = floor_bytes;
-        if (k.median_us < floor_us && floor_bytes > l2_bytes_)
-            throw CandidateFailure{"rejected", "the reported kernel time (" + fmt(k.median_us) + " us) is below the physical floor: reading the inputs and writing back "
+        if (k.time_us < floor_us && floor_bytes > l2_bytes_)
+            throw CandidateFailure{"rejected", "the reported kernel time (" + fmt(k.time_us) + " us) is below the physical floor: reading the inputs and writing back "
                                                "the outputs that do not fit in L2 (" + std::to_string(floor_bytes) + " bytes) at the GPU's peak bandwidth (" +
                                                fmt(peak_gbs_) + " GB/s) takes at least " + fmt(floor_us) + " us"};
     }
