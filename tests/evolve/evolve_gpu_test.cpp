@@ -123,9 +123,11 @@ TEST(SearchGpu, ReplayedSearchValidatesEveryDistinctCandidate) {
     }
     EXPECT_EQ(evaluated, 17);
     // Where a candidate's time goes (printed, not asserted): compile, the runner's phases, calls timed.
+    double gpu_s = 0;  // the validations' time (the judge holds the GPU), compiles excluded
     for (const auto& p : programs) {
         if (p.status == "duplicate" || p.status == "no_code") continue;
         const auto& d = p.details;
+        gpu_s += d.value("run_s", 0.0);
         std::cout << "  " << p.key << " " << p.status << " compile " << d.value("compile_s", 0.0) << " s, run " << d.value("run_s", 0.0) << " s";
         if (d.contains("details") && d["details"].is_object()) {
             const nlohmann::json phases = d["details"].value("profile_s", nlohmann::json::object());
@@ -142,7 +144,8 @@ TEST(SearchGpu, ReplayedSearchValidatesEveryDistinctCandidate) {
     // between the first and the last candidate recorded (the steady state of the loop).
     std::cout << "search throughput: " << evaluated << " candidates (" << ok << " ok) in " << wall << " s = " << evaluated / wall * 60
               << " per minute (whole command); " << (last > first ? (evaluated - 1) / (last - first) * 60 : 0.0)
-              << " per minute between the first and the last candidate\n";
+              << " per minute between the first and the last candidate; " << gpu_s << " s of validation = "
+              << (gpu_s > 0 ? evaluated / gpu_s * 60 : 0.0) << " per GPU-minute\n";
 }
 
 // The prompts after a new best carry its speed-of-light line and ptxas figures and, where ncu can
