@@ -306,11 +306,13 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
 
 #ifdef KEVO_WITH_WORKERS
     if (auto* remote = dynamic_cast<worker::RemoteEvaluator*>(evaluator.get())) {
-        std::vector<double> o = remote->overhead_ms();
-        if (!o.empty()) {
+        std::vector<double> o = remote->overhead_ms(), w = remote->queued_ms();
+        if (!o.empty() && w.size() == o.size()) {
             std::sort(o.begin(), o.end());
-            std::fprintf(stderr, "kernelevo: queue overhead per job (submit to result, work excluded): median %.1f ms, p90 %.1f ms over %zu jobs\n",
-                         o[o.size() / 2], o[o.size() * 9 / 10], o.size());
+            std::sort(w.begin(), w.end());
+            std::fprintf(stderr, "kernelevo: queue overhead per job (submit to result, waiting for a free worker and the work excluded): "
+                         "median %.1f ms, p90 %.1f ms over %zu jobs; waiting for a free worker: median %.0f ms, p90 %.0f ms\n",
+                         o[o.size() / 2], o[o.size() * 9 / 10], o.size(), w[w.size() / 2], w[w.size() * 9 / 10]);
         }
     }
 #endif

@@ -48,7 +48,8 @@ local before = redis.call('HGET', job, 'workers') or ''
 local n = redis.call('HINCRBY', job, 'attempts', 1)
 local list = before == '' and ARGV[3] or (before .. ',' .. ARGV[3])
 redis.call('HSET', job, 'state', 'running', 'worker', ARGV[3], 'workers', list, 'started', ARGV[4])
-return {n, before, redis.call('HGET', job, 'spec')}
+local now = redis.call('TIME')
+return {n, before, redis.call('HGET', job, 'spec'), now[1], now[2]}
 )lua";
 
 // ARGV: Q id stream entry result worker now dead_reason -> 1 written, 0 a result was there
@@ -203,7 +204,7 @@ std::optional<Claimed> Queue::start(const std::string& stream, const std::string
     c.entry = entry;
     c.id = id;
     c.reclaimed = reclaimed;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
         // Done already (a worker finished it after its lease ran out) or unknown: just acknowledge.
         complete(c, nlohmann::json(), consumer);
         return std::nullopt;
@@ -211,6 +212,14 @@ std::optional<Claimed> Queue::start(const std::string& stream, const std::string
     c.attempts = static_cast<int>(r->element[0]->integer);
     c.workers = str(r->element[1]);
     c.spec = JobSpec::from_json(nlohmann::json::parse(str(r->element[2])));
+    // How long it waited for a worker: the server's clock now against the entry's id, which the
+    // server stamped (milliseconds) when the job was queued; one clock, whichever host asks.
+    try {
+        const double now_ms = std::stod(str(r->element[3])) * 1e3 + std::stod(str(r->element[4])) / 1e3;
+        c.queued_s = std::max(0.0, (now_ms - std::stod(entry.substr(0, entry.find('-')))) / 1e3);
+    } catch (const std::exception&) {
+        c.queued_s = 0;
+    }
     return c;
 }
 

@@ -63,6 +63,7 @@ struct Claimed {
     int attempts = 0;            // how many times a worker started it, this one included
     std::string workers;         // who started it before (comma-separated)
     bool reclaimed = false;      // taken over from a worker that died or stalled
+    double queued_s = 0;         // from queued to started (by the Redis server's clock)
 };
 
 const char* const kGroup = "workers";

@@ -162,7 +162,11 @@ nlohmann::json RemoteEvaluator::wait(const JobSpec& s) {
     }
     waiters_.erase(id);
     double seen = steady_s() - t0;
-    if (r->contains("job_s")) overhead_ms_.push_back((seen - r->value("job_s", 0.0)) * 1000);
+    if (r->contains("job_s")) {
+        const double queued = r->value("queued_s", 0.0);
+        overhead_ms_.push_back(std::max(0.0, seen - r->value("job_s", 0.0) - queued) * 1000);
+        queued_ms_.push_back(queued * 1000);
+    }
     return *r;
 }
 
@@ -174,6 +178,11 @@ void RemoteEvaluator::register_run(const std::string& state_display) {
 std::vector<double> RemoteEvaluator::overhead_ms() {
     std::lock_guard<std::mutex> lock(mu_);
     return overhead_ms_;
+}
+
+std::vector<double> RemoteEvaluator::queued_ms() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return queued_ms_;
 }
 
 CompileResult RemoteEvaluator::compile(const std::string& source) {

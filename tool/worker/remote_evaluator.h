@@ -39,8 +39,11 @@ public:
 
     // Submits a job and waits for its result (thread-safe).
     nlohmann::json wait(const JobSpec& spec);
-    // Queue overhead of the jobs so far: submit -> result seen, minus the worker's time on the job (ms).
+    // Queue overhead of the jobs so far: submit -> result seen, minus the time the job waited for a
+    // free worker and the worker's time on it (ms).
     std::vector<double> overhead_ms();
+    // How long each job waited for a free worker (ms): a backlog, not the queue's cost.
+    std::vector<double> queued_ms();
     const std::string& display() const { return ops_->display(); }
     // Tells `kernelevo serve` about the run (its state location, task, architecture).
     void register_run(const std::string& state_display);
@@ -64,7 +67,7 @@ private:
     std::map<std::string, std::shared_ptr<Waiter>> waiters_;
     // Compiled object handle -> {source, the compiling worker's toolkit}, until run().
     std::map<std::string, std::pair<std::string, std::string>> sources_;
-    std::vector<double> overhead_ms_;
+    std::vector<double> overhead_ms_, queued_ms_;
     std::atomic<bool> done_{false};
     std::thread listen_thread_;
 };

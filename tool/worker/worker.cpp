@@ -340,6 +340,7 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
             double job_s = steady_s() - t0;
             result["worker"] = opt.name;
             result["job_s"] = job_s;
+            result["queued_s"] = c->queued_s;
             {
                 std::lock_guard<std::mutex> lock(mu);
                 current.reset();
