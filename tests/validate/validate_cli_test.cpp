@@ -5,6 +5,7 @@
 
 #include "common/fs.h"
 #include "common/process.h"
+#include "validate/validate.h"
 
 using namespace kevo;
 
@@ -104,3 +105,41 @@ TEST(ValidateCli, GoodKernelWithoutGpuIsNoDeviceAfterCompiling) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(j["arch"], "sm_90");
 }
+
+namespace kevo {
+namespace {
+
+// What a validation job carries to a worker: every portable option arrives as set on the search's
+// side, and nothing local (paths, the device) travels.
+TEST(PortableOptions, EveryPortableOptionTravelsAndNothingLocal) {
+    ValidateOptions a;
+    a.timeout_s = 7;
+    a.timing_trials = 33;
+    a.min_timing_trials = 11;
+    a.target_ci = 0.02;
+    a.verify_fraction = 0.5;
+    a.reuse_reference_timing = false;
+    a.warmup = 3;
+    a.l2_flush = "none";
+    a.timing_copies = 8;
+    a.suspicious_speedup = 4;
+    a.time_kernels = false;
+    a.runner = "/somewhere/kernelevo-runner";
+    a.device_index = 3;
+    const nlohmann::json j = portable_options(a);
+    ValidateOptions b;
+    apply_portable_options(b, nlohmann::json::parse(j.dump()));
+#define KEVO_X(f) EXPECT_EQ(b.f, a.f) << #f;
+    KEVO_PORTABLE_VALIDATE_OPTIONS(KEVO_X)
+#undef KEVO_X
+    EXPECT_EQ(j.size(), 11u);  // a new portable option: add it to the values above
+    EXPECT_TRUE(b.runner.empty());
+    EXPECT_EQ(b.device_index, -1);
+    ValidateOptions c;
+    apply_portable_options(c, nlohmann::json{{"warmup", 2}});  // absent ones keep their values
+    EXPECT_EQ(c.warmup, 2);
+    EXPECT_EQ(c.timing_trials, ValidateOptions{}.timing_trials);
+}
+
+}  // namespace
+}  // namespace kevo

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -430,6 +431,35 @@ TEST_F(QueueTest, TheRealCompileOnlyWorkerCompilesWithNvcc) {
     w.signal(SIGTERM);
     EXPECT_EQ(w.wait(), 0) << read_file(log("kernelevo"));
     EXPECT_NE(read_file(log("kernelevo")).find("stopped (stopped)"), std::string::npos);
+}
+
+// A Triton candidate compiled by a compile-only worker (CI's stand-in Triton, which serves a
+// recorded AOT output): its generated .cu and AOT facts come back with the result, so the search
+// host stores the best kernel without a Triton of its own.
+TEST_F(QueueTest, ATritonCandidateCompiledByAWorkerBringsItsGeneratedSource) {
+    const fs::path triton = fs::path(KEVO_TEST_DATA_DIR) / "triton";
+    const fs::path py = dir.path() / "python-with-fake-triton.sh";
+    write_file_atomic(py, "#!/bin/sh\nPYTHONPATH='" + (triton / "fake_triton").string() + ":" + (triton / "aot").string() +
+                              "' exec python3 \"$@\"\n");
+    ::chmod(py.c_str(), 0755);
+    ::setenv("KERNELEVO_PYTHON", py.c_str(), 1);  // the worker's Triton (the Child inherits it)
+    Child w({KEVO_EXE, "worker", "--redis", url, "--compile-only", "--arch", "sm_90", "--name", "triton-host"}, log("kernelevo"));
+    ::unsetenv("KERNELEVO_PYTHON");
+    Task task = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
+    ValidateOptions vo;
+    vo.arch = "sm_90";
+    RemoteEvaluator ev(url, task, vo);
+    CompileResult c = ev.compile(read_file(triton / "gelu_bias.py"));
+    ASSERT_TRUE(c.ok) << c.log << read_file(log("kernelevo"));
+    EXPECT_EQ(c.backend, "triton");
+    EXPECT_NE(c.generated_source.find("extern \"C\" int kevo_forward("), std::string::npos) << c.generated_source.substr(0, 400);
+    EXPECT_EQ(c.backend_info.value("triton_version", ""), "3.6.0+recorded");
+    CompileResult cuda = ev.compile(read_file(fs::path(KEVO_SOURCE_DIR) / "tests" / "evolve" / "gpu" / "seed_fixed.cu"));
+    ASSERT_TRUE(cuda.ok) << cuda.log;
+    EXPECT_EQ(cuda.backend, "cuda");
+    EXPECT_TRUE(cuda.generated_source.empty());
+    w.signal(SIGTERM);
+    EXPECT_EQ(w.wait(), 0) << read_file(log("kernelevo"));
 }
 
 // `kernelevo search --workers` end to end (scripted workers: no GPU needed): the run validates

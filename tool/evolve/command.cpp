@@ -189,7 +189,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
 
     if (cfg.backend == "both" && cfg.islands < 2)
         throw UsageError("--backend both needs at least 2 islands (even islands write Triton, odd ones CUDA)");
-    if (cfg.backend != "cuda") {
+    if (cfg.backend != "cuda" && a.workers.empty()) {  // with --workers, the compile workers' Triton compiles
         triton::TritonInfo ti = triton::probe(a.python);  // a missing Triton stops here (exit 2), not mid-run
         std::cerr << "kernelevo: Triton " << ti.version << " (" << ti.python << ") compiles the Triton candidates ahead of time\n";
     }
@@ -346,9 +346,13 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
             meta.completion_tokens = spent.completion_tokens;
             meta.cost_usd = spent.cost_usd;
             // A Triton kernel is stored as the .cu generated from it, with the .py beside it (compiled
-            // before: served from the compile cache).
+            // before: served from the compile cache, here or, with --workers, the queue's stored result).
             CompileResult compiled;
-            if (triton::is_triton_source(best.source)) compiled = validator.compile(best.source);
+            if (triton::is_triton_source(best.source)) {
+                compiled = evaluator->compile(best.source);
+                if (!compiled.ok || compiled.generated_source.empty())
+                    throw UsageError("the best kernel (program #" + std::to_string(best.id) + ", Triton) does not compile again here: " + compiled.log);
+            }
             cache::store_candidate(a.out, best.source, compiled, meta);
             std::cerr << "kernelevo: best kernel " << best.speedup << "x (program #" << best.id << ") written to "
                       << cache::source_path(a.out, task.name, arch).string() << "\n";

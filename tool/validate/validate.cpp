@@ -258,6 +258,21 @@ double Validator::measured_bandwidth_gbs() {
     return impl_->bandwidth;
 }
 
+nlohmann::json portable_options(const ValidateOptions& o) {
+    nlohmann::json j = nlohmann::json::object();
+#define KEVO_X(f) j[#f] = o.f;
+    KEVO_PORTABLE_VALIDATE_OPTIONS(KEVO_X)
+#undef KEVO_X
+    return j;
+}
+
+void apply_portable_options(ValidateOptions& o, const nlohmann::json& j) {
+    if (!j.is_object()) return;
+#define KEVO_X(f) o.f = j.value(#f, o.f);
+    KEVO_PORTABLE_VALIDATE_OPTIONS(KEVO_X)
+#undef KEVO_X
+}
+
 std::string Validator::arch() {
     if (!options_.arch.empty()) return options_.arch;
     const DeviceInfo& d = device();

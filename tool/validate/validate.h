@@ -60,6 +60,16 @@ struct ValidateOptions {
     bool keep_temps = false;
 };
 
+// The options a validation job carries to a worker on another host (worker/): one list, so that
+// the search's side and the worker's side cannot disagree on which travel. The rest are local
+// (paths, the device, the compiler's own options).
+#define KEVO_PORTABLE_VALIDATE_OPTIONS(X)                                                              \
+    X(timeout_s) X(timing_trials) X(min_timing_trials) X(target_ci) X(verify_fraction)                 \
+    X(reuse_reference_timing) X(warmup) X(l2_flush) X(timing_copies) X(suspicious_speedup) X(time_kernels)
+nlohmann::json portable_options(const ValidateOptions& o);
+// Sets the portable options present in `j` (the others keep their values).
+void apply_portable_options(ValidateOptions& o, const nlohmann::json& j);
+
 struct ShapeTiming {
     int set = 0;
     std::string label;

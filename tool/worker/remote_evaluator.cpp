@@ -33,10 +33,7 @@ RemoteEvaluator::RemoteEvaluator(const std::string& queue_url, const Task& task,
     listener_ = std::make_unique<Queue>(queue_url);
     client_ = random_client();
     ops_->publish_task(task_);
-    job_options_ = {{"timeout_s", options_.timeout_s},       {"timing_trials", options_.timing_trials},
-                    {"warmup", options_.warmup},             {"l2_flush", options_.l2_flush},
-                    {"timing_copies", options_.timing_copies}, {"suspicious_speedup", options_.suspicious_speedup},
-                    {"time_kernels", options_.time_kernels}};
+    job_options_ = portable_options(options_);
     if (!options_.arch.empty()) {
         arch_ = normalize_arch(options_.arch);
     } else {
@@ -196,6 +193,9 @@ CompileResult RemoteEvaluator::compile(const std::string& source) {
     c.cached = r.value("cached", false);
     c.source_hash = r.value("source_hash", std::string());
     c.arch = arch_;
+    c.backend = r.value("backend", std::string("cuda"));
+    c.generated_source = r.value("generated_source", std::string());
+    if (r.contains("backend_info")) c.backend_info = r["backend_info"];
     if (c.ok) c.library = std::string(kObjectScheme) + r.value("object_sha256", std::string()) + "/" + c.source_hash;
     // The source travels with the run job too (a GPU worker compiles it when the object expired).
     if (c.ok) {

@@ -97,15 +97,8 @@ Validator& ValidatorHandler::validator(const JobSpec& spec, Queue& queue) {
         impl_->tasks[spec.task_hash] = std::move(task);
     }
     ValidateOptions vo;
-    const nlohmann::json& o = spec.options;
     vo.arch = spec.arch;
-    vo.timeout_s = o.value("timeout_s", vo.timeout_s);
-    vo.timing_trials = o.value("timing_trials", vo.timing_trials);
-    vo.warmup = o.value("warmup", vo.warmup);
-    vo.l2_flush = o.value("l2_flush", vo.l2_flush);
-    vo.timing_copies = o.value("timing_copies", vo.timing_copies);
-    vo.suspicious_speedup = o.value("suspicious_speedup", vo.suspicious_speedup);
-    vo.time_kernels = o.value("time_kernels", vo.time_kernels);
+    apply_portable_options(vo, spec.options);
     auto v = std::make_unique<Validator>(*impl_->tasks[spec.task_hash], vo);
     Validator& ref = *v;
     impl_->validators[vkey] = std::move(v);
@@ -118,7 +111,13 @@ nlohmann::json ValidatorHandler::handle(const Claimed& job, Queue& queue, const 
     if (spec.kind == "compile") {
         CompileResult cr = v.compile(spec.source);
         nlohmann::json r = {{"kind", "compile"}, {"ok", cr.ok}, {"log", cr.log}, {"seconds", cr.seconds},
-                            {"cached", cr.cached}, {"source_hash", cr.source_hash}, {"arch", cr.arch}};
+                            {"cached", cr.cached}, {"source_hash", cr.source_hash}, {"arch", cr.arch}, {"backend", cr.backend}};
+        // A Triton candidate's generated .cu and AOT facts travel too: the search host stores the
+        // best kernel from them and needs no Triton of its own.
+        if (cr.backend == "triton") {
+            r["generated_source"] = cr.generated_source;
+            r["backend_info"] = cr.backend_info;
+        }
         try {
             r["toolkit"] = nvcc_version(CompileOptions{});
         } catch (const UsageError&) {
