@@ -70,23 +70,24 @@ TEST(Trials, TimeIsTheInterquartileMean) {
     EXPECT_EQ(summarize_times({3, 3, 3, 3}).ci, 0);
 }
 
-// CUDA events tick every 32 ns: a 4.55 µs kernel with ±3% noise reads as whole ticks. The median of
-// 400 such calls jumps by a tick (0.7%) between repetitions; the interquartile mean averages ticks.
-TEST(Trials, QuantizedTimesAreSteadierAsInterquartileMeansThanAsMedians) {
+// A launch-bound kernel's calls in two modes, half each (gelu_bias's 33x1001 set on the H200: about
+// 4.3 and 4.7 µs). Over repeated validations of 400 calls the median lands in either mode (about 6%
+// apart); the interquartile mean averages them and stays within about 2%.
+TEST(Trials, BimodalTimesAreSteadierAsInterquartileMeansThanAsMedians) {
     std::mt19937 rng(5);
-    std::normal_distribution<double> noise(0, 0.03);
+    std::normal_distribution<double> noise(0, 0.01);
+    std::bernoulli_distribution slow(0.5);
     double med_lo = 1e9, med_hi = 0, iqm_lo = 1e9, iqm_hi = 0;
     for (int rep = 0; rep < 20; ++rep) {
         std::vector<double> v;
-        for (int i = 0; i < 400; ++i) v.push_back(std::round(4.55 * (1 + noise(rng)) / 0.032) * 0.032);
+        for (int i = 0; i < 400; ++i) v.push_back((slow(rng) ? 4.7 : 4.3) * (1 + noise(rng)));
         TimingSummary s = summarize_times(v);
         med_lo = std::min(med_lo, s.median_us), med_hi = std::max(med_hi, s.median_us);
         iqm_lo = std::min(iqm_lo, s.time_us), iqm_hi = std::max(iqm_hi, s.time_us);
-        EXPECT_NEAR(s.time_us, 4.55, 4.55 * 2 * s.ci);  // the interval holds the true time (2x: margin over 20 draws)
+        EXPECT_NEAR(s.time_us, 4.5, 0.2);
     }
-    EXPECT_GE((med_hi - med_lo) / 4.55, 0.007);  // at least one tick apart
-    EXPECT_LT((iqm_hi - iqm_lo) / 4.55, 0.006);
-    EXPECT_LT(iqm_hi - iqm_lo, (med_hi - med_lo) * 0.9);
+    EXPECT_GT((med_hi - med_lo) / 4.5, 0.04);
+    EXPECT_LT((iqm_hi - iqm_lo) / 4.5, 0.025);
 }
 
 TEST(Trials, SteadyTimesStopAtTheMinimum) {
@@ -99,14 +100,16 @@ TEST(Trials, SteadyTimesStopAtTheMinimum) {
 
 TEST(Trials, NoisyExpensiveSetStopsAtTheMostTrials) {
     TrialLimits l;  // 100 trials, extension while under 0.1 s
+    l.extend_s = 0.1;
     Sim r = simulate(l, noisy(2000, 0.3), 2100);  // 100 calls cost 0.21 s: no extension
     EXPECT_EQ(r.stop, TrialStop::kMaxTrials);
     EXPECT_EQ(r.calls, 100);
     EXPECT_GT(r.kernel.ci, l.target_ci);
 }
 
-TEST(Trials, NoisyCheapSetGoesOnUntilItsMedianIsPrecise) {
+TEST(Trials, NoisyCheapSetGoesOnUntilItsTimeIsPrecise) {
     TrialLimits l;
+    l.extend_s = 0.1;
     Sim r = simulate(l, noisy(5, 0.05), 60);  // ±5%: 100 calls give about ±1%, 400 about ±0.5%
     EXPECT_EQ(r.stop, TrialStop::kPrecise);
     EXPECT_GT(r.calls, 100);
@@ -116,6 +119,7 @@ TEST(Trials, NoisyCheapSetGoesOnUntilItsMedianIsPrecise) {
 
 TEST(Trials, TheExtensionIsBoundedByCallsAndByTime) {
     TrialLimits l;
+    l.extend_s = 0.1;
     Sim by_calls = simulate(l, noisy(5, 0.9), 10);  // never precise, very cheap
     EXPECT_EQ(by_calls.stop, TrialStop::kExtendedMax);
     EXPECT_EQ(by_calls.calls, 1000);
@@ -123,7 +127,7 @@ TEST(Trials, TheExtensionIsBoundedByCallsAndByTime) {
     EXPECT_EQ(by_time.stop, TrialStop::kExtensionSpent);
     EXPECT_GE(by_time.calls, 250);
     EXPECT_LE(by_time.calls, 250 + 64);  // one batch past the point where 0.1 s were reached
-    l.extend_s = 0;  // no extension at all
+    l.extend_s = 0;  // no extension at all (the default)
     Sim none = simulate(l, noisy(5, 0.9), 10);
     EXPECT_EQ(none.stop, TrialStop::kMaxTrials);
     EXPECT_EQ(none.calls, 100);
@@ -150,6 +154,7 @@ TEST(Trials, SlowCallsComeInShortBatchesAndTheBudgetEndsThem) {
 
 TEST(Trials, BatchesNeverPassTheCap) {
     TrialLimits l;
+    l.extend_s = 0.1;
     EXPECT_EQ(next_batch_size(l, 90, 64, 10), 10);    // 100 at most before the extension
     EXPECT_EQ(next_batch_size(l, 100, 64, 10), 64);   // then up to 1000
     EXPECT_EQ(next_batch_size(l, 990, 64, 10), 10);

@@ -124,6 +124,7 @@ TEST(PortableOptions, EveryPortableOptionTravelsAndNothingLocal) {
     a.timing_copies = 8;
     a.suspicious_speedup = 4;
     a.time_kernels = false;
+    a.extend_timing_s = 0.25;
     a.runner = "/somewhere/kernelevo-runner";
     a.device_index = 3;
     const nlohmann::json j = portable_options(a);
@@ -132,7 +133,7 @@ TEST(PortableOptions, EveryPortableOptionTravelsAndNothingLocal) {
 #define KEVO_X(f) EXPECT_EQ(b.f, a.f) << #f;
     KEVO_PORTABLE_VALIDATE_OPTIONS(KEVO_X)
 #undef KEVO_X
-    EXPECT_EQ(j.size(), 11u);  // a new portable option: add it to the values above
+    EXPECT_EQ(j.size(), 12u);  // a new portable option: add it to the values above
     EXPECT_TRUE(b.runner.empty());
     EXPECT_EQ(b.device_index, -1);
     ValidateOptions c;

@@ -445,7 +445,7 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_option("--llm-temperature", a.cfg.llm_temperature, "Sampling temperature of the LLM")->capture_default_str();
     cmd.add_option("--max-tokens", a.cfg.max_tokens, "Completion token limit per LLM request")->capture_default_str()->check(CLI::PositiveNumber);
     cmd.add_option("--timeout", a.timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd.add_option("--timing-trials", a.timing_trials, "Timed calls per shape set, at most (fewer once the median is within +-0.5%; a set of short calls still imprecise here may take up to 10x while it costs under 0.1 s)")->capture_default_str()->check(CLI::Range(1, 100000));
+    cmd.add_option("--timing-trials", a.timing_trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
     llm::add_llm_options(cmd, a.llm);
     cmd.add_option("--replay", a.llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)");
     cmd.add_flag("--json", a.json, "Print the final summary as one JSON object on stdout (schema: README, JSON output)");

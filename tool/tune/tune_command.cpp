@@ -54,7 +54,7 @@ void register_tune_command(CLI::App& app, int& rc) {
     cmd->add_option("--out", a->out, "Write the tuned kernel (the best values as defaults) to this .cu file");
     cmd->add_flag("--json", a->json, "Print the tuning result as one JSON object on stdout");
     cmd->add_option("--timeout", a->timeout, "Watchdog for running one variant, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("--timing-trials", a->timing_trials, "Timed calls per shape set, at most (fewer once the median is within +-0.5%; a set of short calls still imprecise here may take up to 10x while it costs under 0.1 s)")->capture_default_str()->check(CLI::Range(1, 100000));
+    cmd->add_option("--timing-trials", a->timing_trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
     cmd->callback([a, &rc] {
         Task task = load_task(a->task);
         std::string source;

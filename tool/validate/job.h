@@ -51,7 +51,7 @@ struct Job {
     int timing_trials = 100;        // the most timed calls per shape set
     int min_timing_trials = 20;     // the fewest before stopping early
     double target_ci = 0.005;       // stop once the median's 95% interval is within ±this fraction
-    double extend_timing_s = 0.1;   // a set still imprecise at timing_trials may take up to 10x as many calls while its timing cost under this (trials.h)
+    double extend_timing_s = 0;     // > 0: a set still imprecise at timing_trials may take up to 10x as many calls while its timing cost under this (trials.h)
     int warmup = 10;
     double timing_budget_s = 10;    // all timing of one job
     std::string l2_flush = "read";  // read: a proven read of a buffer 4x L2 before each call; none

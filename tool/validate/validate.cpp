@@ -426,6 +426,7 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     job.timing_trials = options_.timing_trials;
     job.min_timing_trials = std::min(options_.min_timing_trials, options_.timing_trials);
     job.target_ci = options_.target_ci;
+    job.extend_timing_s = options_.extend_timing_s;
     job.verify_fraction = options_.verify_fraction;
     job.warmup = options_.warmup;
     job.timing_budget_s = std::max(1.0, options_.timeout_s * 0.4);

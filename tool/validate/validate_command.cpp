@@ -21,6 +21,7 @@ struct ValidateArgs {
     bool json = false, no_timing = false, keep = false;
     double timeout = 30, suspicious = 10;
     int trials = 100, warmup = 10, copies = 64;
+    double extend_s = 0;
     std::string flush = "read";
 };
 
@@ -77,7 +78,11 @@ void register_validate_command(CLI::App& app, int& rc) {
     cmd->add_option("--arch", args->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
     cmd->add_flag("--json", args->json, "Print one JSON object on stdout instead of a summary");
     cmd->add_option("--timeout", args->timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("--timing-trials", args->trials, "Timed calls per shape set, at most (fewer once the median is within +-0.5%; a set of short calls still imprecise here may take up to 10x while it costs under 0.1 s)")->capture_default_str()->check(CLI::Range(1, 100000));
+    cmd->add_option("--timing-trials", args->trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
+    cmd->add_option("--timing-extend", args->extend_s,
+                    "Seconds a shape set still imprecise at --timing-trials may spend on more calls (up to 10x as many); 0: none")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 60.0));
     cmd->add_option("--warmup", args->warmup, "Warm-up calls per implementation")->capture_default_str()->check(CLI::Range(0, 10000));
     cmd->add_option("--l2-flush", args->flush,
                     "How L2 is flushed before each timed call: read (a proven read of a buffer 4x L2, leaving clean lines) or none")
@@ -102,6 +107,7 @@ void register_validate_command(CLI::App& app, int& rc) {
         opt.arch = args->arch.empty() ? std::string() : normalize_arch(args->arch);
         opt.timeout_s = args->timeout;
         opt.timing_trials = args->trials;
+        opt.extend_timing_s = args->extend_s;
         opt.warmup = args->warmup;
         opt.l2_flush = args->flush;
         opt.timing_copies = args->copies;
