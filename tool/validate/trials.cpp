@@ -61,14 +61,14 @@ const char* trial_stop_name(TrialStop s) {
 
 namespace {
 int extended_cap(const TrialLimits& l) {
-    const int most = std::max(l.min_trials, l.max_trials);
+    const int most = l.most();
     return l.extend_s > 0 && l.extend_factor > 1 ? most * l.extend_factor : most;
 }
 }  // namespace
 
 TrialStop next_trial_step(const TrialLimits& l, int calls, double elapsed_s, const TimingSummary& kernel,
                           const TimingSummary* reference) {
-    const int most = std::max(l.min_trials, l.max_trials);
+    const int most = l.most();
     const bool precise = kernel.ci <= l.target_ci && (!reference || reference->ci <= l.target_ci);
     if (calls >= l.min_trials && precise) return TrialStop::kPrecise;
     if (elapsed_s > l.budget_s && calls >= std::min(10, most)) return TrialStop::kBudget;
@@ -81,7 +81,7 @@ TrialStop next_trial_step(const TrialLimits& l, int calls, double elapsed_s, con
 
 int next_batch_size(const TrialLimits& l, int calls, int copies, double call_wall_us) {
     const int by_time = std::max(1, static_cast<int>(l.budget_s * 0.25e6 / std::max(call_wall_us, 1.0)));
-    const int most = std::max(l.min_trials, l.max_trials);
+    const int most = l.most();
     const int cap = calls < most ? most : extended_cap(l);
     return std::max(1, std::min({copies, cap - calls, by_time}));
 }

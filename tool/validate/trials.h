@@ -35,6 +35,7 @@ struct TrialLimits {
     double budget_s = 10;    // the set's whole timing
     double extend_s = 0;     // > 0: an imprecise set may exceed max_trials while its timing cost less than this
     int extend_factor = 10;  // ... up to this many times max_trials
+    int most() const { return min_trials > max_trials ? min_trials : max_trials; }  // the most, unextended
 };
 
 enum class TrialStop { kContinue, kPrecise, kMaxTrials, kExtendedMax, kBudget, kExtensionSpent };

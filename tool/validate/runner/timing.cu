@@ -225,8 +225,8 @@ json Judge::time_set(size_t set) {
         stop = kevo::next_trial_step(limits, calls, std::chrono::duration<double>(clock::now() - t_start).count(), ks,
                                      time_reference ? &rs : nullptr);
     }
-    const bool stopped_early = stop == kevo::TrialStop::kPrecise && calls < std::max(job.min_timing_trials, job.timing_trials);
-    const bool reduced = stop == kevo::TrialStop::kBudget && calls < std::max(job.min_timing_trials, job.timing_trials);
+    const bool stopped_early = stop == kevo::TrialStop::kPrecise && calls < limits.most();
+    const bool reduced = stop == kevo::TrialStop::kBudget && calls < limits.most();
 
     if (const char* dump = std::getenv("KEVO_TIMING_DUMP")) {  // diagnostics (validate.cpp passes it on)
         if (FILE* f = std::fopen(dump, "a")) {
