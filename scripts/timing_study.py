@@ -5,8 +5,17 @@ validations' speedups (geometric mean over the sets) lie from their median.
 Usage: KEVO_TIMING_DUMP=t.jsonl kernelevo validate ... (N times); scripts/timing_study.py t.jsonl"""
 import collections, json, math, statistics, sys
 
-rows = [json.loads(l) for l in open(sys.argv[1])]
+if len(sys.argv) != 2:
+    sys.exit(__doc__)
+try:
+    rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+except (OSError, ValueError) as e:
+    sys.exit(f"timing_study: cannot read {sys.argv[1]}: {e}")
+if not rows:
+    sys.exit(f"timing_study: {sys.argv[1]} holds no timed sets (was KEVO_TIMING_DUMP set for the validations?)")
 labels = list(dict.fromkeys(r["label"] for r in rows))
+if len(rows) % len(labels):
+    sys.exit(f"timing_study: {len(rows)} sets for {len(labels)} labels: the file mixes tasks or holds an unfinished validation")
 runs = [rows[i:i + len(labels)] for i in range(0, len(rows), len(labels))]
 
 def iqm(v):
