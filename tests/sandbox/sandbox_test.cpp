@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -142,6 +143,22 @@ TEST(Sandbox, CandidateCannotReadTheParentsSecrets) {
     EXPECT_NE(output_of(r).find("attack environ"), std::string::npos) << output_of(r);
     EXPECT_EQ(output_of(r).find(secret), std::string::npos) << "the key leaked into the sandbox";
     EXPECT_EQ(output_of(r).find("***"), std::string::npos) << "the key was seen (then redacted)";
+}
+
+// The confinement covers every thread of the candidate process, the ones CUDA started before it
+// included (with a GPU there are several): none may run without the system-call filter.
+TEST(Sandbox, EveryThreadOfTheCandidateProcessIsConfined) {
+    ValidationResult r = attack("threads", "");
+    const std::string out = output_of(r);
+    int threads = 0;
+    for (size_t at = out.find("attack threads: "); at != std::string::npos; at = out.find("attack threads: ", at + 1)) {
+        ++threads;
+        std::string line = out.substr(at, out.find('\n', at) - at);
+        EXPECT_NE(line.find("seccomp\t2"), std::string::npos) << "a thread without the seccomp filter: " << line;
+        EXPECT_NE(line.find("no_new_privs\t1"), std::string::npos) << line;
+    }
+    EXPECT_GE(threads, 1) << out;
+    std::cout << threads << " threads in the candidate process\n";
 }
 
 TEST(Sandbox, CandidateCannotLeaveADaemonBehind) {

@@ -76,6 +76,9 @@ bool apply_seccomp(bool sockets, std::string& notes) {
                    SCMP_SYS(userfaultfd), SCMP_SYS(personality), SCMP_SYS(reboot), SCMP_SYS(setuid), SCMP_SYS(setgid),
                    SCMP_SYS(setresuid), SCMP_SYS(setresgid), SCMP_SYS(setsid), SCMP_SYS(setpgid)})
         deny(nr, EPERM);
+    // Every thread of the process, not only the caller: CUDA's initialisation (before the
+    // confinement) starts threads of its own, and candidate code could take one of them over.
+    if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
     if (rc == 0) rc = seccomp_load(ctx);
     seccomp_release(ctx);
     if (rc != 0) {

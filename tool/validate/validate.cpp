@@ -493,6 +493,8 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
         if (options_.device_index >= 0) extra["KERNELEVO_DEVICE"] = std::to_string(options_.device_index);
         // Diagnostics: the judge appends every timed set's raw per-call times to this file (JSON lines).
         if (const char* dump = std::getenv("KEVO_TIMING_DUMP")) extra["KEVO_TIMING_DUMP"] = dump;
+        // Diagnostics: gate the correctness check with the spinning kernel instead of a stream-memory wait.
+        if (std::getenv("KEVO_GATE_KERNEL")) extra["KEVO_GATE_KERNEL"] = "1";
         po.exact_env = sandbox_environment(extra);
         impl_->judge = std::make_unique<Subprocess>(po);
     }

@@ -65,6 +65,20 @@ struct Attack {
                 }
                 closedir(d);
             }
+        } else if (k == "threads") {
+            // Every thread of this process, CUDA's own included, and its confinement.
+            if (DIR* d = opendir("/proc/self/task")) {
+                while (dirent* e = readdir(d)) {
+                    if (e->d_name[0] == '.') continue;
+                    std::string st = slurp(("/proc/self/task/" + std::string(e->d_name) + "/status").c_str());
+                    auto field = [&](const char* name) {
+                        size_t at = st.find(name);
+                        return at == std::string::npos ? std::string("?") : st.substr(at + std::strlen(name), st.find('\n', at) - at - std::strlen(name));
+                    };
+                    std::fprintf(stderr, "attack threads: %s seccomp%s no_new_privs%s\n", e->d_name, field("Seccomp:").c_str(), field("NoNewPrivs:").c_str());
+                }
+                closedir(d);
+            }
         } else if (k == "daemon") {
             pid_t p = fork();
             if (p == 0) {

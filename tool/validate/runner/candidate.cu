@@ -8,10 +8,14 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "channel.h"
@@ -36,6 +40,16 @@ struct Candidate {
     volatile int* gate = nullptr;  // [0] open, [1] timed out
     int* gate_dev = nullptr;
     long long gate_cycles = 0;
+    // The gate is a stream-memory wait on gate[0] where the GPU supports it: a stream waiting on
+    // memory holds no SM, so the judge's observer runs at once in its own context. (A spinning
+    // kernel, the fallback, keeps the GPU in this context until the scheduler's time slice ends.)
+    // A watchdog thread opens the gate after kGateLimit if the judge has not: a kevo_forward that
+    // synchronizes its own stream would otherwise wait for ever behind it.
+    bool gate_wait_value = true;
+    std::mutex gate_mu;
+    std::condition_variable gate_cv;
+    bool gate_armed = false;
+    static constexpr std::chrono::milliseconds kGateLimit{300};
     int flush_blocks = 0;
     std::vector<Msg> queue;  // calls queued for the next timed batch
     forward_fn forward = nullptr;
@@ -127,6 +141,43 @@ struct Candidate {
         if (e != cudaSuccess) set_text(r, cuda_text(e).c_str());
     }
 
+    void open_gate(bool timed_out) {
+        std::lock_guard<std::mutex> lock(gate_mu);
+        if (timed_out && !gate_armed) return;  // opened meanwhile
+        if (timed_out) gate[1] = 1;
+        gate[0] = 1;
+        gate_armed = false;
+        gate_cv.notify_all();
+    }
+
+    // Holds the stream: what kevo_forward enqueues next waits until the judge opens the gate.
+    void close_gate() {
+        {
+            std::lock_guard<std::mutex> lock(gate_mu);
+            gate[0] = 0;
+            gate[1] = 0;
+            gate_armed = true;
+        }
+        gate_cv.notify_all();
+        if (gate_wait_value &&
+            cu().cuStreamWaitValue32(stream, reinterpret_cast<CUdeviceptr>(gate_dev), 1, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
+            gate_wait_value = false;  // no stream-memory operations here: the spinning kernel
+        if (!gate_wait_value) gate_kernel<<<1, 1, 0, stream>>>(gate_dev, gate_dev + 1, gate_cycles);
+    }
+
+    // The watchdog thread: opens a gate the judge left closed for kGateLimit.
+    void watch_gate() {
+        std::unique_lock<std::mutex> lock(gate_mu);
+        while (true) {
+            gate_cv.wait(lock, [&] { return gate_armed; });
+            if (!gate_cv.wait_for(lock, kGateLimit, [&] { return !gate_armed; })) {
+                lock.unlock();
+                open_gate(true);
+                lock.lock();
+            }
+        }
+    }
+
     void serve() {
         while (true) {
             Msg m;
@@ -157,11 +208,7 @@ struct Candidate {
                         r.rc = -1000;
                         break;
                     }
-                    if (m.flags & FLAG_GATED) {
-                        gate[0] = 0;
-                        gate[1] = 0;
-                        gate_kernel<<<1, 1, 0, stream>>>(gate_dev, gate_dev + 1, gate_cycles);
-                    }
+                    if (m.flags & FLAG_GATED) close_gate();
                     r.rc = call(in, out);
                     int dev = -1;
                     if (cudaGetDevice(&dev) == cudaSuccess && dev != device) {
@@ -171,7 +218,7 @@ struct Candidate {
                     break;
                 }
                 case OP_OPEN_GATE:
-                    gate[0] = 1;
+                    open_gate(false);
                     break;
                 case OP_SYNC:
                 case OP_DEVSYNC: {
@@ -255,7 +302,8 @@ int candidate_main(const CandidateArgs& args) {
             c.ev0.push_back(a);
             c.ev1.push_back(b);
         }
-        c.gate_cycles = static_cast<long long>(std::max(khz, 1000000)) * 300;  // ~300 ms at the top clock
+        c.gate_cycles = static_cast<long long>(std::max(khz, 1000000)) * Candidate::kGateLimit.count();  // at the top clock
+        c.gate_wait_value = cu().ok && !args.gate_kernel;
         c.flush_blocks = std::max(1, sms) * 4;
         cudaDeviceSynchronize();
     }
@@ -267,6 +315,8 @@ int candidate_main(const CandidateArgs& args) {
         co.cpu_seconds = args.cpu_seconds;
         cr = kevo::confine_current_process(co);
     }
+    // The gate's watchdog starts confined: a thread inherits its creator's Landlock domain.
+    if (gpu) std::thread([&c] { c.watch_gate(); }).detach();
     std::string layers = std::string(cr.seccomp ? "seccomp " : "") + (cr.landlock ? "landlock " : "") +
                          (cr.caps_dropped ? "no-capabilities " : "") + (cr.no_new_privs ? "no-new-privs" : "");
     // Static constructors of the candidate run here, confined.

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -199,6 +200,7 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     if (!writable.empty()) argv.insert(argv.end(), {"--writable", writable});
     if (!job.confine) argv.push_back("--no-confine");
     if (job.load_only) argv.push_back("--load-only");
+    if (std::getenv("KEVO_GATE_KERNEL")) argv.push_back("--gate-kernel");  // diagnostics (validate.cpp passes it on)
     std::vector<std::string> env;
     for (const auto& [k, v] : job.candidate_env) env.push_back(k + "=" + v);
     std::vector<char*> av, ev;

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
         else if (a == "--writable") ca.writable = next();
         else if (a == "--no-confine") ca.confine = false;
         else if (a == "--load-only") ca.load_only = true;
+        else if (a == "--gate-kernel") ca.gate_kernel = true;
         else mode = "?";
     }
     if (mode == "--info") {

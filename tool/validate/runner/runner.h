@@ -24,6 +24,7 @@ struct CandidateArgs {
     std::string writable;   // ':'-separated paths the candidate may write (Landlock)
     bool confine = true;
     bool load_only = false;
+    bool gate_kernel = false;  // diagnostics: gate the correctness call with a spinning kernel
     long cpu_seconds = 0;
 };
 int candidate_main(const CandidateArgs& args);

@@ -17,7 +17,7 @@ namespace kevo_runner {
 #define KEVO_CU_FUNCTIONS(X)                                                                            \
     X(cuInit) X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) \
     X(cuMemMap) X(cuMemSetAccess) X(cuMemCreate) X(cuMemExportToShareableHandle)                          \
-    X(cuMemImportFromShareableHandle) X(cuMemUnmap) X(cuMemAddressFree) X(cuMemRelease)
+    X(cuMemImportFromShareableHandle) X(cuMemUnmap) X(cuMemAddressFree) X(cuMemRelease) X(cuStreamWaitValue32)
 struct DriverApi {
 #define KEVO_CU_MEMBER_(f) decltype(&::f) f = nullptr;
     KEVO_CU_FUNCTIONS(KEVO_CU_MEMBER_)
