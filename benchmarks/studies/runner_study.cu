@@ -180,7 +180,7 @@ static void placement_study(const char* cubin) {
     CK(cudaMalloc(&flush, flush_bytes));
     CK(cudaMemset(flush, 3, flush_bytes));
     CK(cudaMalloc(&sink, 8));
-    const int batch = 64, batches = 40;
+    const int batch = 64, batches = 84;
     std::vector<cudaEvent_t> e0(batch), e1(batch);
     for (int j = 0; j < batch; ++j) {
         CK(cudaEventCreate(&e0[j]));
@@ -190,15 +190,16 @@ static void placement_study(const char* cubin) {
     std::vector<std::vector<double>> by_g(G), by_s(S), by_m(M), one_stream_one_module(G);
     std::vector<double> all;
     for (int b = 0; b < batches; ++b) {
-        // Odd batches: one stream and module copy 0 (as the runner does today), groups rotating.
+        // Odd batches: stream 0 and module copy 0 (as the runner does today), groups rotating. Even
+        // batches: the streams in turn, one per batch; groups and module copies at random.
         const bool fixed = b % 2 == 1;
+        const int batch_stream = (b / 2) % S;
         std::vector<int> gg(batch), ss(batch), mm(batch);
         for (int j = 0; j < batch; ++j) {
             gg[j] = rng() % G;
-            ss[j] = fixed ? 0 : rng() % S;
+            ss[j] = fixed ? 0 : batch_stream;
             mm[j] = fixed ? 0 : rng() % M;
             cudaStream_t st = streams[ss[j]];
-            if (j > 0) CK(cudaStreamWaitEvent(st, e1[j - 1], 0));
             flush_kernel<<<132 * 4, 512, 0, st>>>(flush, flush_bytes / 16, sink);
             CK(cudaEventRecord(e0[j], st));
             long long nn = n, rr = cols;

@@ -88,6 +88,9 @@ TEST(ValidateGpu, CorrectKernelIsOkWithTimings) {
     // Both shape sets were checked, some at reused addresses with fresh values.
     bool set0 = false, set1 = false, refill = false;
     for (const auto& c : r.details["checks"]) {
+        // Every trial's stream check was made: the gate held the kernel until the judge had looked
+        // (the candidate's first call, which may load its code, runs ungated before the trials).
+        EXPECT_FALSE(c.value("gate_released_by_watchdog", false)) << c.dump();
         set0 = set0 || c["shape_set"] == 0;
         set1 = set1 || c["shape_set"] == 1;
         refill = refill || c.value("refill_same_addresses", false);
@@ -132,6 +135,18 @@ INSTANTIATE_TEST_SUITE_P(
         std::string n = info.param.kernel;
         return n.substr(0, n.size() - 3);
     });
+
+// A kevo_forward that synchronizes its own stream cannot be held behind the gate: the watchdog
+// releases it (without it the call would wait for ever), the result stays ok, and it says so.
+TEST(ValidateGpu, KernelThatSynchronizesItsStreamIsReleasedAndWarned) {
+    REQUIRE_GPU();
+    ValidationResult r = validate_fixture("sync_in_forward.cu");
+    ASSERT_EQ(r.status, Status::ok) << r.log;
+    EXPECT_NE(r.log.find("waits for its own stream"), std::string::npos) << r.log;
+    int released = 0;
+    for (const auto& c : r.details["checks"]) released += c.value("gate_released_by_watchdog", false) ? 1 : 0;
+    EXPECT_EQ(released, static_cast<int>(r.details["checks"].size()));
+}
 
 TEST(ValidateGpu, SeveralOutputsHalfAndIntegerDtypes) {
     REQUIRE_GPU();

@@ -226,6 +226,7 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     pid_ = pid;
     sock_ = sv[0];
     flush_id_ = proof_id_ = -1;  // a new process has mapped nothing yet
+    warmed_up_ = false;
     output_.clear();
     int rfd = out_pipe[0];
     output_reader_ = std::thread([this, rfd] {
@@ -526,6 +527,24 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
     Tensors& expected = expected_[set];
     share(in);
     share(out);
+    if (!warmed_up_) {
+        // The candidate's first call runs ungated: what a first call does once (CUDA loading the
+        // library's kernels lazily, a workspace allocated, a handle created) may wait for the whole
+        // context to go idle, which a gated stream never does; the gate's watchdog would release it
+        // after 300 ms and the trial would lose its stream check. Its outputs are poisoned after.
+        Msg call;
+        call.op = OP_CALL;
+        fill_refs(call, in, out);
+        Msg r = request(call, job_->call_timeout_s, "during its first call");
+        if (r.rc == -1001) throw CandidateFailure{"rejected", r.text};
+        if (r.rc != 0) throw CandidateFailure{"runtime_error", "kevo_forward returned " + std::to_string(r.rc) + " (its first call)"};
+        Msg sync;
+        sync.op = OP_DEVSYNC;
+        r = request(sync, job_->call_timeout_s, "while running the kernel's first call");
+        if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", std::string("CUDA error while running the kernel (its first call): ") + r.text};
+        warmed_up_ = true;
+        tlap("first_call");
+    }
     poison(out, pattern);
     poison(expected, pattern ^ 0x80);
     CK(cudaStreamSynchronize(stream_));
@@ -554,6 +573,16 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
         throw CandidateFailure{"rejected",
                                "the outputs were written while the given stream was still held back: the kernel works on another "
                                "stream (or the legacy default stream) or from a host thread; enqueue everything on `stream`"};
+    if (r.gate_timed_out) {
+        // kevo_forward itself waited for its stream (a synchronizing call: cudaStreamSynchronize,
+        // cudaFree, a blocking copy): the gate's watchdog released it, and this trial's stream check
+        // could not be made.
+        check["gate_released_by_watchdog"] = true;
+        const std::string w = "kevo_forward waits for its own stream (cudaStreamSynchronize, cudaFree, cudaMalloc or a blocking copy inside it): "
+                              "the check that all work is on `stream` could not be made, and each correctness call waited 300 ms; "
+                              "keep kevo_forward asynchronous";
+        if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+    }
     tlap("kernel_gated");
     // Work the caller never waits for (another stream, a host thread) may still be landing.
     auto h1 = checksums(out, stream_);

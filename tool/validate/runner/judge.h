@@ -92,6 +92,7 @@ private:
     Mapping proof_;                               // the proofs of a batch's flushes, shared
     unsigned long long* judge_proof_ = nullptr;   // the judge's own proofs (private)
     int flush_id_ = -1, proof_id_ = -1;           // their ids in the current candidate process
+    bool warmed_up_ = false;                      // the current candidate process made its first call
     double flush_us_ = -1;                        // one flush, measured by the judge
     unsigned long long flush_digest_ = 0;         // proof_of(kFlushDigestKey) of the buffer as filled
     int flush_blocks_ = 0;
