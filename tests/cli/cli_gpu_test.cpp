@@ -3,7 +3,9 @@
 //   ctest --test-dir BUILD -R cli_gpu_test --output-on-failure
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iostream>
 
 #include <nlohmann/json.hpp>
 
@@ -96,6 +98,29 @@ TEST(CliSearchGpu, AnArchitectureTheLocalGpuCannotRunExitsTwoBeforeAnyRequest) {
     EXPECT_TRUE(contains(r.err, "cannot run " + other + " kernels")) << r.err;
     EXPECT_TRUE(server.requests().empty());
     EXPECT_FALSE(fs::exists(dir.path() / "s.db"));
+}
+
+// On a GPU host: `validate --repeat` validates one kernel several times in one run, as a search
+// does: a fresh candidate process each time, the reference timed on the first and reused after.
+TEST(CliValidateGpu, RepeatPrintsEachSpeedupAndTheirDeviation) {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    auto r = kernelevo({"validate", "--task", (kData / "gelu_bias" / "task.json").string(), "--kernel",
+                        (kData / "gelu_bias" / "kernels" / "good.cu").string(), "--repeat", "3", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    json j = json::parse(r.out);
+    ASSERT_EQ(j["runs"].size(), 3u);
+    for (const auto& run : j["runs"]) {
+        EXPECT_EQ(run["status"], "ok");
+        EXPECT_DOUBLE_EQ(run["reference_us"].get<double>(), j["runs"][0]["reference_us"].get<double>());
+        EXPECT_EQ(run["shapes"].size(), 2u);
+    }
+    double lo = 1e30, hi = 0;
+    for (const auto& run : j["runs"]) lo = std::min(lo, run["speedup"].get<double>()), hi = std::max(hi, run["speedup"].get<double>());
+    EXPECT_GT(lo, 0);
+    EXPECT_LE(j["max_deviation"].get<double>(), (hi - lo) / lo + 1e-12);
+    EXPECT_GE(j["median_speedup"].get<double>(), lo);
+    EXPECT_LE(j["median_speedup"].get<double>(), hi);
+    std::cout << "repeatability (3 runs): max deviation " << j["max_deviation"].get<double>() * 100 << "%\n";
 }
 
 }  // namespace

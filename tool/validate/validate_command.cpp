@@ -1,6 +1,8 @@
 // `kernelevo validate`: compile, check and time one candidate kernel against a task's reference.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -20,7 +22,7 @@ struct ValidateArgs {
     std::string task, kernel, arch, python, backend = "auto";
     bool json = false, no_timing = false, keep = false;
     double timeout = 30, suspicious = 10;
-    int trials = 100, warmup = 10, copies = 64;
+    int trials = 100, warmup = 10, copies = 64, repeat = 1;
     double extend_s = 0;
     std::string flush = "read";
 };
@@ -39,7 +41,7 @@ void print_human(const Task& task, const ValidationResult& r) {
                       task.shapes.size(), r.max_abs_diff, task.atol, task.rtol);
         std::cout << b;
         if (r.kernel_us > 0) {
-            std::snprintf(b, sizeof b, "  kernel       %s median (spread %.1f%%)\n  reference    %s median (spread %.1f%%)\n  speedup      %.3fx%s\n",
+            std::snprintf(b, sizeof b, "  kernel       %s (spread %.1f%%)\n  reference    %s (spread %.1f%%)\n  speedup      %.3fx%s\n",
                           us(r.kernel_us).c_str(), 100 * r.kernel_spread, us(r.reference_us).c_str(), 100 * r.reference_spread,
                           r.speedup, r.suspicious ? "  (suspicious: check by hand)" : "");
             std::cout << b;
@@ -57,13 +59,63 @@ void print_human(const Task& task, const ValidationResult& r) {
     }
     if (!r.log.empty()) std::cout << (r.status == Status::ok ? "" : "\n") << r.log << (r.log.back() == '\n' ? "" : "\n");
 }
+// `--repeat N`: the same compiled kernel validated N times by one validator, each in a fresh
+// candidate process; prints the speedups and their largest deviation from the median.
+int repeat_runs(Validator& v, const CompileResult& c, int n, bool as_json, bool progress) {
+    std::vector<double> speedups;
+    nlohmann::json runs = nlohmann::json::array();
+    int failed = 0;
+    for (int i = 0; i < n; ++i) {
+        ValidationResult r = v.run(c);
+        if (progress) std::cerr << "kernelevo: run " << i + 1 << "/" << n << ": " << status_name(r.status) << "\n";
+        if (r.status == Status::no_device) {
+            if (as_json) std::cout << r.to_json().dump(2) << std::endl;
+            else print_human(v.task(), r);
+            return 2;
+        }
+        nlohmann::json one{{"status", status_name(r.status)}, {"speedup", r.speedup}, {"kernel_us", r.kernel_us}, {"reference_us", r.reference_us}};
+        nlohmann::json sets = nlohmann::json::array();
+        for (const auto& s : r.shapes) sets.push_back({{"label", s.label}, {"speedup", s.speedup}, {"kernel_us", s.kernel_us}, {"reference_us", s.reference_us}});
+        one["shapes"] = sets;
+        runs.push_back(one);
+        if (r.status == Status::ok && r.speedup > 0) speedups.push_back(r.speedup);
+        else {
+            ++failed;
+            if (!as_json) std::cout << "run " << i + 1 << ": " << status_name(r.status) << "\n" << r.log << "\n";
+        }
+    }
+    std::vector<double> sorted = speedups;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted.empty() ? 0 : sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+    double worst = 0;
+    for (double s : speedups) worst = std::max(worst, std::abs(s - median) / median);
+    if (as_json) {
+        std::cout << nlohmann::json{{"runs", runs}, {"median_speedup", median}, {"max_deviation", worst}, {"failed", failed}}.dump(2) << std::endl;
+    } else {
+        char b[128];
+        for (size_t i = 0; i < runs.size(); ++i) {
+            std::snprintf(b, sizeof b, "run %zu: %-8s speedup %.4fx  kernel %s  reference %s", i + 1, runs[i]["status"].get<std::string>().c_str(),
+                          runs[i]["speedup"].get<double>(), us(runs[i]["kernel_us"].get<double>()).c_str(), us(runs[i]["reference_us"].get<double>()).c_str());
+            std::cout << b;
+            for (const auto& s : runs[i]["shapes"]) {
+                std::snprintf(b, sizeof b, "  [%s: %.4fx]", s["label"].get<std::string>().c_str(), s["speedup"].get<double>());
+                std::cout << b;
+            }
+            std::cout << "\n";
+        }
+        std::snprintf(b, sizeof b, "median speedup %.4fx; largest deviation from it %.2f%% over %zu ok runs\n", median, worst * 100, speedups.size());
+        std::cout << b;
+    }
+    return failed ? 1 : 0;
+}
 }  // namespace
 
 void register_validate_command(CLI::App& app, int& rc) {
     auto args = std::make_shared<ValidateArgs>();
     CLI::App* cmd = app.add_subcommand("validate",
                                        "Compile a candidate kernel, check it against the task's reference on seeded random inputs "
-                                       "for every shape set, and time both (first shape set); report the fraction of the speed of light (bytes moved "
+                                       "for every shape set, and time both on every shape set (a set's time: the interquartile mean of its calls; "
+                                       "the speedup: the geometric mean over the sets); report the fraction of the speed of light (bytes moved "
                                        "over the device bandwidth, FLOPs over its peak) and ptxas's registers, spills and shared memory. "
                                        "Exit 0 ok, 1 the candidate failed, "
                                        "2 bad usage, a broken task or setup, or no GPU to run on (status no_device).");
@@ -93,6 +145,11 @@ void register_validate_command(CLI::App& app, int& rc) {
         ->check(CLI::Range(1, 64));
     cmd->add_option("--suspicious", args->suspicious, "Flag speedups above this factor")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_flag("--no-timing", args->no_timing, "Check correctness only");
+    cmd->add_option("--repeat", args->repeat,
+                    "Validate the kernel N times in one run, as a search does (one runner; the reference timed on the first "
+                    "and reused), and print each speedup and their largest deviation from the median: the timing's repeatability")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
     cmd->add_flag("--keep-temps", args->keep, "Keep the runner's job directory (for debugging)");
     cli::add_verbosity_flags(*cmd, "Also print the compiler output and the runner's details (per-trial checks, timing, device)");
     cmd->callback([args, &rc] {
@@ -130,6 +187,10 @@ void register_validate_command(CLI::App& app, int& rc) {
             std::snprintf(b, sizeof b, "%.2f s", c.seconds);
             std::cerr << "kernelevo: compiled in " << b << (c.cached ? " (cached)" : "") << "; running ...\n";
             if (verbose() && !c.log.empty()) std::cerr << "kernelevo: compiler output:\n" << c.log << "\n";
+        }
+        if (args->repeat > 1) {
+            rc = repeat_runs(v, c, args->repeat, args->json, progress);
+            return;
         }
         ValidationResult r = v.run(c);
         annotate_resources(r, c);
