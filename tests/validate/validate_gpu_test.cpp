@@ -236,8 +236,11 @@ TEST(ValidateGpu, ReferenceTimedOnceThenReused) {
     EXPECT_TRUE(c.confirmed);
 }
 
-// N processes validating at once take turns on the GPU (the cross-process lock): all ok, and their
-// speedups within 3% of a solo run.
+// N processes validating at once take turns on the GPU (the cross-process lock): all ok, and every
+// shape set's speedup close to a solo run's. Two validations sharing the GPU would slow the
+// bandwidth-bound 4096x4096 set by tens of percent; separate processes agree on it within 3%. The
+// launch-bound 33x1001 set (about 4.5 us) moves by up to 4% between processes even alone (a shift
+// fixed for a process's life: issue 15's study), so it gets 8%.
 TEST(ValidateGpu, ConcurrentValidationsTakeTurns) {
     REQUIRE_GPU();
     auto one = [] {
@@ -255,6 +258,11 @@ TEST(ValidateGpu, ConcurrentValidationsTakeTurns) {
     for (auto& f : runs) {
         nlohmann::json j = f.get();
         ASSERT_EQ(j.value("status", ""), "ok") << j.dump().substr(0, 2000);
-        EXPECT_NEAR(j["speedup"].get<double>(), solo["speedup"].get<double>(), 0.03 * solo["speedup"].get<double>());
+        ASSERT_EQ(j["shapes"].size(), solo["shapes"].size());
+        for (size_t s = 0; s < j["shapes"].size(); ++s) {
+            const double mine = j["shapes"][s]["speedup"].get<double>(), alone = solo["shapes"][s]["speedup"].get<double>();
+            const double tolerance = solo["shapes"][s]["kernel_us"].get<double>() >= 20 ? 0.03 : 0.08;
+            EXPECT_NEAR(mine, alone, tolerance * alone) << j["shapes"][s].dump();
+        }
     }
 }
