@@ -97,6 +97,24 @@ TEST(ValidateCli, ReferenceWrittenForTorchExtensionsBuildsWithoutPython) {
     EXPECT_TRUE(j["status"] == "ok" || j["status"] == "no_device") << r.out << r.err;
 }
 
+// Every validation draws fresh random inputs (a candidate cannot know them, nor find results an
+// earlier candidate left for them); --seed repeats one. The seed used is in the details.
+TEST(ValidateCli, EachValidationHasItsOwnSeedUnlessOneIsGiven) {
+    auto seed_of = [](std::vector<std::string> extra) {
+        std::vector<std::string> args = {"validate", "--task", (kData / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(), "--json", "--no-timing"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        ProcessResult r = kernelevo(args);
+        auto j = nlohmann::json::parse(r.out);
+        EXPECT_TRUE(j["details"].contains("seed")) << r.out.substr(0, 2000);
+        return j["details"].value("seed", uint64_t{0});
+    };
+    const uint64_t a = seed_of({}), b = seed_of({});
+    EXPECT_NE(a, 0u);
+    EXPECT_NE(a, b);
+    EXPECT_EQ(seed_of({"--seed", "7"}), 7u);
+    EXPECT_NE(kernelevo({"validate", "--task", (kData / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(), "--seed", "-3"}).exit_code, 0);
+}
+
 TEST(ValidateCli, GoodKernelWithoutGpuIsNoDeviceAfterCompiling) {
     auto r = kernelevo({"validate", "--task", (kData / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(), "--json"});
     auto j = nlohmann::json::parse(r.out);
@@ -125,6 +143,7 @@ TEST(PortableOptions, EveryPortableOptionTravelsAndNothingLocal) {
     a.suspicious_speedup = 4;
     a.time_kernels = false;
     a.extend_timing_s = 0.25;
+    a.seed = 99;
     a.runner = "/somewhere/kernelevo-runner";
     a.device_index = 3;
     const nlohmann::json j = portable_options(a);
@@ -133,7 +152,7 @@ TEST(PortableOptions, EveryPortableOptionTravelsAndNothingLocal) {
 #define KEVO_X(f) EXPECT_EQ(b.f, a.f) << #f;
     KEVO_PORTABLE_VALIDATE_OPTIONS(KEVO_X)
 #undef KEVO_X
-    EXPECT_EQ(j.size(), 12u);  // a new portable option: add it to the values above
+    EXPECT_EQ(j.size(), 13u);  // a new portable option: add it to the values above
     EXPECT_TRUE(b.runner.empty());
     EXPECT_EQ(b.device_index, -1);
     ValidateOptions c;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <random>
 #include <cstdlib>
 
 #include "common/error.h"
@@ -342,6 +343,14 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     const bool namespaces = sandbox_mode() != SandboxMode::off && sandbox_layers().namespaces;
 
     Job job;
+    // Fresh random inputs for every validation unless a seed is given (ValidateOptions::seed).
+    if (options_.seed) {
+        job.seed = options_.seed + seed_offset;
+    } else {
+        std::random_device rd;
+        job.seed = ((static_cast<uint64_t>(rd()) << 32) ^ rd()) & ((1ull << 53) - 1);  // exact in any JSON reader
+        if (job.seed == 0) job.seed = 1;
+    }
     TempDir tmp("kernelevo-run");
     if (options_.keep_temps) tmp.keep();
     // The candidate process loads a private copy of the library, checked against its content hash.
@@ -380,6 +389,7 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
         if (lr.status != Status::ok) return lr;
         res.status = Status::no_device;
         res.details = lr.details;
+        res.details["seed"] = job.seed;
         if (!dev.present)
             res.log = "compiled for " + res.arch + " and loaded in the sandbox; not run: " +
                       (dev.error.empty() ? std::string("no CUDA device") : dev.error);
@@ -421,7 +431,6 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     job.trials = task_.correctness_trials;
     job.atol = task_.atol;
     job.rtol = task_.rtol;
-    job.seed = 42 + seed_offset;
     job.time = options_.time_kernels;
     job.timing_trials = options_.timing_trials;
     job.min_timing_trials = std::min(options_.min_timing_trials, options_.timing_trials);
@@ -459,6 +468,7 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
         }
     }
     out.details["gpu_lock_wait_s"] = gpu.waited_s();
+    out.details["seed"] = job.seed;
     return out;
 }
 

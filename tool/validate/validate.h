@@ -57,6 +57,10 @@ struct ValidateOptions {
     std::string l2_flush = "read";
     int timing_copies = 64;         // input/output copies, one per call of a timed batch (1-64)
     double suspicious_speedup = 10;
+    // The inputs' seed. 0 (the default): a fresh random seed for every validation, so no candidate
+    // can know its inputs in advance, nor find results an earlier candidate left for the same
+    // inputs. The seed used is in the result's details ("seed"); set it to repeat a validation.
+    uint64_t seed = 0;
     bool time_kernels = true;     // false: correctness only
     std::filesystem::path runner; // empty: kernelevo-runner beside this executable
     CompileOptions compile;       // arch is filled from `arch`
@@ -69,7 +73,8 @@ struct ValidateOptions {
 // (paths, the device, the compiler's own options).
 #define KEVO_PORTABLE_VALIDATE_OPTIONS(X)                                                              \
     X(timeout_s) X(timing_trials) X(min_timing_trials) X(target_ci) X(verify_fraction)                 \
-    X(reuse_reference_timing) X(warmup) X(l2_flush) X(timing_copies) X(suspicious_speedup) X(time_kernels) X(extend_timing_s)
+    X(reuse_reference_timing) X(warmup) X(l2_flush) X(timing_copies) X(suspicious_speedup) X(time_kernels) X(extend_timing_s) \
+    X(seed)
 nlohmann::json portable_options(const ValidateOptions& o);
 // Sets the portable options present in `j` (the others keep their values).
 void apply_portable_options(ValidateOptions& o, const nlohmann::json& j);

@@ -24,6 +24,7 @@ struct ValidateArgs {
     double timeout = 30, suspicious = 10;
     int trials = 100, warmup = 10, copies = 64, repeat = 1;
     double extend_s = 0;
+    uint64_t seed = 0;
     std::string flush = "read";
 };
 
@@ -145,6 +146,10 @@ void register_validate_command(CLI::App& app, int& rc) {
         ->check(CLI::Range(1, 64));
     cmd->add_option("--suspicious", args->suspicious, "Flag speedups above this factor")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_flag("--no-timing", args->no_timing, "Check correctness only");
+    cmd->add_option("--seed", args->seed,
+                    "The inputs' seed, to repeat a validation (its result's details carry the seed it used); "
+                    "default: a fresh random seed every validation")
+        ->check(CLI::PositiveNumber);
     cmd->add_option("--repeat", args->repeat,
                     "Validate the kernel N times in one run, as a search does (one runner; the reference timed on the first "
                     "and reused), and print each speedup and their largest deviation from the median: the timing's repeatability")
@@ -170,6 +175,7 @@ void register_validate_command(CLI::App& app, int& rc) {
         opt.timing_copies = args->copies;
         opt.suspicious_speedup = args->suspicious;
         opt.time_kernels = !args->no_timing;
+        opt.seed = args->seed;
         opt.keep_temps = args->keep;
         opt.compile.backend = args->backend;
         opt.compile.python = args->python;

@@ -331,6 +331,10 @@ Tensors Judge::allocate(const std::vector<JobTensor>& desc, bool shared) {
                 t.free();
                 throw SetupFailure{e + " (tensor " + d.name + ")"};
             }
+            // The candidate maps the whole allocation, rounded up to the granularity: the slack
+            // beyond the tensor starts zeroed, so nothing an earlier candidate left in this memory
+            // (freed and handed out again) reaches the next one.
+            if (m.size > bytes) CK(cudaMemsetAsync(static_cast<char*>(m.data()) + bytes, 0, m.size - bytes, stream_));
         } else {
             void* p = nullptr;
             cudaError_t e = cudaMalloc(&p, bytes);
