@@ -85,3 +85,32 @@ TEST(Compile, TrimKeepsFirstErrorsAndCapsSize) {
     EXPECT_EQ(t.find("kernel.cu(0): error"), 0u);
     EXPECT_NE(t.find("omitted"), std::string::npos);
 }
+
+// The result of a real compile survives its wire form (compile worker -> search) field for field;
+// the local paths stay out.
+TEST(Compile, ResultTravelsFieldForFieldWithoutItsLocalPaths) {
+    TempDir cache("kevo-test-cache");
+    CompileResult a = compile_kernel(fixture("good.cu"), options(cache.path()));
+    ASSERT_TRUE(a.ok) << a.log;
+    ASSERT_FALSE(a.kernels.empty());
+    a.limit_hit = true;  // every field set to something other than its default
+    a.cached = true;
+    a.backend = "triton";
+    a.generated_source = "// generated";
+    a.backend_info = nlohmann::json{{"triton_version", "3.6.0"}};
+    const nlohmann::json j = compile_result_to_json(a);
+    EXPECT_FALSE(j.contains("library"));
+    EXPECT_FALSE(j.contains("library_sha256"));
+    CompileResult b = compile_result_from_json(nlohmann::json::parse(j.dump()));
+#define KEVO_X(f) EXPECT_EQ(b.f, a.f) << #f;
+    KEVO_COMPILE_RESULT_WIRE_FIELDS(KEVO_X)
+#undef KEVO_X
+    ASSERT_EQ(b.kernels.size(), a.kernels.size());
+    EXPECT_EQ(b.kernels[0].to_json(), a.kernels[0].to_json());
+    EXPECT_TRUE(b.library.empty());
+    // An old worker's reply, without the newer fields, leaves them at their defaults.
+    CompileResult c = compile_result_from_json(nlohmann::json{{"ok", true}, {"log", ""}});
+    EXPECT_TRUE(c.ok);
+    EXPECT_EQ(c.backend, "cuda");
+    EXPECT_TRUE(c.kernels.empty());
+}

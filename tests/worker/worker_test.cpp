@@ -413,6 +413,10 @@ TEST_F(QueueTest, TheRealCompileOnlyWorkerCompilesWithNvcc) {
     CompileResult c = ev.compile(good);
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     ASSERT_TRUE(c.ok) << c.log << read_file(log("kernelevo"));
+    // ptxas's figures came back with the result: the search's prompts quote them.
+    ASSERT_FALSE(c.kernels.empty());
+    EXPECT_GT(c.kernels[0].registers, 0);
+    EXPECT_EQ(c.kernels[0].arch, "sm_90");
     Queue q(url);
     auto job = q.result(JobSpec{"compile", "sm_90", task.hash(), task.reference_hash(), good, "", {}}.id());
     (void)job;

@@ -44,6 +44,15 @@ struct CompileResult {
     nlohmann::json backend_info;    // Triton: triton_version, launches (specializations), aot_s
 };
 
+// A compile result as it travels from a compile worker to the search (worker/): one list of the
+// fields, so the two sides cannot drift apart. `library` and `library_sha256` stay out: they name a
+// file on the compiling host (the object travels through the queue's object store instead).
+#define KEVO_COMPILE_RESULT_WIRE_FIELDS(X) \
+    X(ok) X(log) X(seconds) X(cached) X(limit_hit) X(source_hash) X(arch) X(backend) X(generated_source) X(backend_info)
+nlohmann::json compile_result_to_json(const CompileResult& c);  // the fields above and `kernels`
+// Fields absent from `j` keep their defaults.
+CompileResult compile_result_from_json(const nlohmann::json& j);
+
 CompileResult compile_kernel(const std::string& source, const CompileOptions& options);
 // The backend that compile_kernel() uses for `source`: options.backend, or for "auto" "triton" when
 // the source is a Triton candidate, else "cuda". Throws UsageError on an unknown backend name.

@@ -186,16 +186,8 @@ CompileResult RemoteEvaluator::compile(const std::string& source) {
     nlohmann::json r = wait(spec("compile", source));
     if (r.value("status", "") == "error")
         throw UsageError("worker " + r.value("worker", std::string("?")) + ": " + r.value("log", std::string()));
-    CompileResult c;
-    c.ok = r.value("ok", false);
-    c.log = r.value("log", std::string());
-    c.seconds = r.value("seconds", 0.0);
-    c.cached = r.value("cached", false);
-    c.source_hash = r.value("source_hash", std::string());
+    CompileResult c = compile_result_from_json(r);
     c.arch = arch_;
-    c.backend = r.value("backend", std::string("cuda"));
-    c.generated_source = r.value("generated_source", std::string());
-    if (r.contains("backend_info")) c.backend_info = r["backend_info"];
     if (c.ok) c.library = std::string(kObjectScheme) + r.value("object_sha256", std::string()) + "/" + c.source_hash;
     // The source travels with the run job too (a GPU worker compiles it when the object expired).
     if (c.ok) {

@@ -110,14 +110,11 @@ nlohmann::json ValidatorHandler::handle(const Claimed& job, Queue& queue, const 
     Validator& v = validator(spec, queue);
     if (spec.kind == "compile") {
         CompileResult cr = v.compile(spec.source);
-        nlohmann::json r = {{"kind", "compile"}, {"ok", cr.ok}, {"log", cr.log}, {"seconds", cr.seconds},
-                            {"cached", cr.cached}, {"source_hash", cr.source_hash}, {"arch", cr.arch}, {"backend", cr.backend}};
-        // A Triton candidate's generated .cu and AOT facts travel too: the search host stores the
-        // best kernel from them and needs no Triton of its own.
-        if (cr.backend == "triton") {
-            r["generated_source"] = cr.generated_source;
-            r["backend_info"] = cr.backend_info;
-        }
+        // Every field of the result travels (compile/compile.h): a Triton candidate's generated .cu
+        // and AOT facts too, so the search host stores the best kernel without a Triton of its own,
+        // and ptxas's figures, which the search's prompts quote.
+        nlohmann::json r = compile_result_to_json(cr);
+        r["kind"] = "compile";
         try {
             r["toolkit"] = nvcc_version(CompileOptions{});
         } catch (const UsageError&) {
