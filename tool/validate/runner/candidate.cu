@@ -49,7 +49,7 @@ struct Candidate {
     std::mutex gate_mu;
     std::condition_variable gate_cv;
     bool gate_armed = false;
-    static constexpr std::chrono::milliseconds kGateLimit{300};
+    static constexpr std::chrono::milliseconds kGateLimit{kGateLimitMs};
     int flush_blocks = 0;
     std::vector<Msg> queue;  // calls queued for the next timed batch
     forward_fn forward = nullptr;

@@ -19,6 +19,9 @@ namespace kevo_runner {
 
 constexpr int kMaxTensors = 32;  // inputs + outputs of one call
 constexpr int kMaxBatch = 64;    // timed calls in one batch (OP_TIME_BATCH)
+// A gated call's stream is released after this long if the judge has not opened it (a kevo_forward
+// that waits for its own stream would otherwise wait for ever).
+constexpr int kGateLimitMs = 300;
 
 enum Op : int32_t {
     OP_HELLO = 1,   // candidate -> judge: loaded (rc 0) or why not (text)

@@ -561,11 +561,16 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
     call.op = OP_CALL;
     call.flags = FLAG_GATED;
     fill_refs(call, in, out);
+    const auto sent = std::chrono::steady_clock::now();
     Msg r = request(call, job_->call_timeout_s, "during the correctness check");
     if (r.rc == -1001) throw CandidateFailure{"rejected", r.text};
     if (r.rc != 0) throw CandidateFailure{"runtime_error", "kevo_forward returned " + std::to_string(r.rc) + " (during the correctness check)"};
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     auto during = checksums(out, observer_);
+    // The gate's watchdog starts after the call was sent, so it cannot have released the stream
+    // before the judge finished looking unless that look ended kGateLimitMs after the send. A
+    // "released" claim earlier than that is not believed (the flag lives in the candidate's memory).
+    const bool release_possible = std::chrono::steady_clock::now() - sent >= std::chrono::milliseconds(kGateLimitMs);
     Msg open;
     open.op = OP_OPEN_GATE;
     request(open, job_->call_timeout_s, "while opening the gate");
@@ -573,11 +578,12 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
     sync.op = OP_SYNC;
     r = request(sync, job_->call_timeout_s, "while running the kernel");
     if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", std::string("CUDA error while running the kernel: ") + r.text};
-    if (!r.gate_timed_out && during != poisoned)
+    const bool released = r.gate_timed_out && release_possible;
+    if (!released && during != poisoned)
         throw CandidateFailure{"rejected",
                                "the outputs were written while the given stream was still held back: the kernel works on another "
                                "stream (or the legacy default stream) or from a host thread; enqueue everything on `stream`"};
-    if (r.gate_timed_out) {
+    if (released) {
         // kevo_forward itself waited for its stream (a synchronizing call: cudaStreamSynchronize,
         // cudaFree, a blocking copy): the gate's watchdog released it, and this trial's stream check
         // could not be made.
