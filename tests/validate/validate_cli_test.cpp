@@ -69,6 +69,11 @@ TEST(ValidateCli, BadTimingOptionsAreUsageErrors) {
                              "--timing-copies", "0"});
     EXPECT_EQ(copies.exit_code, 2);
     EXPECT_NE((copies.out + copies.err).find("--timing-copies"), std::string::npos) << copies.err;
+    // --repeat measures the timing: without timing it has nothing to measure.
+    auto repeat = kernelevo({"validate", "--task", (kData / "task.json").string(), "--kernel", (kData / "kernels/good.cu").string(),
+                             "--repeat", "3", "--no-timing"});
+    EXPECT_EQ(repeat.exit_code, 2);
+    EXPECT_NE(repeat.err.find("--no-timing"), std::string::npos) << repeat.err;
 }
 
 TEST(ValidateCli, BrokenReferenceIsASetupErrorWithTheCompilerMessage) {

@@ -158,6 +158,8 @@ void register_validate_command(CLI::App& app, int& rc) {
     cmd->add_flag("--keep-temps", args->keep, "Keep the runner's job directory (for debugging)");
     cli::add_verbosity_flags(*cmd, "Also print the compiler output and the runner's details (per-trial checks, timing, device)");
     cmd->callback([args, &rc] {
+        if (args->repeat > 1 && args->no_timing)
+            throw UsageError("--repeat measures how well the timing repeats; it cannot be combined with --no-timing");
         Task task = load_task(args->task);
         std::string source;
         try {
