@@ -196,7 +196,7 @@ void register_validate_command(CLI::App& app, int& rc) {
             std::cerr << "kernelevo: compiled in " << b << (c.cached ? " (cached)" : "") << "; running ...\n";
             if (verbose() && !c.log.empty()) std::cerr << "kernelevo: compiler output:\n" << c.log << "\n";
         }
-        if (args->repeat > 1) {
+        if (args->repeat > 1 && c.ok) {  // a compile error is reported once, below
             rc = repeat_runs(v, c, args->repeat, args->json, progress);
             return;
         }
