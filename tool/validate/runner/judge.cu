@@ -378,6 +378,24 @@ void Judge::unshare(Tensors& t) {
     }
 }
 
+void Judge::call_candidate(const Tensors& in, const Tensors& out, int32_t flags, const std::string& when) {
+    Msg call;
+    call.op = OP_CALL;
+    call.flags = flags;
+    fill_refs(call, in, out);
+    Msg r = request(call, job_->call_timeout_s, when.c_str());
+    if (r.rc == -1001) throw CandidateFailure{"rejected", r.text};
+    if (r.rc != 0) throw CandidateFailure{"runtime_error", "kevo_forward returned " + std::to_string(r.rc) + " (" + when + ")"};
+}
+
+Msg Judge::sync_candidate(int32_t op, const std::string& what) {
+    Msg m;
+    m.op = op;
+    Msg r = request(m, job_->call_timeout_s, what.c_str());
+    if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", "CUDA error " + what + ": " + r.text};
+    return r;
+}
+
 void Judge::fill_refs(Msg& m, const Tensors& in, const Tensors& out) const {
     m.n_in = static_cast<int32_t>(in.desc.size());
     m.n_out = static_cast<int32_t>(out.desc.size());
@@ -536,16 +554,8 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
         // library's kernels lazily, a workspace allocated, a handle created) may wait for the whole
         // context to go idle, which a gated stream never does; the gate's watchdog would release it
         // after 300 ms and the trial would lose its stream check. Its outputs are poisoned after.
-        Msg call;
-        call.op = OP_CALL;
-        fill_refs(call, in, out);
-        Msg r = request(call, job_->call_timeout_s, "during its first call");
-        if (r.rc == -1001) throw CandidateFailure{"rejected", r.text};
-        if (r.rc != 0) throw CandidateFailure{"runtime_error", "kevo_forward returned " + std::to_string(r.rc) + " (its first call)"};
-        Msg sync;
-        sync.op = OP_DEVSYNC;
-        r = request(sync, job_->call_timeout_s, "while running the kernel's first call");
-        if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", std::string("CUDA error while running the kernel (its first call): ") + r.text};
+        call_candidate(in, out, 0, "during its first call");
+        sync_candidate(OP_DEVSYNC, "while running the kernel's first call");
         warmed_up_ = true;
         tlap("first_call");
     }
@@ -557,14 +567,8 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
     // The candidate holds its stream behind a gate, calls the kernel, and the judge watches the
     // outputs from its own process meanwhile: honest work is queued behind the gate and cannot have
     // touched them yet.
-    Msg call;
-    call.op = OP_CALL;
-    call.flags = FLAG_GATED;
-    fill_refs(call, in, out);
     const auto sent = std::chrono::steady_clock::now();
-    Msg r = request(call, job_->call_timeout_s, "during the correctness check");
-    if (r.rc == -1001) throw CandidateFailure{"rejected", r.text};
-    if (r.rc != 0) throw CandidateFailure{"runtime_error", "kevo_forward returned " + std::to_string(r.rc) + " (during the correctness check)"};
+    call_candidate(in, out, FLAG_GATED, "during the correctness check");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     auto during = checksums(out, observer_);
     // The gate's watchdog starts after the call was sent, so it cannot have released the stream
@@ -574,10 +578,7 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
     Msg open;
     open.op = OP_OPEN_GATE;
     request(open, job_->call_timeout_s, "while opening the gate");
-    Msg sync;
-    sync.op = OP_SYNC;
-    r = request(sync, job_->call_timeout_s, "while running the kernel");
-    if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", std::string("CUDA error while running the kernel: ") + r.text};
+    Msg r = sync_candidate(OP_SYNC, "while running the kernel");
     const bool released = r.gate_timed_out && release_possible;
     if (!released && during != poisoned)
         throw CandidateFailure{"rejected",
@@ -589,18 +590,15 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
         // could not be made.
         check["gate_released_by_watchdog"] = true;
         const std::string w = "kevo_forward waits for its own stream (cudaStreamSynchronize, cudaFree, cudaMalloc or a blocking copy inside it): "
-                              "the check that all work is on `stream` could not be made, and each correctness call waited 300 ms; "
-                              "keep kevo_forward asynchronous";
+                              "the check that all work is on `stream` could not be made, and each correctness call waited " +
+                              std::to_string(kGateLimitMs) + " ms; keep kevo_forward asynchronous";
         if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
     }
     tlap("kernel_gated");
     // Work the caller never waits for (another stream, a host thread) may still be landing.
     auto h1 = checksums(out, stream_);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    Msg ds;
-    ds.op = OP_DEVSYNC;
-    r = request(ds, job_->call_timeout_s, "in work the kernel left behind");
-    if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", std::string("CUDA error in work the kernel left behind: ") + r.text};
+    sync_candidate(OP_DEVSYNC, "in work the kernel left behind");
     auto h2 = checksums(out, stream_);
     if (h1 != h2)
         throw CandidateFailure{"rejected",

@@ -65,6 +65,10 @@ private:
     void share(Tensors& t);
     void unshare(Tensors& t);
     void fill_refs(Msg& m, const Tensors& in, const Tensors& out) const;
+    // One kevo_forward call (FLAG_GATED: behind the gate); a non-zero return is the candidate's failure.
+    void call_candidate(const Tensors& in, const Tensors& out, int32_t flags, const std::string& when);
+    // OP_SYNC or OP_DEVSYNC; a CUDA error reported is the candidate's failure. Returns the reply.
+    Msg sync_candidate(int32_t op, const std::string& what);
     // device work of the judge
     Tensors allocate(const std::vector<JobTensor>& desc, bool shared);
     void fill(Tensors& t, uint64_t seed);
