@@ -74,11 +74,8 @@ int repeat_runs(Validator& v, const CompileResult& c, int n, bool as_json, bool 
             else print_human(v.task(), r);
             return 2;
         }
-        nlohmann::json one{{"status", status_name(r.status)}, {"speedup", r.speedup}, {"kernel_us", r.kernel_us}, {"reference_us", r.reference_us}};
-        nlohmann::json sets = nlohmann::json::array();
-        for (const auto& s : r.shapes) sets.push_back({{"label", s.label}, {"speedup", s.speedup}, {"kernel_us", s.kernel_us}, {"reference_us", s.reference_us}});
-        one["shapes"] = sets;
-        runs.push_back(one);
+        runs.push_back({{"status", status_name(r.status)}, {"speedup", r.speedup}, {"kernel_us", r.kernel_us},
+                        {"reference_us", r.reference_us}, {"shapes", r.shapes_json()}});
         if (r.status == Status::ok && r.speedup > 0) speedups.push_back(r.speedup);
         else {
             ++failed;
