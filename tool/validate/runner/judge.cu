@@ -226,6 +226,9 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     pid_ = pid;
     sock_ = sv[0];
     flush_id_ = proof_id_ = -1;  // a new process has mapped nothing yet
+    for (auto& [set, tc] : timing_copies_)
+        for (auto* group : {&tc.ins, &tc.outs})
+            for (auto& t : *group) std::fill(t.ids.begin(), t.ids.end(), -1);
     warmed_up_ = false;
     output_.clear();
     int rfd = out_pipe[0];
@@ -359,6 +362,14 @@ int Judge::map_in_candidate(const Mapping& mem) {
     Msg r = request(m, job_->call_timeout_s, "while mapping buffers", mem.fd);
     if (r.rc != 0) throw SetupFailure{std::string("the candidate process could not map a buffer: ") + r.text};
     return m.id;
+}
+
+void Judge::zero_slack(Tensors& t) {
+    for (size_t i = 0; i < t.mem.size(); ++i) {
+        const size_t bytes = static_cast<size_t>(std::max<int64_t>(t.desc[i].bytes(), 1));
+        if (t.mem[i].handle && t.mem[i].size > bytes)
+            CK(cudaMemsetAsync(static_cast<char*>(t.mem[i].data()) + bytes, 0, t.mem[i].size - bytes, stream_));
+    }
 }
 
 void Judge::share(Tensors& t) {

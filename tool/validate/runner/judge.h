@@ -117,6 +117,17 @@ private:
     std::string output_;
     int next_id_ = 1;
     std::vector<Tensors> outputs_, expected_;  // per shape set
+    // The timing copies of each shape set, kept for the judge's life: every candidate of a run is
+    // timed on the same memory. A launch-bound kernel's time depends on where its buffers landed
+    // (up to 6-9% on the H200); new buffers for every candidate made that a difference between
+    // candidates. Keyed by the set; remade when the set's tensors or the requested count change.
+    struct TimingCopies {
+        std::vector<Tensors> ins, outs;
+        int requested = 0;
+    };
+    std::map<size_t, TimingCopies> timing_copies_;
+    TimingCopies& timing_copies(size_t set);
+    void zero_slack(Tensors& t);
     std::map<std::string, double> trial_profile_;
 };
 
