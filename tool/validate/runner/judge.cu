@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -217,7 +218,9 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
         dup2(out_pipe[1], 2);
         int devnull = open("/dev/null", O_RDONLY);
         if (devnull >= 0) dup2(devnull, 0);
-        for (int fd = 4; fd < 4096; ++fd) close(fd);  // nothing of the judge's leaks in
+        // Nothing of the judge's leaks in, however many descriptors it has open.
+        if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
+            for (long fd = 4, end = sysconf(_SC_OPEN_MAX); fd < (end > 0 ? end : 65536); ++fd) close(static_cast<int>(fd));
         execvpe(av[0], av.data(), ev.data());
         _exit(127);
     }
@@ -359,7 +362,17 @@ int Judge::map_in_candidate(const Mapping& mem) {
     m.op = OP_MAP;
     m.id = next_id_++;
     m.size = mem.size;
-    Msg r = request(m, job_->call_timeout_s, "while mapping buffers", mem.fd);
+    int fd = -1;
+    std::string e = export_shared(mem, fd);
+    if (!e.empty()) throw SetupFailure{"cannot share a buffer with the candidate process: " + e};
+    Msg r;
+    try {
+        r = request(m, job_->call_timeout_s, "while mapping buffers", fd);
+    } catch (...) {
+        close(fd);
+        throw;
+    }
+    close(fd);
     if (r.rc != 0) throw SetupFailure{std::string("the candidate process could not map a buffer: ") + r.text};
     return m.id;
 }

@@ -73,7 +73,6 @@ struct Mapping {
     CUdeviceptr ptr = 0;
     size_t size = 0;
     CUmemGenericAllocationHandle handle = 0;
-    int fd = -1;  // the exported handle (judge side), -1 once closed
     void* data() const { return reinterpret_cast<void*>(ptr); }
 };
 
@@ -100,9 +99,15 @@ inline std::string create_shared(Mapping& m, size_t bytes, int device) {
     CUmemAllocationProp prop = shareable_prop(device);
     CUresult r = cu().cuMemCreate(&m.handle, m.size, &prop, 0);
     if (r != CUDA_SUCCESS) return "cannot allocate " + std::to_string(bytes) + " bytes of device memory: " + cu_error(r);
-    std::string e = map_handle(m, device);
-    if (!e.empty()) return e;
-    r = cu().cuMemExportToShareableHandle(&m.fd, m.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    return map_handle(m, device);
+}
+
+// Judge side: a new file descriptor for `m`'s allocation, to pass to a candidate process (the caller
+// closes it once sent). Exported on demand, so the judge holds no descriptor per buffer however many
+// buffers it keeps. Returns an error text, empty on success.
+inline std::string export_shared(const Mapping& m, int& fd) {
+    fd = -1;
+    CUresult r = cu().cuMemExportToShareableHandle(&fd, m.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
     if (r != CUDA_SUCCESS) return "cuMemExportToShareableHandle: " + cu_error(r);
     return "";
 }
@@ -124,7 +129,6 @@ inline void release(Mapping& m) {
         cu().cuMemAddressFree(m.ptr, m.size);
     }
     if (m.handle) cu().cuMemRelease(m.handle);
-    if (m.fd >= 0) close(m.fd);
     m = Mapping{};
 }
 

@@ -84,8 +84,16 @@ Judge::TimingCopies& Judge::timing_copies(size_t set) {
     for (const auto& t : spec.outputs) set_bytes += t.bytes();
     size_t free_mem = 0, total_mem = 0;
     cuda_ok(cudaMemGetInfo(&free_mem, &total_mem), "cudaMemGetInfo");
+    // All sets' kept copies together take at most a quarter of the device (and of what is free), so
+    // a task with many sets leaves the candidate, the reference and other validators their room.
+    int64_t kept_bytes = 0;
+    for (const auto& [other, copies_of_other] : timing_copies_)
+        for (const auto* group : {&copies_of_other.ins, &copies_of_other.outs})
+            for (const auto& t : *group)
+                for (const auto& m : t.mem) kept_bytes += static_cast<int64_t>(m.size);
+    const int64_t room = std::min<int64_t>(static_cast<int64_t>(free_mem / 4), static_cast<int64_t>(total_mem / 4) - kept_bytes);
     const int copies = static_cast<int>(std::max<int64_t>(
-        1, std::min<int64_t>({static_cast<int64_t>(job.timing_copies), static_cast<int64_t>(kMaxBatch), static_cast<int64_t>(free_mem / 4) / set_bytes})));
+        1, std::min<int64_t>({static_cast<int64_t>(job.timing_copies), static_cast<int64_t>(kMaxBatch), room / set_bytes})));
     try {
         for (int c = 0; c < copies; ++c) {
             tc.ins.push_back(allocate(spec.inputs, true));
