@@ -35,6 +35,8 @@
 
 __device__ __forceinline__ float gelu(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
 
+extern "C" __global__ void empty_kernel() {}
+
 extern "C" __global__ void gelu_bias_scalar(const float* __restrict__ x, const float* __restrict__ b, float* __restrict__ y, long long n, long long row) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
         y[i] = gelu(x[i] + b[i % row]);
@@ -160,6 +162,8 @@ static void placement_study(const char* cubin) {
         CK(cuModuleLoad(&mods[m], cubin));
         CK(cuModuleGetFunction(&fns[m], mods[m], "gelu_bias_scalar"));
     }
+    CUfunction empty_fn;
+    CK(cuModuleGetFunction(&empty_fn, mods[0], "empty_kernel"));
     std::vector<cudaStream_t> streams(S);
     for (auto& s : streams) CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     std::vector<float*> xs(G), bs(G), ys(G);
@@ -180,24 +184,33 @@ static void placement_study(const char* cubin) {
     CK(cudaMalloc(&flush, flush_bytes));
     CK(cudaMemset(flush, 3, flush_bytes));
     CK(cudaMalloc(&sink, 8));
-    const int batch = 64, batches = 84;
+    const int batch = 64, batches = 126;
     std::vector<cudaEvent_t> e0(batch), e1(batch);
     for (int j = 0; j < batch; ++j) {
         CK(cudaEventCreate(&e0[j]));
         CK(cudaEventCreate(&e1[j]));
     }
     std::mt19937 rng(12345);
-    std::vector<std::vector<double>> by_g(G), by_s(S), by_m(M), one_stream_one_module(G);
+    std::vector<std::vector<double>> by_g(G), by_s(S), by_m(M), one_stream_one_module(G), empty_by_s(S);
     std::vector<double> all;
     for (int b = 0; b < batches; ++b) {
-        // Odd batches: stream 0 and module copy 0 (as the runner does today), groups rotating. Even
-        // batches: the streams in turn, one per batch; groups and module copies at random.
-        const bool fixed = b % 2 == 1;
-        const int batch_stream = (b / 2) % S;
+        // Batches in threes. 1: stream 0 and module copy 0 (as the runner does today), groups
+        // rotating. 0: the streams in turn, one per batch; groups and module copies at random.
+        // 2: an empty kernel, the streams in turn (what a call costs that does nothing).
+        const bool fixed = b % 3 == 1, empty = b % 3 == 2;
+        const int batch_stream = (b / 3) % S;
         std::vector<int> gg(batch), ss(batch), mm(batch);
         for (int j = 0; j < batch; ++j) {
             gg[j] = rng() % G;
             ss[j] = fixed ? 0 : batch_stream;
+            if (empty) {
+                cudaStream_t st = streams[ss[j]];
+                flush_kernel<<<132 * 4, 512, 0, st>>>(flush, flush_bytes / 16, sink);
+                CK(cudaEventRecord(e0[j], st));
+                CK(cuLaunchKernel(empty_fn, 1, 1, 1, 32, 1, 1, 0, st, nullptr, nullptr));
+                CK(cudaEventRecord(e1[j], st));
+                continue;
+            }
             mm[j] = fixed ? 0 : rng() % M;
             cudaStream_t st = streams[ss[j]];
             flush_kernel<<<132 * 4, 512, 0, st>>>(flush, flush_bytes / 16, sink);
@@ -211,13 +224,17 @@ static void placement_study(const char* cubin) {
             CK(cudaEventRecord(e1[j], st));
         }
         CK(cudaDeviceSynchronize());
-        if (b < 2) continue;  // warm-up
+        if (b < 3) continue;  // warm-up
         for (int j = 0; j < batch; ++j) {
             float ms = 0;
             CK(cudaEventElapsedTime(&ms, e0[j], e1[j]));
             double us = ms * 1000.0;
             if (fixed) {
                 one_stream_one_module[gg[j]].push_back(us);
+                continue;
+            }
+            if (empty) {
+                empty_by_s[ss[j]].push_back(us);
                 continue;
             }
             all.push_back(us);
@@ -241,6 +258,12 @@ static void placement_study(const char* cubin) {
     line("IQM per stream", by_s);
     line("IQM per module copy", by_m);
     line("IQM per group, stream 0 + module 0", one_stream_one_module);
+    line("IQM of an empty kernel per stream", empty_by_s);
+    std::vector<double> s0;
+    for (const auto& x : one_stream_one_module) s0.insert(s0.end(), x.begin(), x.end());
+    std::vector<double> all_empty;
+    for (const auto& x : empty_by_s) all_empty.insert(all_empty.end(), x.begin(), x.end());
+    std::printf("  SUMMARY all streams %.3f us, stream 0 only %.3f us, empty kernel all streams %.3f us\n", iqm(all), iqm(s0), iqm(all_empty));
 }
 
 int main(int argc, char** argv) {

@@ -202,6 +202,23 @@ TEST_P(OtherTasks, CorrectKernelIsOk) {
     EXPECT_EQ(r.log.find("warning"), std::string::npos) << r.log;  // no output is constant
 }
 
+// An expected output that is the same on every input drawn makes the check blind to a kernel that
+// writes that constant: the validation says so, naming the output and the set. (On all-zero
+// inputs every row's argmax is 0 and no element is positive; the sums are 0 too.)
+TEST(OtherTasksGpu, OutputConstantOnEveryDrawIsWarnedAbout) {
+    REQUIRE_GPU();
+    ValidateOptions o;
+    o.time_kernels = false;
+    Task task = load_task(kData / "reductions" / "task.json");
+    task.inputs[0].init.kind = "zeros";
+    Validator v(task, o);
+    ValidationResult r = v.validate(read_file(kData / "reductions" / "kernels" / "good.cu"));
+    ASSERT_EQ(r.status, Status::ok) << r.log;
+    EXPECT_NE(r.log.find("warning: the reference output 'row_argmax' is constant on every input the check drew (shape set 0"), std::string::npos) << r.log;
+    EXPECT_NE(r.log.find("'positive' is constant"), std::string::npos) << r.log;
+    EXPECT_EQ(r.log.find("'total' is constant"), std::string::npos) << r.log;  // one element: nothing to vary
+}
+
 INSTANTIATE_TEST_SUITE_P(Validate, OtherTasks, ::testing::Values("reductions", "layernorm_bf16", "matmul"),
                          [](const auto& info) { return std::string(info.param); });
 

@@ -129,6 +129,7 @@ private:
     TimingCopies& timing_copies(size_t set);
     void zero_slack(Tensors& t);
     std::map<std::string, double> trial_profile_;
+    std::map<std::pair<size_t, std::string>, bool> output_varies_;  // (set, output): not constant on some draw
 };
 
 std::string fmt(double v);

@@ -25,6 +25,7 @@ struct CandidateArgs {
     bool confine = true;
     bool load_only = false;
     bool gate_kernel = false;  // diagnostics: gate the correctness call with a spinning kernel
+    int timing_streams = 1;    // streams the calls of a timed batch rotate over (each after the last)
     long cpu_seconds = 0;
 };
 int candidate_main(const CandidateArgs& args);
