@@ -3,7 +3,12 @@
 #include <iostream>
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <future>
 #include <thread>
 
@@ -184,6 +189,58 @@ TEST(ValidateGpu, MemsetFlushAndOneBufferCopyAlsoTime) {
     EXPECT_GT(r.speedup, 0);
     EXPECT_EQ(r.details["timing"]["sets"][0]["l2_flush"], "none");
     EXPECT_EQ(r.details["timing"]["sets"][0]["buffer_copies"], 1);
+}
+
+// A wall-clock cross-check that fails once (a host hiccup inside a batch) is repeated, and the
+// candidate is judged by the second attempt; both attempts' figures are kept. (The fault is injected
+// with KEVO_FAULT_WALL_CHECK: every set's first attempt fails whatever it measured.)
+TEST(ValidateGpuTiming, WallCheckThatFailsOnceIsTimedAgain) {
+    REQUIRE_GPU();
+    ::setenv("KEVO_FAULT_WALL_CHECK", "1", 1);
+    ValidateOptions o;
+    o.timing_trials = 20;
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), o);  // its own judge, started with the fault
+    ValidationResult r = v.validate(read_file(kData / "gelu_bias" / "kernels" / "good.cu"));
+    ::unsetenv("KEVO_FAULT_WALL_CHECK");
+    ASSERT_EQ(r.status, Status::ok) << r.log;
+    ASSERT_EQ(r.details["timing"]["sets"].size(), 2u);
+    for (const auto& t : r.details["timing"]["sets"]) {
+        const auto& w = t["wall_check"];
+        ASSERT_TRUE(w.contains("first_attempt")) << w.dump();
+        EXPECT_GT(w["first_attempt"]["allowed_us"].get<double>(), 0) << w.dump();
+        EXPECT_FALSE(w["first_attempt"].contains("first_attempt"));  // retried once, not again
+        EXPECT_LT(w["excess_us"].get<double>(), w["allowed_us"].get<double>()) << w.dump();
+    }
+}
+
+// The judge (and the candidate processes it starts) run on the CPUs local to the GPU where those
+// are some but not all of the CPUs the process may use: a launch-bound kernel's time otherwise
+// depends on the NUMA node a process happened to start on.
+TEST(ValidateGpuTiming, JudgeRunsOnTheGpusOwnCpus) {
+    REQUIRE_GPU();
+    ValidationResult r = validate_fixture("good.cu");
+    ASSERT_EQ(r.status, Status::ok) << r.log;
+    const std::string pci = r.details["device"].value("pci_bus_id", std::string());
+    ASSERT_FALSE(pci.empty()) << r.details["device"].dump();
+    const fs::path sysfs = "/sys/bus/pci/devices/" + pci + "/local_cpulist";
+    std::string local = fs::exists(sysfs) ? read_file(sysfs) : std::string();
+    while (!local.empty() && (local.back() == '\n' || local.back() == ' ')) local.pop_back();
+    cpu_set_t allowed, mine;
+    ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    CPU_ZERO(&mine);
+    std::stringstream ss(local);
+    for (std::string range; std::getline(ss, range, ',');) {
+        int lo = -1, hi = -1;
+        if (std::sscanf(range.c_str(), "%d-%d", &lo, &hi) == 1) hi = lo;
+        for (int c = lo; c >= 0 && c <= hi && c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &allowed)) CPU_SET(c, &mine);
+    }
+    std::cout << "GPU " << pci << " local CPUs " << local << "; this process may use " << CPU_COUNT(&allowed) << " CPUs, "
+              << CPU_COUNT(&mine) << " of them local\n";
+    if (CPU_COUNT(&mine) > 0 && !CPU_EQUAL(&mine, &allowed))
+        EXPECT_EQ(r.details["device"].value("pinned_cpus", std::string()), local) << r.details["device"].dump();
+    else
+        EXPECT_FALSE(r.details["device"].contains("pinned_cpus")) << r.details["device"].dump();
 }
 
 // Tasks of other shapes than the elementwise fixtures: reductions with a 0-dim, an int64 and a bool

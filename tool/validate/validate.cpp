@@ -505,8 +505,8 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
         if (const char* dump = std::getenv("KEVO_TIMING_DUMP")) extra["KEVO_TIMING_DUMP"] = dump;
         // Diagnostics: gate the correctness check with the spinning kernel instead of a stream-memory wait.
         if (std::getenv("KEVO_GATE_KERNEL")) extra["KEVO_GATE_KERNEL"] = "1";
-        // Diagnostics: the calls of a timed batch rotate over this many streams of the candidate process.
-        if (const char* ts = std::getenv("KEVO_TIMING_STREAMS")) extra["KEVO_TIMING_STREAMS"] = ts;
+        // Tests: the wall-clock cross-check's first attempt at each set fails (its retry is exercised).
+        if (std::getenv("KEVO_FAULT_WALL_CHECK")) extra["KEVO_FAULT_WALL_CHECK"] = "1";
         po.exact_env = sandbox_environment(extra);
         impl_->judge = std::make_unique<Subprocess>(po);
     }

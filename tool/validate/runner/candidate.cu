@@ -37,7 +37,6 @@ struct Candidate {
     int device = 0;
     cudaStream_t stream = nullptr;
     std::vector<cudaEvent_t> ev0, ev1;  // one pair per call of a batch
-    std::vector<cudaStream_t> timing_streams;  // call j of a batch runs on timing_streams[j % size], after call j-1
     volatile int* gate = nullptr;  // [0] open, [1] timed out
     int* gate_dev = nullptr;
     long long gate_cycles = 0;
@@ -121,20 +120,16 @@ struct Candidate {
                 return;
             }
         int ran = 0;
-        const size_t ns = timing_streams.size();
         for (int j = 0; j < n; ++j) {
-            cudaStream_t s = ns > 1 ? timing_streams[j % ns] : stream;
-            if (j > 0 && s != stream) cudaStreamWaitEvent(s, ev1[j - 1], 0);
-            if (flush) l2_flush_proof<<<flush_blocks, 512, 0, s>>>(static_cast<const uint4*>(flush->data()), flush->size / 16, proof, j);
-            cudaEventRecord(ev0[j], s);
-            r.rc = forward(ins[j].data(), static_cast<int>(ins[j].size()), outs[j].data(), static_cast<int>(outs[j].size()), s);
-            cudaEventRecord(ev1[j], s);
+            if (flush) l2_flush_proof<<<flush_blocks, 512, 0, stream>>>(static_cast<const uint4*>(flush->data()), flush->size / 16, proof, j);
+            cudaEventRecord(ev0[j], stream);
+            r.rc = call(ins[j], outs[j]);
+            cudaEventRecord(ev1[j], stream);
             ++ran;
             if (r.rc != 0) break;
         }
         cudaError_t e = cudaEventSynchronize(ev1[ran - 1]);
         if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-        for (size_t k = 0; k < ns && e == cudaSuccess; ++k) e = cudaStreamSynchronize(timing_streams[k]);
         if (e == cudaSuccess) e = cudaGetLastError();
         for (int j = 0; j < ran && e == cudaSuccess; ++j) {
             float ms = 0;
@@ -306,11 +301,6 @@ int candidate_main(const CandidateArgs& args) {
             cudaEventCreate(&b);
             c.ev0.push_back(a);
             c.ev1.push_back(b);
-        }
-        for (int k = 0; k < args.timing_streams && args.timing_streams > 1; ++k) {
-            cudaStream_t s = nullptr;
-            if ((e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess) fail("cudaStreamCreate", e);
-            c.timing_streams.push_back(s);
         }
         c.gate_cycles = static_cast<long long>(std::max(khz, 1000000)) * Candidate::kGateLimit.count();  // at the top clock
         c.gate_wait_value = cu().ok && !args.gate_kernel;

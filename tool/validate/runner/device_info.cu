@@ -1,8 +1,11 @@
 // The device description the validator caches, and the measured copy bandwidth.
 #include <cuda_runtime.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -65,6 +68,29 @@ nlohmann::json device_info() {
     j["driver_version"] = drv;
     j["runtime_version"] = rt;
     return j;
+}
+
+std::string pin_to_device_cpus(const std::string& pci_bus_id) {
+    if (pci_bus_id.empty() || std::getenv("KERNELEVO_NO_CPU_PIN")) return "";
+    std::ifstream f("/sys/bus/pci/devices/" + pci_bus_id + "/local_cpulist");
+    std::string list;
+    if (!f || !std::getline(f, list) || list.empty()) return "";
+    cpu_set_t allowed, local;
+    CPU_ZERO(&local);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return "";
+    std::stringstream ss(list);
+    std::string range;
+    while (std::getline(ss, range, ',')) {  // "0-15,32-47"
+        int lo = -1, hi = -1;
+        if (std::sscanf(range.c_str(), "%d-%d", &lo, &hi) == 1) hi = lo;
+        for (int c = lo; c >= 0 && c <= hi && c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &allowed)) CPU_SET(c, &local);
+    }
+    // Nothing to gain where the device is local to every CPU this process may use, and nothing to
+    // do where it may use none of the device's own (a cpuset elsewhere): stay as it is.
+    if (CPU_COUNT(&local) == 0 || CPU_EQUAL(&local, &allowed)) return "";
+    if (sched_setaffinity(0, sizeof local, &local) != 0) return "";
+    return list;
 }
 
 double measure_copy_bandwidth(int device) {

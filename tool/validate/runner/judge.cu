@@ -126,6 +126,11 @@ void Judge::init_device(JobResult& r) {
     if (!device_json_.value("present", false)) return;
     device_ = device_json_.value("index", 0);
     peak_gbs_ = device_json_.value("mem_bandwidth_gbs", 0.0);
+    // Before the context: the judge, and every candidate process it starts (they inherit it), on
+    // the GPU's own NUMA node.
+    const std::string cpus = pin_to_device_cpus(device_json_.value("pci_bus_id", std::string()));
+    if (!cpus.empty()) device_json_["pinned_cpus"] = cpus;
+    r.device = device_json_;
     CK(cudaSetDevice(device_));
     CK(cudaFree(nullptr));
     if (!cu().ok) throw SetupFailure{"the CUDA driver API (cuMem*) is unavailable"};
@@ -202,7 +207,6 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     if (!job.confine) argv.push_back("--no-confine");
     if (job.load_only) argv.push_back("--load-only");
     if (std::getenv("KEVO_GATE_KERNEL")) argv.push_back("--gate-kernel");  // diagnostics (validate.cpp passes it on)
-    if (const char* ts = std::getenv("KEVO_TIMING_STREAMS")) argv.insert(argv.end(), {"--timing-streams", ts});  // diagnostics
     std::vector<std::string> env;
     for (const auto& [k, v] : job.candidate_env) env.push_back(k + "=" + v);
     std::vector<char*> av, ev;

@@ -82,6 +82,9 @@ private:
     // phases
     json correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned char pattern, std::vector<std::string>& warnings);
     json time_set(size_t set);
+    // One timing of a set. `retry_wall_check`: a failed wall-clock cross-check throws WallCheckFailed
+    // (time_set times the set once more) instead of rejecting the candidate.
+    json time_set_once(size_t set, bool retry_wall_check);
     void cuda_ok(cudaError_t e, const char* what);
 
     const Job* job_ = nullptr;

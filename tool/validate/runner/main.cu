@@ -10,7 +10,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -67,7 +66,6 @@ int main(int argc, char** argv) {
         else if (a == "--no-confine") ca.confine = false;
         else if (a == "--load-only") ca.load_only = true;
         else if (a == "--gate-kernel") ca.gate_kernel = true;
-        else if (a == "--timing-streams") ca.timing_streams = std::max(1, std::min(16, std::atoi(next().c_str())));
         else mode = "?";
     }
     if (mode == "--info") {

@@ -25,12 +25,18 @@ struct CandidateArgs {
     bool confine = true;
     bool load_only = false;
     bool gate_kernel = false;  // diagnostics: gate the correctness call with a spinning kernel
-    int timing_streams = 1;    // streams the calls of a timed batch rotate over (each after the last)
     long cpu_seconds = 0;
 };
 int candidate_main(const CandidateArgs& args);
 
 nlohmann::json device_info();
+// Binds the calling thread (and the threads and processes it starts later) to the CPUs local to
+// the GPU at `pci_bus_id` (sysfs local_cpulist, within the CPUs it may use), before its CUDA context
+// exists: the context's command buffers and pinned memory then live on the GPU's NUMA node. On a
+// two-socket H200 host a launch-bound call's time otherwise depends on the node a process started
+// on (an empty kernel's call 3.31 or 3.44 us, fixed for the life of a process). Returns the list
+// bound to; empty where nothing was changed (one node, no sysfs entry, KERNELEVO_NO_CPU_PIN set).
+std::string pin_to_device_cpus(const std::string& pci_bus_id);
 // Device-to-device copy bandwidth in GB/s (bytes read + written), measured with a large copy.
 double measure_copy_bandwidth(int device);
 

@@ -109,7 +109,26 @@ Judge::TimingCopies& Judge::timing_copies(size_t set) {
     return tc;
 }
 
+namespace {
+struct WallCheckFailed {
+    json figures;
+};
+}  // namespace
+
+// A wall-clock cross-check that fails once is repeated: a host hiccup (the judge descheduled for a
+// few milliseconds inside a batch) fails it as surely as hidden work, but only a process that hides
+// work fails it twice. On the H200 one legitimate validation in about twenty failed it (2026-12-03).
 json Judge::time_set(size_t set) {
+    try {
+        return time_set_once(set, true);
+    } catch (const WallCheckFailed& first) {
+        json out = time_set_once(set, false);
+        out["wall_check"]["first_attempt"] = first.figures;
+        return out;
+    }
+}
+
+json Judge::time_set_once(size_t set, bool retry_wall_check) {
     using clock = std::chrono::steady_clock;
     const Job& job = *job_;
     const auto& spec = job.sets[set];
@@ -323,6 +342,9 @@ json Judge::time_set(size_t set) {
                              {"excess_us", excess},
                              {"allowed_us", allowed},
                              {"allowance", {{"per_batch_us", job.wall_batch_allow_us}, {"per_call_us", job.wall_call_allow_us}, {"fraction", 0.03}}}};
+    // KEVO_FAULT_WALL_CHECK (diagnostics and tests; validate.cpp passes it on): the first attempt
+    // fails the check whatever it measured, so the retry is exercised.
+    if ((excess > allowed || std::getenv("KEVO_FAULT_WALL_CHECK")) && retry_wall_check) throw WallCheckFailed{out["wall_check"]};
     if (excess > allowed)
         throw CandidateFailure{"rejected", "the reported kernel times (" + fmt(k.time_us) + " us) do not agree with the time the judge observed: " +
                                                std::to_string(batch_n.size()) + " batches took " + fmt(excess) + " us more than the reported calls and the proven L2 flushes, "
