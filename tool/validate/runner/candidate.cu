@@ -123,7 +123,8 @@ struct Candidate {
         for (int j = 0; j < n; ++j) {
             if (flush) l2_flush_proof<<<flush_blocks, 512, 0, stream>>>(static_cast<const uint4*>(flush->data()), flush->size / 16, proof, j);
             cudaEventRecord(ev0[j], stream);
-            r.rc = call(ins[j], outs[j]);
+            if (m.flags & FLAG_EMPTY) empty_kernel<<<1, 32, 0, stream>>>();
+            else r.rc = call(ins[j], outs[j]);
             cudaEventRecord(ev1[j], stream);
             ++ran;
             if (r.rc != 0) break;

@@ -37,7 +37,11 @@ enum Op : int32_t {
     OP_QUIT,
     OP_REPLY,
 };
-enum Flags : int32_t { FLAG_GATED = 1, FLAG_FLUSH = 2 };
+enum Flags : int32_t {
+    FLAG_GATED = 1,
+    FLAG_FLUSH = 2,
+    FLAG_EMPTY = 4,  // TIME_BATCH, diagnostics: time an empty kernel of the runner's instead of kevo_forward
+};
 
 struct TensorRef {
     int32_t buffer;  // buffer id (OP_MAP)

@@ -382,6 +382,26 @@ int Judge::map_in_candidate(const Mapping& mem) {
     return m.id;
 }
 
+std::vector<double> Judge::empty_calls_us(int n, bool flush) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<double> us;
+    for (int j = 0; j < n; ++j) {
+        if (flush) flush_l2(judge_proof_, 0);
+        CK(cudaEventRecord(e0, stream_));
+        empty_kernel<<<1, 32, 0, stream_>>>();
+        CK(cudaEventRecord(e1, stream_));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        us.push_back(ms * 1000.0);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return us;
+}
+
 void Judge::zero_slack(Tensors& t) {
     for (size_t i = 0; i < t.mem.size(); ++i) {
         const size_t bytes = static_cast<size_t>(std::max<int64_t>(t.desc[i].bytes(), 1));

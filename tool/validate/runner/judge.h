@@ -85,6 +85,8 @@ private:
     // One timing of a set. `retry_wall_check`: a failed wall-clock cross-check throws WallCheckFailed
     // (time_set times the set once more) instead of rejecting the candidate.
     json time_set_once(size_t set, bool retry_wall_check);
+    // Diagnostics (KEVO_TIMING_DUMP): n empty-kernel calls timed like reference calls (after a flush).
+    std::vector<double> empty_calls_us(int n, bool flush);
     void cuda_ok(cudaError_t e, const char* what);
 
     const Job* job_ = nullptr;

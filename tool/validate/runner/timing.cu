@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <tuple>
 #include <string>
 
 #include "judge.h"
@@ -160,6 +161,7 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
 
     // One batch of n candidate calls, calls first..first+n-1 (negative: warm-up).
     std::vector<double> kt, batch_wall, batch_excess;
+    bool empty_calls = false;  // diagnostics: the candidate process times its empty kernel instead
     std::vector<int> batch_n;
     // How long one call takes, wall clock, from the first warm-up call: a batch's watchdog is sized by
     // it (a hang is still caught within seconds), and so is a batch of slow calls (the time budget).
@@ -184,7 +186,7 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
         cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
         Msg m;
         m.op = OP_TIME_BATCH;
-        m.flags = flush ? FLAG_FLUSH : 0;
+        m.flags = (flush ? FLAG_FLUSH : 0) | (empty_calls ? FLAG_EMPTY : 0);
         m.id = flush_id_;
         m.aux = proof_id_;
         auto t0 = clock::now();
@@ -282,8 +284,19 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
     const bool reduced = stop == kevo::TrialStop::kBudget && calls < limits.most();
 
     if (const char* dump = std::getenv("KEVO_TIMING_DUMP")) {  // diagnostics (validate.cpp passes it on)
+        // And what an empty call costs in each process: one batch of the runner's empty kernel in
+        // the candidate process, as many in the judge (after the same flushes).
+        const auto saved = std::make_tuple(kt, batch_n, batch_wall, batch_excess);
+        kt.clear();
+        empty_calls = true;
+        run_batch(copies, 0, true);
+        empty_calls = false;
+        std::vector<double> kernel_empty = kt;
+        std::tie(kt, batch_n, batch_wall, batch_excess) = saved;
+        std::vector<double> judge_empty = empty_calls_us(copies, flush);
         if (FILE* f = std::fopen(dump, "a")) {
-            std::string line = json{{"label", spec.label}, {"stop_reason", kevo::trial_stop_name(stop)}, {"kernel_us", kt}, {"reference_us", rt}}.dump() + "\n";
+            std::string line = json{{"label", spec.label}, {"stop_reason", kevo::trial_stop_name(stop)}, {"kernel_us", kt}, {"reference_us", rt},
+                                    {"candidate_empty_us", kernel_empty}, {"judge_empty_us", judge_empty}}.dump() + "\n";
             std::fwrite(line.data(), 1, line.size(), f);
             std::fclose(f);
         }
