@@ -87,6 +87,17 @@ TEST(ValidateGpu, CorrectKernelIsOkWithTimings) {
     EXPECT_LT(w["excess_us"].get<double>(), w["allowed_us"].get<double>()) << w.dump();
     EXPECT_GT(t["floor_us"].get<double>(), 0);
     EXPECT_LE(t["floor_us"].get<double>(), r.kernel_us);
+    // The kernel's time is put on the judge's footing: an empty call's cost in the candidate process
+    // (measured before its library was loaded) against the judge's, the difference bounded.
+    for (const auto& set : r.details["timing"]["sets"]) {
+        const auto& lc = set["launch_cost"];
+        std::cout << "launch cost: " << lc.dump() << "\n";
+        ASSERT_TRUE(lc.value("applied", false)) << lc.dump();
+        EXPECT_GT(lc["candidate_empty_us"].get<double>(), 0.5) << lc.dump();
+        EXPECT_GT(lc["judge_empty_us"].get<double>(), 0.5) << lc.dump();
+        EXPECT_LE(std::abs(lc["correction_us"].get<double>()), 1.0) << lc.dump();
+        EXPECT_NEAR(set["kernel"]["time_us"].get<double>(), set["kernel"]["measured_us"].get<double>() - lc["correction_us"].get<double>(), 1e-6);
+    }
     // The candidate ran confined.
     const std::string layers = r.details["sandbox"].value("candidate_layers", std::string());
     EXPECT_NE(layers.find("seccomp"), std::string::npos) << layers;

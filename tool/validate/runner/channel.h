@@ -22,6 +22,8 @@ constexpr int kMaxBatch = 64;    // timed calls in one batch (OP_TIME_BATCH)
 // A gated call's stream is released after this long if the judge has not opened it (a kevo_forward
 // that waits for its own stream would otherwise wait for ever).
 constexpr int kGateLimitMs = 300;
+// The most the kernel's time is corrected for its process's launch cost (timing.cu), in microseconds.
+constexpr double kMaxLaunchCorrectionUs = 1.0;
 
 enum Op : int32_t {
     OP_HELLO = 1,   // candidate -> judge: loaded (rc 0) or why not (text)
@@ -36,6 +38,8 @@ enum Op : int32_t {
                     // flush (buffer `id`, proofs in buffer `aux`; FLAG_FLUSH), report each call's time
     OP_QUIT,
     OP_REPLY,
+    OP_CALIBRATION,  // candidate -> judge, before the candidate's library is loaded: `count` empty-kernel
+                     // calls timed in `us` as timed calls are (each after an L2 flush), by runner code only
 };
 enum Flags : int32_t {
     FLAG_GATED = 1,

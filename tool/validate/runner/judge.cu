@@ -249,6 +249,16 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     });
     Msg hello;
     RecvStatus st = recv_msg(sock_, hello, std::max(60.0, job.call_timeout_s), nullptr);
+    // First, sent by runner code before the candidate's library was loaded: what an empty call costs
+    // in that process (timing.cu compares it with the judge's own).
+    candidate_empty_us_ = 0;
+    if (st == RecvStatus::ok && hello.op == OP_CALIBRATION) {
+        std::vector<double> us;
+        for (int i = 0; i < std::min(hello.count, kMaxBatch); ++i)
+            if (hello.us[i] > 0 && hello.us[i] < 1e3) us.push_back(hello.us[i]);
+        if (us.size() >= 16) candidate_empty_us_ = summarize(us).time_us;
+        st = recv_msg(sock_, hello, std::max(60.0, job.call_timeout_s), nullptr);
+    }
     if (st == RecvStatus::timeout) throw CandidateFailure{"timeout", "the candidate process did not start within the time limit (its static constructors hang?)"};
     if (st == RecvStatus::malformed || (st == RecvStatus::ok && hello.op != OP_HELLO)) {
         // A message that is not the loader's: the candidate's code wrote on the channel. The process

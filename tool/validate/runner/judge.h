@@ -134,7 +134,11 @@ private:
     TimingCopies& timing_copies(size_t set);
     void zero_slack(Tensors& t);
     std::map<std::string, double> trial_profile_;
-    std::map<std::pair<size_t, std::string>, bool> output_varies_;  // (set, output): not constant on some draw
+    std::map<std::pair<size_t, std::string>, bool> output_varies_;
+    // What an empty call costs (the interquartile mean of calls timed after an L2 flush, as timed
+    // calls are) in the current candidate process (from its calibration, 0: none) and in the judge
+    // (0: not measured yet; measured once, at the first timed set).
+    double candidate_empty_us_ = 0, judge_empty_us_ = 0;  // (set, output): not constant on some draw
 };
 
 std::string fmt(double v);
