@@ -95,7 +95,7 @@ TEST(ValidateGpu, CorrectKernelIsOkWithTimings) {
         ASSERT_TRUE(lc.value("applied", false)) << lc.dump();
         EXPECT_GT(lc["candidate_empty_us"].get<double>(), 0.5) << lc.dump();
         EXPECT_GT(lc["judge_empty_us"].get<double>(), 0.5) << lc.dump();
-        EXPECT_LE(std::abs(lc["correction_us"].get<double>()), 1.0) << lc.dump();
+        EXPECT_LE(std::abs(lc["correction_us"].get<double>()), 2.0) << lc.dump();
         EXPECT_NEAR(set["kernel"]["time_us"].get<double>(), set["kernel"]["measured_us"].get<double>() - lc["correction_us"].get<double>(), 1e-6);
     }
     // The candidate ran confined.

@@ -23,7 +23,7 @@ constexpr int kMaxBatch = 64;    // timed calls in one batch (OP_TIME_BATCH)
 // that waits for its own stream would otherwise wait for ever).
 constexpr int kGateLimitMs = 300;
 // The most the kernel's time is corrected for its process's launch cost (timing.cu), in microseconds.
-constexpr double kMaxLaunchCorrectionUs = 1.0;
+constexpr double kMaxLaunchCorrectionUs = 2.0;
 
 enum Op : int32_t {
     OP_HELLO = 1,   // candidate -> judge: loaded (rc 0) or why not (text)

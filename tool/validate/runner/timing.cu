@@ -309,9 +309,10 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
     // Each process's CUDA context launches at its own fixed cost, and the candidate's calls run in
     // its process while the reference's run in the judge's: the kernel's time is put on the judge's
     // footing by the difference between an empty call in each (both timed after an L2 flush, the
-    // candidate's by runner code before its library was loaded). On the H200 that difference is
-    // 0.4-0.65 us and moved a 4.5 us set by up to 4% from one candidate process to the next. It is
-    // bounded by kMaxLaunchCorrectionUs.
+    // candidate's by runner code before its library was loaded, under the GPU lock: nothing of the
+    // candidate can sway it). On the H200 the difference is 0.4-1.1 us (the candidate's calls cost
+    // more than the judge's), and its shift from one candidate process to the next moved a 4.5 us
+    // set by up to 4%. kMaxLaunchCorrectionUs bounds it (a sanity limit).
     const double measured_us = k.time_us;
     double correction = 0;
     if (flush && candidate_empty_us_ > 0 && judge_empty_us_ > 0) {
