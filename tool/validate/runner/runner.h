@@ -32,10 +32,11 @@ int candidate_main(const CandidateArgs& args);
 nlohmann::json device_info();
 // Binds the calling thread (and the threads and processes it starts later) to the CPUs local to
 // the GPU at `pci_bus_id` (sysfs local_cpulist, within the CPUs it may use), before its CUDA context
-// exists: the context's command buffers and pinned memory then live on the GPU's NUMA node. On a
-// two-socket H200 host a launch-bound call's time otherwise depends on the node a process started
-// on (an empty kernel's call 3.31 or 3.44 us, fixed for the life of a process). Returns the list
-// bound to; empty where nothing was changed (one node, no sysfs entry, KERNELEVO_NO_CPU_PIN set).
+// exists: the context's command buffers and pinned memory then live on the GPU's NUMA node, as GPU
+// benchmarks usually arrange, so that where a process started cannot move its launch cost. (Not
+// measured: the H200 machine here has one NUMA node, where this changes nothing; the per-process
+// launch cost it shows is corrected for in timing.cu.) Returns the list bound to; empty where
+// nothing was changed (one node, no sysfs entry, KERNELEVO_NO_CPU_PIN set).
 std::string pin_to_device_cpus(const std::string& pci_bus_id);
 // Device-to-device copy bandwidth in GB/s (bytes read + written), measured with a large copy.
 double measure_copy_bandwidth(int device);
