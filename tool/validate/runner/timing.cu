@@ -118,7 +118,8 @@ struct WallCheckFailed {
 
 // A wall-clock cross-check that fails once is repeated: a host hiccup (the judge descheduled for a
 // few milliseconds inside a batch) fails it as surely as hidden work, but only a process that hides
-// work fails it twice. On the H200 one legitimate validation in about twenty failed it (2026-12-03).
+// work fails it twice. On the H200 one of about twenty validations of good.cu was rejected after its
+// sets had been timed (2026-12-03), which only this check does there; its message was not kept.
 json Judge::time_set(size_t set) {
     try {
         return time_set_once(set, true);
