@@ -86,4 +86,27 @@ int next_batch_size(const TrialLimits& l, int calls, int copies, double call_wal
     return std::max(1, std::min({copies, cap - calls, by_time}));
 }
 
+double empty_call_cost_us(const std::vector<double>& us) {
+    std::vector<double> ok;
+    for (double u : us)
+        if (u > 0 && u < 1e3) ok.push_back(u);  // NaN fails both
+    return ok.size() >= 16 ? summarize_times(ok).time_us : 0.0;
+}
+
+LaunchCorrection correct_launch_cost(double measured_us, double candidate_empty_us, double judge_empty_us, bool flushed, double bound_us) {
+    LaunchCorrection c;
+    c.time_us = measured_us;
+    if (!flushed || !(candidate_empty_us > 0) || !(judge_empty_us > 0) || !(measured_us > 0)) return c;
+    const double d = candidate_empty_us - judge_empty_us;
+    c.correction_us = std::max(-bound_us, std::min(bound_us, d));
+    c.bounded = c.correction_us != d;
+    if (measured_us - c.correction_us < 0.5 * measured_us) {
+        c.correction_us = 0.5 * measured_us;
+        c.bounded = true;
+    }
+    c.time_us = measured_us - c.correction_us;
+    c.applied = true;
+    return c;
+}
+
 }  // namespace kevo

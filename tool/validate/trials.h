@@ -49,4 +49,22 @@ TrialStop next_trial_step(const TrialLimits& limits, int calls, double elapsed_s
 // batch of slow calls takes a quarter of the budget at most.
 int next_batch_size(const TrialLimits& limits, int calls, int copies, double call_wall_us);
 
+// What an empty call costs in one process: the interquartile mean of the calls timed for it (as
+// timed calls are: after an L2 flush, between events). Figures that are no time (<= 0, NaN) or
+// absurd (>= 1 ms) are dropped; fewer than 16 left give 0 (not known).
+double empty_call_cost_us(const std::vector<double>& us);
+
+// The launch-cost correction (timing.cu): each process's CUDA context launches at its own fixed
+// cost, and the candidate's calls run in its own process while the reference's run in the judge's.
+// The kernel's measured time is put on the judge's footing by the difference of their empty calls,
+// bounded by `bound_us`, and never below half the measured time. Not applied (the measured time
+// stands) where either cost is unknown (0) or the timing runs without an L2 flush.
+struct LaunchCorrection {
+    double time_us = 0;        // the corrected time: what the speedup is computed from
+    double correction_us = 0;  // subtracted from the measured time
+    bool applied = false;
+    bool bounded = false;      // the difference exceeded bound_us (or the half-time floor bit)
+};
+LaunchCorrection correct_launch_cost(double measured_us, double candidate_empty_us, double judge_empty_us, bool flushed, double bound_us);
+
 }  // namespace kevo

@@ -254,9 +254,8 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     candidate_empty_us_ = 0;
     if (st == RecvStatus::ok && hello.op == OP_CALIBRATION) {
         std::vector<double> us;
-        for (int i = 0; i < std::min(hello.count, kMaxBatch); ++i)
-            if (hello.us[i] > 0 && hello.us[i] < 1e3) us.push_back(hello.us[i]);
-        if (us.size() >= 16) candidate_empty_us_ = summarize(us).time_us;
+        for (int i = 0; i < std::min(hello.count, kMaxBatch); ++i) us.push_back(hello.us[i]);
+        candidate_empty_us_ = kevo::empty_call_cost_us(us);
         st = recv_msg(sock_, hello, std::max(60.0, job.call_timeout_s), nullptr);
     }
     if (st == RecvStatus::timeout) throw CandidateFailure{"timeout", "the candidate process did not start within the time limit (its static constructors hang?)"};

@@ -151,7 +151,7 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
     const double flush_us = flush ? measure_flush_us() : 0.0;
     if (flush && judge_empty_us_ <= 0) {  // once per judge: its context's fixed cost of a call
         empty_calls_us(8, true);
-        judge_empty_us_ = summarize(empty_calls_us(kMaxBatch, true)).time_us;
+        judge_empty_us_ = kevo::empty_call_cost_us(empty_calls_us(kMaxBatch, true));
     }
     if (expected_.size() <= set) expected_.resize(set + 1);
     if (expected_[set].desc.empty()) expected_[set] = allocate(spec.outputs, false);
@@ -315,23 +315,19 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
     // more than the judge's), and its shift from one candidate process to the next moved a 4.5 us
     // set by up to 4%. kMaxLaunchCorrectionUs bounds it (a sanity limit).
     const double measured_us = k.time_us;
-    double correction = 0;
-    if (flush && candidate_empty_us_ > 0 && judge_empty_us_ > 0) {
-        const double d = candidate_empty_us_ - judge_empty_us_;
-        correction = std::max(-kMaxLaunchCorrectionUs, std::min(kMaxLaunchCorrectionUs, d));
-        if (correction != d)
-            warnings.push_back("an empty call cost " + fmt(candidate_empty_us_) + " us in the candidate process and " + fmt(judge_empty_us_) +
-                               " us in the judge; the kernel's time was corrected by the most allowed, " + fmt(correction) + " us");
-        k.time_us = std::max(0.5 * measured_us, measured_us - correction);
-    }
+    const kevo::LaunchCorrection lc = kevo::correct_launch_cost(measured_us, candidate_empty_us_, judge_empty_us_, flush, kMaxLaunchCorrectionUs);
+    if (lc.bounded)
+        warnings.push_back("an empty call cost " + fmt(candidate_empty_us_) + " us in the candidate process and " + fmt(judge_empty_us_) +
+                           " us in the judge; the kernel's time was corrected by the most allowed, " + fmt(lc.correction_us) + " us");
+    k.time_us = lc.time_us;
     json out{{"shape_set", set}, {"label", spec.label}, {"weight", spec.weight}, {"trials", calls}, {"batches", batches},
              {"stopped_early", stopped_early}, {"trials_reduced_to_fit_budget", reduced},
              {"stop_reason", kevo::trial_stop_name(stop)}, {"target_ci", job.target_ci}, {"verified_calls", verified},
              {"buffer_copies", copies}, {"l2_flush", job.l2_flush}, {"l2_flush_bytes", flush ? flush_.size : 0}, {"l2_flush_us", flush_us}};
     out["kernel"] = k.to_json();
     out["kernel"]["measured_us"] = measured_us;
-    out["launch_cost"] = json{{"candidate_empty_us", candidate_empty_us_}, {"judge_empty_us", judge_empty_us_}, {"correction_us", correction},
-                              {"applied", flush && candidate_empty_us_ > 0 && judge_empty_us_ > 0}};
+    out["launch_cost"] = json{{"candidate_empty_us", candidate_empty_us_}, {"judge_empty_us", judge_empty_us_}, {"correction_us", lc.correction_us},
+                              {"applied", lc.applied}, {"bounded", lc.bounded}};
     double ref_time = spec.reference_us;
     if (time_reference) {
         Summary r = summarize(rt);
