@@ -25,7 +25,11 @@ if not sp:
     sys.exit("no run was ok: " + " ".join(r.get('status', '?') for r in runs))
 med = statistics.median(sp)
 for r in runs:
-    sets = "  ".join(f"[{s['label']}: {s['speedup']:.4f}x k {s['kernel_us']:.2f} r {s['reference_us']:.2f}]" for s in r.get('shapes', []))
+    lc = {t.get('shape_set'): t.get('launch_cost', {}) for t in r.get('details', {}).get('timing', {}).get('sets', [])}
+    def corr(s):
+        c = lc.get(s.get('set'), {})
+        return f" (launch cost -{c['correction_us']:.2f})" if c.get('applied') else ""
+    sets = "  ".join(f"[{s['label']}: {s['speedup']:.4f}x k {s['kernel_us']:.2f}{corr(s)} r {s['reference_us']:.2f}]" for s in r.get('shapes', []))
     print(f"{r['status']:8} speedup {r['speedup']:.4f}x  {sets}")
 print(f"median speedup {med:.4f}x; largest deviation from it {max(abs(x - med) / med for x in sp) * 100:.2f}% over {len(sp)} ok runs")
 PY
