@@ -501,12 +501,12 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
         po.argv = {impl_->runner.string(), "--serve"};
         std::map<std::string, std::string> extra;
         if (options_.device_index >= 0) extra["KERNELEVO_DEVICE"] = std::to_string(options_.device_index);
-        // Diagnostics: the judge appends every timed set's raw per-call times to this file (JSON lines).
-        if (const char* dump = std::getenv("KEVO_TIMING_DUMP")) extra["KEVO_TIMING_DUMP"] = dump;
-        // Diagnostics: gate the correctness check with the spinning kernel instead of a stream-memory wait.
-        if (std::getenv("KEVO_GATE_KERNEL")) extra["KEVO_GATE_KERNEL"] = "1";
-        // Tests: the wall-clock cross-check's first attempt at each set fails (its retry is exercised).
-        if (std::getenv("KEVO_FAULT_WALL_CHECK")) extra["KEVO_FAULT_WALL_CHECK"] = "1";
+        // Diagnostics passed on to the judge: KEVO_TIMING_DUMP=FILE appends every timed set's raw
+        // per-call times to FILE (JSON lines); KEVO_GATE_KERNEL gates the correctness check with the
+        // spinning kernel instead of a stream-memory wait; KEVO_FAULT_WALL_CHECK (tests) fails the
+        // wall-clock cross-check's first attempt at each set, so its retry is exercised.
+        for (const char* name : {"KEVO_TIMING_DUMP", "KEVO_GATE_KERNEL", "KEVO_FAULT_WALL_CHECK"})
+            if (const char* v = std::getenv(name)) extra[name] = v;
         po.exact_env = sandbox_environment(extra);
         impl_->judge = std::make_unique<Subprocess>(po);
     }

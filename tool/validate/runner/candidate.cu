@@ -142,6 +142,39 @@ struct Candidate {
         if (e != cudaSuccess) set_text(r, cuda_text(e).c_str());
     }
 
+    // What a call costs in this process that does nothing, sent to the judge as OP_CALIBRATION: runner
+    // code only, before the candidate's library is loaded (so nothing of it can sway the figure) and
+    // before the confinement. Each process's CUDA context launches at its own fixed cost (on the
+    // H200 an empty call after a flush takes 3.16 us in one process, 3.28 in the next); the judge
+    // times the same in its own context and compares the two (timing.cu). Nothing is sent where the
+    // buffers cannot be had: the kernel's time then stands uncorrected.
+    void calibrate(size_t flush_bytes) {
+        void* buf = nullptr;
+        void* proof = nullptr;
+        auto run = [&](int n) {  // n empty calls, each after a flush, timed by ev0[j]..ev1[j]
+            for (int j = 0; j < n; ++j) {
+                l2_flush_proof<<<flush_blocks, 512, 0, stream>>>(static_cast<const uint4*>(buf), flush_bytes / 16, static_cast<unsigned long long*>(proof), j);
+                cudaEventRecord(ev0[j], stream);
+                empty_kernel<<<1, 32, 0, stream>>>();
+                cudaEventRecord(ev1[j], stream);
+            }
+            return cudaStreamSynchronize(stream);
+        };
+        if (cudaMalloc(&buf, flush_bytes) == cudaSuccess && cudaMalloc(&proof, (kMaxBatch + 1) * sizeof(unsigned long long)) == cudaSuccess &&
+            cudaMemsetAsync(buf, 0x5a, flush_bytes, stream) == cudaSuccess && run(8) == cudaSuccess && run(kMaxBatch) == cudaSuccess) {
+            Msg cal;
+            cal.op = OP_CALIBRATION;
+            for (int j = 0; j < kMaxBatch; ++j) {
+                float ms = 0;
+                if (cudaEventElapsedTime(&ms, ev0[j], ev1[j]) == cudaSuccess) cal.us[cal.count++] = ms * 1000.0f;
+            }
+            if (cudaGetLastError() == cudaSuccess) send_msg(sock, cal);
+        }
+        cudaFree(buf);
+        cudaFree(proof);
+        cudaGetLastError();
+    }
+
     void open_gate(bool timed_out) {
         std::lock_guard<std::mutex> lock(gate_mu);
         if (timed_out && !gate_armed) return;  // opened meanwhile
@@ -308,41 +341,12 @@ int candidate_main(const CandidateArgs& args) {
         // confinement. Each process's CUDA context launches at its own fixed cost (on the H200 an
         // empty call after a flush takes 3.16 us in one process, 3.28 in the next); the judge
         // times the same in its own context and compares the two (timing.cu).
-        {
-            int l2 = 0;
-            cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c.device);
-            const size_t bytes = std::max<size_t>(4 * static_cast<size_t>(l2), size_t(256) << 20);
-            void* buf = nullptr;
-            void* proof = nullptr;
-            if (cudaMalloc(&buf, bytes) == cudaSuccess && cudaMalloc(&proof, (kMaxBatch + 1) * sizeof(unsigned long long)) == cudaSuccess &&
-                cudaMemsetAsync(buf, 0x5a, bytes, c.stream) == cudaSuccess) {
-                Msg cal;
-                cal.op = OP_CALIBRATION;
-                const int warm = 8;
-                for (int j = 0; j < warm + kMaxBatch; ++j) {
-                    const int k = j % kMaxBatch;
-                    l2_flush_proof<<<std::max(1, sms) * 4, 512, 0, c.stream>>>(static_cast<const uint4*>(buf), bytes / 16,
-                                                                              static_cast<unsigned long long*>(proof), k);
-                    cudaEventRecord(c.ev0[k], c.stream);
-                    empty_kernel<<<1, 32, 0, c.stream>>>();
-                    cudaEventRecord(c.ev1[k], c.stream);
-                    if (j == warm - 1 || j == warm + kMaxBatch - 1) cudaStreamSynchronize(c.stream);
-                    if (j == warm + kMaxBatch - 1) {
-                        for (int i = 0; i < kMaxBatch; ++i) {
-                            float ms = 0;
-                            if (cudaEventElapsedTime(&ms, c.ev0[i], c.ev1[i]) == cudaSuccess) cal.us[cal.count++] = ms * 1000.0f;
-                        }
-                    }
-                }
-                if (cudaGetLastError() == cudaSuccess) send_msg(c.sock, cal);
-            }
-            cudaFree(buf);
-            cudaFree(proof);
-            cudaGetLastError();
-        }
+        c.flush_blocks = l2_flush_blocks(sms);
+        int l2 = 0;
+        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c.device);
+        c.calibrate(l2_flush_bytes(l2));
         c.gate_cycles = static_cast<long long>(std::max(khz, 1000000)) * Candidate::kGateLimit.count();  // at the top clock
         c.gate_wait_value = cu().ok && !args.gate_kernel;
-        c.flush_blocks = std::max(1, sms) * 4;
         cudaDeviceSynchronize();
     }
     kevo::ConfineReport cr;

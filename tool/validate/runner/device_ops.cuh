@@ -7,6 +7,10 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
 #include "kernelevo/abi.h"
 #include "task/init_kind.h"
 
@@ -132,7 +136,12 @@ __device__ __forceinline__ unsigned long long kevo_mix64(unsigned long long x) {
 // judge can check any link afterwards and subtract the flushes' time from the time it observed.
 constexpr unsigned long long kFlushDigestKey = 0x6b65766f2d666c75ull;  // the judge's check of the buffer itself
 
-// What a call costs that does nothing (timing diagnostics).
+// The L2 flush reads a buffer well beyond L2's size (4x, at least 256 MiB), with 4 blocks per SM:
+// the judge and the candidate process (its timed calls and its launch-cost calibration) alike.
+inline size_t l2_flush_bytes(int64_t l2_bytes) { return static_cast<size_t>(std::max<int64_t>(4 * l2_bytes, int64_t(256) << 20)); }
+inline int l2_flush_blocks(int sms) { return std::max(1, sms) * 4; }
+
+// What a call costs that does nothing (the launch-cost calibration and its diagnostics).
 static __global__ void empty_kernel() {}
 
 static __global__ void l2_flush_proof(const uint4* p, size_t n, unsigned long long* proof, int j) {

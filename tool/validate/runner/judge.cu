@@ -148,7 +148,7 @@ void Judge::init_device(JobResult& r) {
     // The candidate process flushes before each of its timed calls, reading this buffer (random
     // values) with a proof the judge checks (l2_flush_proof); the judge flushes the same way.
     {
-        std::string e = create_shared(flush_, static_cast<size_t>(std::max<int64_t>(4 * l2_bytes_, 256ll << 20)), device_);
+        std::string e = create_shared(flush_, l2_flush_bytes(l2_bytes_), device_);
         if (!e.empty()) throw SetupFailure{"the L2-flush buffer: " + e};
         e = create_shared(proof_, (kMaxBatch + 1) * sizeof(unsigned long long), device_);
         if (!e.empty()) throw SetupFailure{"the flush-proof buffer: " + e};
@@ -159,7 +159,7 @@ void Judge::init_device(JobResult& r) {
     const uint64_t flush_seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
     fill_kernel<<<sms_ * 16, 256, 0, stream_>>>(flush_.data(), KEVO_FLOAT32, static_cast<int64_t>(flush_.size / 4), KEVO_INIT_RANDN, 0.0, 1.0, flush_seed);
     CK(cudaGetLastError());
-    flush_blocks_ = std::max(1, sms_) * 4;
+    flush_blocks_ = l2_flush_blocks(sms_);
     CK(cudaDeviceSynchronize());
     // The candidate process maps the flush buffer read-write (an importer chooses its own access), so
     // the judge checks after every batch that it still holds these values: a process that overwrote
@@ -351,10 +351,6 @@ Tensors Judge::allocate(const std::vector<JobTensor>& desc, bool shared) {
                 t.free();
                 throw SetupFailure{e + " (tensor " + d.name + ")"};
             }
-            // The candidate maps the whole allocation, rounded up to the granularity: the slack
-            // beyond the tensor starts zeroed, so nothing an earlier candidate left in this memory
-            // (freed and handed out again) reaches the next one.
-            if (m.size > bytes) CK(cudaMemsetAsync(static_cast<char*>(m.data()) + bytes, 0, m.size - bytes, stream_));
         } else {
             void* p = nullptr;
             cudaError_t e = cudaMalloc(&p, bytes);
@@ -368,6 +364,7 @@ Tensors Judge::allocate(const std::vector<JobTensor>& desc, bool shared) {
         t.mem.push_back(m);
         t.ids.push_back(-1);
     }
+    zero_slack(t);
     return t;
 }
 
@@ -411,6 +408,9 @@ std::vector<double> Judge::empty_calls_us(int n, bool flush) {
     return us;
 }
 
+// A candidate maps a shared allocation whole, rounded up to the granularity: the slack beyond each
+// tensor is zeroed, so nothing an earlier candidate left in this memory (freed and handed out
+// again, or a kept timing copy) reaches the next one.
 void Judge::zero_slack(Tensors& t) {
     for (size_t i = 0; i < t.mem.size(); ++i) {
         const size_t bytes = static_cast<size_t>(std::max<int64_t>(t.desc[i].bytes(), 1));

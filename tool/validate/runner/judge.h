@@ -123,9 +123,10 @@ private:
     int next_id_ = 1;
     std::vector<Tensors> outputs_, expected_;  // per shape set
     // The timing copies of each shape set, kept for the judge's life: every candidate of a run is
-    // timed on the same memory. A launch-bound kernel's time depends on where its buffers landed
-    // (up to 6-9% on the H200); new buffers for every candidate made that a difference between
-    // candidates. Keyed by the set; remade when the set's tensors or the requested count change.
+    // timed on the same memory (buffer groups allocated apart differed by up to 10% for a 4.5 us
+    // kernel in the study; the shift between candidate processes proved to be their launch cost,
+    // corrected in timing.cu). Keyed by the set; remade when the set's tensors or the requested
+    // count change.
     struct TimingCopies {
         std::vector<Tensors> ins, outs;
         int requested = 0;
@@ -134,11 +135,11 @@ private:
     TimingCopies& timing_copies(size_t set);
     void zero_slack(Tensors& t);
     std::map<std::string, double> trial_profile_;
-    std::map<std::pair<size_t, std::string>, bool> output_varies_;
+    std::map<std::pair<size_t, std::string>, bool> output_varies_;  // (set, output): not constant on some draw
     // What an empty call costs (the interquartile mean of calls timed after an L2 flush, as timed
     // calls are) in the current candidate process (from its calibration, 0: none) and in the judge
     // (0: not measured yet; measured once, at the first timed set).
-    double candidate_empty_us_ = 0, judge_empty_us_ = 0;  // (set, output): not constant on some draw
+    double candidate_empty_us_ = 0, judge_empty_us_ = 0;
 };
 
 std::string fmt(double v);

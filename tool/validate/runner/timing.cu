@@ -64,19 +64,19 @@ Judge::TimingCopies& Judge::timing_copies(size_t set) {
     const Job& job = *job_;
     const auto& spec = job.sets[set];
     TimingCopies& tc = timing_copies_[set];
-    const bool same = !tc.ins.empty() && tc.requested == job.timing_copies && tc.ins[0].desc.size() == spec.inputs.size() &&
-                      tc.outs[0].desc.size() == spec.outputs.size() &&
-                      std::equal(spec.inputs.begin(), spec.inputs.end(), tc.ins[0].desc.begin(),
-                                 [](const JobTensor& a, const JobTensor& b) { return a.dtype == b.dtype && a.sizes == b.sizes; }) &&
-                      std::equal(spec.outputs.begin(), spec.outputs.end(), tc.outs[0].desc.begin(),
-                                 [](const JobTensor& a, const JobTensor& b) { return a.dtype == b.dtype && a.sizes == b.sizes; });
-    if (same) {
+    auto same_shapes = [](const std::vector<JobTensor>& a, const std::vector<JobTensor>& b) {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const JobTensor& x, const JobTensor& y) { return x.dtype == y.dtype && x.sizes == y.sizes; });
+    };
+    if (!tc.ins.empty() && tc.requested == job.timing_copies && same_shapes(spec.inputs, tc.ins[0].desc) && same_shapes(spec.outputs, tc.outs[0].desc)) {
         for (auto& t : tc.ins) t.desc = spec.inputs, zero_slack(t);  // the same shapes; names and inits from this job
         for (auto& t : tc.outs) t.desc = spec.outputs, zero_slack(t);
         return tc;
     }
-    for (auto& t : tc.ins) unshare(t), t.free();
-    for (auto& t : tc.outs) unshare(t), t.free();
+    auto release = [&] {
+        for (auto* group : {&tc.ins, &tc.outs})
+            for (auto& t : *group) unshare(t), t.free();
+    };
+    release();
     tc = TimingCopies{};
     // N copies of the inputs and outputs at different addresses, one per call of a batch: every call
     // of a batch gets its own buffers and values, and its inputs were last touched before the batch.
@@ -101,8 +101,7 @@ Judge::TimingCopies& Judge::timing_copies(size_t set) {
             tc.outs.push_back(allocate(spec.outputs, true));
         }
     } catch (...) {
-        for (auto& t : tc.ins) t.free();
-        for (auto& t : tc.outs) t.free();
+        release();  // nothing of them is shared yet
         timing_copies_.erase(set);
         throw;
     }
