@@ -214,5 +214,36 @@ TEST(LaunchCost, AnEmptyCallsCostIgnoresImpossibleFiguresAndNeedsEnoughCalls) {
     EXPECT_LT(empty_call_cost_us(spread), 3.1);
 }
 
+// One call in four does four calls' work, the other three nothing: the interquartile mean keeps
+// only the idle calls, the batch's mean keeps the work.
+TEST(EvenCalls, WorkMovedBetweenCallsCannotHideFromTheBatchMean) {
+    std::vector<double> calls;
+    for (int j = 0; j < 64; ++j) calls.push_back(j % 4 == 0 ? 4 * 35.0 + 2.0 : 2.5);
+    const double iqm = summarize_times(calls).time_us;
+    ASSERT_LT(iqm, 3.0);
+    double sum = 0;
+    for (double c : calls) sum += c;
+    EvenCallsFloor f = even_calls_floor(iqm, {sum}, {64}, 1.1);
+    EXPECT_TRUE(f.bound);
+    EXPECT_NEAR(f.lowest_batch_mean_us, sum / 64, 1e-9);
+    EXPECT_NEAR(f.time_us, sum / 64 / 1.1, 1e-9);
+    EXPECT_GT(f.time_us, 30.0);  // within the allowance of the real 37 us per call
+}
+
+TEST(EvenCalls, HonestCallsKeepTheirTimeAndAHiccupBatchDoesNotCount) {
+    // An honest batch's mean lies close to its interquartile mean; a second batch with a 1 ms
+    // hiccup in one call has a high mean, and only the lowest batch mean sets the floor.
+    std::vector<double> sums{64 * 4.6, 63 * 4.5 + 1000.0};
+    EvenCallsFloor f = even_calls_floor(4.5, sums, {64, 64}, 1.1);
+    EXPECT_FALSE(f.bound);
+    EXPECT_EQ(f.time_us, 4.5);
+    EXPECT_NEAR(f.lowest_batch_mean_us, 4.6, 1e-9);
+    // No batches, an empty one, or no allowance: nothing to go by, the time stands.
+    EXPECT_FALSE(even_calls_floor(4.5, {}, {}, 1.1).bound);
+    EXPECT_EQ(even_calls_floor(4.5, {100.0}, {0}, 1.1).time_us, 4.5);
+    EXPECT_EQ(even_calls_floor(4.5, {640.0}, {64}, 0.5).time_us, 4.5);
+    EXPECT_EQ(even_calls_floor(4.5, {std::nan("")}, {64}, 1.1).time_us, 4.5);
+}
+
 }  // namespace
 }  // namespace kevo

@@ -301,6 +301,32 @@ TEST(ValidateGpu, MemoizationDuringTimingDoesNotPay) {
     if (r.status == Status::ok) EXPECT_LT(r.speedup, good.speedup * 1.1) << r.log;
 }
 
+// Moving work between the calls of a batch does not pay: one call in four computes the next three
+// calls' outputs and they do nothing, which leaves the calls' middle half idle (a ~30x "speedup"
+// on the 4096x4096 set). Its calls are uneven in both attempts, so the set's time is at least its
+// lowest batch mean over the allowance, and a warning says so. 200 calls per set, none stopped
+// early, so that batches after the first (where the kernel has learnt the copies' order) are timed.
+TEST(ValidateGpu, WorkMovedBetweenTimedCallsDoesNotPay) {
+    REQUIRE_GPU();
+    ValidateOptions o;
+    o.timing_trials = 200;
+    o.target_ci = 1e-9;
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), o);
+    ValidationResult good = v.validate(read_file(kData / "gelu_bias" / "kernels" / "good.cu"));
+    ValidationResult r = v.validate(read_file(kData / "gelu_bias" / "kernels" / "cheat_work_ahead.cu"));
+    ASSERT_EQ(good.status, Status::ok) << good.log;
+    ASSERT_EQ(r.status, Status::ok) << r.log;
+    EXPECT_NE(r.log.find("uneven"), std::string::npos) << r.log;
+    const nlohmann::json& big = r.details["timing"]["sets"][0];
+    EXPECT_TRUE(big["kernel"]["uneven_calls"].get<bool>()) << big.dump();
+    ASSERT_TRUE(big["uneven_calls"].contains("first_attempt")) << big.dump();  // timed again: uneven twice
+    // What is left to gain is the allowance: the bandwidth-bound set's speedup stays within it of
+    // the honest kernel's; the launch-bound set also saves the launches it skipped.
+    EXPECT_LT(big["speedup"].get<double>(), good.details["timing"]["sets"][0]["speedup"].get<double>() * 1.15) << big.dump();
+    EXPECT_LT(r.speedup, good.speedup * 1.4) << r.log;
+    EXPECT_FALSE(good.details["timing"]["sets"][0]["kernel"]["uneven_calls"].get<bool>());
+}
+
 // The reference is timed once per run and reused; a confirmation re-measures it.
 TEST(ValidateGpu, ReferenceTimedOnceThenReused) {
     REQUIRE_GPU();

@@ -109,4 +109,23 @@ LaunchCorrection correct_launch_cost(double measured_us, double candidate_empty_
     return c;
 }
 
+EvenCallsFloor even_calls_floor(double time_us, const std::vector<double>& batch_sum_us, const std::vector<int>& batch_calls, double allowance) {
+    EvenCallsFloor f;
+    f.time_us = time_us;
+    double lowest = 0;
+    for (size_t b = 0; b < batch_sum_us.size() && b < batch_calls.size(); ++b) {
+        if (batch_calls[b] < 1 || !(batch_sum_us[b] >= 0)) continue;
+        const double mean = batch_sum_us[b] / batch_calls[b];
+        if (lowest <= 0 || mean < lowest) lowest = mean;
+    }
+    if (lowest <= 0 || !(allowance >= 1)) return f;
+    f.lowest_batch_mean_us = lowest;
+    f.floor_us = lowest / allowance;
+    if (f.floor_us > time_us) {
+        f.time_us = f.floor_us;
+        f.bound = true;
+    }
+    return f;
+}
+
 }  // namespace kevo

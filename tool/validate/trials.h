@@ -67,4 +67,19 @@ struct LaunchCorrection {
 };
 LaunchCorrection correct_launch_cost(double measured_us, double candidate_empty_us, double judge_empty_us, bool flushed, double bound_us);
 
+// Work moved between calls. A timed batch's inputs all hold their values before its first call, so
+// a kernel could compute later calls' outputs in an earlier call (one call in four doing four calls'
+// work): the interquartile mean would keep only the calls that did nothing. No call can take work
+// out of its batch (the next batch's inputs get their values after it ends), so a batch's mean
+// time per call is honest whatever moved inside it. A set's time is therefore at least the lowest
+// batch mean divided by `allowance` (on the H200 an honest kernel's batch means lay within 0.97-1.03
+// of its interquartile mean, so the floor binds only where the calls are uneven).
+struct EvenCallsFloor {
+    double time_us = 0;          // max(time_us given, floor_us)
+    double floor_us = 0;         // the lowest batch mean / allowance (0: no batch)
+    double lowest_batch_mean_us = 0;
+    bool bound = false;          // the floor raised the time
+};
+EvenCallsFloor even_calls_floor(double time_us, const std::vector<double>& batch_sum_us, const std::vector<int>& batch_calls, double allowance);
+
 }  // namespace kevo

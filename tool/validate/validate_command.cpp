@@ -23,7 +23,7 @@ struct ValidateArgs {
     bool json = false, no_timing = false, keep = false;
     double timeout = 30, suspicious = 10;
     int trials = 100, warmup = 10, copies = 64, repeat = 1;
-    double extend_s = 0;
+    double extend_s = kevo::ValidateOptions{}.extend_timing_s;
     uint64_t seed = 0;
     std::string flush = "read";
 };

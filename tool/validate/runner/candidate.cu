@@ -69,12 +69,12 @@ struct Candidate {
         for (int i = 0; i < m.n_in + m.n_out; ++i) {
             const TensorRef& t = m.t[i];
             auto it = buffers.find(t.buffer);
-            if (it == buffers.end() || t.ndim < 0 || t.ndim > KEVO_MAX_DIMS) {
+            if (it == buffers.end() || t.ndim < 0 || t.ndim > KEVO_MAX_DIMS || t.offset >= it->second.size) {
                 set_text(r, "unknown buffer");
                 return false;
             }
             kevo_tensor k{};
-            k.data = it->second.data();
+            k.data = static_cast<char*>(it->second.data()) + t.offset;
             k.ndim = t.ndim;
             k.dtype = t.dtype;
             for (int d = 0; d < t.ndim; ++d) {

@@ -24,6 +24,9 @@ constexpr int kMaxBatch = 64;    // timed calls in one batch (OP_TIME_BATCH)
 constexpr int kGateLimitMs = 300;
 // The most the kernel's time is corrected for its process's launch cost (timing.cu), in microseconds.
 constexpr double kMaxLaunchCorrectionUs = 2.0;
+// A set's time is at least its lowest batch mean over this (trials.h, even_calls_floor): the most
+// that moving work between the calls of a batch can gain.
+constexpr double kUnevenCallsAllowance = 1.1;
 
 enum Op : int32_t {
     OP_HELLO = 1,   // candidate -> judge: loaded (rc 0) or why not (text)
@@ -52,6 +55,7 @@ struct TensorRef {
     int32_t ndim;
     int32_t dtype;
     int32_t pad;
+    uint64_t offset;  // where the tensor starts in the buffer (timing copies share one buffer per set)
     int64_t sizes[KEVO_MAX_DIMS];
     int64_t strides[KEVO_MAX_DIMS];
 };

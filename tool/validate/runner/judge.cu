@@ -96,11 +96,13 @@ std::vector<kevo_tensor> Tensors::abi() const {
 
 void Tensors::free() {
     for (auto& m : mem) {
+        if (view) continue;
         if (m.handle) release(m);
         else if (m.ptr) cudaFree(m.data());
     }
     mem.clear();
     ids.clear();
+    offsets.clear();
 }
 
 Judge::Judge() = default;
@@ -234,9 +236,11 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     pid_ = pid;
     sock_ = sv[0];
     flush_id_ = proof_id_ = -1;  // a new process has mapped nothing yet
-    for (auto& [set, tc] : timing_copies_)
+    for (auto& [set, tc] : timing_copies_) {
+        tc.arena_id = -1;
         for (auto* group : {&tc.ins, &tc.outs})
             for (auto& t : *group) std::fill(t.ids.begin(), t.ids.end(), -1);
+    }
     warmed_up_ = false;
     output_.clear();
     int rfd = out_pipe[0];
@@ -363,6 +367,7 @@ Tensors Judge::allocate(const std::vector<JobTensor>& desc, bool shared) {
         }
         t.mem.push_back(m);
         t.ids.push_back(-1);
+        t.offsets.push_back(0);
     }
     zero_slack(t);
     return t;
@@ -414,7 +419,7 @@ std::vector<double> Judge::empty_calls_us(int n, bool flush) {
 void Judge::zero_slack(Tensors& t) {
     for (size_t i = 0; i < t.mem.size(); ++i) {
         const size_t bytes = static_cast<size_t>(std::max<int64_t>(t.desc[i].bytes(), 1));
-        if (t.mem[i].handle && t.mem[i].size > bytes)
+        if ((t.mem[i].handle || t.view) && t.mem[i].size > bytes)
             CK(cudaMemsetAsync(static_cast<char*>(t.mem[i].data()) + bytes, 0, t.mem[i].size - bytes, stream_));
     }
 }
@@ -424,16 +429,19 @@ void Judge::share(Tensors& t) {
         if (t.ids[i] < 0) t.ids[i] = map_in_candidate(t.mem[i]);
 }
 
-void Judge::unshare(Tensors& t) {
-    if (pid_ <= 0) return;
-    for (int& id : t.ids) {
-        if (id < 0) continue;
+void Judge::unmap_in_candidate(int& id) {
+    if (pid_ > 0 && id >= 0) {
         Msg m;
         m.op = OP_UNMAP;
         m.id = id;
         request(m, job_->call_timeout_s, "while unmapping buffers");
-        id = -1;
     }
+    id = -1;
+}
+
+void Judge::unshare(Tensors& t) {
+    if (pid_ <= 0) return;
+    for (int& id : t.ids) unmap_in_candidate(id);
 }
 
 void Judge::call_candidate(const Tensors& in, const Tensors& out, int32_t flags, const std::string& when) {
@@ -463,6 +471,7 @@ void Judge::fill_refs(Msg& m, const Tensors& in, const Tensors& out) const {
         for (size_t i = 0; i < abi.size(); ++i) {
             TensorRef& r = m.t[base + i];
             r.buffer = t.ids[i];
+            r.offset = t.offsets[i];
             r.ndim = abi[i].ndim;
             r.dtype = abi[i].dtype;
             for (int d = 0; d < r.ndim; ++d) {
@@ -681,6 +690,7 @@ JobResult Judge::run(const Job& job) {
     job_ = &job;
     JobResult result;
     trial_profile_.clear();
+    timing_profile_.clear();
     output_varies_.clear();
     auto t0 = std::chrono::steady_clock::now();
     auto lap = [&](const char* what) {
@@ -765,6 +775,7 @@ JobResult Judge::run(const Job& job) {
                 result.timing["reference"] = timing[0]["reference"];
             }
             lap("timing");
+            for (const auto& [k, v] : timing_profile_) result.profile_s[std::string("timing.") + k] = v;
         }
         result.status = "ok";
     } catch (const CandidateFailure& f) {

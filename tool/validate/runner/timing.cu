@@ -72,77 +72,110 @@ Judge::TimingCopies& Judge::timing_copies(size_t set) {
         for (auto& t : tc.outs) t.desc = spec.outputs, zero_slack(t);
         return tc;
     }
-    auto release = [&] {
-        for (auto* group : {&tc.ins, &tc.outs})
-            for (auto& t : *group) unshare(t), t.free();
-    };
-    release();
-    tc = TimingCopies{};
+    release_copies(tc);
     // N copies of the inputs and outputs at different addresses, one per call of a batch: every call
     // of a batch gets its own buffers and values, and its inputs were last touched before the batch.
-    int64_t set_bytes = 1;
-    for (const auto& t : spec.inputs) set_bytes += t.bytes();
-    for (const auto& t : spec.outputs) set_bytes += t.bytes();
+    // Each tensor starts at a multiple of the allocation granularity, as a separate allocation would.
+    const size_t g = shareable_granularity(device_);
+    auto rounded = [&](const JobTensor& t) { return (static_cast<size_t>(std::max<int64_t>(t.bytes(), 1)) + g - 1) / g * g; };
+    int64_t set_bytes = 0;
+    for (const auto& t : spec.inputs) set_bytes += static_cast<int64_t>(rounded(t));
+    for (const auto& t : spec.outputs) set_bytes += static_cast<int64_t>(rounded(t));
     size_t free_mem = 0, total_mem = 0;
     cuda_ok(cudaMemGetInfo(&free_mem, &total_mem), "cudaMemGetInfo");
     // All sets' kept copies together take at most a quarter of the device (and of what is free), so
     // a task with many sets leaves the candidate, the reference and other validators their room.
     int64_t kept_bytes = 0;
-    for (const auto& [other, copies_of_other] : timing_copies_)
-        for (const auto* group : {&copies_of_other.ins, &copies_of_other.outs})
-            for (const auto& t : *group)
-                for (const auto& m : t.mem) kept_bytes += static_cast<int64_t>(m.size);
+    for (const auto& [other, copies_of_other] : timing_copies_) kept_bytes += static_cast<int64_t>(copies_of_other.arena.size);
     const int64_t room = std::min<int64_t>(static_cast<int64_t>(free_mem / 4), static_cast<int64_t>(total_mem / 4) - kept_bytes);
     const int copies = static_cast<int>(std::max<int64_t>(
-        1, std::min<int64_t>({static_cast<int64_t>(job.timing_copies), static_cast<int64_t>(kMaxBatch), room / set_bytes})));
-    try {
-        for (int c = 0; c < copies; ++c) {
-            tc.ins.push_back(allocate(spec.inputs, true));
-            tc.outs.push_back(allocate(spec.outputs, true));
-        }
-    } catch (...) {
-        release();  // nothing of them is shared yet
+        1, std::min<int64_t>({static_cast<int64_t>(job.timing_copies), static_cast<int64_t>(kMaxBatch), room / std::max<int64_t>(set_bytes, 1)})));
+    std::string e = create_shared(tc.arena, static_cast<size_t>(set_bytes) * copies, device_);
+    if (!e.empty()) {
+        release(tc.arena);
         timing_copies_.erase(set);
-        throw;
+        throw SetupFailure{e + " (the timing copies of shape set " + std::to_string(set) + ")"};
+    }
+    size_t offset = 0;
+    auto views = [&](const std::vector<JobTensor>& desc) {
+        Tensors t;
+        t.desc = desc;
+        t.view = true;
+        for (const auto& d : desc) {
+            Mapping m;
+            m.ptr = tc.arena.ptr + offset;
+            m.size = rounded(d);
+            t.mem.push_back(m);
+            t.ids.push_back(-1);
+            t.offsets.push_back(offset);
+            offset += m.size;
+        }
+        zero_slack(t);
+        return t;
+    };
+    for (int c = 0; c < copies; ++c) {
+        tc.ins.push_back(views(spec.inputs));
+        tc.outs.push_back(views(spec.outputs));
     }
     tc.requested = job.timing_copies;
     return tc;
 }
 
+void Judge::share_copies(TimingCopies& tc) {
+    if (tc.arena_id < 0) tc.arena_id = map_in_candidate(tc.arena);
+    for (auto* group : {&tc.ins, &tc.outs})
+        for (auto& t : *group) std::fill(t.ids.begin(), t.ids.end(), tc.arena_id);
+}
+
+void Judge::release_copies(TimingCopies& tc) {
+    unmap_in_candidate(tc.arena_id);
+    for (auto* group : {&tc.ins, &tc.outs})
+        for (auto& t : *group) t.free();
+    release(tc.arena);
+    tc = TimingCopies{};
+}
+
 namespace {
-struct WallCheckFailed {
+// A timing that is repeated once: the wall-clock cross-check failed, or the calls' times were
+// uneven. A host hiccup (the judge or the candidate process descheduled for a few milliseconds
+// inside a batch) does either as surely as hidden or moved work, but only a kernel that hides or
+// moves work does it twice. On the H200 one of about twenty validations of good.cu was rejected
+// after its sets had been timed (2026-12-03), which only the wall check does there; its message
+// was not kept.
+struct TimeAgain {
+    const char* key;  // where the first attempt's figures go: out[key]["first_attempt"]
     json figures;
 };
 }  // namespace
 
-// A wall-clock cross-check that fails once is repeated: a host hiccup (the judge descheduled for a
-// few milliseconds inside a batch) fails it as surely as hidden work, but only a process that hides
-// work fails it twice. On the H200 one of about twenty validations of good.cu was rejected after its
-// sets had been timed (2026-12-03), which only this check does there; its message was not kept.
 json Judge::time_set(size_t set) {
     try {
         return time_set_once(set, true);
-    } catch (const WallCheckFailed& first) {
+    } catch (const TimeAgain& first) {
         json out = time_set_once(set, false);
-        out["wall_check"]["first_attempt"] = first.figures;
+        out[first.key]["first_attempt"] = first.figures;
         return out;
     }
 }
 
-json Judge::time_set_once(size_t set, bool retry_wall_check) {
+json Judge::time_set_once(size_t set, bool retry) {
     using clock = std::chrono::steady_clock;
     const Job& job = *job_;
     const auto& spec = job.sets[set];
     const bool flush = job.l2_flush != "none";
     const bool time_reference = spec.reference_us <= 0;
+    auto t_last = clock::now();
+    auto tlap = [&](const char* what) {  // where timing's time goes, summed over sets
+        auto now = clock::now();
+        timing_profile_[what] += std::chrono::duration<double>(now - t_last).count();
+        t_last = now;
+    };
     TimingCopies& tc = timing_copies(set);
+    tlap("copies");
     std::vector<Tensors>& ins = tc.ins;
     std::vector<Tensors>& outs = tc.outs;
     const int copies = static_cast<int>(ins.size());
-    for (int c = 0; c < copies; ++c) {
-        share(ins[c]);
-        share(outs[c]);
-    }
+    share_copies(tc);
     if (flush && flush_id_ < 0) {
         flush_id_ = map_in_candidate(flush_);
         proof_id_ = map_in_candidate(proof_);
@@ -152,6 +185,7 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
         empty_calls_us(8, true);
         judge_empty_us_ = kevo::empty_call_cost_us(empty_calls_us(kMaxBatch, true));
     }
+    tlap("share");
     if (expected_.size() <= set) expected_.resize(set + 1);
     if (expected_[set].desc.empty()) expected_[set] = allocate(spec.outputs, false);
     std::vector<std::string> warnings;
@@ -164,7 +198,7 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
     auto call_seed = [&](int call) { return job.seed + 10007 + static_cast<uint64_t>(call) * 31; };
 
     // One batch of n candidate calls, calls first..first+n-1 (negative: warm-up).
-    std::vector<double> kt, batch_wall, batch_excess;
+    std::vector<double> kt, batch_wall, batch_excess, batch_sum;
     bool empty_calls = false;  // diagnostics: the candidate process times its empty kernel instead
     std::vector<int> batch_n;
     // How long one call takes, wall clock, from the first warm-up call: a batch's watchdog is sized by
@@ -188,6 +222,7 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
             cuda_ok(cudaMemcpyAsync(proof_.data(), proofs.data(), proofs.size() * sizeof(unsigned long long), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync(proof)");
         }
         cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+        tlap("prepare_batches");
         Msg m;
         m.op = OP_TIME_BATCH;
         m.flags = (flush ? FLAG_FLUSH : 0) | (empty_calls ? FLAG_EMPTY : 0);
@@ -197,6 +232,7 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
         const double limit_s = call_wall_us > 0 ? std::max(2 * job.call_timeout_s, job.call_timeout_s + 4e-6 * n * call_wall_us) : 2 * job.call_timeout_s;
         Msg r = request(m, limit_s, "while being timed");
         double wall = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+        tlap("batches");
         if (call_wall_us <= 0) call_wall_us = wall / n;
         if (r.rc != 0) throw CandidateFailure{"runtime_error", "kevo_forward returned " + std::to_string(r.rc) + " while being timed" + (r.text[0] ? std::string(": ") + r.text : "")};
         if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", std::string("CUDA error while being timed: ") + r.text};
@@ -220,9 +256,11 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
             if (proof_of(kFlushDigestKey) != flush_digest_)
                 throw CandidateFailure{"rejected", "the candidate process modified the L2-flush buffer (it holds values the judge chose): it tampers with the timing"};
         }
+        tlap("proofs");
         if (!record) return;
         for (int j = 0; j < n; ++j) kt.push_back(r.us[j]);
         batch_n.push_back(n);
+        batch_sum.push_back(sum);
         batch_wall.push_back(wall);
         batch_excess.push_back(wall - sum - n * flush_us);
     };
@@ -251,6 +289,7 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
             cuda_ok(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
             if (record) rt.push_back(ms * 1000.0);
         }
+        tlap("reference");
     };
 
     auto t_start = clock::now();
@@ -277,6 +316,7 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
                 ++verified;
             }
         }
+        tlap("verify");
         if (time_reference && batches % 2 == 0) reference_calls(n, calls, true);
         calls += n;
         ++batches;
@@ -290,13 +330,13 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
     if (const char* dump = std::getenv("KEVO_TIMING_DUMP")) {  // diagnostics (validate.cpp passes it on)
         // And what an empty call costs in each process: one batch of the runner's empty kernel in
         // the candidate process, as many in the judge (after the same flushes).
-        const auto saved = std::make_tuple(kt, batch_n, batch_wall, batch_excess);
+        const auto saved = std::make_tuple(kt, batch_n, batch_wall, batch_excess, batch_sum);
         kt.clear();
         empty_calls = true;
         run_batch(copies, 0, true);
         empty_calls = false;
         std::vector<double> kernel_empty = kt;
-        std::tie(kt, batch_n, batch_wall, batch_excess) = saved;
+        std::tie(kt, batch_n, batch_wall, batch_excess, batch_sum) = saved;
         std::vector<double> judge_empty = empty_calls_us(copies, flush);
         if (FILE* f = std::fopen(dump, "a")) {
             std::string line = json{{"label", spec.label}, {"stop_reason", kevo::trial_stop_name(stop)}, {"kernel_us", kt}, {"reference_us", rt},
@@ -313,6 +353,18 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
     // candidate can sway it). On the H200 the difference is 0.4-1.1 us (the candidate's calls cost
     // more than the judge's), and its shift from one candidate process to the next moved a 4.5 us
     // set by up to 4%. kMaxLaunchCorrectionUs bounds it (a sanity limit).
+    // Work moved between the calls of a batch (one call doing later calls' work while they do
+    // nothing) would leave the interquartile mean only idle calls: the time is at least the lowest
+    // batch mean over kUnevenCallsAllowance (trials.h).
+    const double middle_us = k.time_us;  // the physical floor below judges this, the lowest figure
+    const kevo::EvenCallsFloor even = kevo::even_calls_floor(k.time_us, batch_sum, batch_n, kUnevenCallsAllowance);
+    if (even.bound && retry)
+        throw TimeAgain{"uneven_calls", json{{"middle_us", middle_us}, {"lowest_batch_mean_us", even.lowest_batch_mean_us}, {"batches", batch_n.size()}}};
+    if (even.bound)
+        warnings.push_back("the timed calls' times are uneven: a batch's calls took " + fmt(even.lowest_batch_mean_us) + " us each on average, "
+                           "but the middle half of all calls " + fmt(k.time_us) + " us (some calls did others' work?); the time is at least the batch mean over " +
+                           fmt(kUnevenCallsAllowance) + ", " + fmt(even.time_us) + " us");
+    k.time_us = even.time_us;
     const double measured_us = k.time_us;
     const kevo::LaunchCorrection lc = kevo::correct_launch_cost(measured_us, candidate_empty_us_, judge_empty_us_, flush, kMaxLaunchCorrectionUs);
     if (lc.bounded)
@@ -325,6 +377,9 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
              {"buffer_copies", copies}, {"l2_flush", job.l2_flush}, {"l2_flush_bytes", flush ? flush_.size : 0}, {"l2_flush_us", flush_us}};
     out["kernel"] = k.to_json();
     out["kernel"]["measured_us"] = measured_us;
+    out["kernel"]["lowest_batch_mean_us"] = even.lowest_batch_mean_us;
+    out["kernel"]["uneven_calls"] = even.bound;
+    out["uneven_calls"] = json{{"floor_us", even.floor_us}, {"bound", even.bound}};
     out["launch_cost"] = json{{"candidate_empty_us", candidate_empty_us_}, {"judge_empty_us", judge_empty_us_}, {"correction_us", lc.correction_us},
                               {"applied", lc.applied}, {"bounded", lc.bounded}};
     double ref_time = spec.reference_us;
@@ -377,7 +432,7 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
                              {"allowance", {{"per_batch_us", job.wall_batch_allow_us}, {"per_call_us", job.wall_call_allow_us}, {"fraction", 0.03}}}};
     // KEVO_FAULT_WALL_CHECK (diagnostics and tests; validate.cpp passes it on): the first attempt
     // fails the check whatever it measured, so the retry is exercised.
-    if ((excess > allowed || std::getenv("KEVO_FAULT_WALL_CHECK")) && retry_wall_check) throw WallCheckFailed{out["wall_check"]};
+    if ((excess > allowed || std::getenv("KEVO_FAULT_WALL_CHECK")) && retry) throw TimeAgain{"wall_check", out["wall_check"]};
     if (excess > allowed)
         throw CandidateFailure{"rejected", "the reported kernel times (" + fmt(measured_us) + " us) do not agree with the time the judge observed: " +
                                                std::to_string(batch_n.size()) + " batches took " + fmt(excess) + " us more than the reported calls and the proven L2 flushes, "
@@ -393,8 +448,8 @@ json Judge::time_set_once(size_t set, bool retry_wall_check) {
         double floor_us = floor_bytes / (peak_gbs_ * 1e3);
         out["floor_us"] = floor_us;
         out["floor_bytes"] = floor_bytes;
-        if (measured_us < floor_us && floor_bytes > l2_bytes_)
-            throw CandidateFailure{"rejected", "the reported kernel time (" + fmt(measured_us) + " us) is below the physical floor: reading the inputs and writing back "
+        if (middle_us < floor_us && floor_bytes > l2_bytes_)
+            throw CandidateFailure{"rejected", "the reported kernel time (" + fmt(middle_us) + " us) is below the physical floor: reading the inputs and writing back "
                                                "the outputs that do not fit in L2 (" + std::to_string(floor_bytes) + " bytes) at the GPU's peak bandwidth (" +
                                                fmt(peak_gbs_) + " GB/s) takes at least " + fmt(floor_us) + " us"};
     }
