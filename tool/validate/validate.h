@@ -47,9 +47,9 @@ struct ValidateOptions {
     double target_ci = 0.005;       // stop once the time's 95% interval is within +-0.5%
     // > 0: a shape set still imprecise at timing_trials goes on (up to 10x) while its timing cost
     // under this many seconds. A launch-bound set's calls spread by about 10% (gelu_bias's 33x1001
-    // set on the H200), and 100 of them left its speedup 1.6% apart between validations in one run;
-    // 1000 calls, about 0.1 s, 0.6% (README). With the launch-cost correction, what was left of the
-    // per-process shift that made more calls useless before is small.
+    // set on the H200), and 100 of them left its speedup 1.7% apart between validations in one run;
+    // 1000 calls, about 0.1 s, 0.6-0.7% (README). Since the launch-cost correction the per-process
+    // shift that had made more calls useless is small within a run.
     double extend_timing_s = 0.25;
     double verify_fraction = 0.1;   // share of timed calls whose outputs are checked
     bool reuse_reference_timing = true;  // time the reference once per run (re-timed periodically)

@@ -112,7 +112,7 @@ void register_validate_command(CLI::App& app, int& rc) {
     auto args = std::make_shared<ValidateArgs>();
     CLI::App* cmd = app.add_subcommand("validate",
                                        "Compile a candidate kernel, check it against the task's reference on seeded random inputs "
-                                       "for every shape set, and time both on every shape set (a set's time: the interquartile mean of its calls, less the candidate process's extra launch cost over the judge's where L2 is flushed; "
+                                       "for every shape set, and time both on every shape set (a set's time: the interquartile mean of its calls, at least its lowest batch's mean per call over 1.1, less the candidate process's extra launch cost over the judge's where L2 is flushed; "
                                        "the speedup: the geometric mean over the sets); report the fraction of the speed of light (bytes moved "
                                        "over the device bandwidth, FLOPs over its peak) and ptxas's registers, spills and shared memory. "
                                        "Exit 0 ok, 1 the candidate failed, "
