@@ -5,8 +5,11 @@
 // candidate's context: no context switch falls inside a call, so its events are precise. The judge
 // then checks the proofs and a random subset of the outputs (so memoizing across calls cannot pay),
 // cross-checks the reported times against the wall-clock time it observed for the batch minus the
-// proven flushes, and rejects times below the physical floor. The reference is timed by the judge
-// itself in its own context, batch for batch, with the same flush.
+// proven flushes, and rejects times below the physical floor. A set's time is the interquartile
+// mean of its calls, at least its lowest batch mean over kUnevenCallsAllowance (work moved between
+// a batch's calls cannot hide). The reference is timed by the judge itself in its own context,
+// batch for batch, with the same flush. The N copies of a set lie in one allocation (the arena),
+// kept for the judge's life and mapped once into each candidate process.
 #include <algorithm>
 #include <functional>
 #include <cmath>
@@ -346,13 +349,6 @@ json Judge::time_set_once(size_t set, bool retry) {
         }
     }
     Summary k = summarize(kt);
-    // Each process's CUDA context launches at its own fixed cost, and the candidate's calls run in
-    // its process while the reference's run in the judge's: the kernel's time is put on the judge's
-    // footing by the difference between an empty call in each (both timed after an L2 flush, the
-    // candidate's by runner code before its library was loaded, under the GPU lock: nothing of the
-    // candidate can sway it). On the H200 the difference is 0.4-1.1 us (the candidate's calls cost
-    // more than the judge's), and its shift from one candidate process to the next moved a 4.5 us
-    // set by up to 4%. kMaxLaunchCorrectionUs bounds it (a sanity limit).
     // Work moved between the calls of a batch (one call doing later calls' work while they do
     // nothing) would leave the interquartile mean only idle calls: the time is at least the lowest
     // batch mean over kUnevenCallsAllowance (trials.h).
@@ -365,6 +361,13 @@ json Judge::time_set_once(size_t set, bool retry) {
                            "but the middle half of all calls " + fmt(k.time_us) + " us (some calls did others' work?); the time is at least the batch mean over " +
                            fmt(kUnevenCallsAllowance) + ", " + fmt(even.time_us) + " us");
     k.time_us = even.time_us;
+    // Each process's CUDA context launches at its own fixed cost, and the candidate's calls run in
+    // its process while the reference's run in the judge's: the kernel's time is put on the judge's
+    // footing by the difference between an empty call in each (both timed after an L2 flush, the
+    // candidate's by runner code before its library was loaded, under the GPU lock: nothing of the
+    // candidate can sway it). On the H200 the difference is 0.4-1.1 us (the candidate's calls cost
+    // more than the judge's), and its shift from one candidate process to the next moved a 4.5 us
+    // set by up to 4%. kMaxLaunchCorrectionUs bounds it (a sanity limit).
     const double measured_us = k.time_us;
     const kevo::LaunchCorrection lc = kevo::correct_launch_cost(measured_us, candidate_empty_us_, judge_empty_us_, flush, kMaxLaunchCorrectionUs);
     if (lc.bounded)
