@@ -336,11 +336,7 @@ int candidate_main(const CandidateArgs& args) {
             c.ev0.push_back(a);
             c.ev1.push_back(b);
         }
-        // What a call costs in this process that does nothing: runner code only, before the
-        // candidate's library is loaded (so nothing of it can sway the figure) and before the
-        // confinement. Each process's CUDA context launches at its own fixed cost (on the H200 an
-        // empty call after a flush takes 3.16 us in one process, 3.28 in the next); the judge
-        // times the same in its own context and compares the two (timing.cu).
+        // The launch-cost calibration (Candidate::calibrate), before the library is loaded.
         c.flush_blocks = l2_flush_blocks(sms);
         int l2 = 0;
         cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c.device);

@@ -236,11 +236,7 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     pid_ = pid;
     sock_ = sv[0];
     flush_id_ = proof_id_ = -1;  // a new process has mapped nothing yet
-    for (auto& [set, tc] : timing_copies_) {
-        tc.arena_id = -1;
-        for (auto* group : {&tc.ins, &tc.outs})
-            for (auto& t : *group) std::fill(t.ids.begin(), t.ids.end(), -1);
-    }
+    for (auto& [set, tc] : timing_copies_) tc.arena_id = -1;  // share_copies maps it again and sets the views' ids
     warmed_up_ = false;
     output_.clear();
     int rfd = out_pipe[0];

@@ -129,10 +129,9 @@ private:
     // timed on the same memory (buffer groups allocated apart differed by up to 10% for a 4.5 us
     // kernel in the study; the shift between candidate processes proved to be their launch cost,
     // corrected in timing.cu). Keyed by the set; remade when the set's tensors or the requested
-    // count change.
-    // All copies of a set lie in one shared allocation (the arena), each tensor at its own
-    // granularity-aligned offset, as separate allocations would: a candidate process maps it once
-    // (mapping 64 copies' tensors one by one took 0.55 s of each validation on the H200).
+    // count change. All copies of a set lie in one shared allocation (the arena), each tensor at its
+    // own granularity-aligned offset, as separate allocations would: a candidate process maps it
+    // once (mapping 64 copies' tensors one by one took 0.55 s of each validation on the H200).
     struct TimingCopies {
         Mapping arena;
         int arena_id = -1;  // its id in the current candidate process (-1: not mapped there yet)
@@ -141,7 +140,7 @@ private:
     };
     std::map<size_t, TimingCopies> timing_copies_;
     TimingCopies& timing_copies(size_t set);
-    void share_copies(TimingCopies& tc);    // maps the arena in the candidate process (once per process)
+    void share_copies(TimingCopies& tc);    // maps the arena in the candidate process (once per process) and points the views at it
     void release_copies(TimingCopies& tc);
     void zero_slack(Tensors& t);
     std::map<std::string, double> trial_profile_, timing_profile_;  // where trials' and timing's time goes

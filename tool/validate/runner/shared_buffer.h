@@ -68,6 +68,12 @@ inline size_t shareable_granularity(int device) {
     return g;
 }
 
+// What a shareable allocation of `bytes` takes: rounded up to the granularity (at least one unit).
+inline size_t shareable_size(size_t bytes, int device) {
+    const size_t g = shareable_granularity(device);
+    return ((bytes ? bytes : 1) + g - 1) / g * g;
+}
+
 // One mapping of a shareable allocation in this process.
 struct Mapping {
     CUdeviceptr ptr = 0;
@@ -94,8 +100,7 @@ inline std::string map_handle(Mapping& m, int device) {
 // Judge side: a new exportable allocation of at least `bytes`.
 inline std::string create_shared(Mapping& m, size_t bytes, int device) {
     if (!cu().ok) return "the CUDA driver API is unavailable";
-    size_t g = shareable_granularity(device);
-    m.size = ((bytes ? bytes : 1) + g - 1) / g * g;
+    m.size = shareable_size(bytes, device);
     CUmemAllocationProp prop = shareable_prop(device);
     CUresult r = cu().cuMemCreate(&m.handle, m.size, &prop, 0);
     if (r != CUDA_SUCCESS) return "cannot allocate " + std::to_string(bytes) + " bytes of device memory: " + cu_error(r);

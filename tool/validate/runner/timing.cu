@@ -79,8 +79,7 @@ Judge::TimingCopies& Judge::timing_copies(size_t set) {
     // N copies of the inputs and outputs at different addresses, one per call of a batch: every call
     // of a batch gets its own buffers and values, and its inputs were last touched before the batch.
     // Each tensor starts at a multiple of the allocation granularity, as a separate allocation would.
-    const size_t g = shareable_granularity(device_);
-    auto rounded = [&](const JobTensor& t) { return (static_cast<size_t>(std::max<int64_t>(t.bytes(), 1)) + g - 1) / g * g; };
+    auto rounded = [&](const JobTensor& t) { return shareable_size(static_cast<size_t>(std::max<int64_t>(t.bytes(), 1)), device_); };
     int64_t set_bytes = 0;
     for (const auto& t : spec.inputs) set_bytes += static_cast<int64_t>(rounded(t));
     for (const auto& t : spec.outputs) set_bytes += static_cast<int64_t>(rounded(t));
