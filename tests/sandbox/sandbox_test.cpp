@@ -161,6 +161,19 @@ TEST(Sandbox, EveryThreadOfTheCandidateProcessIsConfined) {
     std::cout << threads << " threads in the candidate process\n";
 }
 
+// Nothing of the candidate may run after kevo_forward returns (validate/runner/context_join.h): a
+// thread or a timer's signal handler could launch work that no timed call's end waits for.
+TEST(Sandbox, CandidateCannotStartAThreadOrATimer) {
+    ValidationResult r = attack("later", "");
+    const std::string out = output_of(r);
+    const size_t at = out.find("attack later: ");
+    ASSERT_NE(at, std::string::npos) << out;
+    const std::string line = out.substr(at, out.find('\n', at) - at);
+    EXPECT_EQ(line.find("pthread_create 0 "), std::string::npos) << "a thread was started: " << line;
+    EXPECT_NE(line.find("setitimer -1 "), std::string::npos) << line;
+    EXPECT_NE(line.find("timer_create -1"), std::string::npos) << line;
+}
+
 TEST(Sandbox, CandidateCannotLeaveADaemonBehind) {
     fs::path target = scratch("daemon") / "alive";
     auto t0 = std::chrono::steady_clock::now();

@@ -157,6 +157,31 @@ std::vector<std::string> system_readable_paths(bool whole_proc) {
     return r;
 }
 
+bool forbid_new_threads(std::string& notes) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx) {
+        notes += "seccomp (no new threads): seccomp_init failed\n";
+        return false;
+    }
+    int rc = 0;
+    auto deny = [&](int nr, int err) { rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), nr, 0); };
+    deny(SCMP_SYS(clone), EPERM);  // fork and vfork are already fatal (apply_seccomp)
+    deny(SCMP_SYS(clone3), ENOSYS);
+    deny(SCMP_SYS(setitimer), EPERM);
+    deny(SCMP_SYS(alarm), EPERM);
+    deny(SCMP_SYS(timer_create), EPERM);
+    deny(SCMP_SYS(perf_event_open), EACCES);
+    deny(SCMP_SYS(io_uring_setup), EPERM);
+    // SIGIO and friends: a signal when a descriptor becomes ready.
+    for (int cmd : {F_SETOWN, F_SETOWN_EX, F_SETSIG})
+        rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd)));
+    if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+    if (rc == 0) rc = seccomp_load(ctx);
+    seccomp_release(ctx);
+    if (rc != 0) notes += std::string("seccomp (no new threads): loading the filter failed (") + std::strerror(-rc) + ")\n";
+    return rc == 0;
+}
+
 ConfineReport confine_current_process(const ConfineOptions& o) {
     ConfineReport r;
     set_limit(RLIMIT_CORE, 0);

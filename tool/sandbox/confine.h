@@ -29,6 +29,14 @@ struct ConfineReport {
 // fork and ptrace, kills the process with SIGSYS.
 ConfineReport confine_current_process(const ConfineOptions& options);
 
+// Forbids, on every thread of the calling process (seccomp, EPERM), what would let code run later
+// on its own: new threads, interval and POSIX timers, signals on I/O or performance events. The
+// process that loads candidate code calls it once its own threads run and before the library is
+// opened: a kernel's work must then be launched from within kevo_forward, inside the timed call
+// (validate/runner/context_join.h), not by a thread or a signal handler after the call has ended.
+// Returns false (with the reason in `notes`) when the filter could not be loaded.
+bool forbid_new_threads(std::string& notes);
+
 // What a confined process that loads candidate code may read (Landlock): the system directories
 // (/usr, /lib*, /bin, /sbin, /opt, /sys, /dev), the loader's and CUDA's files in /etc, the
 // directories named in LD_LIBRARY_PATH, and /proc: all of it for a process inside the sandbox's

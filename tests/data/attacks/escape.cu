@@ -7,6 +7,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -79,6 +83,21 @@ struct Attack {
                 }
                 closedir(d);
             }
+        } else if (k == "later") {
+            // Code that would run after kevo_forward has returned: a thread, an interval timer, a
+            // POSIX timer (context_join.h: they would launch work outside the timed call).
+            pthread_t t;
+            int tr = pthread_create(&t, nullptr, [](void*) -> void* { return nullptr; }, nullptr);
+            itimerval it{};
+            it.it_value.tv_usec = 100000;
+            int ir = setitimer(ITIMER_REAL, &it, nullptr);
+            it.it_value.tv_usec = 0;
+            setitimer(ITIMER_REAL, &it, nullptr);  // disarmed, should it have been armed
+            timer_t tm;
+            sigevent sev{};
+            sev.sigev_notify = SIGEV_NONE;
+            int pr = timer_create(CLOCK_MONOTONIC, &sev, &tm);
+            std::fprintf(stderr, "attack later: pthread_create %d setitimer %d timer_create %d\n", tr, ir, pr);
         } else if (k == "daemon") {
             pid_t p = fork();
             if (p == 0) {

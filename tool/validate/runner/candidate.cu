@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "channel.h"
+#include "context_join.h"
 #include "device_ops.cuh"
 #include "runner.h"
 #include "sandbox/confine.h"
@@ -37,6 +38,7 @@ struct Candidate {
     int device = 0;
     cudaStream_t stream = nullptr;
     std::vector<cudaEvent_t> ev0, ev1;  // one pair per call of a batch
+    ContextJoin join;  // a timed call ends when all its context's work has (context_join.h)
     volatile int* gate = nullptr;  // [0] open, [1] timed out
     int* gate_dev = nullptr;
     long long gate_cycles = 0;
@@ -125,12 +127,17 @@ struct Candidate {
             cudaEventRecord(ev0[j], stream);
             if (m.flags & FLAG_EMPTY) empty_kernel<<<1, 32, 0, stream>>>();
             else r.rc = call(ins[j], outs[j]);
+            if (r.rc == 0 && join(stream) != cudaSuccess) {
+                r.rc = -1002;
+                set_text(r, "the CUDA context could not be joined at the end of a timed call (a stream left capturing a graph?)");
+            }
             cudaEventRecord(ev1[j], stream);
             ++ran;
             if (r.rc != 0) break;
         }
         cudaError_t e = cudaEventSynchronize(ev1[ran - 1]);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+        // The whole context: work a call left anywhere has ended before the judge looks.
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
         if (e == cudaSuccess) e = cudaGetLastError();
         for (int j = 0; j < ran && e == cudaSuccess; ++j) {
             float ms = 0;
@@ -156,6 +163,7 @@ struct Candidate {
                 l2_flush_proof<<<flush_blocks, 512, 0, stream>>>(static_cast<const uint4*>(buf), flush_bytes / 16, static_cast<unsigned long long*>(proof), j);
                 cudaEventRecord(ev0[j], stream);
                 empty_kernel<<<1, 32, 0, stream>>>();
+                join(stream);
                 cudaEventRecord(ev1[j], stream);
             }
             return cudaStreamSynchronize(stream);
@@ -322,6 +330,7 @@ int candidate_main(const CandidateArgs& args) {
         if (e != cudaSuccess) fail("CUDA initialisation in the sandbox failed", e);
         (void)cu();  // the driver API, before the sandbox forbids what its lookup needs
         if ((e = cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking)) != cudaSuccess) fail("cudaStreamCreate", e);
+        if (!c.join.init()) fail("creating the event that ends timed calls", cudaGetLastError());
         void* g = nullptr;
         if ((e = cudaHostAlloc(&g, 2 * sizeof(int), cudaHostAllocMapped)) != cudaSuccess) fail("cudaHostAlloc", e);
         c.gate = static_cast<volatile int*>(g);
@@ -355,6 +364,13 @@ int candidate_main(const CandidateArgs& args) {
     }
     // The gate's watchdog starts confined: a thread inherits its creator's Landlock domain.
     if (gpu) std::thread([&c] { c.watch_gate(); }).detach();
+    // From here on no new thread or timer (sandbox/confine.h): the candidate's work is launched from
+    // kevo_forward, inside the call the judge times. Not where the confinement is off (diagnostics)
+    // or seccomp is unavailable (the notes say so).
+    if (cr.seccomp && !kevo::forbid_new_threads(cr.notes)) {
+        hello(c.sock, 2, "the candidate process could not forbid new threads: " + cr.notes);
+        _exit(0);
+    }
     std::string layers = std::string(cr.seccomp ? "seccomp " : "") + (cr.landlock ? "landlock " : "") +
                          (cr.caps_dropped ? "no-capabilities " : "") + (cr.no_new_privs ? "no-new-privs" : "");
     // Static constructors of the candidate run here, confined.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "channel.h"
+#include "context_join.h"
 #include "device_ops.cuh"
 #include "runner.h"
 #include "shared_buffer.h"
@@ -98,6 +99,7 @@ private:
     json device_json_;
     double peak_gbs_ = 0;
     cudaStream_t stream_ = nullptr, observer_ = nullptr;
+    ContextJoin join_;  // ends each timed reference and empty call (context_join.h)
     unsigned long long* sum_ = nullptr;
     CompareStats* stats_ = nullptr;
     Mapping flush_;                               // the L2-flush buffer (random values), shared
