@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "bench/bench.h"
 #include "cache/cache.h"
@@ -163,6 +164,7 @@ void run_bench(BenchArgs& a, int& rc) {
     };
 
     const auto t_start = std::chrono::steady_clock::now();
+    std::optional<DeviceInfo> torch_device;  // queried once, for the lock around PyTorch's timings
     int ran = 0;
     bool interrupted = false;
     for (size_t i = 0; i < tasks.size(); ++i) {
@@ -239,7 +241,13 @@ void run_bench(BenchArgs& a, int& rc) {
         }
         double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         r.wall_s = prior_wall + wall;
-        if (a.torch_compile && r.done) time_torch(task_path.parent_path(), a.python, r);
+        if (a.torch_compile && r.done) {
+            // PyTorch's timings run on the GPU too: under its lock, as validations do, so that
+            // neither disturbs the other (a search or validation elsewhere on this GPU included).
+            if (!torch_device) torch_device = Validator(Task{}, vo).device();
+            auto gpu = lock_device(*torch_device, [](const std::string& line) { std::cerr << "kernelevo: " << line << "\n"; });
+            time_torch(task_path.parent_path(), a.python, r);
+        }
         apply_baseline(r);
         results[i] = r;
         ++ran;

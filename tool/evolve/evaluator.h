@@ -16,6 +16,8 @@ struct Evaluation {
     double speedup = 0;
     std::string feedback;    // for prompts: timings when ok, else the compile log / error / first mismatch
     nlohmann::json details;  // the full result (ValidationResult::to_json() for the real validator)
+                             // "outside_kernel": true: a failure the kernel did not cause (a busy GPU);
+                             // its feedback says so, and its source may be evaluated again
     bool ok() const { return status == "ok"; }
 };
 

@@ -59,6 +59,11 @@ Elite elite_of(const store::Program& p) {
 std::string backend_of(const std::string& source) { return triton::is_triton_source(source) ? "triton" : "cuda"; }
 std::string fence_of(const std::string& backend) { return backend == "triton" ? "python" : "cuda"; }
 
+// The evaluator could not judge the program (a busy GPU, evaluator.h's details "outside_kernel").
+bool outside_kernel(const store::Program& p) {
+    return p.details.is_object() && p.details.contains("outside_kernel") && p.details["outside_kernel"] == true;
+}
+
 bool counts_as_failed(const std::string& status) {
     return status != "ok" && status != "pending" && status != "duplicate";
 }
@@ -500,7 +505,7 @@ struct Search::Impl {
             // The repair keeps the failing code's backend (or the island's, when there is no code).
             for (auto& [k, v] : base_vars(failing.empty() ? backend : backend_of(failing))) vars[k] = v;
             vars["code"] = failing.empty() ? "(no kernel yet)" : failing;
-            vars["error"] = p.status + ": " + p.feedback;
+            vars["error"] = (outside_kernel(p) ? std::string() : p.status + ": ") + p.feedback;  // "rejected" would blame the kernel
             msgs = messages("repair", vars);
             edit_base = failing;
             previous_id = p.id;
@@ -526,6 +531,9 @@ struct Search::Impl {
             } else {
                 p.id = claimed.id;
                 evaluate(p);
+                // A failure outside the kernel (the judge could not attribute it) does not mark its
+                // source: the same kernel sent again is evaluated again, not dropped as a duplicate.
+                if (outside_kernel(p)) p.norm_hash.clear();
                 store.put_program(p);
             }
         }

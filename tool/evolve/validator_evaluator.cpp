@@ -24,6 +24,11 @@ Evaluation to_evaluation(const ValidationResult& r) {
             for (const auto& j : r.details["resources"]) k.push_back(KernelResources::from_json(j));
             e.feedback += "\nptxas: " + resources_summary(k);
         }
+    } else if (std::string outside = outside_kernel_reason(r); !outside.empty() && r.status != Status::no_device) {
+        // The judge could not tell: the model hears that, never that its kernel misbehaved.
+        e.feedback = "not judged: the validator could not measure this kernel reliably (" + outside +
+                     "); this says nothing about the kernel, which may be sent again unchanged";
+        e.details["outside_kernel"] = true;  // the search does not hold the failure against its source
     } else {
         e.feedback = std::string(status_name(r.status)) + ": " + r.log;
     }
@@ -42,7 +47,13 @@ std::string ValidatorEvaluator::profile(const CompileResult& compiled) {
     if (!profile_command) return "";
     if (!profiler_) profiler_ = std::make_unique<profile::Profiler>(profile_options, log);
     if (!profiler_->available()) return "";
-    std::string summary = profiler_->profile(profile_command(compiled), {compiled.library});
+    // ncu replays the kernel on multi-GiB inputs for seconds: under the GPU lock, like a validation,
+    // or it lands in another search's timed batches.
+    std::string summary;
+    {
+        auto gpu = v_.lock_gpu();
+        summary = profiler_->profile(profile_command(compiled), {compiled.library});
+    }
     if (summary.rfind("profile failed", 0) == 0) {  // for the person running the search, not for the model
         if (log) log(summary);
         return "";

@@ -91,8 +91,15 @@ struct JobResult {
     nlohmann::json sandbox = nlohmann::json::object();  // the layers the candidate process ran under
     nlohmann::json profile_s = nlohmann::json::object();
     std::string candidate_output;                       // the candidate process's stdout+stderr (capped)
+    // After a wall-clock rejection: other processes' use of the GPU during the job
+    // (runner/gpu_activity.h), so the validator can say whose time it was.
+    nlohmann::json interference;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobResult, status, log, max_abs_diff, trials, warnings, device, checks,
-                                                timing, sandbox, profile_s, candidate_output)
+                                                timing, sandbox, profile_s, candidate_output, interference)
+
+// Part of the judge's wall-clock rejection (runner/timing.cu), by which the validator and the judge
+// recognize it.
+constexpr const char* kWallCheckPhrase = "do not agree with the time the judge observed";
 
 }  // namespace kevo

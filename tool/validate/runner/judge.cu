@@ -1,5 +1,6 @@
 // The judge's correctness checks and its management of the candidate process (see judge.h).
 #include "judge.h"
+#include "gpu_activity.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -689,6 +690,7 @@ JobResult Judge::run(const Job& job) {
     timing_profile_.clear();
     output_varies_.clear();
     auto t0 = std::chrono::steady_clock::now();
+    const uint64_t started_us = unix_us();  // the window in which another process's GPU use would count
     auto lap = [&](const char* what) {
         auto now = std::chrono::steady_clock::now();
         result.profile_s[what] = std::chrono::duration<double>(now - t0).count();
@@ -777,6 +779,10 @@ JobResult Judge::run(const Job& job) {
     } catch (const CandidateFailure& f) {
         result.status = f.status;
         result.log = f.message;
+        // Time the batches took beyond the reported calls: was it another process's? (validate.cpp
+        // words the answer; it never blames the kernel for time another process took.)
+        if (f.status == "rejected" && f.message.find(kevo::kWallCheckPhrase) != std::string::npos)
+            result.interference = gpu_activity_since(device_json_.value("pci_bus_id", std::string()), started_us);
     } catch (...) {
         cleanup();
         throw;

@@ -436,9 +436,11 @@ json Judge::time_set_once(size_t set, bool retry) {
     // fails the check whatever it measured, so the retry is exercised.
     if ((excess > allowed || std::getenv("KEVO_FAULT_WALL_CHECK")) && retry) throw TimeAgain{"wall_check", out["wall_check"]};
     if (excess > allowed)
-        throw CandidateFailure{"rejected", "the reported kernel times (" + fmt(measured_us) + " us) do not agree with the time the judge observed: " +
-                                               std::to_string(batch_n.size()) + " batches took " + fmt(excess) + " us more than the reported calls and the proven L2 flushes, "
-                                               "at most " + fmt(allowed) + " us are explained by launches and messages: the kernel's process misreports its timing"};
+        throw CandidateFailure{"rejected", "the reported kernel times (" + fmt(measured_us) + " us) do not agree with the time the judge observed, on the set's second timing: " +
+                                               std::to_string(batch_n.size()) + " batches of " + std::to_string(kt.size()) + " calls in all took " + fmt(excess) +
+                                               " us more than the reported calls and the proven L2 flushes, where launches and messages explain at most " + fmt(allowed) +
+                                               " us (" + fmt(job.wall_batch_allow_us) + " us per batch, " + fmt(job.wall_call_allow_us) + " us per call, 3% of the calls' time). "
+                                               "Either the kernel's process works outside its timed calls or under-reports them, or other work on the GPU delayed the batches"};
     // The physical floor: every input must be read from DRAM at least once (L2 was flushed), and
     // what of the outputs does not fit in L2 must be written back within the call, at no more than
     // the device's peak bandwidth.
