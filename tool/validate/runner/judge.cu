@@ -690,7 +690,10 @@ JobResult Judge::run(const Job& job) {
     timing_profile_.clear();
     output_varies_.clear();
     auto t0 = std::chrono::steady_clock::now();
-    const uint64_t started_us = unix_us();  // the window in which another process's GPU use would count
+    // The window in which another process's GPU use counts against a wall-clock rejection: from the
+    // start of timing (the previous holder of the GPU lock was done long before: NVML's samples
+    // cover the interval before them).
+    uint64_t started_us = unix_us();
     auto lap = [&](const char* what) {
         auto now = std::chrono::steady_clock::now();
         result.profile_s[what] = std::chrono::duration<double>(now - t0).count();
@@ -764,6 +767,7 @@ JobResult Judge::run(const Job& job) {
         lap("correctness");
         for (const auto& [k, v] : trial_profile_) result.profile_s[std::string("trials.") + k] = v;
         if (job.time) {
+            started_us = unix_us();
             json timing = json::array();
             for (size_t s = 0; s < job.sets.size(); ++s)
                 if (job.sets[s].timed) timing.push_back(time_set(s));

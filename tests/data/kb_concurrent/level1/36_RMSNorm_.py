@@ -1,0 +1,32 @@
+# KernelBench level 1 problem 36 at the size issue 27 names (about 14 GiB of input and output),
+# written for scripts/kb_concurrent.sh where the original file is not at hand.
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """RMS normalization over the feature dimension (dim 1)."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5):
+        super(Model, self).__init__()
+        self.num_features = num_features
+        self.eps = eps
+
+    def forward(self, x):
+        rms = torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + self.eps)
+        return x / rms
+
+
+batch_size = 112
+features = 64
+dim1 = 512
+dim2 = 512
+
+
+def get_inputs():
+    x = torch.rand(batch_size, features, dim1, dim2)
+    return [x]
+
+
+def get_init_inputs():
+    return [features]
