@@ -114,9 +114,10 @@ for n in names:
     for r in rows:
         if r[1] not in ("ok", "duplicate") and r not in cheat and r not in not_judged:
             print("    %s %s (not a timing rejection): %s" % (r[0], r[1], r[3][:300].replace("\n", " | ")))
-    last = log.splitlines()[-1] if log.strip() else ""
-    if "error" in last:
-        print("    search log ends: " + last[:300])
+    stopped = [l for l in log.splitlines() if "stopped (error" in l or l.startswith("kernelevo: error")]
+    if stopped:  # an infrastructure failure ended the search: not fair to its kernels either
+        print("    the search ended on an error: " + stopped[-1][:400])
+        ok_all = False
     if not evaluated:
         print("    no candidate was evaluated; search log tail:\n      " + "\n      ".join(log.splitlines()[-8:]))
         ok_all = False
@@ -124,7 +125,7 @@ for n in names:
         ok_all = False
 print()
 print("PASS: no honest kernel was rejected as a timing cheat with four searches on one GPU" if ok_all else
-      "FAIL: an honest kernel was rejected by the wall-clock check (or a search evaluated nothing): see above and " + out)
+      "FAIL: an honest kernel was rejected by the wall-clock check, or a search ended on an error or evaluated nothing: see above and " + out)
 sys.exit(0 if ok_all else 1)
 PY
 rc=$?

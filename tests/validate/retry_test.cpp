@@ -147,6 +147,24 @@ TEST(ValidateRetry, WallClockRejectionIsValidatedAgainAndBlamesOnlyWhatTheJudgeS
     }
 }
 
+TEST(ValidateRetry, AFullGpuMemoryIsNotTheKernelsFaultNorABrokenTask) {
+    REQUIRE_REFERENCE();
+    const std::string oom = "{\"status\":\"setup_error\",\"log\":\"the timing copies: cuMemCreate: CUDA_ERROR_OUT_OF_MEMORY\"}";
+    {
+        FakeGpu g({oom, ok_result(1.2)});
+        ValidationResult r = g.v->run(g.compiled);  // a new judge, once more
+        EXPECT_EQ(r.status, Status::ok) << r.log;
+        EXPECT_EQ(g.log().size(), 2u);
+    }
+    {
+        FakeGpu g({oom, oom});
+        ValidationResult r;
+        ASSERT_NO_THROW(r = g.v->run(g.compiled));
+        EXPECT_NE(r.status, Status::ok);
+        EXPECT_NE(outside_kernel_reason(r), "") << r.log;
+    }
+}
+
 TEST(ValidateRetry, LockGpuHoldsTheDevicesLock) {
     REQUIRE_REFERENCE();
     FakeGpu g({ok_result(1.0)});

@@ -169,6 +169,12 @@ ValidationResult ValidationResult::from_json(const nlohmann::json& j) {
 }
 
 namespace {
+// A judge's setup error that says the device had no memory left (CUDA's and LibTorch's words).
+bool gpu_memory_full(const std::string& log) {
+    return log.find("out of memory") != std::string::npos || log.find("OUT_OF_MEMORY") != std::string::npos ||
+           log.find("cudaErrorMemoryAllocation") != std::string::npos;
+}
+
 // What the judge saw of other processes on the GPU around a wall-clock rejection
 // (runner/gpu_activity.h), as a line for the log; marks the result not attributable to the kernel
 // when another process used the GPU meanwhile.
@@ -353,6 +359,12 @@ nlohmann::json attempt_summary(const ValidationResult& r) {
 
 ValidationResult Validator::run(const CompileResult& compiled) {
     ValidationResult r = run_job(compiled, 0, false);
+    if (r.details.is_object() && r.details.contains("outside_kernel")) {  // the GPU's memory was full: once more, later
+        pause_s(impl_->retry_pause_s * 2);
+        ValidationResult again = run_job(compiled, 0, false);
+        again.details["earlier_attempts"] = nlohmann::json::array({attempt_summary(r)});
+        return again;
+    }
     if (!is_wall_check_rejection(r)) return r;
     // The judge timed the set twice already; a whole new job after a pause, with the lock taken
     // again, tells a kernel that hides work (it fails every time) from a GPU that was busy for a
@@ -647,6 +659,16 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
     } catch (const std::exception& e) {
         res.status = Status::runtime_error;
         res.log = std::string("unreadable result from the judge: ") + e.what();
+        return res;
+    }
+    if (out.status == "setup_error" && gpu_memory_full(out.log)) {
+        // The judge's own allocations (inputs, timing copies, the reference's) found the GPU's memory
+        // taken, by other validators' kept copies or other programs: not the kernel's fault, and not
+        // a broken task. This judge goes (with what it kept); run() tries once more with a new one.
+        impl_->judge.reset();
+        res.status = Status::runtime_error;
+        res.log = "the GPU's memory was full when the judge allocated its buffers (other processes hold it): " + out.log;
+        res.details = {{"outside_kernel", "the GPU's memory was taken by other processes when the judge allocated its buffers"}};
         return res;
     }
     if (out.status == "setup_error") throw UsageError("validating against the reference of '" + task_.name + "' failed: " + out.log);
