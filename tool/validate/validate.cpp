@@ -422,7 +422,7 @@ ValidationResult Validator::confirm(const CompileResult& compiled, const Validat
         }
         if (c.retry && attempt < attempts) {
             earlier.push_back(attempt_summary(second));
-            impl_->note("the confirming validation did not agree (" + c.why.substr(0, 200) + "); trying again in " +
+            impl_->note("the confirming validation did not confirm the first (" + c.why.substr(0, 200) + "); trying again in " +
                         std::to_string(static_cast<int>(impl_->retry_pause_s * attempt)) + " s");
             pause_s(impl_->retry_pause_s * attempt);
             continue;
