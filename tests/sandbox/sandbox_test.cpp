@@ -161,7 +161,7 @@ TEST(Sandbox, EveryThreadOfTheCandidateProcessIsConfined) {
     std::cout << threads << " threads in the candidate process\n";
 }
 
-// Nothing of the candidate may run after kevo_forward returns (validate/runner/context_join.h): a
+// Nothing of the candidate may run after kevo_forward returns (validate/runner/context_fence.h): a
 // thread or a timer's signal handler could launch work that no timed call's end waits for.
 TEST(Sandbox, CandidateCannotStartAThreadOrATimer) {
     ValidationResult r = attack("later", "");

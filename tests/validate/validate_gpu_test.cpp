@@ -141,7 +141,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"cheat_cache_pointer.cu", Status::mismatch, "differs from the reference"},
                       Case{"cheat_cache_shape.cu", Status::mismatch, "differs from the reference"},
                       Case{"cheat_side_stream.cu", Status::rejected, "stream"},
-                      Case{"cheat_host_thread.cu", Status::rejected, "stream"},
+                      // It cannot start its thread (sandbox/confine.h: no new threads): std::thread throws.
+                      Case{"cheat_host_thread.cu", Status::runtime_error, "signal 6"},
                       Case{"cheat_default_stream.cu", Status::rejected, "stream"},
                       Case{"cheat_modify_input.cu", Status::rejected, "modified input 'x'"},
                       Case{"cheat_stale_memory.cu", Status::mismatch, "differs from the reference"},
@@ -301,6 +302,30 @@ TEST(ValidateGpu, MemoizationDuringTimingDoesNotPay) {
     if (r.status == Status::ok) EXPECT_LT(r.speedup, good.speedup * 1.1) << r.log;
 }
 
+// A kernel that behaves while its first calls are watched, then puts all its work on a stream of
+// its own (cheat_side_stream_late.cu). A timed call's bounds hold for every stream of the
+// candidate's CUDA context (runner/context_fence.h), so it is timed as what it is, the honest
+// kernel, on each kind of set. Before the fence its work ran during the previous call's L2 flush:
+// 2.1 us per call instead of 35 on the H200, rejected by the wall-clock cross-check (and on a
+// launch-bound set a gain within its allowance). Both in one judge: the same reference.
+TEST(ValidateGpu, WorkLeftOnAnotherStreamIsTimed) {
+    REQUIRE_GPU();
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), ValidateOptions{});
+    ValidationResult good = v.validate(read_file(kData / "gelu_bias" / "kernels" / "good.cu"));
+    ValidationResult r = v.validate(read_file(kData / "gelu_bias" / "kernels" / "cheat_side_stream_late.cu"));
+    ASSERT_EQ(good.status, Status::ok) << good.log;
+    ASSERT_EQ(status_name(r.status), std::string("ok")) << r.log;
+    const auto& gs = good.details["timing"]["sets"];
+    const auto& cs = r.details["timing"]["sets"];
+    ASSERT_EQ(gs.size(), cs.size());
+    for (size_t i = 0; i < gs.size(); ++i) {
+        EXPECT_EQ(cs[i].value("call_fence", std::string()), "context") << cs[i].dump();
+        const double honest = gs[i]["kernel"]["time_us"].get<double>(), cheat = cs[i]["kernel"]["time_us"].get<double>();
+        EXPECT_GT(cheat, 0.93 * honest) << "set " << i << ": work on another stream escaped the timed call\n" << cs[i].dump();
+        std::cout << "set " << i << ": the honest kernel " << honest << " us, the same work left on another stream " << cheat << " us" << std::endl;
+    }
+}
+
 // Work moved between the calls of a batch: one call in four computes the next three calls' outputs
 // and they do nothing (cheat_work_ahead.cu; it learns the copies' order in the first timed batch),
 // which leaves the calls' middle half idle. 640 calls per set, none stopped early or added.
@@ -321,10 +346,11 @@ TEST(ValidateGpu, WorkMovedBetweenTimedCallsFallsBelowThePhysicalFloor) {
     EXPECT_NE(r.log.find("below the physical floor"), std::string::npos) << r.log;
 }
 
-// The launch-bound 33x1001 set alone (its data fits in L2: no physical floor). The calls are uneven
-// in both attempts, so the set's time is its lowest batch mean over the allowance, with a warning;
-// what is left to gain is the allowance and the launches saved by doing four calls' work at once.
-TEST(ValidateGpu, WorkMovedBetweenTimedCallsIsTimedByItsBatchMean) {
+// The launch-bound 33x1001 set alone (its data fits in L2: no physical floor). What is left to
+// gain is the launches saved by doing four calls' work at once (on the H200, 2026-12-04, with the
+// context fence: 2.45x against the honest kernel's 1.94x, 26%; its calls were even enough that the
+// batch-mean floor did not bind), and at most the floor's 10% allowance where they are not.
+TEST(ValidateGpu, WorkMovedBetweenTimedCallsGainsAtMostTheLaunchesSaved) {
     REQUIRE_GPU();
     Task task = load_task(kData / "gelu_bias" / "task.json");
     task.timing_sets = {1};
@@ -335,12 +361,10 @@ TEST(ValidateGpu, WorkMovedBetweenTimedCallsIsTimedByItsBatchMean) {
     ASSERT_EQ(r.status, Status::ok) << r.log;
     EXPECT_FALSE(good.details["timing"]["sets"][0]["kernel"]["uneven_calls"].get<bool>()) << good.details["timing"].dump();
     const nlohmann::json& set = r.details["timing"]["sets"][0];
-    EXPECT_NE(r.log.find("uneven"), std::string::npos) << r.log;
-    EXPECT_TRUE(set["kernel"]["uneven_calls"].get<bool>()) << set.dump();
-    ASSERT_TRUE(set["uneven_calls"].contains("first_attempt")) << set.dump();  // timed again: uneven twice
     EXPECT_GE(set["kernel"]["measured_us"].get<double>(), set["kernel"]["lowest_batch_mean_us"].get<double>() / 1.1 * 0.999) << set.dump();
-    EXPECT_LT(set["kernel"]["median_us"].get<double>(), 0.8 * set["kernel"]["measured_us"].get<double>()) << set.dump();  // the idle calls
-    std::cout << "work moved between calls: speedup " << r.speedup << "x, the honest kernel's " << good.speedup << "x" << std::endl;
+    EXPECT_LT(r.speedup, 1.4 * good.speedup) << set.dump();
+    std::cout << "work moved between calls: speedup " << r.speedup << "x, the honest kernel's " << good.speedup << "x; uneven calls: "
+              << set["kernel"]["uneven_calls"] << std::endl;
 }
 
 // The reference is timed once per run and reused; a confirmation re-measures it.

@@ -33,7 +33,7 @@ ConfineReport confine_current_process(const ConfineOptions& options);
 // on its own: new threads, interval and POSIX timers, signals on I/O or performance events. The
 // process that loads candidate code calls it once its own threads run and before the library is
 // opened: a kernel's work must then be launched from within kevo_forward, inside the timed call
-// (validate/runner/context_join.h), not by a thread or a signal handler after the call has ended.
+// (validate/runner/context_fence.h), not by a thread or a signal handler after the call has ended.
 // Returns false (with the reason in `notes`) when the filter could not be loaded.
 bool forbid_new_threads(std::string& notes);
 

@@ -85,7 +85,7 @@ struct Attack {
             }
         } else if (k == "later") {
             // Code that would run after kevo_forward has returned: a thread, an interval timer, a
-            // POSIX timer (context_join.h: they would launch work outside the timed call).
+            // POSIX timer (context_fence.h: they would launch work outside the timed call).
             pthread_t t;
             int tr = pthread_create(&t, nullptr, [](void*) -> void* { return nullptr; }, nullptr);
             itimerval it{};

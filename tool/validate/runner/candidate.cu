@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "channel.h"
-#include "context_join.h"
+#include "context_fence.h"
 #include "device_ops.cuh"
 #include "runner.h"
 #include "sandbox/confine.h"
@@ -38,7 +38,7 @@ struct Candidate {
     int device = 0;
     cudaStream_t stream = nullptr;
     std::vector<cudaEvent_t> ev0, ev1;  // one pair per call of a batch
-    ContextJoin join;  // a timed call ends when all its context's work has (context_join.h)
+    ContextFence fence;  // a timed call's bounds hold for all its context's work (context_fence.h)
     volatile int* gate = nullptr;  // [0] open, [1] timed out
     int* gate_dev = nullptr;
     long long gate_cycles = 0;
@@ -125,11 +125,17 @@ struct Candidate {
         for (int j = 0; j < n; ++j) {
             if (flush) l2_flush_proof<<<flush_blocks, 512, 0, stream>>>(static_cast<const uint4*>(flush->data()), flush->size / 16, proof, j);
             cudaEventRecord(ev0[j], stream);
-            if (m.flags & FLAG_EMPTY) empty_kernel<<<1, 32, 0, stream>>>();
-            else r.rc = call(ins[j], outs[j]);
-            if (r.rc == 0 && join(stream) != cudaSuccess) {
+            if (fence.begin(ev0[j]) != cudaSuccess) {
                 r.rc = -1002;
-                set_text(r, "the CUDA context could not be joined at the end of a timed call (a stream left capturing a graph?)");
+                set_text(r, "the CUDA context could not be fenced at the start of a timed call (a stream left capturing a graph?)");
+            } else if (m.flags & FLAG_EMPTY) {
+                empty_kernel<<<1, 32, 0, stream>>>();
+            } else {
+                r.rc = call(ins[j], outs[j]);
+            }
+            if (r.rc == 0 && fence.end(stream) != cudaSuccess) {
+                r.rc = -1002;
+                set_text(r, "the CUDA context could not be fenced at the end of a timed call (a stream left capturing a graph?)");
             }
             cudaEventRecord(ev1[j], stream);
             ++ran;
@@ -162,8 +168,9 @@ struct Candidate {
             for (int j = 0; j < n; ++j) {
                 l2_flush_proof<<<flush_blocks, 512, 0, stream>>>(static_cast<const uint4*>(buf), flush_bytes / 16, static_cast<unsigned long long*>(proof), j);
                 cudaEventRecord(ev0[j], stream);
+                fence.begin(ev0[j]);
                 empty_kernel<<<1, 32, 0, stream>>>();
-                join(stream);
+                fence.end(stream);
                 cudaEventRecord(ev1[j], stream);
             }
             return cudaStreamSynchronize(stream);
@@ -330,7 +337,7 @@ int candidate_main(const CandidateArgs& args) {
         if (e != cudaSuccess) fail("CUDA initialisation in the sandbox failed", e);
         (void)cu();  // the driver API, before the sandbox forbids what its lookup needs
         if ((e = cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking)) != cudaSuccess) fail("cudaStreamCreate", e);
-        if (!c.join.init()) fail("creating the event that ends timed calls", cudaGetLastError());
+        if (!c.fence.init()) fail("creating the event that bounds timed calls", cudaGetLastError());
         void* g = nullptr;
         if ((e = cudaHostAlloc(&g, 2 * sizeof(int), cudaHostAllocMapped)) != cudaSuccess) fail("cudaHostAlloc", e);
         c.gate = static_cast<volatile int*>(g);
@@ -372,7 +379,8 @@ int candidate_main(const CandidateArgs& args) {
         _exit(0);
     }
     std::string layers = std::string(cr.seccomp ? "seccomp " : "") + (cr.landlock ? "landlock " : "") +
-                         (cr.caps_dropped ? "no-capabilities " : "") + (cr.no_new_privs ? "no-new-privs" : "");
+                         (cr.caps_dropped ? "no-capabilities " : "") + (cr.no_new_privs ? "no-new-privs " : "") +
+                         (gpu ? std::string("timed calls fenced over the ") + c.fence.mode() : std::string());
     // Static constructors of the candidate run here, confined.
     void* lib = dlopen(args.kernel.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {

@@ -140,6 +140,7 @@ void Judge::init_device(JobResult& r) {
     // Non-blocking streams: work a candidate puts on the legacy default stream is NOT ordered with them.
     CK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&observer_, cudaStreamNonBlocking));
+    if (!fence_.init()) throw SetupFailure{"cannot create the event that bounds timed calls"};
     CK(cudaMalloc(&sum_, sizeof(unsigned long long)));
     CK(cudaMalloc(&stats_, sizeof(CompareStats)));
     int v = 0;
@@ -398,7 +399,9 @@ std::vector<double> Judge::empty_calls_us(int n, bool flush) {
     for (int j = 0; j < n; ++j) {
         if (flush) flush_l2(judge_proof_, 0);
         CK(cudaEventRecord(e0, stream_));
+        CK(fence_.begin(e0));
         empty_kernel<<<1, 32, 0, stream_>>>();
+        CK(fence_.end(stream_));
         CK(cudaEventRecord(e1, stream_));
         CK(cudaEventSynchronize(e1));
         float ms = 0;

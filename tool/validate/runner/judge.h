@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "channel.h"
-#include "context_join.h"
+#include "context_fence.h"
 #include "device_ops.cuh"
 #include "runner.h"
 #include "shared_buffer.h"
@@ -99,7 +99,7 @@ private:
     json device_json_;
     double peak_gbs_ = 0;
     cudaStream_t stream_ = nullptr, observer_ = nullptr;
-    ContextJoin join_;  // ends each timed reference and empty call (context_join.h)
+    ContextFence fence_;  // bounds each timed reference and empty call (context_fence.h)
     unsigned long long* sum_ = nullptr;
     CompareStats* stats_ = nullptr;
     Mapping flush_;                               // the L2-flush buffer (random values), shared

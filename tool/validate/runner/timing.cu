@@ -236,6 +236,7 @@ json Judge::time_set_once(size_t set, bool retry) {
         double wall = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
         tlap("batches");
         if (call_wall_us <= 0) call_wall_us = wall / n;
+        if (r.rc <= -1000 && r.text[0]) throw CandidateFailure{"runtime_error", std::string("while being timed: ") + r.text};  // the runner's own code
         if (r.rc != 0) throw CandidateFailure{"runtime_error", "kevo_forward returned " + std::to_string(r.rc) + " while being timed" + (r.text[0] ? std::string(": ") + r.text : "")};
         if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", std::string("CUDA error while being timed: ") + r.text};
         if (r.count != n) throw CandidateFailure{"rejected", "the candidate process ran " + std::to_string(r.count) + " of the " + std::to_string(n) + " calls of a timed batch"};
@@ -282,7 +283,9 @@ json Judge::time_set_once(size_t set, bool retry) {
             if (flush) flush_l2(judge_proof_, 0);
             auto in = ins[j].abi();
             cuda_ok(cudaEventRecord(e0, stream_), "cudaEventRecord");
+            cuda_ok(fence_.begin(e0), "fencing the context");
             int rc = ref_call_(in.data(), static_cast<int>(in.size()), stream_);
+            cuda_ok(fence_.end(stream_), "fencing the context");
             cuda_ok(cudaEventRecord(e1, stream_), "cudaEventRecord");
             cuda_ok(cudaEventSynchronize(e1), "cudaEventSynchronize");
             ref_release_();
@@ -376,7 +379,8 @@ json Judge::time_set_once(size_t set, bool retry) {
     json out{{"shape_set", set}, {"label", spec.label}, {"weight", spec.weight}, {"trials", calls}, {"batches", batches},
              {"stopped_early", stopped_early}, {"trials_reduced_to_fit_budget", reduced},
              {"stop_reason", kevo::trial_stop_name(stop)}, {"target_ci", job.target_ci}, {"verified_calls", verified},
-             {"buffer_copies", copies}, {"l2_flush", job.l2_flush}, {"l2_flush_bytes", flush ? flush_.size : 0}, {"l2_flush_us", flush_us}};
+             {"buffer_copies", copies}, {"l2_flush", job.l2_flush}, {"l2_flush_bytes", flush ? flush_.size : 0}, {"l2_flush_us", flush_us},
+             {"call_fence", fence_.mode()}};
     out["kernel"] = k.to_json();
     out["kernel"]["measured_us"] = measured_us;
     out["kernel"]["lowest_batch_mean_us"] = even.lowest_batch_mean_us;
