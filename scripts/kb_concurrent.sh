@@ -12,7 +12,8 @@
 # kept between runs; default build-gpu/kb_concurrent/suite), KEVO_KBC_PROBLEMS (a KernelBench folder
 # with level1/ and level2/; default ../shared/kernelbench or shared/kernelbench when they hold these
 # four problems, else tests/data/kb_concurrent, reconstructions at the sizes issue 27 gives),
-# KEVO_KBC_NO_PROFILE=1 (searches run with --no-profile), OUT (logs; default /tmp/kevo-out).
+# KEVO_KBC_NO_PROFILE=1 (searches run with --no-profile), OUT (logs; default /tmp/kevo-out),
+# KEVO_KBC_KERNELEVO (the kernelevo to run; default build-gpu/tool/cli/kernelevo).
 # Honest kernels: tests/data/kernelbench_honest/<task>.cu when present, else <task>_plain.cu.
 # Prints one line per search and PASS or FAIL; exit 0 on PASS.
 set -uo pipefail
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/kevo-out}/kb_concurrent
 suite=${KEVO_KBC_SUITE:-build-gpu/kb_concurrent/suite}
 gens=${KEVO_KBC_GENERATIONS:-3}
-ke=build-gpu/tool/cli/kernelevo
+ke=${KEVO_KBC_KERNELEVO:-build-gpu/tool/cli/kernelevo}
 [ -x "$ke" ] || { echo "FAIL: $ke not built (scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck kernelevo-bench)"; exit 1; }
 rm -rf "$out"
 mkdir -p "$out" "$suite"
@@ -119,7 +120,8 @@ for n in names:
         print("    the search ended on an error: " + stopped[-1][:400])
         ok_all = False
     if not evaluated:
-        print("    no candidate was evaluated; search log tail:\n      " + "\n      ".join(log.splitlines()[-8:]))
+        if not stopped:
+            print("    no candidate was evaluated; search log tail:\n      " + "\n      ".join(log.splitlines()[-8:]))
         ok_all = False
     if cheat or confirm_wall:
         ok_all = False

@@ -8,9 +8,9 @@ constexpr int kRows = 16, kCols = 128, kMaxK = 64;
 __global__ void tall_skinny(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, long long M, long long N, int K) {
     __shared__ float a[kRows][kMaxK];
     const long long row0 = (long long)blockIdx.y * kRows, col = (long long)blockIdx.x * kCols + threadIdx.x;
-    for (int e = threadIdx.x; e < kRows * K; e += blockDim.x) {
-        int r = e / K, k = e % K;
-        a[r][k] = row0 + r < M ? A[(row0 + r) * K + k] : 0.f;
+    for (int e = threadIdx.x; e < kRows * kMaxK; e += blockDim.x) {  // zeros past K: 0 * garbage could be NaN
+        int r = e / kMaxK, k = e % kMaxK;
+        a[r][k] = row0 + r < M && k < K ? A[(row0 + r) * K + k] : 0.f;
     }
     __syncthreads();
     if (col >= N) return;
