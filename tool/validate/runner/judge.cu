@@ -788,8 +788,14 @@ JobResult Judge::run(const Job& job) {
         result.log = f.message;
         // Time the batches took beyond the reported calls: was it another process's? (validate.cpp
         // words the answer; it never blames the kernel for time another process took.)
-        if (f.status == "rejected" && f.message.find(kevo::kWallCheckPhrase) != std::string::npos)
-            result.interference = gpu_activity_since(device_json_.value("pci_bus_id", std::string()), started_us);
+        if (f.status == "rejected" && f.message.find(kevo::kWallCheckPhrase) != std::string::npos) {
+            const std::string pci = device_json_.value("pci_bus_id", std::string());
+            result.interference = gpu_activity_since(pci, started_us);
+            if (!others_were_active(result.interference)) {  // NVML's last samples may lag the batches a little
+                std::this_thread::sleep_for(std::chrono::milliseconds(500));
+                result.interference = gpu_activity_since(pci, started_us);
+            }
+        }
     } catch (...) {
         cleanup();
         throw;
