@@ -92,6 +92,7 @@ import collections, os, sqlite3, sys
 out, names = sys.argv[1], sys.argv[2:]
 wall = "do not agree with the time the judge observed"
 ok_all = True
+not_judged_total = 0
 for n in names:
     log = open(os.path.join(out, n + ".log"), errors="replace").read()
     db = os.path.join(out, n + ".db")
@@ -102,6 +103,7 @@ for n in names:
     statuses = collections.Counter(r[1] for r in rows)
     cheat = [r for r in rows if r[1] == "rejected" and (wall in r[3] or "misreport" in r[3])]
     not_judged = [r for r in rows if r[3].startswith("not judged")]
+    not_judged_total += len(not_judged)
     confirm_refused = [l for l in log.splitlines() if "was not written to the cache" in l]
     confirm_wall = [l for l in confirm_refused if wall in l or "misreport" in l]
     best = max([r[2] for r in rows if r[1] == "ok"] + [0])
@@ -126,7 +128,9 @@ for n in names:
     if cheat or confirm_wall:
         ok_all = False
 print()
-print("PASS: no honest kernel was rejected as a timing cheat with four searches on one GPU" if ok_all else
+print(("PASS: no honest kernel was rejected as a timing cheat with four searches on one GPU" +
+       (" (%d candidates not judged: the GPU was busy or full; not held against them, but see why above)" % not_judged_total
+        if not_judged_total else "")) if ok_all else
       "FAIL: an honest kernel was rejected by the wall-clock check, or a search ended on an error or evaluated nothing: see above and " + out)
 sys.exit(0 if ok_all else 1)
 PY
