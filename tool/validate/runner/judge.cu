@@ -686,6 +686,22 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
     return check;
 }
 
+// Several validators on one GPU (searches, workers, `cache add`) each keep their timing copies
+// between jobs, up to a quarter of the device apiece, and a multi-GiB job needs as much again for
+// its trials: four searches on 4-15 GB problems would fill an H200 (estimated, not measured: about
+// 75 GB of copies and 25 GB of LibTorch's caches kept idle). When less than a quarter of the
+// device is free after a job (its own buffers and candidate process gone), this judge gives its
+// copies back so that the others' jobs find room; its next job makes them again. (Idle memory
+// costs nobody time; a job that cannot allocate fails outside the kernel: validate.cpp.) A judge
+// alone on its GPU keeps them, as timing.cu wants.
+void Judge::release_copies_if_crowded() {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (timing_copies_.empty() || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return;
+    if (free_bytes >= total_bytes / 4) return;
+    for (auto& [set, tc] : timing_copies_) release_copies(tc);  // the candidate process is gone: nothing to unmap
+    timing_copies_.clear();
+}
+
 JobResult Judge::run(const Job& job) {
     job_ = &job;
     JobResult result;
@@ -711,6 +727,7 @@ JobResult Judge::run(const Job& job) {
         for (auto& t : keep) t.free();
         keep.clear();
         stop_candidate(result);
+        release_copies_if_crowded();
     };
     try {
         if (!job.load_only) {

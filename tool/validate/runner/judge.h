@@ -144,6 +144,8 @@ private:
     TimingCopies& timing_copies(size_t set);
     void share_copies(TimingCopies& tc);    // maps the arena in the candidate process (once per process) and points the views at it
     void release_copies(TimingCopies& tc);
+    // At a job's end: gives the kept copies back when the device is crowded (judge.cu says why).
+    void release_copies_if_crowded();
     void zero_slack(Tensors& t);
     std::map<std::string, double> trial_profile_, timing_profile_;  // where trials' and timing's time goes
     std::map<std::pair<size_t, std::string>, bool> output_varies_;  // (set, output): not constant on some draw
