@@ -8,9 +8,12 @@
 #include <cstdio>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
+
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -18,7 +21,10 @@
 #include "common/process.h"
 #include "kernelbench/kernelbench.h"
 #include "reference/reference.h"
+#include "sandbox/sandbox.h"
 #include "task/task.h"
+#include "validate/gpu_lock.h"
+#include "validate/validate.h"
 
 namespace kevo::kernelbench {
 
@@ -35,16 +41,49 @@ fs::path refcheck_path() {
     throw UsageError("kernelevo-refcheck not found beside " + self_exe_dir().string() + " (reinstall kernelevo)");
 }
 
-// "python3 -c 'import torch'" -> "1.13.1 cuda=False", or "" when it has no torch.
-std::string probe_python(const std::string& python) {
+// What the import needs to know of a Python: its torch ("1.13.1 cuda=False") and, to run it in the
+// sandbox with its installation read-only, where it lives (as the Triton compile's probe does:
+// sys.executable, the import path that becomes PYTHONPATH inside, the prefixes).
+struct PythonInfo {
+    std::string torch;  // "" when it has no torch
+    std::string executable;
+    std::vector<std::string> import_path, prefixes;
+};
+
+const char* const kProbeScript = R"PY(
+import json, os, sys, torch
+print(json.dumps({"torch": "%s cuda=%s" % (torch.__version__, torch.cuda.is_available()),
+                  "exe": os.path.abspath(sys.executable),
+                  "path": [p for p in sys.path if p and os.path.isdir(p)],
+                  "prefix": sorted({os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix)})}))
+)PY";
+
+PythonInfo probe_python(const std::string& python) {
+    static std::mutex mu;
+    static std::map<std::string, PythonInfo> cache;
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(python); it != cache.end()) return it->second;
     ProcessOptions po;
-    po.argv = {python, "-c", "import torch; print(torch.__version__, 'cuda=%s' % torch.cuda.is_available())"};
+    po.argv = {python, "-c", kProbeScript};
     po.timeout_s = 120;
+    po.env = {{"PYTHONDONTWRITEBYTECODE", "1"}};
     ProcessResult r = run_process(po);
-    if (!r.ok()) return "";
-    std::string s = r.out;
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    return s;
+    PythonInfo info;
+    if (r.ok()) {
+        std::string last = r.out.substr(0, r.out.find_last_not_of("\r\n") + 1);
+        last = last.substr(last.find_last_of('\n') + 1);
+        try {
+            auto j = nlohmann::json::parse(last);
+            info.torch = j.at("torch").get<std::string>();
+            info.executable = j.at("exe").get<std::string>();
+            info.import_path = j.at("path").get<std::vector<std::string>>();
+            info.prefixes = j.at("prefix").get<std::vector<std::string>>();
+        } catch (const std::exception&) {
+            info = PythonInfo{};
+        }
+    }
+    cache[python] = info;
+    return info;
 }
 
 std::vector<fs::path> expand(const std::vector<fs::path>& inputs) {
@@ -98,18 +137,158 @@ std::string fmt_seconds(double s) {
     return buf;
 }
 
+// How the importer's Python runs: the command prefix (bwrap ... --) and the environment, or the
+// user's own rights under --no-sandbox.
+struct Confinement {
+    std::vector<std::string> prefix;
+    std::optional<std::map<std::string, std::string>> env;
+    std::string label;  // for import.json and the first line: "bwrap (no network, ...)" or "off (--no-sandbox)"
+};
+
+const char* const kSandboxed =
+    "no network, writes only to the output dir and a private /tmp, no home directory, allowlisted environment, "
+    "Python and problem files read-only";
+
+// Problem files are untrusted Python: the importer runs them in the same sandbox as a candidate's
+// compile (tool/sandbox), never silently without it. Visible read-only: the system, the Python
+// installation and its import path, the importer's files, kernelevo-refcheck and the reference
+// library it loads, the problem files; writable: the output dir (the tasks) and a private /tmp
+// (the verification tensors: --scratch /tmp; /dev/shm is the sandbox's own too).
+Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vector<fs::path>& readable, bool gpu) {
+    Confinement c;
+    if (o.no_sandbox || sandbox_mode() == SandboxMode::off) {
+        c.label = o.no_sandbox ? "off (--no-sandbox)" : "off (--sandbox off)";
+        return c;
+    }
+    const SandboxLayers& l = sandbox_layers();
+    if (!l.namespaces)
+        throw UsageError("the import runs each problem file (untrusted Python) in a sandbox, which needs bubblewrap:\n" + l.why_not +
+                         "Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) and allow user "
+                         "namespaces, or pass --no-sandbox to run the problem files with your own rights (unsafe: only for "
+                         "files you trust)");
+    SandboxPolicy policy;
+    policy.workdir = fs::weakly_canonical(fs::absolute(o.out));
+    policy.gpu = gpu;
+    std::string pythonpath;
+    for (const auto& p : py.import_path) {
+        policy.read_only.push_back(p);
+        pythonpath += (pythonpath.empty() ? "" : ":") + p;
+    }
+    policy.read_only.insert(policy.read_only.end(), py.prefixes.begin(), py.prefixes.end());
+    policy.read_only.push_back(fs::path(py.executable).parent_path());
+    policy.read_only.insert(policy.read_only.end(), readable.begin(), readable.end());
+    c.prefix = sandbox_prefix(policy);
+    if (c.prefix.empty()) throw UsageError("the import sandbox could not be set up (bwrap: " + l.bwrap + ")");
+    // HOME in the private /tmp (bwrap sets it to the work dir): nothing of a problem's lands beside the tasks.
+    c.prefix.insert(c.prefix.end(), {"/usr/bin/env", "HOME=/tmp"});
+    c.env = sandbox_environment({{"PYTHONPATH", pythonpath},
+                                 {"PYTHONNOUSERSITE", "1"},
+                                 {"PYTHONDONTWRITEBYTECODE", "1"},
+                                 {"XDG_CACHE_HOME", "/tmp/.cache"},
+                                 {"TORCH_HOME", "/tmp/.torch"},
+                                 {"TRITON_CACHE_DIR", "/tmp/.triton"},
+                                 {"MPLCONFIGDIR", "/tmp"}});
+    c.label = std::string("bwrap (") + kSandboxed + (gpu ? ", GPU device nodes" : "") + ")";
+    return c;
+}
+
+// A problem stopped by the sandbox (a write outside the output dir, a socket, a home directory)
+// says so beside Python's own error, so the user knows why and what the opt-out is.
+std::string with_sandbox_note(const std::string& reason, bool sandboxed) {
+    static const std::regex denial(
+        "Read-only file system|Permission denied|Operation not permitted|Network is unreachable|"
+        "Name or service not known|Temporary failure in name resolution|No such file or directory: '/(root|home)/");
+    if (!sandboxed || !std::regex_search(reason, denial)) return reason;
+    return reason + " (denied by the import sandbox: " + kSandboxed + "; --no-sandbox runs trusted files unconfined)";
+}
+
+// One line on stderr for a progress record of the importer: "kb2_46_...: trace 1.2 s".
+std::string progress_line(const nlohmann::json& p) {
+    std::ostringstream os;
+    os << "kernelevo:   " << one_line(p.value("name", std::string("?"))) << ": " << one_line(p.value("phase", std::string("?")));
+    if (p.contains("seconds") && p["seconds"].is_number()) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, " %.1f s", p["seconds"].get<double>());
+        os << buf;
+    }
+    return os.str();
+}
+
+// What one Python process of the importer reported.
+struct PythonRun {
+    std::map<std::string, nlohmann::json> by_source;  // result lines, by the source path given
+    std::string fatal;
+    std::string exit;  // "exit code 0", "killed by signal 9 (...)", "timed out after N s"
+    std::string err;   // the end of its stderr
+};
+
+// Runs the importer's Python on `files`, reading its stdout as it comes: a result line per problem
+// ({"source": ...}, kept only for a file of this run), a progress line per phase ({"progress": ...},
+// forwarded to stderr, never a result), anything else ignored (a problem's own prints).
+PythonRun run_python(const std::vector<std::string>& argv, const std::vector<std::string>& files, const Confinement& conf,
+                     double timeout_s, int64_t max_as, bool quiet, std::mutex& print_mu) {
+    ProcessOptions po;
+    po.argv = conf.prefix;
+    po.argv.insert(po.argv.end(), argv.begin(), argv.end());
+    po.argv.insert(po.argv.end(), files.begin(), files.end());
+    po.exact_env = conf.env;
+    po.max_file_bytes = 64L << 30;  // model weights and verification tensors can be many GiB
+    po.max_address_space = max_as;
+    po.max_open_files = 4096;
+    PythonRun run;
+    Subprocess proc(po);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    for (std::string line;;) {
+        double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) {
+            proc.kill_now();
+            run.exit = "timed out after " + std::to_string(static_cast<long>(timeout_s)) + " s";
+            break;
+        }
+        Subprocess::Read got = proc.read_line(line, std::min(left, 1.0));
+        if (got == Subprocess::Read::closed) {
+            // Its stdout is closed: give it a moment to exit, then stop whatever is left.
+            for (int i = 0; i < 50 && proc.alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            proc.kill_now();
+            run.exit = proc.describe_exit();
+            break;
+        }
+        if (got != Subprocess::Read::line || line.empty() || line[0] != '{') continue;
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(line);
+        } catch (const std::exception&) {
+            continue;
+        }
+        if (!j.is_object()) continue;
+        if (j.contains("progress") && j["progress"].is_object()) {
+            if (!quiet) {
+                std::lock_guard<std::mutex> lock(print_mu);
+                std::cerr << progress_line(j["progress"]) << "\n";
+            }
+        } else if (j.contains("fatal") && j["fatal"].is_string()) {
+            run.fatal = j["fatal"].get<std::string>();
+        } else if (j.contains("source") && j["source"].is_string() && j.contains("status")) {
+            const std::string src = j["source"].get<std::string>();
+            if (std::find(files.begin(), files.end(), src) != files.end()) run.by_source[src] = j;
+        }
+    }
+    run.err = proc.err_tail(600);
+    return run;
+}
+
 }  // namespace
 
 std::string find_python(const std::string& given, std::string* torch_version) {
     std::string version;
     if (!given.empty()) {
-        version = probe_python(given);
+        version = probe_python(given).torch;
         if (version.empty()) throw UsageError("--python " + given + ": cannot import torch there");
         if (torch_version) *torch_version = version;
         return given;
     }
     for (const char* cand : {"python3", "/usr/bin/python3"}) {
-        version = probe_python(cand);
+        version = probe_python(cand).torch;
         if (!version.empty()) {
             if (torch_version) *torch_version = version;
             return cand;
@@ -160,20 +339,49 @@ ImportSummary import_problems(const ImportOptions& o) {
     if (!o.quiet) std::cerr << "kernelevo: building the generic TorchScript reference (once; cached)...\n";
     ReferenceBuild rb = build_reference(generic);
     if (!rb.ok) throw UsageError("the generic reference did not build:\n" + rb.log);
+
+    // The sandbox: what the Python must see (read-only) besides the system and its own installation.
+    const bool gpu = device == "cuda";
+    std::vector<fs::path> sources;  // each problem as the Python is given it: its real path, bound there
+    for (const auto& f : files) sources.push_back(fs::weakly_canonical(fs::absolute(f)));
+    const fs::path refcheck = fs::weakly_canonical(refcheck_path());
+    const fs::path library = fs::weakly_canonical(rb.library);
+    std::vector<fs::path> readable = {dir, refcheck, library.parent_path()};
+    readable.insert(readable.end(), sources.begin(), sources.end());
+    const Confinement conf = confine(o, probe_python(python), readable, gpu);
+    const bool sandboxed = !conf.prefix.empty();
+    if (!sandboxed)
+        std::cerr << "kernelevo: warning: the import sandbox is " << conf.label
+                  << ": problem files run with your rights (network, home directory, environment)\n";
+    // Address space: unlimited on the GPU (CUDA reserves far more than it uses), the machine's memory
+    // on the CPU (a runaway problem fails with MemoryError instead of dragging the machine into swap).
+    const int64_t max_as = gpu ? 0 : static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+    // The GPU's lock (validate.h), the one every GPU use of the tool takes: a worker's Python runs
+    // the models on the GPU, so it holds the lock for its whole run and never lands in another
+    // validation's timed batches (workers on the GPU take turns; on the CPU there is no lock).
+    std::optional<DeviceInfo> lock_dev;
+    if (gpu) lock_dev = Validator(Task{}, ValidateOptions{}).device();
     if (!o.quiet)
         std::cerr << "kernelevo: reference " << (rb.cached ? "cached" : "built in " + fmt_seconds(rb.seconds)) << "; importing "
-                  << files.size() << " problem(s) with " << python << " (torch " << torch_version << ") on the " << device << "\n";
+                  << files.size() << " problem(s) with " << python << " (torch " << torch_version << ") on the " << device
+                  << (gpu ? " under its GPU lock" : "") << "; sandbox: " << conf.label << "\n";
 
     // Python workers, a few problems each, `jobs` at a time.
     int jobs = o.jobs > 0 ? o.jobs : std::max(1, std::min(4, static_cast<int>(std::thread::hardware_concurrency())));
     size_t chunk = std::clamp<size_t>((files.size() + jobs * 4 - 1) / (jobs * 4), 1, 8);
-    std::vector<std::vector<fs::path>> chunks;
+    std::vector<std::vector<std::string>> chunks;
     for (size_t i = 0; i < files.size(); i += chunk)
-        chunks.emplace_back(files.begin() + i, files.begin() + std::min(files.size(), i + chunk));
-    const std::string refcheck = refcheck_path().string();
+        chunks.emplace_back(sources.begin() + i, sources.begin() + std::min(files.size(), i + chunk));
+    const std::string executable = sandboxed ? probe_python(python).executable : python;
+    const std::vector<std::string> argv = {executable, (dir / "import_kernelbench.py").string(), "--out", fs::weakly_canonical(fs::absolute(o.out)).string(),
+                                           "--reference-source", ref.string(), "--device", device, "--refcheck", refcheck.string(),
+                                           "--library", library.string(), "--max-numel", std::to_string(o.max_numel), "--timeout",
+                                           std::to_string(static_cast<long>(o.timeout_s))};
+    std::vector<std::string> scratch;
+    if (sandboxed) scratch = {"--scratch", "/tmp"};  // the sandbox's private tmpfs, gone with it
     std::vector<nlohmann::json> results(files.size());
     std::atomic<size_t> next{0};
-    std::mutex mu;
+    std::mutex mu, print_mu;
     size_t done = 0;
     std::string fatal;
     auto worker = [&] {
@@ -181,45 +389,35 @@ ImportSummary import_problems(const ImportOptions& o) {
             // One Python process for the chunk; if it dies (a crash inside PyTorch), the problems it
             // did not report go again in a new one, and a problem that kills it twice fails alone.
             std::map<std::string, nlohmann::json> by_source;
-            std::vector<fs::path> pending = chunks[c];
-            ProcessResult r;
+            std::vector<std::string> pending = chunks[c];
+            PythonRun r;
             while (!pending.empty()) {
-                ProcessOptions po;
-                po.argv = {python, (dir / "import_kernelbench.py").string(), "--out", fs::absolute(o.out).string(),
-                           "--reference-source", ref.string(), "--device", device, "--refcheck", refcheck, "--library",
-                           rb.library.string(), "--max-numel", std::to_string(o.max_numel), "--timeout",
-                           std::to_string(static_cast<long>(o.timeout_s))};
-                for (const auto& f : pending) po.argv.push_back(fs::absolute(f).string());
-                po.timeout_s = o.timeout_s * 3 * static_cast<double>(pending.size()) + 120;
-                po.max_file_bytes = -1;  // model weights and verification tensors can be large
-                po.max_output_bytes = 64 << 20;
-                r = run_process(po);
-                std::istringstream lines(r.out);
-                for (std::string line; std::getline(lines, line);) {
-                    if (line.empty() || line[0] != '{') continue;
-                    try {
-                        auto j = nlohmann::json::parse(line);
-                        if (j.contains("fatal")) {
-                            std::lock_guard<std::mutex> lock(mu);
-                            fatal = j["fatal"].get<std::string>();
-                        } else if (j.contains("source")) {
-                            by_source[j["source"].get<std::string>()] = j;
-                        }
-                    } catch (const std::exception&) {
-                    }
+                std::vector<std::string> args = argv;
+                args.insert(args.end(), scratch.begin(), scratch.end());
+                {
+                    std::unique_ptr<GpuLock> held;
+                    if (lock_dev) held = lock_device(*lock_dev, [&](const std::string& line) {
+                        if (o.quiet) return;
+                        std::lock_guard<std::mutex> lock(print_mu);
+                        std::cerr << "kernelevo: " << line << "\n";
+                    });
+                    r = run_python(args, pending, conf, o.timeout_s * 3 * static_cast<double>(pending.size()) + 120, max_as, o.quiet,
+                                   print_mu);
                 }
-                std::vector<fs::path> missing;
+                for (auto& [src, j] : r.by_source) by_source[src] = j;
+                if (!r.fatal.empty()) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    fatal = r.fatal;
+                }
+                std::vector<std::string> missing;
                 for (const auto& f : pending)
-                    if (!by_source.count(fs::absolute(f).string())) missing.push_back(f);
-                if (missing.empty() || !fatal.empty()) break;
+                    if (!by_source.count(f)) missing.push_back(f);
+                if (missing.empty() || !r.fatal.empty()) break;
                 if (missing.size() == pending.size()) {
                     // No progress: the first one is the culprit.
-                    std::string err = r.err;
-                    if (err.size() > 600) err = "..." + err.substr(err.size() - 600);
-                    by_source[fs::absolute(missing[0]).string()] = {
-                        {"source", fs::absolute(missing[0]).string()}, {"name", problem_task_name(missing[0])},
-                        {"status", "failed"},
-                        {"reason", one_line("the importer stopped (" + r.describe() + ")" + (err.empty() ? "" : ": " + err))}};
+                    std::string err = r.err.empty() ? "" : std::string(": ") + (r.err.size() >= 600 ? "..." : "") + r.err;
+                    by_source[missing[0]] = {{"source", missing[0]}, {"name", problem_task_name(missing[0])}, {"status", "failed"},
+                                             {"reason", one_line("the importer stopped (" + r.exit + ")" + err)}};
                     missing.erase(missing.begin());
                 }
                 pending = missing;
@@ -227,14 +425,16 @@ ImportSummary import_problems(const ImportOptions& o) {
             std::lock_guard<std::mutex> lock(mu);
             size_t base = c * chunk;
             for (size_t k = 0; k < chunks[c].size(); ++k) {
-                const std::string src = fs::absolute(chunks[c][k]).string();
+                const std::string src = chunks[c][k];
                 nlohmann::json j;
                 if (by_source.count(src)) {
                     j = by_source[src];
                 } else {
-                    j = {{"source", src}, {"name", problem_task_name(chunks[c][k])}, {"status", "failed"},
-                         {"reason", "the importer stopped before this problem (" + r.describe() + ")"}};
+                    j = {{"source", src}, {"name", problem_task_name(src)}, {"status", "failed"},
+                         {"reason", "the importer stopped before this problem (" + r.exit + ")"}};
                 }
+                if (j.value("status", "") != "ok" && j.contains("reason") && j["reason"].is_string())
+                    j["reason"] = with_sandbox_note(j["reason"].get<std::string>(), sandboxed);
                 // The task must also load as a task (file sizes, names, shapes).
                 if (j.value("status", "") == "ok") {
                     try {
@@ -248,6 +448,7 @@ ImportSummary import_problems(const ImportOptions& o) {
                 results[base + k] = j;
                 ++done;
                 if (!o.quiet) {
+                    std::lock_guard<std::mutex> print(print_mu);
                     std::string status = j.value("status", "failed");
                     std::cerr << "[" << done << "/" << files.size() << "] " << j.value("name", src) << ": " << status;
                     if (status == "ok") {
@@ -300,7 +501,8 @@ ImportSummary import_problems(const ImportOptions& o) {
     }
     s.report = {{"problems", results.size()}, {"imported", s.imported}, {"refused", s.refused}, {"failed", s.failed},
                 {"seconds", s.seconds}, {"device", device}, {"python", python}, {"torch", torch_version},
-                {"max_numel", o.max_numel}, {"reference_library", rb.library.string()}, {"results", results}};
+                {"max_numel", o.max_numel}, {"reference_library", rb.library.string()}, {"sandbox", conf.label},
+                {"gpu_lock", lock_dev.has_value()}, {"results", results}};
     write_file_atomic(o.out / "import.json", s.report.dump(2) + "\n");
     if (!o.quiet)
         std::cerr << "kernelevo: imported " << s.imported << "/" << results.size() << " (" << s.refused << " refused, "
@@ -326,7 +528,12 @@ void register_import_command(CLI::App& app, int& rc) {
         "and buffers become file inputs, random inputs keep get_inputs()'s distribution. Each import verifies "
         "itself (the C++ reference on the recorded inputs against the Python model, on the GPU when this "
         "kernelevo's LibTorch has CUDA, else on the CPU). Problems that cannot be imported faithfully are refused "
-        "with a reason. Needs PyTorch at import time only. Writes OUT/NAME/{task.json,model.pt,*.bin,problem.py} "
+        "with a reason. The problems' Python runs sandboxed like a candidate's compile (bubblewrap: no network, "
+        "writes only to --out and a private /tmp, no home directory, allowlisted environment, Python and the "
+        "problem files read-only, the GPU's device nodes when importing on the GPU; --no-sandbox to opt out); on "
+        "the GPU each worker's Python holds the GPU lock that validations take, so workers take turns there and "
+        "never disturb a validation's timing. A line per problem and phase shows where the time goes. "
+        "Needs PyTorch at import time only. Writes OUT/NAME/{task.json,model.pt,*.bin,problem.py} "
         "and OUT/import.json. Exit 0 when at least one problem was imported and none failed (refusals are "
         "not failures), 1 otherwise, 2 on bad usage or setup.");
     kb->add_option("files", o->files, "Problem files (.py) or folders of them")->required();
@@ -342,6 +549,9 @@ void register_import_command(CLI::App& app, int& rc) {
         ->check(CLI::NonNegativeNumber);
     kb->add_option("--jobs", o->jobs, "Problems imported at once (0: min(4, cores))")->capture_default_str()->check(CLI::NonNegativeNumber);
     kb->add_option("--timeout", o->timeout_s, "Seconds allowed per problem")->capture_default_str()->check(CLI::PositiveNumber);
+    kb->add_flag("--no-sandbox", o->no_sandbox,
+                 "Run the problem files' Python with your own rights (network, home directory, environment): UNSAFE, "
+                 "only for files you trust or where bubblewrap cannot run");
     kb->add_flag("--json", *json, "Print the import report (as in OUT/import.json) on stdout");
     kb->callback([o, json, &rc] {
         auto s = kernelbench::import_problems(*o);

@@ -18,6 +18,10 @@ struct ImportOptions {
     int jobs = 0;              // 0: min(4, cores)
     double timeout_s = 900;    // per problem
     bool quiet = false;
+    // The problems' Python runs in the sandbox (tool/sandbox: bwrap, no network, writes only to `out`
+    // and a private /tmp, no home, allowlisted environment); true runs it with the user's rights
+    // (--no-sandbox, documented as unsafe). Without bwrap the import is an error, never silently unconfined.
+    bool no_sandbox = false;
 };
 
 struct ImportSummary {
