@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
+#include <unistd.h>
 
 #include "kb_suite.h"
 #include "reference/reference.h"
@@ -188,6 +190,159 @@ TEST(KernelBenchImport, BadUsageIsExitTwoWithAClearMessage) {
     r = kbtest::kernelevo({"import", "kernelbench", (kbtest::problems() / "level1" / "19_ReLU.py").string()}, 120);
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE((r.out + r.err).find("--out"), std::string::npos);
+}
+
+
+// ---- what the importer writes for the model to see (issue 27: 1-4, 6), its Python run directly ----
+
+struct DirectImport {
+    fs::path out;
+    ProcessResult run;
+    std::map<std::string, nlohmann::json> by_name;
+};
+
+// The importer's Python on small fixtures (no C++ driver, no C++ check): a conv whose batch size
+// equals its height, width and output channels; an integer output; a matmul shrunk by --max-numel.
+const DirectImport& direct_import() {
+    static const DirectImport d = [] {
+        DirectImport d;
+        d.out = fs::path(KEVO_BINARY_DIR) / "test-cache" / ("kernelbench-direct-" + std::to_string(::getpid()));
+        std::error_code ec;
+        fs::remove_all(d.out, ec);
+        fs::create_directories(d.out);
+        std::string python = "/usr/bin/python3";
+        for (const char* cand : {"python3", "/usr/bin/python3"}) {
+            ProcessOptions probe;
+            probe.argv = {cand, "-c", "import torch"};
+            probe.timeout_s = 120;
+            if (run_process(probe).ok()) {
+                python = cand;
+                break;
+            }
+        }
+        const fs::path kb = fs::path(KEVO_SOURCE_DIR) / "tool" / "kernelbench";
+        ProcessOptions po;
+        po.argv = {python, (kb / "import_kernelbench.py").string(), "--out", d.out.string(), "--reference-source",
+                   (kb / "jit_reference.cpp").string(), "--max-numel", "65536",
+                   (kbtest::problems() / "fixtures" / "conv_batch_equals_height.py").string(),
+                   (kbtest::problems() / "fixtures" / "argmax_int_output.py").string(),
+                   (kbtest::problems() / "level1" / "1_Square_matrix_multiplication_.py").string(),
+                   (kbtest::problems() / "level2" / "12_Gemm_Multiply_LeakyReLU.py").string()};
+        po.timeout_s = 600;
+        d.run = run_process(po);
+        std::istringstream lines(d.run.out);
+        for (std::string line; std::getline(lines, line);) {
+            try {
+                auto j = nlohmann::json::parse(line);
+                if (j.contains("name")) d.by_name[j["name"].get<std::string>()] = j;
+            } catch (const std::exception&) {
+            }
+        }
+        return d;
+    }();
+    return d;
+}
+
+nlohmann::json direct_task(const std::string& name) {
+    const auto& r = direct_import().by_name;
+    auto it = r.find(name);
+    if (it == r.end() || it->second.value("status", "") != "ok")
+        throw std::runtime_error(name + " did not import: " + (it == r.end() ? direct_import().run.err : it->second.dump()));
+    return nlohmann::json::parse(read_file(direct_import().out / name / "task.json"));
+}
+
+std::vector<std::string> shape_names(const nlohmann::json& spec) {
+    std::vector<std::string> v;
+    for (const auto& d : spec["shape"]) v.push_back(d.is_string() ? d.get<std::string>() : std::to_string(d.get<int64_t>()));
+    return v;
+}
+
+TEST(KernelBenchImportModel, GraphPyShowsTheComputationWithTheTasksInputNames) {
+    auto t = direct_task("kb_conv_batch_equals_height");
+    const fs::path dir = direct_import().out / "kb_conv_batch_equals_height";
+    ASSERT_TRUE(fs::exists(dir / "graph.py"));
+    std::string g = read_file(dir / "graph.py");
+    // The arguments in task order (inputs, then parameters), named as the task names them.
+    ASSERT_EQ(t["inputs"].size(), 3u);
+    std::string sig = "def forward(self,";
+    for (const auto& i : t["inputs"]) sig += "\n    " + i["name"].get<std::string>() + ": Tensor,";
+    sig.pop_back();
+    EXPECT_NE(g.find(sig), std::string::npos) << g;
+    EXPECT_NE(g.find("#   x: float32[batch_size, in_channels, height, width]  (input)"), std::string::npos) << g;
+    EXPECT_NE(g.find("#   conv_weight: float32[out_channels, in_channels, kernel_size, kernel_size]"), std::string::npos) << g;
+    EXPECT_NE(g.find("#   out: float32[batch_size, out_channels, 7, 7]"), std::string::npos) << g;
+    EXPECT_NE(g.find("torch._convolution(x, conv_weight, conv_bias"), std::string::npos) << g;
+    EXPECT_NE(g.find("0.375"), std::string::npos) << "the subtracted constant is visible: " << g;
+    EXPECT_EQ(g.find("CONSTANTS.c0)"), std::string::npos) << g;
+    // The task says what to show the model.
+    const auto& show = t["reference"]["show"];
+    ASSERT_EQ(show.size(), 2u);
+    EXPECT_EQ(show[0]["file"], "problem.py");
+    EXPECT_EQ(show[1]["file"], "graph.py");
+    EXPECT_EQ(show[1]["language"], "python");
+    EXPECT_FALSE(show[1].value("title", "").empty());
+    EXPECT_TRUE(fs::exists(dir / "problem.py"));
+}
+
+TEST(KernelBenchImportModel, EqualSizesOfDifferentRolesKeepTheirOwnNames) {
+    auto t = direct_task("kb_conv_batch_equals_height");
+    EXPECT_EQ(shape_names(t["inputs"][0]), (std::vector<std::string>{"batch_size", "in_channels", "height", "width"}));
+    EXPECT_EQ(shape_names(t["inputs"][1]),
+              (std::vector<std::string>{"out_channels", "in_channels", "kernel_size", "kernel_size"}));
+    EXPECT_EQ(shape_names(t["outputs"][0]), (std::vector<std::string>{"batch_size", "out_channels", "7", "7"}));
+    const auto& sizes = t["shapes"][0];
+    for (const char* n : {"batch_size", "height", "width", "out_channels"}) EXPECT_EQ(sizes.value(n, 0), 16) << n;
+    EXPECT_EQ(sizes.value("in_channels", 0), 3);
+    // Shrunk by --max-numel, the square matmul keeps its one size name; the GEMM its three.
+    auto mm = direct_task("kb1_1_Square_matrix_multiplication");
+    EXPECT_EQ(shape_names(mm["inputs"][0]), (std::vector<std::string>{"N", "N"}));
+    auto gemm = direct_task("kb2_12_Gemm_Multiply_LeakyReLU");
+    EXPECT_EQ(shape_names(gemm["inputs"][1]), (std::vector<std::string>{"out_features", "in_features"}));
+    EXPECT_EQ(shape_names(gemm["outputs"][0]), (std::vector<std::string>{"batch_size", "out_features"}));
+}
+
+TEST(KernelBenchImportModel, ToleranceComesFromTheModelsOwnErrorAgainstFp64) {
+    for (const char* name : {"kb_conv_batch_equals_height", "kb1_1_Square_matrix_multiplication"}) {
+        auto t = direct_task(name);
+        const auto& tol = t["tolerance"];
+        ASSERT_TRUE(tol["atol"].is_number()) << name << tol.dump();
+        double atol = tol["atol"].get<double>();
+        EXPECT_GE(atol, 1e-4) << name;
+        EXPECT_LE(atol, 1e-2) << name << ": never looser than KernelBench's 1e-2";
+        EXPECT_EQ(tol["rtol"].get<double>(), atol);
+        EXPECT_NE(tol.value("policy", "").find("fp64"), std::string::npos) << tol.dump();
+        const auto& v = direct_import().by_name.at(name)["verify"];
+        ASSERT_TRUE(v["fp64_allclose_t"].is_number()) << v.dump();
+        EXPECT_LT(v["fp64_allclose_t"].get<double>(), 1e-4) << "strict fp32 is within 1e-4 of fp64 here";
+    }
+    auto argmax = direct_task("kb_argmax_int_output");
+    EXPECT_FALSE(argmax["tolerance"].contains("atol")) << "integer outputs compare exactly";
+    EXPECT_NE(argmax["tolerance"].value("policy", "").find("exactly"), std::string::npos);
+}
+
+TEST(KernelBenchImportModel, FlopsOfConvolutionsAndMatmuls) {
+    // Conv: 2 * output elements * in_channels * kernel^2 = 2 * (16*16*14*14) * 3 * 9.
+    EXPECT_EQ(direct_task("kb_conv_batch_equals_height").value("flops", ""), std::to_string(2LL * 16 * 16 * 14 * 14 * 3 * 9));
+    auto mm = direct_task("kb1_1_Square_matrix_multiplication");
+    int64_t n = mm["shapes"][0]["N"].get<int64_t>();
+    EXPECT_EQ(mm.value("flops", ""), std::to_string(2 * n * n * n));
+    auto gemm = direct_task("kb2_12_Gemm_Multiply_LeakyReLU");
+    const auto& s = gemm["shapes"][0];
+    EXPECT_EQ(gemm.value("flops", ""), std::to_string(2 * s["batch_size"].get<int64_t>() * s["in_features"].get<int64_t>() *
+                                                       s["out_features"].get<int64_t>()));
+    EXPECT_FALSE(direct_task("kb_argmax_int_output").contains("flops"));
+    const auto& by_kind = direct_import().by_name.at("kb_conv_batch_equals_height")["flops"]["by_kind"];
+    EXPECT_EQ(by_kind.value("conv", 0LL), 2LL * 16 * 16 * 14 * 14 * 3 * 9);
+}
+
+TEST(KernelBenchImportModel, OneProgressLinePerPhase) {
+    const auto& out = direct_import().run.out;
+    for (const char* phase : {"load", "build", "inputs", "eager", "trace", "check", "fp64", "write"}) {
+        std::string line = std::string("{\"progress\": {\"name\": \"kb_conv_batch_equals_height\", \"phase\": \"") + phase +
+                           "\", \"seconds\": ";
+        EXPECT_NE(out.find(line), std::string::npos) << phase << "\n" << out;
+    }
+    EXPECT_TRUE(direct_import().by_name.at("kb_conv_batch_equals_height")["phases"].contains("fp64"));
 }
 
 }  // namespace
