@@ -368,6 +368,8 @@ ImportSummary import_problems(const ImportOptions& o) {
 
     // Python workers, a few problems each, `jobs` at a time.
     int jobs = o.jobs > 0 ? o.jobs : std::max(1, std::min(4, static_cast<int>(std::thread::hardware_concurrency())));
+    // Under the GPU lock the workers would only take turns: one, with fewer Python start-ups.
+    if (lock_dev && lock_dev->present) jobs = 1;
     size_t chunk = std::clamp<size_t>((files.size() + jobs * 4 - 1) / (jobs * 4), 1, 8);
     std::vector<std::vector<std::string>> chunks;
     for (size_t i = 0; i < files.size(); i += chunk)
@@ -547,7 +549,7 @@ void register_import_command(CLI::App& app, int& rc) {
                    "(0: KernelBench's own sizes)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    kb->add_option("--jobs", o->jobs, "Problems imported at once (0: min(4, cores))")->capture_default_str()->check(CLI::NonNegativeNumber);
+    kb->add_option("--jobs", o->jobs, "Problems imported at once on the CPU (0: min(4, cores)); on the GPU one Python at a time holds the GPU lock")->capture_default_str()->check(CLI::NonNegativeNumber);
     kb->add_option("--timeout", o->timeout_s, "Seconds allowed per problem")->capture_default_str()->check(CLI::PositiveNumber);
     kb->add_flag("--no-sandbox", o->no_sandbox,
                  "Run the problem files' Python with your own rights (network, home directory, environment): UNSAFE, "
