@@ -416,6 +416,56 @@ def scratch_dir(args, nbytes):
     return None
 
 
+SAMPLE = 1 << 24  # output elements the C++ check compares (evenly strided); all of smaller outputs
+GEN_DTYPES = {"float32", "float64", "int32", "int64", "bool", "int8", "uint8"}
+M32 = 0xFFFFFFFF
+
+
+def generated(init, dtype, k):
+    """How refcheck and this script both make input k (its init kind, a formula), or None (a file)."""
+    if init is None or dtype not in GEN_DTYPES or init["kind"] not in ("rand", "randn", "randint", "ones", "zeros"):
+        return None
+    g = {"kind": init["kind"], "seed": k + 1}
+    if init["kind"] == "randint":
+        g.update({"low": init["low"], "high": init["high"]})
+    return g
+
+
+def _hash32(i, seed):
+    """lowbias32 of the element index (int64 tensor): the same integers as refcheck.cpp's hash32."""
+    x = ((i & M32) + ((i >> 32) + seed) * 0x632BE5AB) & M32
+    x = x ^ (x >> 16)
+    x = (x * 0x7FEB352D) & M32  # int64 products wrap; their low 32 bits are exact
+    x = x ^ (x >> 15)
+    x = (x * 0x846CA68B) & M32
+    return x ^ (x >> 16)
+
+
+def refcheck_values(gen, shape, dtype, device):
+    """The input refcheck.cpp makes for `gen` (see its make_values): rand: u in [0, 1) with 24 bits,
+    randn: (u - 1/2) * sqrt(12) (unit variance; a check of the loader needs no normal law), randint:
+    low + floor(u * (high - low)), ones, zeros."""
+    n = 1
+    for d in shape:
+        n *= d
+    out = torch.empty(n, dtype=dtype, device=device)
+    kind = gen["kind"]
+    if kind in ("ones", "zeros"):
+        out.fill_(1 if kind == "ones" else 0)
+        return out.reshape(shape)
+    for a in range(0, n, CHUNK):
+        i = torch.arange(a, min(n, a + CHUNK), dtype=torch.int64, device=device)
+        u = (_hash32(i, gen["seed"]) >> 8).double() * (1.0 / (1 << 24))
+        if kind == "rand":
+            v = u
+        elif kind == "randn":
+            v = (u - 0.5) * math.sqrt(12.0)
+        else:
+            v = torch.floor(u * float(gen["high"] - gen["low"])) + float(gen["low"])
+        out[a:a + i.numel()] = v.to(dtype)
+    return out.reshape(shape)
+
+
 def write_raw(t, path):
     """Raw little-endian bytes, row-major: what the task's file init kind reads."""
     flat = t.detach().cpu().contiguous().reshape(-1)
@@ -888,6 +938,7 @@ def _import_one(path, args, reference_source, src, mod, changed, phases):
         return raw, rec
 
     raw, rec = draw(42)
+    raw_values = [None if isinstance(x, torch.Tensor) else x for x in raw]
     tensor_pos = [i for i, x in enumerate(raw) if isinstance(x, torch.Tensor)]
     if not tensor_pos:
         raise Refused("get_inputs() returns no tensor")
@@ -1070,33 +1121,56 @@ def _import_one(path, args, reference_source, src, mod, changed, phases):
                            bound, flops_by_kind))
     phases.done("write")
 
-    # Self-verification: the C++ reference on the recorded inputs against the eager outputs. The
-    # device copies go first: the check runs in its own process and needs the GPU's memory.
-    eager = [o.cpu() for o in eager]
-    del call_args, dev_inputs, slot_values, traced
+    # Self-verification: the C++ reference (kernelevo-refcheck) against the Python model. Inputs that
+    # a formula can make are made on both sides (refcheck_values; no multi-GiB files), the others
+    # are files; the Python outputs on those inputs are compared at up to SAMPLE elements each.
+    del call_args, dev_inputs, slot_values, traced, wrapper, raw, eager, rec
+    for k, spec in enumerate(input_specs):
+        if generated(spec["init"], spec["dtype"][0], k) is not None:
+            spec["tensor"] = spec["tensor"].to("meta")  # made again for the check: frees the device
     if args.device_kind == "cuda":
         torch.cuda.empty_cache()
     if args.refcheck:
-        nbytes = sum(s["tensor"].numel() * s["tensor"].element_size() for s in input_specs if s["init"]["kind"] != "file")
-        nbytes += sum(o.numel() * o.element_size() for o in eager)
-        scratch = tempfile.mkdtemp(prefix="kb-verify-", dir=scratch_dir(args, nbytes))
+        scratch = tempfile.mkdtemp(prefix="kb-verify-", dir=scratch_dir(args, 0))
         try:
             manifest = {"library": args.library, "arg": os.path.join(tmp_dir, "model.pt"), "device": args.device_kind,
                         "inputs": [], "outputs": []}
+            check_args, slot_check = list(raw_values), []
             for k, s in enumerate(input_specs + slot_specs):
-                if s["init"]["kind"] == "file":
-                    f = os.path.join(tmp_dir, s["init"]["path"])
+                entry = {"dtype": s["dtype"][1], "shape": list(s["tensor"].shape)}
+                gen = generated(s["init"], s["dtype"][0], k)
+                if gen is not None:
+                    entry["generate"] = gen
+                    value = refcheck_values(gen, list(s["tensor"].shape), s["tensor"].dtype, device)
                 else:
-                    f = os.path.join(scratch, "in%d.bin" % k)
-                    write_raw(s["tensor"], f)
-                manifest["inputs"].append({"file": f, "dtype": s["dtype"][1], "shape": list(s["tensor"].shape)})
+                    if s["init"]["kind"] == "file":
+                        entry["file"] = os.path.join(tmp_dir, s["init"]["path"])
+                    else:
+                        entry["file"] = os.path.join(scratch, "in%d.bin" % k)
+                        write_raw(s["tensor"], entry["file"])
+                    value = s["tensor"]
+                manifest["inputs"].append(entry)
+                if "slot" in s:
+                    slot_check.append(value.to(device))
+                else:
+                    check_args[tensor_pos[k]] = value
+            with torch.no_grad(), swapped(model, list(zip([n for n, _ in slots], slot_check))):
+                expect = flat_outputs(model(*check_args))
+            del check_args, slot_check
             low = any(s["dtype"][0] in ("float16", "bfloat16") for s in input_specs + slot_specs) or \
-                any(o.dtype in (torch.float16, torch.bfloat16) for o in eager)
+                any(o.dtype in (torch.float16, torch.bfloat16) for o in expect)
             manifest["atol"] = manifest["rtol"] = 1e-2 if low else (atol or 1e-4)
-            for k, o in enumerate(eager):
+            for k, o in enumerate(expect):
                 f = os.path.join(scratch, "out%d.bin" % k)
-                write_raw(o, f)
-                manifest["outputs"].append({"file": f, "dtype": DTYPES[o.dtype][1], "shape": list(o.shape)})
+                stride = max(1, -(-o.numel() // SAMPLE))
+                write_raw(o.reshape(-1)[::stride], f)
+                manifest["outputs"].append({"file": f, "dtype": DTYPES[o.dtype][1], "shape": list(o.shape),
+                                            "stride": stride})
+            verify["compared"] = ["%d of %d" % (-(-o.numel() // m["stride"]), o.numel())
+                                  for o, m in zip(expect, manifest["outputs"])]
+            del expect
+            if args.device_kind == "cuda":
+                torch.cuda.empty_cache()
             mpath = os.path.join(scratch, "manifest.json")
             with open(mpath, "w") as f:
                 json.dump(manifest, f)
@@ -1121,7 +1195,7 @@ def _import_one(path, args, reference_source, src, mod, changed, phases):
     shutil.rmtree(out_dir, ignore_errors=True)
     os.replace(tmp_dir, out_dir)
     result.update({"status": "ok", "task": os.path.join(out_dir, "task.json"), "verify": verify,
-                   "inputs": len(input_specs), "parameters": len(slot_specs), "outputs": len(eager), "notes": notes,
+                   "inputs": len(input_specs), "parameters": len(slot_specs), "outputs": len(out_names), "notes": notes,
                    "tolerance": task["tolerance"], "flops": {"total": flops, "by_kind": flops_by_kind},
                    "phases": phases.seconds, "seconds": time.time() - t0})
     return result

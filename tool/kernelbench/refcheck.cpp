@@ -5,12 +5,18 @@
 //   {"ok": true, "max_abs_diff": 0, "outputs": [{"max_abs_diff": 0, "mismatches": 0}], "error": ""}
 // Usage: kernelevo-refcheck MANIFEST.json, where the manifest holds
 //   {"library": "ref.so", "arg": "model.pt", "device": "cpu"|"cuda", "atol": 1e-4, "rtol": 1e-4,
-//    "inputs":  [{"file": "x.bin", "dtype": 0, "shape": [2, 3]}, ...],
-//    "outputs": [{"file": "expected.bin", "dtype": 0, "shape": [2, 3]}, ...]}
-// It is torch-free itself (LibTorch comes with the reference library) and runs in its own process.
+//    "inputs":  [{"file": "x.bin", "dtype": 0, "shape": [2, 3]},
+//                {"generate": {"kind": "rand", "seed": 1}, "dtype": 0, "shape": [2, 3]}, ...],
+//    "outputs": [{"file": "expected.bin", "dtype": 0, "shape": [2, 3], "stride": 1}, ...]}
+// A generated input is made here by the formula the importer uses too (make_values; no multi-GiB
+// files); an output's file holds every stride-th element of the expected output, and those are
+// compared. It is torch-free itself (LibTorch comes with the reference library) and runs in its own
+// process, in strict fp32 (NVIDIA_TF32_OVERRIDE=0: the importer's Python runs with TF32 off).
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +25,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -78,10 +85,74 @@ double element(const char* p, int dtype, size_t i) {
     throw std::runtime_error("unknown dtype " + std::to_string(dtype));
 }
 
+// lowbias32 of an element index: the same integers as import_kernelbench.py's _hash32.
+uint32_t hash32(uint64_t i, int64_t seed) {
+    uint32_t x = static_cast<uint32_t>((i & 0xffffffffu) + ((i >> 32) + static_cast<uint64_t>(seed)) * 0x632BE5ABull);
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    return x ^ (x >> 16);
+}
+
+template <typename T>
+void put(char* p, size_t i, double v) {
+    T t = static_cast<T>(v);
+    std::memcpy(p + sizeof(T) * i, &t, sizeof(T));
+}
+
+// The importer's refcheck_values: rand u in [0, 1) (24 bits), randn (u - 1/2) * sqrt(12), randint
+// low + floor(u * (high - low)), ones, zeros; computed in double, converted to the dtype. On all cores.
+void make_values(const nlohmann::json& g, int dtype, char* p, size_t n) {
+    const std::string kind = g.at("kind").get<std::string>();
+    const int64_t seed = g.value("seed", int64_t{0}), low = g.value("low", int64_t{0}), high = g.value("high", int64_t{1});
+    auto value = [&](size_t i) {
+        if (kind == "ones") return 1.0;
+        if (kind == "zeros") return 0.0;
+        double u = static_cast<double>(hash32(i, seed) >> 8) * (1.0 / (1 << 24));
+        if (kind == "rand") return u;
+        if (kind == "randn") return (u - 0.5) * std::sqrt(12.0);
+        if (kind == "randint") return std::floor(u * static_cast<double>(high - low)) + static_cast<double>(low);
+        throw std::runtime_error("unknown generated kind " + kind);
+    };
+    value(0);  // an unknown kind throws here, not in a thread
+    auto fill = [&](size_t a, size_t b) {
+        for (size_t i = a; i < b; ++i) {
+            double v = value(i);
+            switch (dtype) {
+                case KEVO_FLOAT32: put<float>(p, i, v); break;
+                case KEVO_FLOAT64: put<double>(p, i, v); break;
+                case KEVO_INT32: put<int32_t>(p, i, v); break;
+                case KEVO_INT64: put<int64_t>(p, i, v); break;
+                case KEVO_BOOL: p[i] = v != 0; break;
+                case KEVO_INT8: put<int8_t>(p, i, v); break;
+                case KEVO_UINT8: put<uint8_t>(p, i, v); break;
+                default: throw std::runtime_error("no generated inputs of dtype " + std::to_string(dtype));
+            }
+        }
+    };
+    if (n < (1u << 20)) return fill(0, n);
+    const size_t threads = std::max(1u, std::min(64u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    std::vector<std::string> errors(threads);
+    for (size_t t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            try {
+                fill(n * t / threads, n * (t + 1) / threads);
+            } catch (const std::exception& e) {
+                errors[t] = e.what();
+            }
+        });
+    for (auto& th : pool) th.join();
+    for (const auto& e : errors)
+        if (!e.empty()) throw std::runtime_error(e);
+}
+
 void check_cuda(cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
+// An input (load: from its file or generated), or an output's device buffer (cuda) or host buffer.
 Buffer make(const nlohmann::json& spec, bool cuda, bool load) {
     Buffer b;
     b.t.dtype = spec.at("dtype").get<int32_t>();
@@ -96,10 +167,20 @@ Buffer make(const nlohmann::json& spec, bool cuda, bool load) {
         n *= static_cast<size_t>(b.t.sizes[d]);
     }
     size_t bytes = n * static_cast<size_t>(kevo_dtype_size(b.t.dtype));
-    b.host = load ? read_bytes(spec.at("file").get<std::string>(), bytes) : std::vector<char>(bytes);
+    if (load && spec.contains("generate")) {
+        b.host.resize(bytes);
+        make_values(spec.at("generate"), b.t.dtype, b.host.data(), n);
+    } else if (load) {
+        b.host = read_bytes(spec.at("file").get<std::string>(), bytes);
+    } else if (!cuda) {
+        b.host.resize(bytes);
+    }
     if (cuda) {
         check_cuda(cudaMalloc(&b.device, bytes ? bytes : 1), "cudaMalloc");
-        if (load) check_cuda(cudaMemcpy(b.device, b.host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+        if (load) {
+            check_cuda(cudaMemcpy(b.device, b.host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+            std::vector<char>().swap(b.host);  // on the device now
+        }
         b.t.data = b.device;
     } else {
         b.t.data = b.host.data();
@@ -125,10 +206,18 @@ nlohmann::json run(const nlohmann::json& m) {
         if (setup(m.at("arg").get<std::string>().c_str()) != 0) throw std::runtime_error(std::string("setup: ") + error());
     }
     std::vector<Buffer> in, out, expect;
+    std::vector<size_t> strides;
     for (const auto& s : m.at("inputs")) in.push_back(make(s, cuda, true));
     for (const auto& s : m.at("outputs")) {
         out.push_back(make(s, cuda, false));
-        expect.push_back(make(s, false, true));
+        // The expected file holds every stride-th element.
+        strides.push_back(std::max<size_t>(1, s.value("stride", size_t{1})));
+        size_t n = 1;
+        for (const auto& d : s.at("shape")) n *= d.get<size_t>();
+        size_t count = (n + strides.back() - 1) / strides.back();
+        nlohmann::json sampled = s;
+        sampled["shape"] = {count};
+        expect.push_back(make(sampled, false, true));
     }
     std::vector<kevo_tensor> tin, tout;
     for (auto& b : in) tin.push_back(b.t);
@@ -137,8 +226,33 @@ nlohmann::json run(const nlohmann::json& m) {
         throw std::runtime_error(std::string("the reference failed: ") + error());
     if (cuda) {
         check_cuda(cudaDeviceSynchronize(), "the reference's kernels");
-        for (auto& b : out)
-            check_cuda(cudaMemcpy(b.host.data(), b.device, b.host.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+        // Only the compared elements are kept: the output comes back in chunks of up to 256 MiB
+        // (a multi-GiB output needs no host copy of its size).
+        for (size_t o = 0; o < out.size(); ++o) {
+            const size_t esz = static_cast<size_t>(kevo_dtype_size(out[o].t.dtype)), st = strides[o];
+            const size_t count = expect[o].host.size() / esz;
+            size_t n = 1;
+            for (int d = 0; d < out[o].t.ndim; ++d) n *= static_cast<size_t>(out[o].t.sizes[d]);
+            out[o].host.resize(count * esz);
+            const size_t per = std::max<size_t>(1, (size_t{256} << 20) / (esz * st)) * st;  // elements per chunk
+            std::vector<char> chunk(std::min(n, per) * esz);
+            for (size_t a = 0, k = 0; a < n; a += per) {
+                const size_t len = std::min(per, n - a);
+                check_cuda(cudaMemcpy(chunk.data(), static_cast<char*>(out[o].device) + a * esz, len * esz,
+                                      cudaMemcpyDeviceToHost),
+                           "cudaMemcpy");
+                for (size_t i = 0; i < len && k < count; i += st, ++k)
+                    std::memcpy(out[o].host.data() + k * esz, chunk.data() + i * esz, esz);
+            }
+        }
+    } else {
+        for (size_t o = 0; o < out.size(); ++o) {  // keep every stride-th element, in place
+            const size_t esz = static_cast<size_t>(kevo_dtype_size(out[o].t.dtype));
+            const size_t count = expect[o].host.size() / esz;
+            for (size_t i = 1; i < count; ++i)
+                std::memcpy(out[o].host.data() + i * esz, out[o].host.data() + i * strides[o] * esz, esz);
+            out[o].host.resize(count * esz);
+        }
     }
     nlohmann::json res{{"ok", true}, {"max_abs_diff", 0.0}, {"outputs", nlohmann::json::array()}, {"error", ""}};
     double worst = 0;
@@ -163,7 +277,8 @@ nlohmann::json run(const nlohmann::json& m) {
         if (bad) {
             res["ok"] = false;
             std::ostringstream ss;
-            ss << "output " << o << ": " << bad << " of " << n << " elements differ (first at flat index " << first
+            ss << "output " << o << ": " << bad << " of " << n << " compared elements differ (first at flat index "
+               << first * strides[o]
                << ": C++ " << element(out[o].host.data(), dt, first) << ", Python " << element(expect[o].host.data(), dt, first)
                << "; max |diff| " << md << ")";
             if (res["error"].get<std::string>().empty()) res["error"] = ss.str();
@@ -182,6 +297,8 @@ int main(int argc, char** argv) {
         std::cerr << "usage: kernelevo-refcheck MANIFEST.json  (see tool/kernelbench/refcheck.cpp)\n";
         return 2;
     }
+    // Strict fp32 in cuBLAS and cuDNN (before the reference library loads them).
+    setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
     nlohmann::json res;
     try {
         std::ifstream f(argv[1]);
