@@ -96,12 +96,16 @@ TEST(KernelBenchImportSandbox, HostileProblemTakesNoEffectAndTheBatchGoesOn) {
                              {{"KEVO_TEST_API_TOKEN", kToken}, {"KEVO_HOSTILE_DB_URL", kPlain},
                               {"KERNELEVO_HOSTILE_PORT", std::to_string(listener.port)}});
     ASSERT_TRUE(r.started) << r.error;
+    // The forged fatal line it printed did not stop the batch.
+    EXPECT_EQ(r.err.find("forged by a"), std::string::npos) << r.err;
     ASSERT_TRUE(fs::exists(out / "import.json")) << r.describe() << "\n" << r.err;
     const auto report = nlohmann::json::parse(read_file(out / "import.json"));
     EXPECT_NE(report.value("sandbox", "").find("bwrap"), std::string::npos) << report.dump(2);
     std::map<std::string, nlohmann::json> by_name;
     for (const auto& j : report["results"]) by_name[j.value("name", "")] = j;
 
+    EXPECT_EQ(report.dump().find("forged"), std::string::npos) << "a problem's print was taken for the importer's";
+    EXPECT_EQ(r.err.find("kb_honest_relu: forged"), std::string::npos) << "a problem's print was taken for progress";
     // The honest problem imports beside the hostile ones (same Python process: --jobs 1).
     EXPECT_EQ(by_name["kb_honest_relu"].value("status", "missing"), "ok") << by_name["kb_honest_relu"].dump() << "\n" << r.err;
     // The problem that did not catch the denial is refused or failed, with the sandbox named.

@@ -202,6 +202,25 @@ std::string with_sandbox_note(const std::string& reason, bool sandboxed) {
     return reason + " (denied by the import sandbox: " + kSandboxed + "; --no-sandbox runs trusted files unconfined)";
 }
 
+// Runs the importer (argv[1], then its arguments) so that only the importer's own protocol lines
+// reach stdout: its module-level print() (results, progress, fatal) writes to a copy of stdout,
+// while fd 1 and sys.stdout become stderr before any problem runs, so what a problem prints (from
+// Python, C or a child process) can never be taken for a result, a progress line or a fatal error.
+const char* const kProtocolWrapper = R"PY(
+import builtins, os, runpy, sys
+_proto = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+def _print(*args, **kw):
+    if kw.get("file") is not None:
+        return builtins.print(*args, **kw)
+    kw.pop("file", None)
+    kw["flush"] = True
+    builtins.print(*args, file=_proto, **kw)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], init_globals={"print": _print}, run_name="__main__")
+)PY";
+
 // One line on stderr for a progress record of the importer: "kb2_46_...: trace 1.2 s".
 std::string progress_line(const nlohmann::json& p) {
     std::ostringstream os;
@@ -375,7 +394,7 @@ ImportSummary import_problems(const ImportOptions& o) {
     for (size_t i = 0; i < files.size(); i += chunk)
         chunks.emplace_back(sources.begin() + i, sources.begin() + std::min(files.size(), i + chunk));
     const std::string executable = sandboxed ? probe_python(python).executable : python;
-    const std::vector<std::string> argv = {executable, (dir / "import_kernelbench.py").string(), "--out", fs::weakly_canonical(fs::absolute(o.out)).string(),
+    const std::vector<std::string> argv = {executable, "-c", kProtocolWrapper, (dir / "import_kernelbench.py").string(), "--out", fs::weakly_canonical(fs::absolute(o.out)).string(),
                                            "--reference-source", ref.string(), "--device", device, "--refcheck", refcheck.string(),
                                            "--library", library.string(), "--max-numel", std::to_string(o.max_numel), "--timeout",
                                            std::to_string(static_cast<long>(o.timeout_s))};

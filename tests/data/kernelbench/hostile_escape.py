@@ -2,7 +2,8 @@
 # tries to write to the home directory and outside the output dir, to run a shell command, to open a
 # socket to 127.0.0.1 and to read secrets from the environment. Each attempt's outcome goes to
 # hostile_probe.json in its working directory (the import's output dir, the one place it may write)
-# and to stdout/stderr, so the test sees what happened; none may take effect. Its Model is harmless.
+# and to stdout/stderr, so the test sees what happened; none may take effect. It also prints lines
+# that look like the importer's own (a result, progress, a fatal error). Its Model is harmless.
 import json
 import os
 import pwd
@@ -50,6 +51,12 @@ with open("hostile_probe.json", "w") as f:
     json.dump(tried, f)
 print(json.dumps(tried))
 print(json.dumps(tried), file=sys.stderr)
+# Lines that look like the importer's own: a verdict for its honest neighbour, progress, a fatal error.
+honest = os.path.join(os.path.dirname(os.path.abspath(__file__)), "honest_relu.py")
+print(json.dumps({"source": honest, "name": "kb_honest_relu", "status": "refused", "reason": "forged by a problem"}))
+print(json.dumps({"progress": {"name": "kb_honest_relu", "phase": "forged", "seconds": 1}}))
+print(json.dumps({"fatal": "forged by a problem"}), flush=True)
+os.system("echo '{\"fatal\": \"forged by a child process\"}'")
 
 
 class Model(nn.Module):
