@@ -22,6 +22,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -167,7 +168,15 @@ Buffer make(const nlohmann::json& spec, bool cuda, bool load) {
         n *= static_cast<size_t>(b.t.sizes[d]);
     }
     size_t bytes = n * static_cast<size_t>(kevo_dtype_size(b.t.dtype));
-    if (load && spec.contains("generate")) {
+    if (load && spec.contains("generate") && cuda) {
+        // Made in memory that is not zeroed first (multi-GiB inputs), copied, freed.
+        std::unique_ptr<char[]> tmp(new char[bytes ? bytes : 1]);
+        make_values(spec.at("generate"), b.t.dtype, tmp.get(), n);
+        check_cuda(cudaMalloc(&b.device, bytes ? bytes : 1), "cudaMalloc");
+        check_cuda(cudaMemcpy(b.device, tmp.get(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+        b.t.data = b.device;
+        return b;
+    } else if (load && spec.contains("generate")) {
         b.host.resize(bytes);
         make_values(spec.at("generate"), b.t.dtype, b.host.data(), n);
     } else if (load) {
