@@ -953,14 +953,17 @@ def _import_one(path, args, reference_source, src, mod, changed, phases):
         # On the GPU, get_inputs() draws there directly (drawing multi-GiB inputs on the CPU and
         # copying them took most of an import); the values differ from KernelBench's CPU draws, the
         # distribution does not, and an input stored as a file is the tensor that was used.
-        rec = Recorder(device if args.device_kind == "cuda" else None)
-        torch.manual_seed(seed)
-        with rec.active():
-            try:
-                raw = list(mod.get_inputs())
-            except Exception as e:
-                raise (ShrinkRefused if shrunk_note else Refused)("get_inputs() failed%s: %s: %s" % (shrunk_note, type(e).__name__, one_line(e)))
-        return raw, rec
+        for where in ([device, None] if args.device_kind == "cuda" else [None]):
+            rec = Recorder(where)
+            torch.manual_seed(seed)
+            with rec.active():
+                try:
+                    return list(mod.get_inputs()), rec
+                except Exception as e:
+                    # Drawn on the GPU, a tensor may meet one made on the CPU (torch.arange): on the CPU then.
+                    failure = e
+        e = failure
+        raise (ShrinkRefused if shrunk_note else Refused)("get_inputs() failed%s: %s: %s" % (shrunk_note, type(e).__name__, one_line(e)))
 
     raw, rec = draw(42)
     raw_values = [None if isinstance(x, torch.Tensor) else x for x in raw]
@@ -1152,6 +1155,7 @@ def _import_one(path, args, reference_source, src, mod, changed, phases):
     # a formula can make are made on both sides (refcheck_values; no multi-GiB files), the others
     # are files; the Python outputs on those inputs are compared at up to SAMPLE elements each.
     del call_args, dev_inputs, slot_values, traced, wrapper, raw, eager, rec
+    x = o = None  # loop variables above that held the last input and output
     for k, spec in enumerate(input_specs):
         if generated(spec["init"], spec["dtype"][0], k) is not None:
             spec["tensor"] = spec["tensor"].to("meta")  # made again for the check: frees the device
