@@ -167,7 +167,7 @@ Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vec
                          "namespaces, or pass --no-sandbox to run the problem files with your own rights (unsafe: only for "
                          "files you trust)");
     SandboxPolicy policy;
-    policy.workdir = fs::weakly_canonical(fs::absolute(o.out));
+    policy.workdir = fs::weakly_canonical(fs::absolute(o.out));  // as import_problems gives it to the Python
     policy.gpu = gpu;
     std::string pythonpath;
     for (const auto& p : py.import_path) {
@@ -361,6 +361,7 @@ ImportSummary import_problems(const ImportOptions& o) {
 
     // The sandbox: what the Python must see (read-only) besides the system and its own installation.
     const bool gpu = device == "cuda";
+    const fs::path out_dir = fs::weakly_canonical(fs::absolute(o.out));  // bound at its real place
     std::vector<fs::path> sources;  // each problem as the Python is given it: its real path, bound there
     for (const auto& f : files) sources.push_back(fs::weakly_canonical(fs::absolute(f)));
     const fs::path refcheck = fs::weakly_canonical(refcheck_path());
@@ -387,15 +388,19 @@ ImportSummary import_problems(const ImportOptions& o) {
 
     // Python workers, a few problems each, `jobs` at a time.
     int jobs = o.jobs > 0 ? o.jobs : std::max(1, std::min(4, static_cast<int>(std::thread::hardware_concurrency())));
-    // Under the GPU lock the workers would only take turns: one, with fewer Python start-ups.
-    if (lock_dev && lock_dev->present) jobs = 1;
     size_t chunk = std::clamp<size_t>((files.size() + jobs * 4 - 1) / (jobs * 4), 1, 8);
+    // Under the GPU lock the workers would only take turns: one, with up to 8 problems per Python
+    // (one start of Python, torch and CUDA for them instead of one each).
+    if (lock_dev && lock_dev->present) {
+        jobs = 1;
+        chunk = std::clamp<size_t>(files.size(), 1, 8);
+    }
     std::vector<std::vector<std::string>> chunks;
     for (size_t i = 0; i < files.size(); i += chunk)
         chunks.emplace_back(sources.begin() + i, sources.begin() + std::min(files.size(), i + chunk));
     const std::string executable = sandboxed ? probe_python(python).executable : python;
-    const std::vector<std::string> argv = {executable, "-c", kProtocolWrapper, (dir / "import_kernelbench.py").string(), "--out", fs::weakly_canonical(fs::absolute(o.out)).string(),
-                                           "--reference-source", ref.string(), "--device", device, "--refcheck", refcheck.string(),
+    const std::vector<std::string> argv = {executable, "-c", kProtocolWrapper, (dir / "import_kernelbench.py").string(), "--out", out_dir.string(),
+                                           "--reference-source", (out_dir / kReferenceName).string(), "--device", device, "--refcheck", refcheck.string(),
                                            "--library", library.string(), "--max-numel", std::to_string(o.max_numel), "--timeout",
                                            std::to_string(static_cast<long>(o.timeout_s))};
     std::vector<std::string> scratch;
@@ -505,7 +510,12 @@ ImportSummary import_problems(const ImportOptions& o) {
     }
     finished.notify_all();
     heartbeat.join();
-    if (!fatal.empty()) throw UsageError(fatal);
+    // The probe saw CUDA outside the sandbox; a Python that loses it inside lacks a device node there.
+    if (!fatal.empty())
+        throw UsageError(fatal + (sandboxed && gpu ? " (inside the import sandbox, which shows the GPU's /dev/nvidia* nodes; "
+                                                     "the same Python saw the GPU outside it: --no-sandbox tells whether the "
+                                                     "sandbox is the cause)"
+                                                   : ""));
 
     ImportSummary s;
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
