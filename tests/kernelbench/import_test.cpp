@@ -3,6 +3,7 @@
 // hold what KernelBench's model holds, and problems that cannot be imported are refused with a reason.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <unistd.h>
@@ -210,6 +211,11 @@ const DirectImport& direct_import() {
         std::error_code ec;
         fs::remove_all(d.out, ec);
         fs::create_directories(d.out);
+        static fs::path remove_at_exit = d.out;  // one folder per test process: gone when it ends
+        std::atexit([] {
+            std::error_code e;
+            fs::remove_all(remove_at_exit, e);
+        });
         std::string python = "/usr/bin/python3";
         for (const char* cand : {"python3", "/usr/bin/python3"}) {
             ProcessOptions probe;
