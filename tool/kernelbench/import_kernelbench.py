@@ -9,10 +9,15 @@ For each problem FILE.py (class Model(nn.Module), get_inputs(), get_init_inputs(
     an input computed from random values is stored as a fixed tensor file instead;
   - traces the computation with torch.jit over a functional wrapper whose inputs are the problem's
     inputs followed by the model's parameters and buffers, and saves it as model.pt;
-  - writes the parameters and buffers as raw tensor files (init kind "file"), and task.json;
-  - verifies itself: the traced graph against the eager model on a second draw of inputs, then the
-    C++ generic reference (kernelevo-refcheck on the built reference library) against the eager
-    outputs on the recorded inputs.
+  - writes the parameters and buffers as raw tensor files (init kind "file"), task.json, problem.py
+    and graph.py (the traced forward, arguments named as the task's inputs; reference.show lists both);
+  - names dimensions by role (each module constant varied on the meta device), measures the model's
+    own error (fp32 vs fp64, TF32 off) for the task's tolerance, counts conv/matmul FLOPs;
+  - verifies itself: the trace on a second draw of inputs when it may depend on values, then the
+    C++ generic reference (kernelevo-refcheck on the built reference library) against the Python
+    model on inputs both sides make by one formula (no multi-GiB files), at up to 2^24 elements
+    per output.
+Prints a progress line per phase ({"progress": {"name", "phase", "seconds"}}) on stdout.
 Refusals (data-dependent control flow, randomness in forward, BatchNorm in training mode,
 unsupported dtypes, ...) get a one-line reason and the batch goes on.
 
