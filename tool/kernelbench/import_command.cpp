@@ -255,7 +255,14 @@ PythonRun run_python(const std::vector<std::string>& argv, const std::vector<std
     po.max_address_space = max_as;
     po.max_open_files = 4096;
     PythonRun run;
-    Subprocess proc(po);
+    std::optional<Subprocess> started;
+    try {
+        started.emplace(po);
+    } catch (const std::exception& e) {  // in a worker thread: a reason, never an escaping exception
+        run.exit = std::string("could not start: ") + e.what();
+        return run;
+    }
+    Subprocess& proc = *started;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     for (std::string line;;) {
         double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
