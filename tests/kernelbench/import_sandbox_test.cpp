@@ -91,7 +91,8 @@ TEST(KernelBenchImportSandbox, HostileProblemTakesNoEffectAndTheBatchGoesOn) {
     Listener listener;
     ASSERT_GT(listener.port, 0);
     const fs::path dir = kbtest::problems();
-    ProcessResult r = import({(dir / "hostile_escape.py").string(), (dir / "hostile_denied.py").string(), (dir / "honest_relu.py").string(),
+    ProcessResult r = import({(dir / "hostile_escape.py").string(), (dir / "hostile_denied.py").string(),
+                              (dir / "hostile_network.py").string(), (dir / "honest_relu.py").string(),
                               "--out", out.string(), "--jobs", "1", "--max-numel", "4096"},
                              {{"KEVO_TEST_API_TOKEN", kToken}, {"KEVO_HOSTILE_DB_URL", kPlain},
                               {"KERNELEVO_HOSTILE_PORT", std::to_string(listener.port)}});
@@ -108,11 +109,16 @@ TEST(KernelBenchImportSandbox, HostileProblemTakesNoEffectAndTheBatchGoesOn) {
     EXPECT_EQ(r.err.find("kb_honest_relu: forged"), std::string::npos) << "a problem's print was taken for progress";
     // The honest problem imports beside the hostile ones (same Python process: --jobs 1).
     EXPECT_EQ(by_name["kb_honest_relu"].value("status", "missing"), "ok") << by_name["kb_honest_relu"].dump() << "\n" << r.err;
-    // The problem that did not catch the denial is refused or failed, with the sandbox named.
+    // The problems that did not catch the denial are refused, with what they tried and the sandbox named.
     const auto& denied = by_name["kb_hostile_denied"];
-    EXPECT_NE(denied.value("status", "missing"), "ok") << denied.dump();
+    EXPECT_EQ(denied.value("status", "missing"), "refused") << denied.dump();
     EXPECT_NE(denied.value("reason", "").find("denied by the import sandbox"), std::string::npos) << denied.dump();
     EXPECT_NE(denied.value("reason", "").find("kevo_hostile_denied_marker"), std::string::npos) << denied.dump();
+    EXPECT_NE(denied.value("reason", "").find("home directory"), std::string::npos) << denied.dump();
+    const auto& network = by_name["kb_hostile_network"];
+    EXPECT_EQ(network.value("status", "missing"), "refused") << network.dump();
+    EXPECT_NE(network.value("reason", "").find("tried to use the network"), std::string::npos) << network.dump();
+    EXPECT_NE(network.value("reason", "").find("--no-sandbox"), std::string::npos) << network.dump();
 
     // Nothing the hostile problem aimed at exists outside.
     for (const auto& t : escape_targets()) EXPECT_FALSE(fs::exists(t)) << t << " was written by a problem file";
@@ -126,6 +132,8 @@ TEST(KernelBenchImportSandbox, HostileProblemTakesNoEffectAndTheBatchGoesOn) {
     EXPECT_NE(probe.value("socket", ""), "done") << probe.dump();
     EXPECT_NE(probe.value("problem_file", ""), "done") << "the problem file is writable: " << probe.dump();
     EXPECT_NE(probe.value("home_passwd", ""), "done") << probe.dump();
+    EXPECT_NE(probe.value("beside_problem", ""), "done") << "the folders holding the binds are writable: " << probe.dump();
+    EXPECT_NE(probe.value("root", ""), "done") << "the sandbox's root is writable: " << probe.dump();
     EXPECT_TRUE(probe["secret_token"].is_null()) << "secret visible";
     EXPECT_TRUE(probe["secret_plain"].is_null()) << "a variable outside the allowlist is visible";
     EXPECT_NE(probe.value("home", ""), std::string(std::getenv("HOME") ? std::getenv("HOME") : "")) << "the real HOME";

@@ -20,6 +20,7 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "kernelbench/kernelbench.h"
+#include "reference/internal/torch_config.h"
 #include "reference/reference.h"
 #include "sandbox/sandbox.h"
 #include "task/task.h"
@@ -143,7 +144,12 @@ struct Confinement {
     std::vector<std::string> prefix;
     std::optional<std::map<std::string, std::string>> env;
     std::string label;  // for import.json and the first line: "bwrap (no network, ...)" or "off (--no-sandbox)"
+    fs::path library;   // the reference library as the Python (and refcheck) sees it
 };
+
+// Where the sandbox shows the reference library's folder: it is built under the user's cache
+// (~/.cache/kernelevo), and a bind at its real place would make the home directory's path appear.
+const char* const kLibraryMount = "/run/kernelevo-reference";
 
 const char* const kSandboxed =
     "no network, writes only to the output dir and a private /tmp, no home directory, allowlisted environment, "
@@ -154,8 +160,10 @@ const char* const kSandboxed =
 // installation and its import path, the importer's files, kernelevo-refcheck and the reference
 // library it loads, the problem files; writable: the output dir (the tasks) and a private /tmp
 // (the verification tensors: --scratch /tmp; /dev/shm is the sandbox's own too).
-Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vector<fs::path>& readable, bool gpu) {
+Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vector<fs::path>& readable, const fs::path& library,
+                     bool gpu) {
     Confinement c;
+    c.library = library;
     if (o.no_sandbox || sandbox_mode() == SandboxMode::off) {
         c.label = o.no_sandbox ? "off (--no-sandbox)" : "off (--sandbox off)";
         return c;
@@ -177,8 +185,18 @@ Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vec
     policy.read_only.insert(policy.read_only.end(), py.prefixes.begin(), py.prefixes.end());
     policy.read_only.push_back(fs::path(py.executable).parent_path());
     policy.read_only.insert(policy.read_only.end(), readable.begin(), readable.end());
+    // LibTorch, which the reference library loads (pip's torch/lib lies in the import path already).
+    if (!torch_config().libdir.empty()) policy.read_only.push_back(torch_config().libdir);
     c.prefix = sandbox_prefix(policy);
-    if (c.prefix.empty()) throw UsageError("the import sandbox could not be set up (bwrap: " + l.bwrap + ")");
+    if (c.prefix.empty() || c.prefix.back() != "--")
+        throw UsageError("the import sandbox could not be set up (bwrap: " + l.bwrap + ")");
+    c.prefix.pop_back();
+    c.library = fs::path(kLibraryMount) / library.filename();
+    c.prefix.insert(c.prefix.end(), {"--ro-bind", library.parent_path().string(), kLibraryMount});
+    // The new root is a tmpfs in which bwrap made the folders leading to each bind (/home/USER/...
+    // for a Python installed there): read-only, so the only writable places are the output dir and
+    // the sandbox's own /tmp, /run and /dev/shm (separate mounts, gone with it).
+    c.prefix.insert(c.prefix.end(), {"--remount-ro", "/", "--"});
     // HOME in the private /tmp (bwrap sets it to the work dir): nothing of a problem's lands beside the tasks.
     c.prefix.insert(c.prefix.end(), {"/usr/bin/env", "HOME=/tmp"});
     c.env = sandbox_environment({{"PYTHONPATH", pythonpath},
@@ -193,13 +211,31 @@ Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vec
 }
 
 // A problem stopped by the sandbox (a write outside the output dir, a socket, a home directory)
-// says so beside Python's own error, so the user knows why and what the opt-out is.
-std::string with_sandbox_note(const std::string& reason, bool sandboxed) {
-    static const std::regex denial(
-        "Read-only file system|Permission denied|Operation not permitted|Network is unreachable|"
-        "Name or service not known|Temporary failure in name resolution|No such file or directory: '/(root|home)/");
-    if (!sandboxed || !std::regex_search(reason, denial)) return reason;
-    return reason + " (denied by the import sandbox: " + kSandboxed + "; --no-sandbox runs trusted files unconfined)";
+// cannot be imported faithfully here: it is refused, and its reason says what it tried beside
+// Python's own error, and what the opt-out is. Without the sandbox the reason stays as it is.
+struct Denial {
+    std::regex error;
+    const char* what;
+};
+
+void note_sandbox_denial(nlohmann::json& result, bool sandboxed) {
+    if (!sandboxed || result.value("status", "") == "ok" || !result.contains("reason") || !result["reason"].is_string()) return;
+    static const std::vector<Denial> denials = {
+        {std::regex("Network is unreachable|Connection refused|Name or service not known|Temporary failure in name resolution|"
+                    "No address associated with hostname|getaddrinfo|urlopen error|Address family not supported"),
+         "the problem tried to use the network, which the sandbox does not have"},
+        {std::regex("Read-only file system"), "the problem tried to write outside the output dir"},
+        {std::regex("No such file or directory: '/(root|home)/"), "the problem reached for a home directory, which the sandbox does not show"},
+        {std::regex("Permission denied|Operation not permitted"), "the problem tried something the sandbox does not permit"},
+    };
+    const std::string reason = result["reason"].get<std::string>();
+    for (const auto& d : denials) {
+        if (!std::regex_search(reason, d.error)) continue;
+        result["status"] = "refused";
+        result["reason"] = reason + " [" + d.what + ": denied by the import sandbox (" + kSandboxed +
+                           "); --no-sandbox runs files you trust unconfined]";
+        return;
+    }
 }
 
 // Runs the importer (argv[1], then its arguments) so that only the importer's own protocol lines
@@ -253,6 +289,8 @@ PythonRun run_python(const std::vector<std::string>& argv, const std::vector<std
     po.exact_env = conf.env;
     po.max_file_bytes = 64L << 30;  // model weights and verification tensors can be many GiB
     po.max_address_space = max_as;
+    // CPU time: a backstop behind the wall-clock deadline below (all of PyTorch's threads count).
+    po.max_cpu_s = static_cast<long>(timeout_s) * std::max(1u, std::thread::hardware_concurrency());
     po.max_open_files = 4096;
     PythonRun run;
     std::optional<Subprocess> started;
@@ -373,9 +411,9 @@ ImportSummary import_problems(const ImportOptions& o) {
     for (const auto& f : files) sources.push_back(fs::weakly_canonical(fs::absolute(f)));
     const fs::path refcheck = fs::weakly_canonical(refcheck_path());
     const fs::path library = fs::weakly_canonical(rb.library);
-    std::vector<fs::path> readable = {dir, refcheck, library.parent_path()};
+    std::vector<fs::path> readable = {dir, refcheck};
     readable.insert(readable.end(), sources.begin(), sources.end());
-    const Confinement conf = confine(o, probe_python(python), readable, gpu);
+    const Confinement conf = confine(o, probe_python(python), readable, library, gpu);
     const bool sandboxed = !conf.prefix.empty();
     if (!sandboxed)
         std::cerr << "kernelevo: warning: the import sandbox is " << conf.label
@@ -408,7 +446,7 @@ ImportSummary import_problems(const ImportOptions& o) {
     const std::string executable = sandboxed ? probe_python(python).executable : python;
     const std::vector<std::string> argv = {executable, "-c", kProtocolWrapper, (dir / "import_kernelbench.py").string(), "--out", out_dir.string(),
                                            "--reference-source", (out_dir / kReferenceName).string(), "--device", device, "--refcheck", refcheck.string(),
-                                           "--library", library.string(), "--max-numel", std::to_string(o.max_numel), "--timeout",
+                                           "--library", conf.library.string(), "--max-numel", std::to_string(o.max_numel), "--timeout",
                                            std::to_string(static_cast<long>(o.timeout_s))};
     std::vector<std::string> scratch;
     if (sandboxed) scratch = {"--scratch", "/tmp"};  // the sandbox's private tmpfs, gone with it
@@ -466,8 +504,7 @@ ImportSummary import_problems(const ImportOptions& o) {
                     j = {{"source", src}, {"name", problem_task_name(src)}, {"status", "failed"},
                          {"reason", "the importer stopped before this problem (" + r.exit + ")"}};
                 }
-                if (j.value("status", "") != "ok" && j.contains("reason") && j["reason"].is_string())
-                    j["reason"] = with_sandbox_note(j["reason"].get<std::string>(), sandboxed);
+                note_sandbox_denial(j, sandboxed);
                 // The task must also load as a task (file sizes, names, shapes).
                 if (j.value("status", "") == "ok") {
                     try {

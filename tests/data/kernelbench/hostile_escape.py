@@ -41,6 +41,9 @@ attempt("home_passwd", lambda: write(os.path.join(pwd.getpwuid(os.getuid()).pw_d
 attempt("var_tmp", lambda: write("/var/tmp/" + MARK))
 attempt("tmp", lambda: write("/tmp/" + MARK))
 attempt("beside_out", lambda: write(os.path.join(os.getcwd(), "..", MARK)))
+# Beside the problem file and at the root: folders that exist in the sandbox only to hold its binds.
+attempt("beside_problem", lambda: write(os.path.join(os.path.dirname(os.path.abspath(__file__)), MARK)))
+attempt("root", lambda: write("/" + MARK))
 attempt("problem_file", lambda: open(os.path.abspath(__file__) if "__file__" in globals() else "/nonexistent", "a").close())
 tried["system"] = os.system("touch /tmp/%s.system /var/tmp/%s.system" % (MARK, MARK))
 attempt("socket", connect)
