@@ -58,11 +58,13 @@ n=$(grep -c '^kernelevo:   .*: .* s$' "$out/import.log")
 
 echo "== 2. hostile problems beside an honest one, on the GPU ($(date +%T))"
 mark=kevo_hostile_marker
-targets=("$HOME/$mark" "$HOME/kevo_hostile_denied_marker" /tmp/$mark /tmp/$mark.system /var/tmp/$mark /var/tmp/$mark.system "$out/$mark")
-rm -f "${targets[@]}"
 d=tests/data/kernelbench
+targets=("$HOME/$mark" "$HOME/kevo_hostile_denied_marker" /tmp/$mark /tmp/$mark.system /var/tmp/$mark /var/tmp/$mark.system "$out/$mark"
+         "/$mark" "$d/$mark")
+rm -f "${targets[@]}"
 KEVO_TEST_API_TOKEN=kevo-gpu-token-91c KEVO_HOSTILE_DB_URL=postgres://kevo:pw-3d@db \
-  "$ke" import kernelbench "$d/hostile_escape.py" "$d/hostile_denied.py" "$d/honest_relu.py" --out "$out/hostile" --jobs 1 \
+  "$ke" import kernelbench "$d/hostile_escape.py" "$d/hostile_denied.py" "$d/hostile_network.py" "$d/honest_relu.py" \
+  --out "$out/hostile" --jobs 1 \
   > "$out/hostile.log" 2>&1
 echo "import exit $?"; grep -v '^kernelevo:   ' "$out/hostile.log" | tail -5
 for t in "${targets[@]}"; do [ -e "$t" ] && fail "$t was written by a problem file"; done
@@ -72,9 +74,13 @@ import json, sys
 r = {p["name"]: p for p in json.load(open(sys.argv[1] + "/import.json"))["results"]}
 probe = json.load(open(sys.argv[1] + "/hostile_probe.json"))
 print("  hostile saw:", json.dumps(probe))
-ok = r["kb_honest_relu"]["status"] == "ok" and "denied by the import sandbox" in r["kb_hostile_denied"].get("reason", "") \
-    and probe["socket"] != "done" and probe["secret_token"] is None and probe["secret_plain"] is None
-print(("PASS" if ok else "FAIL") + ": honest %s; denied: %s" % (r["kb_honest_relu"]["status"], r["kb_hostile_denied"].get("reason", "")))
+ok = r["kb_honest_relu"]["status"] == "ok" and r["kb_hostile_denied"]["status"] == "refused" \
+    and "denied by the import sandbox" in r["kb_hostile_denied"].get("reason", "") \
+    and "tried to use the network" in r["kb_hostile_network"].get("reason", "") \
+    and all(probe.get(k) != "done" for k in ("socket", "home_passwd", "beside_problem", "root", "problem_file")) \
+    and probe["secret_token"] is None and probe["secret_plain"] is None
+print(("PASS" if ok else "FAIL") + ": honest %s; denied: %s; network: %s" % (
+    r["kb_honest_relu"]["status"], r["kb_hostile_denied"].get("reason", ""), r["kb_hostile_network"].get("reason", "")))
 sys.exit(0 if ok else 1)
 PY
 [ $fails -eq 0 ] && echo "PASS: kb_import_sandbox" || echo "FAIL: kb_import_sandbox ($fails failed)"

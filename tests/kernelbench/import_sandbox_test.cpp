@@ -54,6 +54,8 @@ std::vector<fs::path> escape_targets() {
             v.push_back(fs::path(home) / kMark);
             v.push_back(fs::path(home) / "kevo_hostile_denied_marker");
         }
+    v.push_back(fs::path("/") / kMark);               // the root, where bwrap's own root is a tmpfs
+    v.push_back(kbtest::problems() / kMark);           // beside the problem file (bound read-only)
     for (const char* dir : {"/tmp", "/var/tmp"}) {
         v.push_back(fs::path(dir) / kMark);
         v.push_back(fs::path(dir) / (std::string(kMark) + ".system"));
