@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -269,6 +270,20 @@ std::string progress_line(const nlohmann::json& p) {
     return os.str();
 }
 
+// How the Python ended, in the same words with or without the sandbox: bwrap exits 128+N when the
+// process inside dies of signal N. The limits' signals name their limit.
+std::string describe_python_exit(Subprocess& proc, bool sandboxed) {
+    std::string exit = proc.describe_exit();
+    std::smatch m;
+    if (sandboxed && std::regex_match(exit, m, std::regex("exit code (1[3-5][0-9])")) && std::stoi(m[1]) > 128) {
+        int sig = std::stoi(m[1]) - 128;
+        exit = "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ") in the sandbox";
+    }
+    if (exit.find("signal 24 ") != std::string::npos) exit += ": its CPU-time limit";
+    if (exit.find("signal 25 ") != std::string::npos) exit += ": the 64 GiB file-size limit";
+    return exit;
+}
+
 // What one Python process of the importer reported.
 struct PythonRun {
     std::map<std::string, nlohmann::json> by_source;  // result lines, by the source path given
@@ -314,7 +329,7 @@ PythonRun run_python(const std::vector<std::string>& argv, const std::vector<std
             // Its stdout is closed: give it a moment to exit, then stop whatever is left.
             for (int i = 0; i < 50 && proc.alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
             proc.kill_now();
-            run.exit = proc.describe_exit();
+            run.exit = describe_python_exit(proc, !conf.prefix.empty());
             break;
         }
         if (got != Subprocess::Read::line || line.empty() || line[0] != '{') continue;
