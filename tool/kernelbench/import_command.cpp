@@ -158,9 +158,9 @@ const char* const kSandboxed =
 
 // Problem files are untrusted Python: the importer runs them in the same sandbox as a candidate's
 // compile (tool/sandbox), never silently without it. Visible read-only: the system, the Python
-// installation and its import path, the importer's files, kernelevo-refcheck and the reference
-// library it loads, the problem files; writable: the output dir (the tasks) and a private /tmp
-// (the verification tensors: --scratch /tmp; /dev/shm is the sandbox's own too).
+// installation and its import path, LibTorch, the importer's files, kernelevo-refcheck and the
+// reference library it loads (at kLibraryMount), the problem files; writable: the output dir (the
+// tasks) and a private /tmp (the verification tensors: --scratch /tmp; /dev/shm is the sandbox's own too).
 Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vector<fs::path>& readable, const fs::path& library,
                      bool gpu) {
     Confinement c;
