@@ -54,7 +54,7 @@ lim=$(limit 200 150)  # leaves time for validations and searches
 timeout "$lim" "$ke" import kernelbench "${paths[@]}" --out "$outdir/suite" "${numel[@]}" > "$outdir/import.log" 2>&1
 irc=$?
 echo "import exit $irc in $(( $(date +%s) - start )) s$([ $irc = 124 ] && echo " (TIMED OUT at $lim s)") (log: $outdir/import.log)"
-grep -iE "refused|fail|error" "$outdir/import.log" | head -8
+grep -E ": (refused|failed)|error" "$outdir/import.log" | head -8
 tail -2 "$outdir/import.log"
 
 step "validate each honest kernel (timeout 90 s each, 30 timing trials)"
