@@ -3,7 +3,9 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "evolve/archive.h"
+#include "evolve/prompt_text.h"
 #include "evolve/prompts.h"
+#include "task/task.h"
 
 namespace kevo::evolve {
 namespace {
@@ -92,6 +94,41 @@ TEST(Prompts, DefaultsRenderAndOverridesReplaceThem) {
     EXPECT_EQ(custom.render("seed", vars), "Write gelu for G");
     TempDir empty;
     EXPECT_THROW(custom.load_overrides(empty.path()), UsageError);
+}
+
+// A wrapper reference (an imported KernelBench task's generic loader) is not what the prompts show:
+// the files its reference.show names are, each under its title; the tolerance's policy is stated.
+TEST(PromptText, ShownFilesReplaceAWrapperReference) {
+    TempDir d("kevo-prompt-show");
+    write_file_atomic(d.path() / "loader.cpp", "std::vector<at::Tensor> forward_generic_loader();\n");
+    write_file_atomic(d.path() / "problem.py", "class Model(nn.Module):\n    eps = 1e-5\n");
+    write_file_atomic(d.path() / "graph.py", "def forward(x, conv_weight):\n    return torch.conv2d(x, conv_weight)\n");
+    nlohmann::json j = nlohmann::json::parse(R"({"name": "kb", "reference": {"source": "loader.cpp", "function": "kb::forward"},
+        "inputs": [{"name": "x", "dtype": "float32", "shape": [4]}], "outputs": [{"name": "out", "dtype": "float32", "shape": [4]}],
+        "tolerance": {"atol": 3e-4, "rtol": 3e-4, "policy": "ten times the fp32 reference's error against fp64"}})");
+    const Task plain = parse_task(j, d.path() / "task.json");
+    EXPECT_NE(describe_reference(plain).find("forward_generic_loader"), std::string::npos);
+    j["reference"]["show"] = nlohmann::json::array({{{"file", "problem.py"}, {"language", "python"}, {"title", "The PyTorch model"}},
+                                                    {{"file", "graph.py"}, {"language", "python"}, {"title", "As traced"}}});
+    const Task t = parse_task(j, d.path() / "task.json");
+    const std::string ref = describe_reference(t);
+    EXPECT_EQ(ref.find("forward_generic_loader"), std::string::npos) << ref;
+    EXPECT_NE(ref.find("## The PyTorch model\n\n```python\nclass Model"), std::string::npos) << ref;
+    EXPECT_NE(ref.find("## As traced\n\n```python\ndef forward(x, conv_weight)"), std::string::npos) << ref;
+    EXPECT_EQ(describe_task(t).find("kb::forward"), std::string::npos) << describe_task(t);
+    EXPECT_NE(describe_task(t).find("ten times the fp32 reference's error"), std::string::npos) << describe_task(t);
+    EXPECT_NE(describe_reference(t, 20).find("[truncated"), std::string::npos);
+    // Seed, mutate and repair prompts all carry the section.
+    Prompts p;
+    std::map<std::string, std::string> vars = {{"task_name", "kb"}, {"task", describe_task(t)}, {"reference", ref}, {"abi", "A"},
+                                               {"gpu", "G"}, {"language", "CUDA"}, {"fence", "cuda"}, {"speed_of_light", "S"},
+                                               {"parent_code", "P"}, {"parent_fence", "cuda"}, {"parent_metrics", "M"}, {"inspirations", "I"},
+                                               {"feedback", "F"}, {"code", "C"}, {"error", "E"}};
+    for (const char* name : {"seed", "mutate_full", "mutate_diff", "repair"}) {
+        const std::string text = p.render(name, vars);
+        EXPECT_NE(text.find("## As traced"), std::string::npos) << name;
+        EXPECT_EQ(text.find("forward_generic_loader"), std::string::npos) << name;
+    }
 }
 
 }  // namespace

@@ -266,3 +266,37 @@ TEST_F(TaskTest, ReferenceSetupArgAndSignature) {
     k["reference"]["setup"] = "kb::1setup";
     expect_error(k, "reference.setup", "is not a C++ function name");
 }
+
+// reference.show (what prompts show for a wrapper reference) and tolerance.policy: kept, round-
+// tripped, but not hashed: they change what the LLM reads, not what a kernel must compute.
+TEST_F(TaskTest, ReferenceShowAndTolerancePolicyAreKeptButNotHashed) {
+    write_file_atomic(dir.path() / "problem.py", "class Model: pass\n");
+    json j = base();
+    j["reference"]["show"] = json::array({{{"file", "problem.py"}, {"language", "python"}, {"title", "The model"}}});
+    j["tolerance"] = {{"atol", 2e-4}, {"rtol", 2e-4}, {"policy", "10x the fp32 reference's own error"}};
+    Task t = parse(j);
+    ASSERT_EQ(t.reference_show.size(), 1u);
+    EXPECT_EQ(t.reference_show[0].path, dir.path() / "problem.py");
+    EXPECT_EQ(t.reference_show[0].language, "python");
+    EXPECT_EQ(t.reference_show[0].title, "The model");
+    EXPECT_EQ(t.tolerance_policy, "10x the fp32 reference's own error");
+    EXPECT_EQ(t.to_json()["reference"]["show"][0]["file"], "problem.py");
+    EXPECT_EQ(t.to_json()["tolerance"]["policy"], "10x the fp32 reference's own error");
+    json plain = base();
+    plain["tolerance"] = {{"atol", 2e-4}, {"rtol", 2e-4}};
+    EXPECT_EQ(t.hash(), parse(plain).hash());
+    EXPECT_FALSE(parse(plain).to_json()["reference"].contains("show"));
+
+    json k = j;
+    k["reference"]["show"][0]["titel"] = "x";
+    expect_error(k, "reference.show[0].titel", "unknown field");
+    k = j;
+    k["reference"]["show"][0]["file"] = "nope.py";
+    expect_error(k, "reference.show[0].file", "file not found");
+    k = j;
+    k["reference"]["show"] = json::array();
+    expect_error(k, "reference.show", "expected a list");
+    k = j;
+    k["tolerance"]["policy"] = 3;
+    expect_error(k, "tolerance.policy", "expected a string");
+}

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/fs.h"
 #include "evolve/archive.h"
 #include "sol/annotate.h"
 #include "task/init_kind.h"
@@ -75,7 +76,8 @@ std::string describe_task(const Task& t) {
             r += (i ? ", " : "") + (spec.shape[i].symbol.empty() ? std::to_string(spec.shape[i].value) : spec.shape[i].symbol);
         return r + "]";
     };
-    s << "Reference function: `" << t.reference_function << "`\n\nInputs (in order):\n";
+    if (t.reference_show.empty()) s << "Reference function: `" << t.reference_function << "`\n\n";
+    s << "Inputs (in order):\n";
     for (const auto& in : t.inputs) s << "- " << in.name << ": " << shape(in) << " (values: " << describe_init(in.init) << ")\n";
     s << "\nOutputs (in order):\n";
     for (const auto& out : t.outputs) s << "- " << out.name << ": " << shape(out) << "\n";
@@ -98,7 +100,20 @@ std::string describe_task(const Task& t) {
         }
     }
     s << "\nTolerance: atol " << t.atol << ", rtol " << t.rtol << ".";
+    if (!t.tolerance_policy.empty()) s << " (" << t.tolerance_policy << ")";
     return s.str();
+}
+
+std::string describe_reference(const Task& t, size_t max_bytes) {
+    auto fenced = [&](const std::string& title, const std::string& language, std::string text) {
+        if (text.size() > max_bytes) text = text.substr(0, max_bytes) + "\n[truncated: the file has " + std::to_string(text.size()) + " bytes]";
+        if (!text.empty() && text.back() != '\n') text += '\n';
+        return "## " + title + "\n\n```" + language + "\n" + text + "```\n";
+    };
+    if (t.reference_show.empty()) return fenced("Reference implementation (LibTorch)", "cpp", read_file(t.reference_source));
+    std::string out;
+    for (const auto& f : t.reference_show) out += (out.empty() ? "" : "\n") + fenced(f.title, f.language, read_file(f.path));
+    return out;
 }
 
 std::string describe_gpu(const DeviceInfo& d, const std::string& arch) {

@@ -16,6 +16,11 @@ std::string describe_init(const Init& init);
 // {{task}}: the reference function, inputs with dtypes, shapes and value distributions, outputs,
 // shape sets (which are timed, their weights) and the tolerance.
 std::string describe_task(const Task& task);
+// The prompt's reference section(s): the reference source under "Reference implementation
+// (LibTorch)", or, where the task names reference.show (a reference that is a wrapper, such as an
+// imported KernelBench task's generic loader), each of those files under its title instead. Each
+// file is cut at max_bytes, and says so.
+std::string describe_reference(const Task& task, size_t max_bytes = 40000);
 // {{gpu}}
 std::string describe_gpu(const DeviceInfo& device, const std::string& arch);
 // {{speed_of_light}}: the floors of every timed shape set on this device (bytes each call must

@@ -846,7 +846,7 @@ Search::Search(const Task& task, SearchConfig config, Prompts prompts, llm::Prov
     if (c.llm_batch && c.budget_usd > 0 && !c.price)
         throw UsageError("--llm-batch with --budget-usd needs --llm-price (the batch price): Batch API replies "
                          "report no cost, so the cap could not be kept");
-    impl_->reference = read_file(task.reference_source);
+    impl_->reference = describe_reference(task);
     impl_->task_text = describe_task(task);
     impl_->arch = evaluator.arch();
     const DeviceInfo device = evaluator.device();

@@ -265,12 +265,15 @@ nlohmann::json Task::to_json() const {
     if (reference_signature != "tensors") j["reference"]["signature"] = reference_signature;
     if (!reference_setup.empty()) j["reference"]["setup"] = reference_setup;
     if (!reference_arg_written.empty()) j["reference"]["arg"] = reference_arg_written;
+    for (const auto& f : reference_show)
+        j["reference"]["show"].push_back({{"file", f.written}, {"language", f.language}, {"title", f.title}});
     j["inputs"] = nlohmann::json::array();
     for (const auto& t : inputs) j["inputs"].push_back(tensor(t, true));
     j["outputs"] = nlohmann::json::array();
     for (const auto& t : outputs) j["outputs"].push_back(tensor(t, false));
     j["shapes"] = shapes;
     j["tolerance"] = {{"atol", atol}, {"rtol", rtol}};
+    if (!tolerance_policy.empty()) j["tolerance"]["policy"] = tolerance_policy;
     j["trials"] = correctness_trials;
     // Written only when given, so that tasks without them keep their hash (cmake/KernelEvo.cmake
     // computes the same canonical JSON and writes neither).
@@ -299,6 +302,8 @@ std::vector<double> Task::weights() const {
 std::string Task::hash() const {
     nlohmann::json j = to_json();
     j["reference"].erase("source");  // where the file lives does not change the task; its content is hashed separately
+    j["reference"].erase("show");     // what the LLM is shown, not what a kernel computes
+    j["tolerance"].erase("policy");   // how the bar was chosen, not the bar
     // The values of a file input are part of the task.
     for (size_t i = 0; i < inputs.size(); ++i)
         if (inputs[i].init.kind == "file") j["inputs"][i]["init"]["sha256"] = inputs[i].init.file_sha256;
@@ -399,7 +404,7 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         source = ref.get<std::string>();
         t.reference_function = t.name;
     } else if (ref.is_object()) {
-        p.only_keys(ref, "reference", {"source", "function", "signature", "setup", "arg"});
+        p.only_keys(ref, "reference", {"source", "function", "signature", "setup", "arg", "show"});
         source = p.string_at(p.require(ref, "source", "reference"), "reference.source");
         t.reference_function = ref.contains("function") ? p.string_at(ref.at("function"), "reference.function") : t.name;
         if (ref.contains("signature")) {
@@ -419,6 +424,27 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
             std::error_code ec;
             if (!std::filesystem::is_regular_file(t.reference_arg, ec))
                 p.fail("reference.arg", "file not found: " + t.reference_arg.string());
+        }
+        if (ref.contains("show")) {
+            const auto& show = ref.at("show");
+            if (!show.is_array() || show.empty())
+                p.fail("reference.show", "expected a list of {\"file\": \"problem.py\", \"language\": \"python\", \"title\": \"...\"}");
+            for (size_t i = 0; i < show.size(); ++i) {
+                const std::string at = "reference.show[" + std::to_string(i) + "]";
+                if (!show[i].is_object()) p.fail(at, "expected {\"file\": ..., \"language\": ..., \"title\": ...}");
+                p.only_keys(show[i], at, {"file", "language", "title"});
+                Task::ShownFile f;
+                f.written = p.string_at(p.require(show[i], "file", at), at + ".file");
+                if (f.written.empty()) p.fail(at + ".file", "empty path");
+                std::filesystem::path fp(f.written);
+                if (fp.is_relative()) fp = std::filesystem::absolute(task_file).parent_path() / fp;
+                f.path = fp.lexically_normal();
+                std::error_code ec;
+                if (!std::filesystem::is_regular_file(f.path, ec)) p.fail(at + ".file", "file not found: " + f.path.string());
+                f.language = show[i].contains("language") ? p.string_at(show[i].at("language"), at + ".language") : "";
+                f.title = show[i].contains("title") ? p.string_at(show[i].at("title"), at + ".title") : f.written;
+                t.reference_show.push_back(std::move(f));
+            }
         }
     } else {
         p.fail("reference", "expected {\"source\": \"file.cpp\", \"function\": \"name\"}");
@@ -528,7 +554,8 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         if (tol.is_number()) {
             t.atol = t.rtol = p.number_at(tol, "tolerance");
         } else if (tol.is_object()) {
-            p.only_keys(tol, "tolerance", {"atol", "rtol"});
+            p.only_keys(tol, "tolerance", {"atol", "rtol", "policy"});
+            if (tol.contains("policy")) t.tolerance_policy = p.string_at(tol.at("policy"), "tolerance.policy");
             if (tol.contains("atol")) t.atol = p.number_at(tol.at("atol"), "tolerance.atol");
             if (tol.contains("rtol")) t.rtol = p.number_at(tol.at("rtol"), "tolerance.rtol");
         } else {

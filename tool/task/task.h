@@ -72,10 +72,21 @@ struct Task {
     std::string reference_setup;
     std::string reference_arg_written;       // as written
     std::filesystem::path reference_arg;     // resolved, absolute (empty: none)
+    // reference.show: what a prompt shows instead of the reference source, for a reference that is a
+    // wrapper (an imported KernelBench task's generic TorchScript loader tells the model nothing):
+    // e.g. the problem's PyTorch source and its traced graph. Not part of hash(): it changes what
+    // the LLM reads, not what a kernel must compute.
+    struct ShownFile {
+        std::string written;          // as written (relative to the task file)
+        std::filesystem::path path;   // resolved, absolute
+        std::string language, title;  // the fence's language; the heading it is shown under
+    };
+    std::vector<ShownFile> reference_show;
     std::vector<TensorSpec> inputs, outputs;
     std::vector<ShapeSet> shapes;  // at least one (empty when every dimension is literal)
     double atol = 1e-4, rtol = 1e-4;
     bool tolerance_given = false;
+    std::string tolerance_policy;  // tolerance.policy: how the tolerance was chosen (imported tasks); not hashed
     int correctness_trials = 5;  // in all, spread over the shape sets (at least one per set)
     // "timing": which shape sets are timed and how much each counts in the fitness (the weighted
     // geometric mean of their speedups, see task/fitness.h). Empty: every set, weight 1.

@@ -592,6 +592,8 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     }
     out.details["gpu_lock_wait_s"] = gpu->waited_s();
     out.details["seed"] = job.seed;
+    out.details["tolerance"] = {{"atol", task_.atol}, {"rtol", task_.rtol}};
+    if (!task_.tolerance_policy.empty()) out.details["tolerance"]["policy"] = task_.tolerance_policy;
     return out;
 }
 

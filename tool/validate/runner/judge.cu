@@ -182,6 +182,7 @@ void Judge::load_reference(const Job& job) {
     ref_call_ = reinterpret_cast<decltype(ref_call_)>(dlsym(ref_lib_, "kevo_ref_call"));
     ref_release_ = reinterpret_cast<decltype(ref_release_)>(dlsym(ref_lib_, "kevo_ref_release"));
     ref_error_ = reinterpret_cast<decltype(ref_error_)>(dlsym(ref_lib_, "kevo_ref_error"));
+    ref_precision_ = reinterpret_cast<decltype(ref_precision_)>(dlsym(ref_lib_, "kevo_ref_precision"));
     if (!ref_forward_ || !ref_call_ || !ref_release_ || !ref_error_) throw SetupFailure{"the reference build lacks its entry points"};
     if (auto setup = reinterpret_cast<int (*)(const char*)>(dlsym(ref_lib_, "kevo_ref_setup"))) {
         if (setup(job.reference_arg.c_str()) != 0) throw SetupFailure{std::string("the reference's setup failed: ") + ref_error_()};
@@ -792,6 +793,7 @@ JobResult Judge::run(const Job& job) {
             for (size_t s = 0; s < job.sets.size(); ++s)
                 if (job.sets[s].timed) timing.push_back(time_set(s));
             result.timing = json{{"sets", timing}};
+            if (ref_precision_) result.timing["reference_precision"] = ref_precision_();
             if (!timing.empty()) {  // the first timed set, as before
                 result.timing["kernel"] = timing[0]["kernel"];
                 result.timing["reference"] = timing[0]["reference"];

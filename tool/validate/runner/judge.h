@@ -119,6 +119,7 @@ private:
     int (*ref_call_)(const kevo_tensor*, int, cudaStream_t) = nullptr;
     void (*ref_release_)(void) = nullptr;
     const char* (*ref_error_)(void) = nullptr;
+    const char* (*ref_precision_)(void) = nullptr;  // optional: each side's precision (reference.cpp)
     std::map<std::string, std::string> file_data_;  // init kind file: path -> bytes
     // candidate process
     pid_t pid_ = -1;
