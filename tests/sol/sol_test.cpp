@@ -171,10 +171,48 @@ TEST_F(SolTest, ComputeFloorFromThePeakTable) {
     EXPECT_NE(sol::sol_line(s).find("the compute floor is 139 us: 69% of the limit"), std::string::npos) << sol::sol_line(s);
     std::string text = sol::limits_text(m, l);
     EXPECT_NE(text.find("4.30 TB/s (measured copy bandwidth"), std::string::npos) << text;
-    EXPECT_NE(text.find("989 TFLOP/s (float16 peak of sm_90)"), std::string::npos) << text;
+    EXPECT_NE(text.find("989 TFLOP/s (float16 tensor cores peak of sm_90)"), std::string::npos) << text;
     EXPECT_NE(text.find("- K=4096 M=4096 N=4096: 96.0 MiB, 137.44 GFLOP; memory floor 23.4 us, compute floor 139 us"),
               std::string::npos)
         << text;
+}
+
+// A float32 conv or matmul: the fair compute floor is the TF32 tensor-core peak when the tolerance
+// admits TF32's rounding (>= 1e-3, e.g. KernelBench's 1e-2), else the fp32 CUDA-core peak; the
+// floor's text and JSON say which was used.
+TEST_F(SolTest, Float32ComputeFloorUsesTheTf32PeakOnlyWhereTheToleranceAdmitsIt) {
+    json j = matmul();
+    for (auto& t : j["inputs"]) t["dtype"] = "float32";
+    j["outputs"][0]["dtype"] = "float32";
+    EXPECT_DOUBLE_EQ(sol::peak_flops("sm_90", 0, DType::FLOAT32, true), 495e12);
+    EXPECT_DOUBLE_EQ(sol::peak_flops("sm_90", 0, DType::FLOAT32, false), 67e12);
+    EXPECT_DOUBLE_EQ(sol::peak_flops("sm_90", 0, DType::FLOAT16, true), 989e12);  // tf32 is about float32 only
+    const double flop = 2.0 * 4096 * 4096 * 4096;
+
+    j["tolerance"] = {{"atol", 1e-3}, {"rtol", 1e-3}};
+    Task loose = parse(j);
+    EXPECT_TRUE(sol::admits_tf32(loose));
+    sol::Limits l = sol::limits(loose, 4300, "measured copy bandwidth", "sm_90");
+    EXPECT_DOUBLE_EQ(l.peak_flops, 495e12);
+    EXPECT_NEAR(l.sets[0].compute_us, flop / 495e12 * 1e6, 1e-6);
+    std::string text = sol::limits_text(loose, l);
+    EXPECT_NE(text.find("495 TFLOP/s (float32 on TF32 tensor cores peak of sm_90; the tolerance admits TF32"), std::string::npos)
+        << text;
+    EXPECT_EQ(sol::measure(l, {{0, 500}}).to_json()["peak"], "float32 on TF32 tensor cores");
+
+    for (json tol : {json{{"atol", 1e-4}, {"rtol", 1e-4}}, json{{"atol", 1e-2}, {"rtol", 5e-4}}}) {
+        j["tolerance"] = tol;
+        Task strict = parse(j);
+        EXPECT_FALSE(sol::admits_tf32(strict)) << tol;
+        sol::Limits s = sol::limits(strict, 4300, "measured copy bandwidth", "sm_90");
+        EXPECT_DOUBLE_EQ(s.peak_flops, 67e12) << tol;
+        text = sol::limits_text(strict, s);
+        EXPECT_NE(text.find("67 TFLOP/s (float32 CUDA cores peak of sm_90; the tolerance is tighter than TF32's rounding"),
+                  std::string::npos)
+            << text;
+    }
+    j.erase("tolerance");
+    EXPECT_FALSE(sol::admits_tf32(parse(j)));  // hand-written defaults (1e-4)
 }
 
 TEST_F(SolTest, SeveralTimedSetsCombineLikeSpeedups) {

@@ -52,7 +52,7 @@ std::string flops_text(double f) {
 
 }  // namespace
 
-double peak_flops(const std::string& arch, int sm_count, DType dtype) {
+double peak_flops(const std::string& arch, int sm_count, DType dtype, bool tf32) {
     std::string a = arch;
     while (!a.empty() && std::isalpha(static_cast<unsigned char>(a.back()))) a.pop_back();  // sm_90a -> sm_90
     const PeakRow* row = nullptr;
@@ -71,10 +71,14 @@ double peak_flops(const std::string& arch, int sm_count, DType dtype) {
         case DType::BFLOAT16: tflops = row->fp16; break;
         case DType::INT8:
         case DType::UINT8: tflops = row->int8; break;
-        default: tflops = row->fp32; break;
+        default: tflops = dtype == DType::FLOAT32 && tf32 ? row->tf32 : row->fp32; break;
     }
     double scale = sm_count > 0 ? static_cast<double>(sm_count) / row->sms : 1.0;
     return tflops * 1e12 * scale;
+}
+
+bool admits_tf32(const Task& task) {
+    return compute_dtype(task) == DType::FLOAT32 && std::min(task.atol, task.rtol) >= kTf32Tolerance;
 }
 
 DType compute_dtype(const Task& task) {
@@ -113,7 +117,14 @@ Limits limits(const Task& task, double gbs, const std::string& source, const std
     l.bandwidth_gbs = gbs > 0 ? gbs : 0;
     l.bandwidth_source = source;
     l.arch = arch;
-    l.peak_flops = task.flops.empty() ? 0 : peak_flops(arch, sm_count, compute_dtype(task));
+    const DType dt = compute_dtype(task);
+    const bool tf32 = admits_tf32(task);
+    l.peak_flops = task.flops.empty() ? 0 : peak_flops(arch, sm_count, dt, tf32);
+    if (l.peak_flops > 0)
+        l.peak = tf32                     ? "float32 on TF32 tensor cores"
+                 : dt == DType::FLOAT32 ? "float32 CUDA cores"
+                 : dt == DType::FLOAT64 ? "float64"
+                                        : std::string(dtype_name(dt)) + " tensor cores";
     l.weights = task.weights();
     for (int s : task.timed_sets()) {
         SetFloor f;
@@ -174,6 +185,7 @@ nlohmann::json Sol::to_json() const {
     return {{"bandwidth_gbs", limits.bandwidth_gbs},
             {"bandwidth_source", limits.bandwidth_source},
             {"peak_flops", limits.peak_flops},
+            {"peak", limits.peak},
             {"fraction", fraction},
             {"sets", sets_j}};
 }
@@ -185,9 +197,14 @@ std::string limits_text(const Task& task, const Limits& l) {
           << ", read + write counted); each input read once, each output written once.";
     else
         s << "The device bandwidth is unknown here, so no time floors; bytes each call must move at least:";
-    if (l.peak_flops > 0)
-        s << " Compute floors assume " << fmt("%.0f", l.peak_flops / 1e12) << " TFLOP/s (" << dtype_name(compute_dtype(task))
-          << " peak of " << l.arch << ").";
+    if (l.peak_flops > 0) {
+        s << " Compute floors assume " << fmt("%.0f", l.peak_flops / 1e12) << " TFLOP/s (" << l.peak << " peak of " << l.arch;
+        // Say why float32 gets the rate it gets: whether the tolerance admits TF32's rounding.
+        if (compute_dtype(task) == DType::FLOAT32)
+            s << (admits_tf32(task) ? "; the tolerance admits TF32, " : "; the tolerance is tighter than TF32's rounding, ")
+              << fmt("atol %g", task.atol) << fmt(" rtol %g", task.rtol);
+        s << ").";
+    }
     s << "\n";
     for (size_t i = 0; i < l.sets.size(); ++i) {
         const SetFloor& f = l.sets[i];

@@ -23,7 +23,8 @@ namespace kevo::sol {
 
 // Peak dense throughput per architecture, TFLOP/s (TOP/s for int8) of a reference part with `sms`
 // SMs at boost clock: X(arch, reference part, sms, fp64, fp32, tf32, fp16/bf16, int8). fp32 is the
-// CUDA-core rate (the default tolerances exclude TF32); fp16/bf16 and int8 are tensor-core rates.
+// CUDA-core rate; tf32 the tensor-core rate a float32 task may use when its tolerance admits TF32's
+// rounding (admits_tf32()); fp16/bf16 and int8 are tensor-core rates.
 #define KEVO_PEAK_FLOPS_LIST(X)                                      \
     X("sm_70",  "V100 SXM2",   80,  7.8,  15.7,   15.7,  125,   62)  \
     X("sm_75",  "T4",          40,  0.25,  8.1,    8.1,   65,  130)  \
@@ -36,7 +37,15 @@ namespace kevo::sol {
 
 // Peak FLOP/s for `dtype` on `arch` ("sm_90", "sm_90a"; an unknown minor falls back to the
 // major's first entry) with `sm_count` SMs (0: the reference part's). 0 when unknown.
-double peak_flops(const std::string& arch, int sm_count, DType dtype);
+// `tf32`: float32 on TF32 tensor cores (the tf32 column) instead of CUDA cores.
+double peak_flops(const std::string& arch, int sm_count, DType dtype, bool tf32 = false);
+// TF32 keeps 10 mantissa bits (relative rounding ~5e-4 per operand), so a float32 task whose
+// tolerance is this loose or looser (atol and rtol both) admits a kernel that computes in TF32, and
+// its fair compute floor is the TF32 tensor-core peak; a tighter one needs fp32 CUDA cores (or an
+// error-compensated TF32 scheme, which costs about 3x). KernelBench's fp32 check (1e-2) admits it;
+// the default 1e-4 does not.
+constexpr double kTf32Tolerance = 1e-3;
+bool admits_tf32(const Task& task);
 // The dtype whose rate bounds the task's arithmetic: its lowest-precision floating input (float32
 // when it has none).
 DType compute_dtype(const Task& task);
@@ -70,6 +79,7 @@ struct Limits {
     double bandwidth_gbs = 0;      // what the memory floor assumes (0: unknown, no floors)
     std::string bandwidth_source;  // "measured copy bandwidth" | "datasheet peak" | ...
     double peak_flops = 0;         // FLOP/s for the compute floor (0: none)
+    std::string peak;              // which peak: "float16 tensor cores", "float32 on TF32 tensor cores", ...
     std::string arch;
     std::vector<SetFloor> sets;    // one per timed shape set, in Task::timed_sets() order
     std::vector<double> weights;   // Task::weights()
