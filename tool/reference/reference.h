@@ -8,6 +8,8 @@
 //        runs the reference and keeps its results (what timing measures: the plain LibTorch call)
 //   void kevo_ref_release(void);   poisons and drops kept results
 //   const char* kevo_ref_error(void);
+//   const char* kevo_ref_precision(void);   LibTorch's TF32 defaults, "cuDNN TF32 on, cuBLAS TF32 off":
+//        what kevo_ref_call runs with; kevo_ref_forward runs in strict fp32 (TF32 off, restored after)
 //   int  kevo_ref_setup(const char* arg);   only when the task names reference.setup: calls
 //        setup(arg) once; the runner passes the task's reference.arg (absolute path) before any call
 // A reference with signature "vector" gets a wrapper independent of the task: every task with the

@@ -594,6 +594,11 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     out.details["seed"] = job.seed;
     out.details["tolerance"] = {{"atol", task_.atol}, {"rtol", task_.rtol}};
     if (!task_.tolerance_policy.empty()) out.details["tolerance"]["policy"] = task_.tolerance_policy;
+    // The judge sends each side's precision with the timing; it describes the whole validation.
+    if (auto t = out.details.find("timing"); t != out.details.end() && t->contains("reference_precision")) {
+        out.details["reference_precision"] = (*t)["reference_precision"];
+        t->erase("reference_precision");
+    }
     return out;
 }
 

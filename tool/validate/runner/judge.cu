@@ -793,7 +793,9 @@ JobResult Judge::run(const Job& job) {
             for (size_t s = 0; s < job.sets.size(); ++s)
                 if (job.sets[s].timed) timing.push_back(time_set(s));
             result.timing = json{{"sets", timing}};
-            if (ref_precision_) result.timing["reference_precision"] = ref_precision_();
+            if (ref_precision_)
+                result.timing["reference_precision"] = {{"correctness", "strict fp32 (TF32 off)"},
+                                                        {"timing", std::string("LibTorch defaults (") + ref_precision_() + ")"}};
             if (!timing.empty()) {  // the first timed set, as before
                 result.timing["kernel"] = timing[0]["kernel"];
                 result.timing["reference"] = timing[0]["reference"];
