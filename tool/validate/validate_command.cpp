@@ -34,6 +34,19 @@ std::string us(double v) {
     return b;
 }
 
+// Which precision the reference ran in for correctness and for timing (the judge reports it in
+// details.reference_precision, as text or {"correctness", "timing"}).
+void print_reference_precision(const nlohmann::json& details) {
+    const nlohmann::json* p = nullptr;
+    if (details.contains("reference_precision")) p = &details["reference_precision"];
+    else if (details.contains("timing") && details["timing"].contains("reference_precision")) p = &details["timing"]["reference_precision"];
+    if (!p) return;
+    if (p->is_string()) std::cout << "  precision    " << p->get<std::string>() << "\n";
+    else if (p->is_object())
+        std::cout << "  precision    correctness " << p->value("correctness", std::string("?")) << "; timing "
+                  << p->value("timing", std::string("?")) << "\n";
+}
+
 void print_human(const Task& task, const ValidationResult& r) {
     std::cout << task.name << " on " << (r.gpu.empty() ? "(no GPU)" : r.gpu) << " (" << r.arch << "): " << status_name(r.status) << "\n";
     if (r.status == Status::ok) {
@@ -41,6 +54,8 @@ void print_human(const Task& task, const ValidationResult& r) {
         std::snprintf(b, sizeof b, "  correctness  %d trials over %zu shape set(s), max |diff| %.3g (atol %g, rtol %g)\n", r.trials,
                       task.shapes.size(), r.max_abs_diff, task.atol, task.rtol);
         std::cout << b;
+        if (!task.tolerance_policy.empty()) std::cout << "  tolerance    " << task.tolerance_policy << "\n";
+        print_reference_precision(r.details);
         if (r.kernel_us > 0) {
             std::snprintf(b, sizeof b, "  kernel       %s (spread %.1f%%)\n  reference    %s (spread %.1f%%)\n  speedup      %.3fx%s\n",
                           us(r.kernel_us).c_str(), 100 * r.kernel_spread, us(r.reference_us).c_str(), 100 * r.reference_spread,

@@ -89,6 +89,9 @@ Validator& ValidatorHandler::validator(const JobSpec& spec, Queue& queue) {
         std::string ref_name = fs::path(j["reference"].value("source", std::string("reference.cpp"))).filename().string();
         if (ref_name.empty() || ref_name == "." || ref_name == "..") ref_name = "reference.cpp";
         j["reference"]["source"] = ref_name;
+        // reference.show names files beside the search's task that are not published; they only feed
+        // the search's prompts and are not hashed, so the worker's copy of the task goes without them.
+        j["reference"].erase("show");
         write_file_atomic(dir / ref_name, t->second);
         write_file_atomic(dir / "task.json", j.dump(2));
         auto task = std::make_unique<Task>(load_task(dir / "task.json"));
