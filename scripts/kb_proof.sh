@@ -9,10 +9,10 @@
 #     tests/data/kernelbench_honest/replay: the honest kernel as seed, then distinct variants of it) on
 #     L1-40 LayerNorm, L1-83 depthwise conv and L2-57 conv chain, run to the end, each saying whether any
 #     candidate failed for a reason that is not the kernel's.
-# Every step is time-limited and the script goes on after a failure, saying why. About 7 minutes at most.
+# Every step is time-limited and the script goes on after a failure, saying why. About 7.5 minutes at most (the budget).
 #
 # Usage (repo root, after scripts/device_build.sh):  scripts/kb_proof.sh [OUTDIR]   (default /tmp/kb_proof)
-# Env: KEVO_KBP_BUDGET (seconds for the whole script, default 420: each step's timeout is cut to what is
+# Env: KEVO_KBP_BUDGET (seconds for the whole script, default 450: each step's timeout is cut to what is
 #        left, and steps are skipped, saying so, once it is spent),
 #      KEVO_KBP_HELD=1 (also the four held-out reconstructions of tests/data/kb_concurrent with their
 #        *_plain.cu kernels: multi-GiB, about 2 more minutes; raise KEVO_KBP_BUDGET),
@@ -37,7 +37,7 @@ fi
 rm -rf "$outdir"; mkdir -p "$outdir"
 step() { echo; echo "== $* == ($(date +%T))"; }
 rc=0
-t0=$(date +%s); budget=${KEVO_KBP_BUDGET:-420}
+t0=$(date +%s); budget=${KEVO_KBP_BUDGET:-450}
 # Seconds a step may take: its own limit ($1), cut to what is left of the script's budget less a reserve
 # for later steps ($2, default 0); 0: skip it.
 limit() { local left=$(( budget - ${2:-0} - ($(date +%s) - t0) )); [ $left -lt 15 ] && left=0; echo $(( left < $1 ? left : $1 )); }
@@ -85,7 +85,7 @@ for f in "${files[@]}" "${held[@]}"; do
   why=""
   [ -f "$k" ] || why="no kernel $k"
   [ -z "$why" ] && [ ! -f "$t" ] && why="not imported (see $outdir/import.log)"
-  lim=$(limit 75 100)  # leaves time for the searches
+  lim=$(limit 75 130)  # leaves time for the three searches
   [ -z "$why" ] && [ "$lim" -le 0 ] && why="not validated: the script's ${budget} s budget is spent"
   if [ -n "$why" ]; then
     echo "$n: status SKIPPED  reason: $why"; printf '%s\tSKIPPED\t\t\t\t\t\t\t\t\t%s\n' "$n" "$why" >> "$outdir/results.tsv"; rc=1; continue
@@ -139,7 +139,7 @@ for n in "${searched[@]}"; do
   i=$((i + 1))
   k=$honest/$n.cu; t=$outdir/suite/$n/task.json; tr=$honest/replay/$n.jsonl
   [ -f "$t" ] && [ -f "$k" ] && [ -f "$tr" ] || { echo "$n: search skipped (task, kernel or transcript missing)"; rc=1; continue; }
-  lim=$(limit 110 $(( (${#searched[@]} - i) * 40 )))
+  lim=$(limit 90 $(( (${#searched[@]} - i) * 35 )))
   [ "$lim" -gt 0 ] || { echo "$n: search skipped (the script's ${budget} s budget is spent)"; rc=1; continue; }
   start=$(date +%s)
   timeout "$lim" "$ke" search --task "$t" --out "$outdir/kernels" --state "$outdir/$n.db" --fresh --initial "$k" \
