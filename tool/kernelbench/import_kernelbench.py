@@ -904,20 +904,8 @@ def import_one(path, args, reference_source, max_numel):
 
 
 def _meta_inputs(mod):
-    saved = {}
-    for name in ("rand", "randn", "randint", "ones", "zeros", "empty", "full"):
-        orig = getattr(torch, name)
-        saved[name] = orig
-
-        def meta(*a, __orig=orig, **k):
-            k["device"] = "meta"
-            return __orig(*a, **k)
-        setattr(torch, name, meta)
-    try:
+    with on_meta():
         return [x for x in mod.get_inputs() if isinstance(x, torch.Tensor)]
-    finally:
-        for name, orig in saved.items():
-            setattr(torch, name, orig)
 
 
 def _import_one(path, args, reference_source, src, mod, changed, phases):

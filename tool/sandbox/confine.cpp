@@ -37,6 +37,17 @@ void set_limit(int res, long v) {
     setrlimit(res, &r);
 }
 
+// Loads a filter whose rules were added with `rc` (0: all added) on every thread of the process, not
+// only the caller: CUDA's initialisation (before the confinement) starts threads of its own, and
+// candidate code could take one of them over. Releases the filter; says in `notes` why it failed.
+bool load_on_every_thread(scmp_filter_ctx ctx, int rc, const char* what, std::string& notes) {
+    if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+    if (rc == 0) rc = seccomp_load(ctx);
+    seccomp_release(ctx);
+    if (rc != 0) notes += std::string(what) + ": loading the filter failed (" + std::strerror(-rc) + ")\n";
+    return rc == 0;
+}
+
 bool apply_seccomp(bool sockets, std::string& notes) {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx) {
@@ -76,16 +87,7 @@ bool apply_seccomp(bool sockets, std::string& notes) {
                    SCMP_SYS(userfaultfd), SCMP_SYS(personality), SCMP_SYS(reboot), SCMP_SYS(setuid), SCMP_SYS(setgid),
                    SCMP_SYS(setresuid), SCMP_SYS(setresgid), SCMP_SYS(setsid), SCMP_SYS(setpgid)})
         deny(nr, EPERM);
-    // Every thread of the process, not only the caller: CUDA's initialisation (before the
-    // confinement) starts threads of its own, and candidate code could take one of them over.
-    if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-    if (rc == 0) rc = seccomp_load(ctx);
-    seccomp_release(ctx);
-    if (rc != 0) {
-        notes += std::string("seccomp: loading the filter failed (") + std::strerror(-rc) + ")\n";
-        return false;
-    }
-    return true;
+    return load_on_every_thread(ctx, rc, "seccomp", notes);
 }
 
 #ifndef LANDLOCK_ACCESS_FS_REFER
@@ -175,11 +177,7 @@ bool forbid_new_threads(std::string& notes) {
     // SIGIO and friends: a signal when a descriptor becomes ready.
     for (int cmd : {F_SETOWN, F_SETOWN_EX, F_SETSIG})
         rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd)));
-    if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-    if (rc == 0) rc = seccomp_load(ctx);
-    seccomp_release(ctx);
-    if (rc != 0) notes += std::string("seccomp (no new threads): loading the filter failed (") + std::strerror(-rc) + ")\n";
-    return rc == 0;
+    return load_on_every_thread(ctx, rc, "seccomp (no new threads)", notes);
 }
 
 ConfineReport confine_current_process(const ConfineOptions& o) {
