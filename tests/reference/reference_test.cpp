@@ -1,6 +1,7 @@
 // The reference wrapper (tool/reference/reference.cpp): correctness (kevo_ref_forward) runs the
 // reference in strict fp32, TF32 off for cuDNN and cuBLAS and restored after; the speed baseline
-// (kevo_ref_call) keeps LibTorch's defaults; kevo_ref_precision says what those defaults are.
+// (kevo_ref_call) keeps LibTorch's defaults; kevo_ref_precision says what those defaults are;
+// kevo_ref_call_strict is the speed baseline in strict fp32 (timed too where the defaults differ).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -47,13 +48,16 @@ TEST(ReferenceWrapper, StrictFp32GuardsCorrectnessOnlyInTheSource) {
     ASSERT_FALSE(call.empty());
     EXPECT_NE(forward.find("StrictFp32 strict;"), std::string::npos) << forward;
     EXPECT_EQ(call.find("StrictFp32"), std::string::npos) << call;
+    const std::string strict = body_of(src, "kevo_ref_call_strict");
+    EXPECT_NE(strict.find("StrictFp32 strict;"), std::string::npos) << strict;
+    EXPECT_NE(strict.find("return kevo_ref_call(in, n_in, stream);"), std::string::npos) << strict;
     EXPECT_NE(src.find("setAllowTF32CuDNN(false)"), std::string::npos);
     EXPECT_NE(src.find("setAllowTF32CuBLAS(false)"), std::string::npos);
     EXPECT_NE(src.find("kevo_ref_precision(void)"), std::string::npos);
 }
 
 // Built and run (on the CPU here; the settings are LibTorch's global context either way).
-TEST(ReferenceWrapper, ForwardRunsInStrictFp32AndCallKeepsTheDefaults) {
+TEST(ReferenceWrapper, ForwardAndStrictCallRunInStrictFp32AndCallKeepsTheDefaults) {
     if (!reference_support().available) GTEST_SKIP() << "built without LibTorch";
     if (reference_support().cuda) GTEST_SKIP() << "LibTorch with CUDA: the CPU tensors here would not do";
     TempDir d("kevo-ref-test");
@@ -64,9 +68,10 @@ TEST(ReferenceWrapper, ForwardRunsInStrictFp32AndCallKeepsTheDefaults) {
     auto precision = reinterpret_cast<const char* (*)(void)>(dlsym(lib, "kevo_ref_precision"));
     auto forward = reinterpret_cast<int (*)(const kevo_tensor*, int, kevo_tensor*, int, cudaStream_t)>(dlsym(lib, "kevo_ref_forward"));
     auto call = reinterpret_cast<int (*)(const kevo_tensor*, int, cudaStream_t)>(dlsym(lib, "kevo_ref_call"));
+    auto call_strict = reinterpret_cast<int (*)(const kevo_tensor*, int, cudaStream_t)>(dlsym(lib, "kevo_ref_call_strict"));
     auto release = reinterpret_cast<void (*)(void)>(dlsym(lib, "kevo_ref_release"));
     auto* seen = static_cast<int*>(dlsym(lib, "kevo_probe_seen"));
-    ASSERT_TRUE(precision && forward && call && release && seen);
+    ASSERT_TRUE(precision && forward && call && call_strict && release && seen);
     // LibTorch's defaults (1.13 and 2.x): TF32 convolutions, strict fp32 matmuls.
     EXPECT_STREQ(precision(), "cuDNN TF32 on, cuBLAS TF32 off");
 
@@ -77,6 +82,22 @@ TEST(ReferenceWrapper, ForwardRunsInStrictFp32AndCallKeepsTheDefaults) {
     EXPECT_EQ(y, (std::vector<float>{2, 4, 6, 8}));
     ASSERT_EQ(call(&in, 1, nullptr), 0);
     EXPECT_EQ(*seen, 2) << "the speed baseline did not run with LibTorch's defaults (restored after forward)";
+    release();
+    // The strict speed baseline: strict fp32 during the call, the defaults restored after it.
+    *seen = -1;
+    ASSERT_EQ(call_strict(&in, 1, nullptr), 0);
+    EXPECT_EQ(*seen, 0) << "the strict fp32 speed baseline ran with TF32 on";
+    release();
+    ASSERT_EQ(call(&in, 1, nullptr), 0);
+    EXPECT_EQ(*seen, 2) << "kevo_ref_call_strict did not restore LibTorch's defaults";
+    release();
+    // A wrong count fails through kevo_ref_error, as kevo_ref_call does.
+    auto error = reinterpret_cast<const char* (*)(void)>(dlsym(lib, "kevo_ref_error"));
+    ASSERT_NE(error, nullptr);
+    EXPECT_EQ(call_strict(&in, 2, nullptr), 1);
+    EXPECT_NE(std::string(error()).find("wrong number of inputs"), std::string::npos) << error();
+    ASSERT_EQ(call(&in, 1, nullptr), 0);
+    EXPECT_EQ(*seen, 2) << "a failed strict call left TF32 off";
     release();
     EXPECT_STREQ(precision(), "cuDNN TF32 on, cuBLAS TF32 off");
     dlclose(lib);

@@ -172,6 +172,19 @@ extern "C" __attribute__((visibility("default"))) int kevo_ref_call(const kevo_t
     }
 }
 
+// The speed baseline in strict fp32 (what correctness is judged against), timed by the judge only
+// where LibTorch's defaults turn TF32 on: a kernel's speedup against it is reported beside the
+// speedup against the defaults, which alone ranks candidates.
+extern "C" __attribute__((visibility("default"))) int kevo_ref_call_strict(const kevo_tensor* in, int n_in, cudaStream_t stream) {
+    try {
+        kevo_ref_detail::StrictFp32 strict;
+        return kevo_ref_call(in, n_in, stream);
+    } catch (const std::exception& e) {
+        kevo_ref_detail::g_error = e.what();
+        return 1;
+    }
+}
+
 extern "C" __attribute__((visibility("default"))) void kevo_ref_release(void) {
     using namespace kevo_ref_detail;
     // Poison what the reference produced before handing the memory back, so that a candidate can
