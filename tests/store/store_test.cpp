@@ -122,6 +122,48 @@ TEST_P(StoreContract, BatchRequestsRecordWhichRequestWentIntoWhichFile) {
     EXPECT_EQ(all[2].error, "");
 }
 
+// An import of Batch API replies is stored whole or not at all (issue 28: a refused import
+// changes nothing): a key stored already, or twice in the import, refuses every call and error.
+TEST_P(StoreContract, ImportOfBatchRepliesIsAllOrNothing) {
+    auto s = open_store(location());
+    BatchRequest b;
+    b.custom_id = "r0a1b2c3d.gelu.sm_90:b1:g1.i0.c0.a0";
+    b.key = "g1.i0.c0.a0";
+    b.batch = 1;
+    b.kind = "mutation";
+    BatchRequest f = b;
+    f.custom_id = "r0a1b2c3d.gelu.sm_90:b1:g1.i1.c0.a0";
+    f.key = "g1.i1.c0.a0";
+    s->add_batch({b, f});
+    auto call = [](const std::string& key) {
+        LlmCall c;
+        c.key = key;
+        c.kind = "mutation";
+        c.request = {{"model", "m"}};
+        c.reply = "reply of " + key;
+        c.prompt_tokens = 10;
+        c.completion_tokens = 5;
+        c.cost_usd = 0.25;
+        return c;
+    };
+    s->add_llm_call(call("g0.seed.a0"));
+    EXPECT_THROW(s->import_batch_replies({call("g1.i0.c0.a0"), call("g0.seed.a0")}, {{f.custom_id, "expired"}}),
+                 UsageError);
+    EXPECT_THROW(s->import_batch_replies({call("g1.i0.c0.a0"), call("g1.i0.c0.a0")}, {}), UsageError);
+    EXPECT_EQ(s->llm_calls().size(), 1u);
+    EXPECT_EQ(s->spent().calls, 1);
+    for (const auto& r : s->batch_requests()) EXPECT_EQ(r.error, "") << r.custom_id;
+
+    s->import_batch_replies({call("g1.i0.c0.a0")}, {{f.custom_id, "batch_expired: too late"}});
+    auto reopened = open_store(location());
+    ASSERT_TRUE(reopened->find_llm_call("g1.i0.c0.a0"));
+    EXPECT_EQ(reopened->find_llm_call("g1.i0.c0.a0")->reply, "reply of g1.i0.c0.a0");
+    EXPECT_EQ(reopened->spent().calls, 2);
+    EXPECT_EQ(reopened->spent().prompt_tokens, 20);
+    EXPECT_DOUBLE_EQ(reopened->spent().cost_usd, 0.5);
+    EXPECT_EQ(reopened->batch_requests()[1].error, "batch_expired: too late");
+}
+
 TEST_P(StoreContract, ClaimRejectsADuplicateFromAnotherSlotButNotItsOwnRetry) {
     auto s = open_store(location());
     Program a = s->claim_program(make_program("a", "h1"));

@@ -115,6 +115,36 @@ for i = 2, #ARGV, 2 do redis.call('HSET', P .. 'batch', ARGV[i], ARGV[i + 1]) en
 return #ARGV / 2
 )lua";
 
+// ARGV: P N, then N calls of 10 fields each (as kAddCallScript's), then custom_id error pairs:
+// the calls and the failed batch requests of one import of Batch API replies; nothing when a
+// call's key is stored already (or repeats).
+const char* kImportRepliesScript = R"lua(
+local P = ARGV[1]
+local n = tonumber(ARGV[2])
+local seen = {}
+for i = 0, n - 1 do
+  local key = ARGV[3 + i * 10]
+  if seen[key] or redis.call('HEXISTS', P .. 'llm:ids', key) == 1 then
+    return redis.error_reply('an LLM call with the key ' .. key .. ' is stored already')
+  end
+  seen[key] = true
+end
+for i = 0, n - 1 do
+  local a = 3 + i * 10
+  local id = redis.call('INCR', P .. 'llm:seq')
+  redis.call('HSET', P .. 'llm:ids', ARGV[a], id)
+  redis.call('HSET', P .. 'llm:' .. id, 'id', id, 'key', ARGV[a], 'kind', ARGV[a + 1], 'request', ARGV[a + 2],
+    'reply', ARGV[a + 3], 'model', ARGV[a + 4], 'prompt_tokens', ARGV[a + 5], 'completion_tokens', ARGV[a + 6],
+    'cost_usd', ARGV[a + 7], 'latency_s', ARGV[a + 8], 'created', ARGV[a + 9])
+  redis.call('HINCRBY', P .. 'spent', 'prompt_tokens', ARGV[a + 5])
+  redis.call('HINCRBY', P .. 'spent', 'completion_tokens', ARGV[a + 6])
+  redis.call('HINCRBY', P .. 'spent', 'calls', 1)
+  redis.call('HINCRBYFLOAT', P .. 'spent', 'cost_usd', ARGV[a + 7])
+end
+for i = 3 + n * 10, #ARGV, 2 do redis.call('HSET', P .. 'batch:failed', ARGV[i], ARGV[i + 1]) end
+return n
+)lua";
+
 // ARGV: P KIND(llm|prog) key -> the record's fields (flat), or nil.
 const char* kFindScript = R"lua(
 local id = redis.call('HGET', ARGV[1] .. ARGV[2] .. ':ids', ARGV[3])
@@ -287,6 +317,18 @@ public:
     void fail_batch_request(const std::string& custom_id, const std::string& error) override {
         std::lock_guard<std::mutex> lock(mu_);
         conn_.command({"HSET", p_ + "batch:failed", custom_id, error});
+    }
+    void import_batch_replies(const std::vector<LlmCall>& calls,
+                              const std::vector<std::pair<std::string, std::string>>& failed) override {
+        if (calls.empty() && failed.empty()) return;
+        std::vector<std::string> args{num(static_cast<int64_t>(calls.size()))};
+        for (const LlmCall& c : calls)
+            args.insert(args.end(), {c.key, c.kind, dumps(c.request), c.reply, c.model, num(c.prompt_tokens),
+                                     num(c.completion_tokens), num(finite(c.cost_usd)), num(finite(c.latency_s)),
+                                     num(c.created ? c.created : now_unix())});
+        for (const auto& [custom_id, error] : failed) args.insert(args.end(), {custom_id, error});
+        std::lock_guard<std::mutex> lock(mu_);
+        eval(kImportRepliesScript, args);
     }
 
     std::optional<Program> find_program(const std::string& key) override {

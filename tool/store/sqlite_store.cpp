@@ -230,6 +230,10 @@ public:
     }
     int64_t add_llm_call(const LlmCall& c) override {
         std::lock_guard<std::mutex> lock(mu_);
+        return insert_call(c);
+    }
+    // (mu_ held)
+    int64_t insert_call(const LlmCall& c) {
         Stmt(db_,
              "INSERT INTO llm_calls(key, kind, request, reply, model, prompt_tokens, completion_tokens, cost_usd, "
              "latency_s, created) VALUES(?,?,?,?,?,?,?,?,?,?)")
@@ -289,6 +293,20 @@ public:
     void fail_batch_request(const std::string& custom_id, const std::string& error) override {
         std::lock_guard<std::mutex> lock(mu_);
         Stmt(db_, "UPDATE batch_requests SET error=? WHERE custom_id=?").bind(1, error).bind(2, custom_id).step();
+    }
+    void import_batch_replies(const std::vector<LlmCall>& calls,
+                              const std::vector<std::pair<std::string, std::string>>& failed) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        Transaction tx(*this);
+        for (const LlmCall& c : calls) {
+            Stmt s(db_, "SELECT 1 FROM llm_calls WHERE key=?");
+            s.bind(1, c.key);
+            if (s.step()) throw UsageError("an LLM call with the key " + c.key + " is stored already");
+            insert_call(c);
+        }
+        for (const auto& [custom_id, error] : failed)
+            Stmt(db_, "UPDATE batch_requests SET error=? WHERE custom_id=?").bind(1, error).bind(2, custom_id).step();
+        tx.commit();
     }
 
     std::optional<Program> find_program(const std::string& key) override {

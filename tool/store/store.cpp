@@ -164,6 +164,19 @@ public:
     void fail_batch_request(const std::string& custom_id, const std::string& error) override {
         s_->fail_batch_request(custom_id, redact(error));
     }
+    void import_batch_replies(const std::vector<LlmCall>& calls,
+                              const std::vector<std::pair<std::string, std::string>>& failed) override {
+        std::vector<LlmCall> cs;
+        for (LlmCall c : calls) {
+            c.request = redact_json(c.request);
+            c.reply = redact(std::move(c.reply));
+            c.model = redact(std::move(c.model));
+            cs.push_back(std::move(c));
+        }
+        std::vector<std::pair<std::string, std::string>> fs;
+        for (const auto& [custom_id, error] : failed) fs.emplace_back(custom_id, redact(error));
+        s_->import_batch_replies(cs, fs);
+    }
     std::optional<Program> find_program(const std::string& key) override { return s_->find_program(key); }
     std::optional<Program> get_program(int64_t id) override { return s_->get_program(id); }
     Program claim_program(Program program) override { return s_->claim_program(redacted(std::move(program))); }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -107,6 +108,10 @@ public:
     virtual std::vector<BatchRequest> batch_requests() = 0;  // by batch, then custom_id
     // Records that the request's batch line failed (it is then free to be requested again).
     virtual void fail_batch_request(const std::string& custom_id, const std::string& error) = 0;
+    // Atomically, all of it or nothing: what one import of Batch API replies adds, the LLM calls
+    // (keys must be new) and the errors of the requests whose lines failed (custom_id, error).
+    virtual void import_batch_replies(const std::vector<LlmCall>& calls,
+                                      const std::vector<std::pair<std::string, std::string>>& failed) = 0;
 
     virtual std::optional<Program> find_program(const std::string& key) = 0;
     virtual std::optional<Program> get_program(int64_t id) = 0;
