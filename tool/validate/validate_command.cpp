@@ -61,6 +61,14 @@ void print_human(const Task& task, const ValidationResult& r) {
                           us(r.kernel_us).c_str(), 100 * r.kernel_spread, us(r.reference_us).c_str(), 100 * r.reference_spread,
                           r.speedup, r.suspicious ? "  (suspicious: check by hand)" : "");
             std::cout << b;
+            // Where LibTorch's defaults run TF32, the reference in strict fp32 (what correctness is
+            // judged against) was timed too; the speedup above stays the one against the defaults.
+            const auto& d = r.details;
+            if (d.contains("speedup_vs_strict_fp32") && d.contains("timing") && d["timing"].contains("reference_strict_us")) {
+                std::snprintf(b, sizeof b, "  reference strict fp32: %s (speedup %.3fx against it)\n",
+                              us(d["timing"]["reference_strict_us"].get<double>()).c_str(), d["speedup_vs_strict_fp32"].get<double>());
+                std::cout << b;
+            }
         }
         if (r.details.contains("sol")) {
             const auto& sol = r.details["sol"];

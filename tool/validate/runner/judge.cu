@@ -183,10 +183,14 @@ void Judge::load_reference(const Job& job) {
     ref_release_ = reinterpret_cast<decltype(ref_release_)>(dlsym(ref_lib_, "kevo_ref_release"));
     ref_error_ = reinterpret_cast<decltype(ref_error_)>(dlsym(ref_lib_, "kevo_ref_error"));
     ref_precision_ = reinterpret_cast<decltype(ref_precision_)>(dlsym(ref_lib_, "kevo_ref_precision"));
+    ref_call_strict_ = reinterpret_cast<decltype(ref_call_strict_)>(dlsym(ref_lib_, "kevo_ref_call_strict"));
     if (!ref_forward_ || !ref_call_ || !ref_release_ || !ref_error_) throw SetupFailure{"the reference build lacks its entry points"};
     if (auto setup = reinterpret_cast<int (*)(const char*)>(dlsym(ref_lib_, "kevo_ref_setup"))) {
         if (setup(job.reference_arg.c_str()) != 0) throw SetupFailure{std::string("the reference's setup failed: ") + ref_error_()};
     }
+    // After the setup, which may set them: "cuDNN TF32 on, cuBLAS TF32 off" differs from strict fp32
+    // (what correctness is judged against) when either is on.
+    tf32_defaults_ = ref_precision_ && std::strstr(ref_precision_(), "TF32 on") != nullptr;
     ref_path_ = job.reference;
     ref_arg_ = job.reference_arg;
 }
@@ -799,6 +803,7 @@ JobResult Judge::run(const Job& job) {
             if (!timing.empty()) {  // the first timed set, as before
                 result.timing["kernel"] = timing[0]["kernel"];
                 result.timing["reference"] = timing[0]["reference"];
+                if (timing[0].contains("speedup_vs_strict_fp32")) result.timing["reference_strict_us"] = timing[0]["reference_strict"]["time_us"];
             }
             lap("timing");
             for (const auto& [k, v] : timing_profile_) result.profile_s[std::string("timing.") + k] = v;

@@ -44,6 +44,10 @@ struct Tensors {
     void free();
 };
 
+// The strict fp32 reference's timed calls (timing.cu), for the report only: at least the fewest,
+// then more while they take under a twentieth of the timing budget (0.5 s at least), at most the most.
+constexpr int kStrictFewestCalls = 5, kStrictMostCalls = 15;
+
 using Summary = kevo::TimingSummary;  // validate/trials.h, with the stopping rule
 inline Summary summarize(std::vector<double> us) { return kevo::summarize_times(std::move(us)); }
 
@@ -120,6 +124,11 @@ private:
     void (*ref_release_)(void) = nullptr;
     const char* (*ref_error_)(void) = nullptr;
     const char* (*ref_precision_)(void) = nullptr;  // optional: each side's precision (reference.cpp)
+    // Optional (builds before it lack it): the speed baseline in strict fp32. Timed only where
+    // LibTorch's defaults turn TF32 on (tf32_defaults_), so that a kernel's speedup against the
+    // reference as correctness judges it is reported beside the one against the defaults.
+    int (*ref_call_strict_)(const kevo_tensor*, int, cudaStream_t) = nullptr;
+    bool tf32_defaults_ = false;
     std::map<std::string, std::string> file_data_;  // init kind file: path -> bytes
     // candidate process
     pid_t pid_ = -1;
@@ -154,6 +163,9 @@ private:
     // calls are) in the current candidate process (from its calibration, 0: none) and in the judge
     // (0: not measured yet; measured once, at the first timed set).
     double candidate_empty_us_ = 0, judge_empty_us_ = 0;
+    // The strict fp32 reference's timing per set, measured once per judge (the reference does not
+    // change; a search's candidates share it): its shapes and flush mode, and the figures.
+    std::map<size_t, std::pair<std::string, json>> strict_times_;
 };
 
 std::string fmt(double v);
