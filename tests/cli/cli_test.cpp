@@ -2,6 +2,7 @@
 // real SQLite files, a real HTTP server on loopback, the real nvcc and a real CMake configure.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -481,6 +482,78 @@ TEST(CliReport, ShortAndEmptyRunsPlotSanely) {
     EXPECT_TRUE(j["generations"].empty());
 }
 
+// ---- files the user names: --task, --kernel ------------------------------------------------------
+
+// Runs `args` with a deadline far below the test's: a FIFO or a device must be refused, not read.
+ProcessResult quick(std::vector<std::string> args) {
+    auto t0 = std::chrono::steady_clock::now();
+    ProcessResult r = kernelevo(std::move(args), {}, 20);
+    EXPECT_FALSE(r.timed_out) << "blocked on a file it should have refused";
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 15.0);
+    return r;
+}
+
+TEST(CliInputFiles, ATaskThatIsADirectoryAFifoADeviceOrHugeIsRefusedWithTheReason) {
+    TempDir dir("kevo-cli-inputs");
+    const std::string task = (kData / "gelu_bias" / "task.json").string();
+    const std::string good_kernel = (kData / "gelu_bias" / "kernels" / "good.cu").string();
+    const fs::path fifo = dir.path() / "task.fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const fs::path big = dir.path() / "big.json";
+    write_file_atomic(big, "{\"name\": \"" + std::string(17u << 20, 'x') + "\"}");
+    const fs::path empty_dir = dir.path() / "empty";
+    fs::create_directories(empty_dir);
+
+    struct Case {
+        std::string task, expect;
+    };
+    const std::vector<Case> cases = {
+        {(kData / "gelu_bias").string(), "is a directory; give its task.json (" + (kData / "gelu_bias" / "task.json").string() + ")"},
+        {empty_dir.string(), "is a directory, not a task file (and it holds no task.json)"},
+        {fifo.string(), "is a FIFO (named pipe), not a task file"},
+        {"/dev/zero", "is a character device, not a task file"},
+        {big.string(), "is too large for a task file (17.0 MB; at most 16.0 MB)"},
+    };
+    for (const auto& c : cases)
+        for (std::vector<std::string> args : {std::vector<std::string>{"cache", "hash", "--task", c.task},
+                                              std::vector<std::string>{"validate", "--task", c.task, "--kernel", good_kernel}}) {
+            SCOPED_TRACE(args[0] + " --task " + c.task);
+            ProcessResult r = quick(args);
+            EXPECT_EQ(r.exit_code, 2) << r.err;
+            EXPECT_TRUE(contains(r.err, "kernelevo: error: " + c.task + ": ")) << r.err;
+            EXPECT_TRUE(contains(r.err, c.expect)) << r.err;
+            EXPECT_FALSE(contains(r.err, "internal error")) << r.err;
+            EXPECT_FALSE(contains(r.err, "not valid JSON")) << r.err;
+        }
+}
+
+TEST(CliInputFiles, AKernelThatIsADirectoryAFifoADeviceOrHugeIsRefusedWithTheReason) {
+    TempDir dir("kevo-cli-inputs");
+    const std::string task = (kData / "gelu_bias" / "task.json").string();
+    const fs::path fifo = dir.path() / "kernel.cu";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const fs::path big = dir.path() / "big.cu";
+    write_file_atomic(big, std::string(17u << 20, '/'));
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {dir.path().string(), "--kernel: " + dir.path().string() + " is a directory, not a kernel file (.cu, or a Triton .py)"},
+        {fifo.string(), "--kernel: " + fifo.string() + " is a FIFO (named pipe), not a kernel file"},
+        {"/dev/zero", "--kernel: /dev/zero is a character device, not a kernel file"},
+        {big.string(), "--kernel: " + big.string() + " is too large for a kernel file (17.0 MB; at most 16.0 MB)"},
+        {(dir.path() / "none.cu").string(), "--kernel: cannot read " + (dir.path() / "none.cu").string() + ": No such file"},
+    };
+    for (const auto& [kernel, expect] : cases)
+        for (std::vector<std::string> args :
+             {std::vector<std::string>{"validate", "--task", task, "--kernel", kernel},
+              std::vector<std::string>{"cache", "add", "--task", task, "--kernel", kernel, "--arch", "sm_90", "--cache-dir",
+                                       (dir.path() / "cache").string(), "--unvalidated"}}) {
+            SCOPED_TRACE(args[0] + " --kernel " + kernel);
+            ProcessResult r = quick(args);
+            EXPECT_EQ(r.exit_code, 2) << r.err;
+            EXPECT_TRUE(contains(r.err, "kernelevo: error: " + expect)) << r.err;
+        }
+    EXPECT_FALSE(fs::exists(dir.path() / "cache"));
+}
+
 // ---- cache status / remove / prune ----------------------------------------------------------------
 
 const char* kKernel = "#include <kernelevo/abi.h>\nextern \"C\" int kevo_forward(const kevo_tensor*, int, kevo_tensor*, int, cudaStream_t) { return 0; }\n";
@@ -513,6 +586,41 @@ protected:
     TempDir dir;
     fs::path cache_dir;
 };
+
+// A metadata file of binary bytes, or one whose text holds terminal escapes, and a cache folder
+// whose name is not UTF-8: an invalid entry with its reason, JSON that parses, escapes never raw.
+TEST_F(CliCache, StatusReportsABinaryMetadataFileAsAnInvalidEntry) {
+    const fs::path odd = dir.path() / "kernels-\xff\xfe";   // a folder name that is not UTF-8
+    cache_dir = odd;
+    store("scale", "sm_90");
+    write_file_atomic(odd / "scale" / "sm_80.cu", kKernel);
+    write_file_atomic(odd / "scale" / "sm_80.json", std::string("\xff\xfe\x00\x01\x1b[2J\x80\x81binary", 14));
+    cache::EntryMeta m;   // valid JSON whose text holds escapes (a file anyone could have committed)
+    m.function = "scale";
+    m.arch = "sm_75";
+    m.origin = "\x1b]0;pwned\x07manual";
+    m.date = "\x1b[2J2026";
+    cache::store(odd, kKernel, m);
+
+    auto r = kernelevo({"cache", "status", "--cache-dir", odd.string(), "--json"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;   // an invalid entry is a problem, not a crash
+    EXPECT_FALSE(contains(r.err, "internal error")) << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r.out;
+    ASSERT_EQ(j["entries"].size(), 3u) << j.dump(2);
+    for (const auto& e : j["entries"]) {
+        if (e["arch"] != "sm_80") continue;
+        EXPECT_EQ(e["state"], "invalid");
+        EXPECT_TRUE(contains(e["reason"].get<std::string>(), "unreadable metadata")) << e.dump();
+    }
+
+    r = kernelevo({"cache", "status", "--cache-dir", odd.string(), "--task", task_file()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("scale +sm_80 +invalid"))) << r.out;
+    EXPECT_TRUE(contains(r.out, "unreadable metadata")) << r.out;
+    for (const char* raw : {"\x1b", "\x07", "\x80"}) EXPECT_FALSE(contains(r.out + r.err, raw)) << r.out;
+    EXPECT_TRUE(contains(r.out, "\\x1b]0;pwned\\x07manual")) << r.out;
+}
 
 TEST_F(CliCache, StatusMarksUnvalidatedEntries) {
     auto add = kernelevo({"cache", "add", "--task", task_file(), "--kernel", (kData / "gelu_bias" / "kernels" / "good.cu").string(),

@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "common/fs.h"
 #include "common/process.h"
 #include "loopback_server.h"
@@ -64,6 +66,78 @@ TEST_F(LlmCheckCli, HelpDescribesTheOptions) {
     EXPECT_EQ(r.exit_code, 0);
     for (const char* option : {"--llm-url", "--model", "--budget-tokens", "--llm-transcript", "KERNELEVO_API_KEY"})
         EXPECT_NE(r.out.find(option), std::string::npos) << option << "\n" << r.out;
+}
+
+// A reply's terminal escapes (colours, screen clears, a window title, C1 controls, bidi overrides)
+// are shown escaped, never obeyed; --json stays valid JSON even for a reply cut inside a UTF-8
+// character.
+TEST_F(LlmCheckCli, TheRepliesTerminalControlsArePrintedEscaped) {
+    const std::string hostile = "\x1b[2J\x1b]0;owned\x07po\xc2\x9bng\xe2\x80\xae";
+    server.push({200, {}, chat_body(hostile, "stop", 3, 1, -1, "vendor/\x1b[31mm")});
+    auto r = run({"llm", "check", "--llm-url", server.base_url(), "--model", "vendor/m"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (const char* raw : {"\x1b", "\x07", "\xc2\x9b", "\xe2\x80\xae"})
+        EXPECT_EQ((r.out + r.err).find(raw), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("answer:   \\x1b[2J\\x1b]0;owned\\x07po\\u009bng\\u202e"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("answered: vendor/\\x1b[31mm"), std::string::npos) << r.out;
+
+    // 199 ASCII characters, then a 3-byte character: the 200-character snippet cuts it.
+    server.push({200, {}, chat_body(std::string(199, 'a') + "\xe2\x9c\x93 tail")});
+    auto j = run({"llm", "check", "--llm-url", server.base_url(), "--model", "vendor/m", "--json"});
+    EXPECT_EQ(j.exit_code, 0) << j.out << j.err;
+    EXPECT_EQ(j.err.find("internal error"), std::string::npos) << j.err;
+    auto report = nlohmann::json::parse(j.out, nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << j.out;
+    EXPECT_EQ(report["models"][0]["status"], "ok");
+
+    // An error message quoting the server: escaped on stderr too.
+    server.set_default({400, {}, R"({"error":{"message":"no \u001b[5mblink\u001b[0m here"}})"});
+    auto e = run({"llm", "check", "--llm-url", server.base_url(), "--model", "vendor/m"});
+    EXPECT_EQ(e.exit_code, 1) << e.err;
+    EXPECT_EQ(e.err.find('\x1b'), std::string::npos) << e.err;
+    EXPECT_NE(e.err.find("no \\x1b[5mblink\\x1b[0m here"), std::string::npos) << e.err;
+}
+
+// Credentials inside --llm-url (user:password@, ?key=) never reach stdout or stderr: the URL is
+// shown with ***, errors name it so, and the printed next commands say to give them again.
+TEST_F(LlmCheckCli, CredentialsInTheUrlAreNeverPrinted) {
+    const std::string password = "pw-Hunter2-Zx9q", query_key = "qk-Query-Secret-77";
+    std::string url = server.base_url();
+    url.insert(url.find("//") + 2, "kevo:" + password + "@");
+    const std::string secret_url = url + "?api_key=" + query_key;
+    auto no_secret = [&](const ProcessResult& r) {
+        for (const std::string& secret : {password, query_key})
+            EXPECT_EQ((r.out + r.err).find(secret), std::string::npos) << r.out << r.err;
+    };
+    server.set_default({500, {}, R"({"error":{"message":"upstream failed"}})"});
+    auto check = run({"llm", "check", "--llm-url", secret_url, "--model", "m", "--llm-attempts", "1"});
+    EXPECT_EQ(check.exit_code, 1) << check.out << check.err;
+    no_secret(check);
+    EXPECT_NE(check.out.find("url:      http://***@127.0.0.1:"), std::string::npos) << check.out;
+    EXPECT_NE(check.err.find("/v1/chat/completions?api_key=***"), std::string::npos) << check.err;
+
+    // A bad URL: the usage error shows it redacted, exit 2.
+    auto bad = run({"llm", "check", "--llm-url", "ftp://kevo:" + password + "@host/v1", "--model", "m"});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    no_secret(bad);
+
+    // The resume hints of a batch search: the URL with ***, and a note to give the credentials again.
+    TempDir dir;
+    auto r = run({"search", "--task", std::string(KEVO_TEST_DATA_DIR) + "/gelu_bias/task.json", "--out",
+                  (dir.path() / "kernels").string(), "--state", (dir.path() / "state.db").string(), "--arch", "sm_90",
+                  "--llm-batch", "--llm-batch-dir", dir.path().string(), "--model", "gpt-x", "--llm-url", secret_url});
+    ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+    no_secret(r);
+    EXPECT_NE(r.err.find("--llm-url 'http://***@127.0.0.1:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--llm-batch-replies REPLIES.jsonl (the credentials of --llm-url show as ***: give them again)"),
+              std::string::npos) << r.err;
+    for (const auto& f : fs::directory_iterator(dir.path()))
+        if (f.is_regular_file() && f.path().extension() == ".jsonl") {
+            const std::string text = read_file(f.path());
+            EXPECT_EQ(text.find(password), std::string::npos) << f.path();
+            EXPECT_EQ(text.find(query_key), std::string::npos) << f.path();
+        }
+    EXPECT_TRUE(server.requests().size() == 1u) << "only the check's request reached the server";
 }
 
 // The whole batch loop through the real binary: `search --llm-batch` writes the requests,

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "llm/budget.h"
 #include "llm/llm.h"
 #include "llm/options.h"
@@ -137,6 +138,40 @@ TEST_F(LlmApiKey, LookupOrderPerHost) {
     EXPECT_THROW(find_api_key(local, "UNSET_VARIABLE_XYZ"), UsageError);
     // Found keys are registered as secrets.
     EXPECT_EQ(redact("a mine-123456 b"), "a *** b");
+}
+
+// --llm-url may carry credentials: shown as ***, registered as secrets, the rest of the URL intact.
+TEST(LlmUrlCredentials, ShownAsStarsAndRedactedEverywhere) {
+    EXPECT_EQ(display_url("https://api.example.com/v1"), "https://api.example.com/v1");
+    EXPECT_FALSE(url_has_credentials("http://localhost:8000/v1"));
+    EXPECT_EQ(url_credentials_note("http://localhost:8000/v1"), "");
+    EXPECT_EQ(display_url("https://me:pw-Secret-81x@host:8443/v1"), "https://***@host:8443/v1");
+    EXPECT_EQ(display_url("https://tok-Only-User-9911@host/v1"), "https://***@host/v1");
+    EXPECT_EQ(display_url("https://host/v1?key=k-Q-4471&api-version=2024-06-01"), "https://host/v1?key=***&api-version=2024-06-01");
+    EXPECT_EQ(display_url("https://host/v1?access_token=abc#frag"), "https://host/v1?access_token=***#frag");
+    EXPECT_EQ(display_url("https://host/v1?x=0123456789abcdef0123"), "https://host/v1?x=***");   // long: a token
+    EXPECT_EQ(display_url("https://host/p@th/v1"), "https://host/p@th/v1");   // an '@' in the path is not user-info
+    EXPECT_TRUE(url_has_credentials("https://me:pw@host/v1"));
+    EXPECT_NE(url_credentials_note("https://me:pw@host/v1").find("show as ***"), std::string::npos);
+
+    register_url_secrets("https://me:pw-Secret-81x@host/v1?key=k-Q%2F4471&api-version=2024-06-01");
+    EXPECT_EQ(redact("failed: https://me:pw-Secret-81x@host/v1"), "failed: https://me:***@host/v1");
+    EXPECT_EQ(redact("key k-Q%2F4471 or k-Q/4471"), "key *** or ***");   // raw and decoded
+    EXPECT_EQ(redact("api-version=2024-06-01"), "api-version=2024-06-01");  // not a secret
+    EXPECT_EQ(redact("me"), "me");   // the user name alone is not one either
+}
+
+// Text from a model or a server, for a terminal: escapes shown, never obeyed; UTF-8 kept.
+TEST(LlmPrintable, EscapesControlsKeepsNewlinesTabsAndUtf8) {
+    EXPECT_EQ(printable("pong"), "pong");
+    EXPECT_EQ(printable("a\tb\nc"), "a\tb\nc");
+    EXPECT_EQ(printable("\x1b[31mred\x1b[0m\x07\r\x7f"), "\\x1b[31mred\\x1b[0m\\x07\\x0d\\x7f");
+    EXPECT_EQ(printable(std::string("nul\0!", 5)), "nul\\x00!");
+    EXPECT_EQ(printable("gr\xc3\xbc\xc3\x9f \xe2\x9c\x93 \xf0\x9f\x98\x80"), "gr\xc3\xbc\xc3\x9f \xe2\x9c\x93 \xf0\x9f\x98\x80");
+    EXPECT_EQ(printable("\xc2\x9b" "2J"), "\\u009b2J");                 // C1 CSI
+    EXPECT_EQ(printable("abc\xe2\x80\xae" "def"), "abc\\u202edef");     // right-to-left override
+    EXPECT_EQ(printable("bad \xff\xfe \xc3"), "bad \\xff\\xfe \\xc3");   // not UTF-8; cut sequence
+    EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a surrogate is not UTF-8
 }
 
 }  // namespace

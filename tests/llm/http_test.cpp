@@ -268,6 +268,61 @@ TEST_F(LlmHttp, RejectsABadUrl) {
     EXPECT_THROW(HttpProvider{c}, UsageError);
 }
 
+// A reply over the size limit (64 MB) will be as large next time: "reply too large", sent once.
+// With a Content-Length (refused before the body), and without one (the body counted as it comes).
+TEST_F(LlmHttp, AReplyOverTheSizeLimitSaysSoAndIsNotRetried) {
+    const std::string huge = chat_body(std::string(70u << 20, 'x'));
+    for (bool with_length : {true, false}) {
+        SCOPED_TRACE(with_length ? "Content-Length given" : "close-delimited");
+        LoopbackServer big;
+        ScriptedReply reply{200, {}, huge};
+        reply.no_content_length = !with_length;
+        big.set_default(reply);
+        HttpConfig c = config();
+        c.base_url = big.base_url();
+        c.read_timeout_s = 30;
+        auto e = expect_throw<LlmError>([&] { HttpProvider(c).chat(request()); });
+        const std::string what = e.what();
+        EXPECT_NE(what.find("reply too large (over 64 MB)"), std::string::npos) << what;
+        EXPECT_EQ(what.find("Failure writing output"), std::string::npos) << what;
+        EXPECT_FALSE(e.retryable);
+        EXPECT_EQ(big.requests().size(), 1u);
+        EXPECT_EQ(log.all().find("retrying"), std::string::npos) << log.all();
+    }
+}
+
+// What the server says reaches terminals: its control characters arrive escaped, never raw.
+TEST_F(LlmHttp, AServersMessageHasItsControlCharactersEscaped) {
+    server.set_default({400, {}, json{{"error", {{"message", "bad \x1b[2J\x1b]0;pwned\x07 request"}}}}.dump()});
+    auto e = expect_throw<HttpError>([&] { HttpProvider(config()).chat(request()); });
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\x1b'), std::string::npos) << what;
+    EXPECT_EQ(what.find('\x07'), std::string::npos) << what;
+    EXPECT_NE(what.find("bad \\x1b[2J\\x1b]0;pwned\\x07 request"), std::string::npos) << what;
+}
+
+// Credentials in the base URL: never in a message; a query stays after the endpoint's path.
+TEST_F(LlmHttp, CredentialsInTheUrlNeverReachAMessage) {
+    const std::string password = "pw-Hunter2-Zx9q", query_key = "qk-Query-Secret-77";
+    std::string url = server.base_url();   // http://127.0.0.1:PORT/v1
+    url.insert(url.find("//") + 2, "kevo:" + password + "@");
+    url += "?api_key=" + query_key;
+    server.set_default({500, {}, R"({"error":{"message":"upstream failed"}})"});
+    HttpConfig c = config();
+    c.base_url = url;
+    c.max_attempts = 2;
+    auto e = expect_throw<HttpError>([&] { HttpProvider(c).chat(request()); });
+    const std::string what = e.what(), logged = log.all();
+    for (const std::string& secret : {password, query_key}) {
+        EXPECT_EQ(what.find(secret), std::string::npos) << what;
+        EXPECT_EQ(logged.find(secret), std::string::npos) << logged;
+    }
+    EXPECT_NE(what.find("http://***@127.0.0.1:"), std::string::npos) << what;
+    EXPECT_NE(what.find("/v1/chat/completions?api_key=***"), std::string::npos) << what;
+    ASSERT_EQ(server.requests().size(), 2u);
+    EXPECT_EQ(server.requests()[0].path, "/v1/chat/completions?api_key=" + query_key);
+}
+
 // ---- Client ---------------------------------------------------------------------------------------
 
 TEST_F(LlmHttp, TokenCapStopsNewRequests) {

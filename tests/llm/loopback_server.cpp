@@ -141,7 +141,8 @@ void LoopbackServer::serve(int fd) {
         has_type = has_type || name == "Content-Type";
     }
     if (!has_type) out += "Content-Type: application/json\r\n";
-    out += "Content-Length: " + std::to_string(reply.body.size()) + "\r\nConnection: close\r\n\r\n" + reply.body;
+    if (!reply.no_content_length) out += "Content-Length: " + std::to_string(reply.body.size()) + "\r\n";
+    out += "Connection: close\r\n\r\n" + reply.body;
     --concurrent_;   // before sending: the client may start its next request once it has the reply
     for (size_t done = 0; done < out.size();) {
         ssize_t n = ::send(fd, out.data() + done, out.size() - done, MSG_NOSIGNAL);

@@ -25,6 +25,7 @@ struct ScriptedReply {
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
     double delay_s = 0;   // before the reply is sent
+    bool no_content_length = false;   // the body ends when the connection closes (no length given)
 };
 
 struct ReceivedRequest {

@@ -1,5 +1,13 @@
 // Task files: what parses, the defaults, and every error the parser reports (file + field).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <thread>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -191,6 +199,68 @@ TEST_F(TaskTest, LoadReportsUnreadableAndInvalidJson) {
     }
     write_file_atomic(file(), base().dump());
     EXPECT_EQ(load_task(file()).name, "gelu_bias");
+}
+
+// A task path that is not a task file is refused with the reason, without reading it: a directory
+// (its task.json named when it has one), a FIFO (no writer: reading it would wait forever), a
+// device (/dev/zero would fill the memory), a file over 16 MB.
+TEST_F(TaskTest, LoadRefusesDirectoriesFifosDevicesAndHugeFilesWithoutReadingThem) {
+    auto message = [](const fs::path& p) -> std::string {
+        try {
+            load_task(p);
+        } catch (const TaskError& e) {
+            EXPECT_EQ(e.file(), p.string());
+            return e.what();
+        }
+        ADD_FAILURE() << "no error for " << p;
+        return "";
+    };
+    write_file_atomic(file(), base().dump());   // t.json: the folder holds no task.json yet
+    EXPECT_NE(message(dir.path()).find("is a directory, not a task file (and it holds no task.json)"), std::string::npos)
+        << message(dir.path());
+    fs::rename(file(), dir.path() / "task.json");
+    EXPECT_NE(message(dir.path()).find("is a directory; give its task.json (" + (dir.path() / "task.json").string() + ")"),
+              std::string::npos) << message(dir.path());
+
+    EXPECT_NE(message("/dev/zero").find("/dev/zero: is a character device, not a task file"), std::string::npos);
+
+    const fs::path big = dir.path() / "big.json";
+    write_file_atomic(big, "{\"name\": \"" + std::string((16u << 20) + 1, 'x') + "\"}");
+    EXPECT_NE(message(big).find("is too large for a task file (16.0 MB; at most 16.0 MB)"), std::string::npos) << message(big);
+
+    // The FIFO: load_task runs on a thread; should it block, a writer is opened to release it.
+    const fs::path fifo = dir.path() / "task.fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    auto done = std::make_shared<std::promise<std::string>>();
+    auto result = done->get_future();
+    std::thread([done, message, fifo] { done->set_value(message(fifo)); }).detach();
+    if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+        ADD_FAILURE() << "load_task blocked on a FIFO";
+        int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+        if (fd >= 0) ::close(fd);
+    }
+    EXPECT_NE(result.get().find("is a FIFO (named pipe), not a task file"), std::string::npos);
+    EXPECT_EQ(load_task(dir.path() / "task.json").name, "gelu_bias");   // a regular file still loads
+}
+
+// read_input_file(): the cap holds for a file that grows past it, and the plain read_file still
+// reads what it always read (and names a directory).
+TEST_F(TaskTest, ReadInputFileCapsAndReadFileKeepsItsContract) {
+    write_file_atomic(file(), std::string(100, 'a'));
+    EXPECT_EQ(read_input_file(file(), "a test file", 100), std::string(100, 'a'));
+    try {
+        read_input_file(file(), "a test file", 99);
+        ADD_FAILURE();
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("is too large for a test file"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(read_file(file()), std::string(100, 'a'));
+    try {
+        read_file(dir.path());
+        ADD_FAILURE();
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("it is a directory"), std::string::npos) << e.what();
+    }
 }
 
 // The file init kind: raw little-endian bytes, path relative to the task file, exact size, content hashed.

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"
+#include "common/text.h"
 #include "compile/compile.h"
 #include "reference/reference.h"
 
@@ -16,6 +17,8 @@ namespace kevo::cache {
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr std::uintmax_t kMaxMetadataBytes = std::uintmax_t{4} << 20;
 
 bool is_identifier(const std::string& s) {
     if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -160,10 +163,12 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
         return r;
     }
     try {
-        r.meta = EntryMeta::from_json(nlohmann::json::parse(read_file(r.metadata)));
+        // Capped: a metadata file is small; a huge or binary one is a broken entry, not a reason to stop.
+        r.meta = EntryMeta::from_json(nlohmann::json::parse(read_input_file(r.metadata, "a cache metadata file", kMaxMetadataBytes)));
     } catch (const std::exception& e) {
         r.state = State::invalid;
-        r.reason = std::string("unreadable metadata: ") + e.what();
+        // The parser quotes what it read: the bytes of a binary file must not reach a terminal or JSON raw.
+        r.reason = printable(std::string("unreadable metadata: ") + e.what());
         return r;
     }
     const EntryMeta& m = *r.meta;

@@ -16,6 +16,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "compile/arch_support.h"
 #include "compile/compile.h"
 #include "task/task.h"
@@ -157,7 +158,8 @@ void run_status(const StatusArgs& a, int& rc) {
             j["build_dir"] = fs::absolute(a.build_dir).string();
             j["build_lacks"] = lack;
         }
-        std::cout << j.dump(2) << "\n";
+        // Replace: a path that is not UTF-8 must not turn the report into an "invalid UTF-8" crash.
+        std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
         if (out.empty()) std::cout << "No kernels in " << a.cache_dir << "\n";
         std::printf("%-24s %-8s %-8s %-13s %-9s %-21s %s\n", "FUNCTION", "ARCH", "STATE", "BACKEND", "SPEEDUP", "DATE", "ORIGIN");
@@ -175,10 +177,13 @@ void run_status(const StatusArgs& a, int& rc) {
             std::string backend = r.value("backend", std::string("-"));
             if (backend == "triton" && !r.value("triton_version", std::string()).empty())
                 backend += " " + r["triton_version"].get<std::string>();
+            // The metadata is text from a file anyone could have committed: escaped for the terminal.
+            backend = printable(backend);
+            origin = printable(origin);
             std::printf("%-24s %-8s %-8s %-13s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
                         state.c_str(), backend.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
-                        r.value("date", std::string("-")).c_str(), origin.empty() ? "-" : origin.c_str());
-            if (!r.value("summary", std::string()).empty()) std::printf("    %s\n", r["summary"].get<std::string>().c_str());
+                        printable(r.value("date", std::string("-"))).c_str(), origin.empty() ? "-" : origin.c_str());
+            if (!r.value("summary", std::string()).empty()) std::printf("    %s\n", printable(r["summary"].get<std::string>()).c_str());
             if (!r["reason"].get<std::string>().empty() && r["state"] != "valid")
                 std::printf("    %s\n", r["reason"].get<std::string>().c_str());
         }
@@ -288,12 +293,7 @@ void run_prune(const PruneArgs& a, int& rc) {
 void run_add(const AddArgs& a, int& rc) {
     Task task = load_task(a.task);
     const std::string arch = normalize_arch(a.arch);
-    std::string source;
-    try {
-        source = read_file(a.kernel);
-    } catch (const UsageError&) {
-        throw UsageError("--kernel: cannot read " + a.kernel);
-    }
+    std::string source = read_kernel_file(a.kernel);  // a directory, a FIFO or a huge file refused with the reason
     CompileOptions toolkit;
     // Nothing is compiled with --unvalidated (but for a Triton candidate: what is stored is its generated .cu).
     if (!a.unvalidated || triton::is_triton_source(source)) require_toolkit_arch(arch, toolkit);

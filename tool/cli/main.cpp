@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "sandbox/sandbox.h"
 
 
@@ -69,10 +70,11 @@ int main(int argc, char** argv) {
         app.exit(e);
         return 2;
     } catch (const kevo::UsageError& e) {
-        std::cerr << "kernelevo: error: " << kevo::redact(e.what()) << "\n";
+        // Messages may quote a server's reply or a file's bytes: escaped, never obeyed by the terminal.
+        std::cerr << "kernelevo: error: " << kevo::printable(kevo::redact(e.what())) << "\n";
         return 2;
     } catch (const std::exception& e) {
-        std::cerr << "kernelevo: internal error: " << kevo::redact(e.what()) << "\n";
+        std::cerr << "kernelevo: internal error: " << kevo::printable(kevo::redact(e.what())) << "\n";
         return 2;
     }
     return rc;

@@ -1,8 +1,13 @@
 #include "common/fs.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -12,12 +17,82 @@
 
 namespace kevo {
 
+namespace {
+
+// What a file that is not a regular one is, for messages.
+std::string file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+std::string megabytes(std::uintmax_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(bytes) / (1 << 20));
+    return buf;
+}
+
+}  // namespace
+
 std::string read_file(const fs::path& path) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) throw UsageError("cannot read " + path.string() + ": it is a directory");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw UsageError("cannot read " + path.string());
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+std::string read_input_file(const fs::path& path, const std::string& what, std::uintmax_t max_bytes) {
+    const std::string name = path.string();
+    auto too_large = [&](std::uintmax_t bytes, bool at_least) {
+        return UsageError(name + " is too large for " + what + " (" + (at_least ? "over " : "") + megabytes(bytes) +
+                          "; at most " + megabytes(max_bytes) + ")");
+    };
+    // stat() first: opening a FIFO or a device may block, or have effects, before anything is read.
+    struct stat st {};
+    if (::stat(name.c_str(), &st) != 0) throw UsageError("cannot read " + name + ": " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        throw UsageError(name + " is " + file_kind(st.st_mode) + ", not " + what +
+                         (S_ISDIR(st.st_mode) ? "" : " (a file that is read whole must be a regular file)"));
+    if (static_cast<std::uintmax_t>(st.st_size) > max_bytes) throw too_large(st.st_size, false);
+    // O_NONBLOCK: should a FIFO have replaced the file since stat(), open() still does not wait.
+    int fd = ::open(name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw UsageError("cannot read " + name + ": " + std::strerror(errno));
+    std::string data;
+    try {
+        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+            throw UsageError(name + " is " + file_kind(st.st_mode) + ", not " + what);
+        char buf[1 << 16];
+        for (;;) {  // at most max_bytes + 1: a file that grows (or lies about its size) is still bounded
+            ssize_t n = ::read(fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw UsageError("cannot read " + name + ": " + std::strerror(errno));
+            if (n == 0) break;
+            data.append(buf, static_cast<size_t>(n));
+            if (data.size() > max_bytes) throw too_large(max_bytes, true);
+        }
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+    ::close(fd);
+    return data;
+}
+
+std::string read_kernel_file(const fs::path& path, const std::string& option) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec))
+        throw UsageError(option + ": " + path.string() + " is a directory, not a kernel file (.cu, or a Triton .py)");
+    try {
+        return read_input_file(path, "a kernel file");
+    } catch (const UsageError& e) {
+        throw UsageError(option + ": " + e.what());
+    }
 }
 
 void write_file_atomic(const fs::path& path, const std::string& data) {

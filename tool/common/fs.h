@@ -1,13 +1,25 @@
 // Small filesystem helpers: whole-file I/O, atomic writes, private temp dirs, the tool's cache root.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
 namespace kevo {
 namespace fs = std::filesystem;
 
-// Reads a whole file; throws UsageError naming the path when it cannot.
+// Reads a whole file; throws UsageError naming the path when it cannot (a directory included).
 std::string read_file(const fs::path& path);
+
+// The most a file the user names (a task, a kernel) may hold: such a file is read whole into memory.
+inline constexpr std::uintmax_t kMaxInputFileBytes = std::uintmax_t{16} << 20;
+// Reads a file the user named, `what` saying what it should be ("a task file"). Refused without
+// reading it, with a UsageError naming the path and the reason: a directory ("X is a directory,
+// not WHAT"), anything else that is not a regular file (a FIFO or a device could block or never
+// end), a file over max_bytes ("X is too large for WHAT (N MB; at most M MB)"), a missing one.
+std::string read_input_file(const fs::path& path, const std::string& what, std::uintmax_t max_bytes = kMaxInputFileBytes);
+// A kernel the user named with `option` (--kernel, --initial): read_input_file() with the option
+// in front of the reason ("--kernel: X is a directory, not a kernel file (.cu, or a Triton .py)").
+std::string read_kernel_file(const fs::path& path, const std::string& option = "--kernel");
 // Writes through a temp file in the same directory and renames it into place, so readers never
 // see a partial file. Creates parent directories.
 void write_file_atomic(const fs::path& path, const std::string& data);

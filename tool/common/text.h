@@ -1,6 +1,8 @@
 // Small text helpers: XML/HTML escaping for the parts that write reports, line iteration for the
-// parts that read JSON Lines files.
+// parts that read JSON Lines files, escaping of outside text (a model's reply, a file's bytes)
+// for terminals.
 #pragma once
+#include <cstdio>
 #include <string>
 
 namespace kevo {
@@ -18,6 +20,54 @@ inline std::string xml_escape(const std::string& s) {
             case '\'': out += "&#39;"; break;
             default: out += c;
         }
+    }
+    return out;
+}
+
+// Text from outside (a model's reply, a server's message, bytes of a file in an error) made safe
+// to print to a terminal, and valid UTF-8 for JSON: C0 control characters other than newline and
+// tab, DEL and bytes that are not UTF-8 become "\x1b"-style escapes; C1 controls (U+0080-U+009F,
+// which some terminals obey) and the bidirectional overrides (U+202A-U+202E, U+2066-U+2069, which
+// reorder what is shown) become "\u009b"-style escapes. Everything else is unchanged.
+inline std::string printable(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    char esc[16];
+    for (size_t i = 0; i < text.size();) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c < 0x80) {
+            if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+                std::snprintf(esc, sizeof esc, "\\x%02x", c);
+                out += esc;
+            } else {
+                out += static_cast<char>(c);
+            }
+            ++i;
+            continue;
+        }
+        // A UTF-8 sequence: its length, and the code point when it is well formed.
+        const size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? (c <= 0xef ? 3 : 0) : c >= 0xc2 ? 2 : 0;
+        unsigned cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+        bool ok = len != 0 && i + len <= text.size();
+        for (size_t k = 1; ok && k < len; ++k) {
+            const unsigned char cc = static_cast<unsigned char>(text[i + k]);
+            ok = (cc & 0xc0) == 0x80;
+            cp = (cp << 6) | (cc & 0x3f);
+        }
+        ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) && !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
+        if (!ok) {
+            std::snprintf(esc, sizeof esc, "\\x%02x", c);
+            out += esc;
+            ++i;
+            continue;
+        }
+        if (cp <= 0x9f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) {
+            std::snprintf(esc, sizeof esc, "\\u%04x", cp);
+            out += esc;
+        } else {
+            out.append(text, i, len);
+        }
+        i += len;
     }
     return out;
 }

@@ -136,7 +136,7 @@ nlohmann::json summary_json(const Task& task, const std::string& arch, const sto
 
 // A run that stopped for a batch: what it wrote and how to continue.
 void report_batch_stop(const evolve::SearchResult& result, const llm::LlmOptions& llm) {
-    std::string url = llm.url == llm::kDefaultLlmUrl ? "" : " --llm-url " + shell_quote(llm.url);
+    std::string url = llm.url == llm::kDefaultLlmUrl ? "" : " --llm-url " + shell_quote(llm::display_url(llm.url)) + llm::url_credentials_note(llm.url);
     if (!result.batch_file.empty())
         std::cerr << "kernelevo: wrote " << result.batch_written << " LLM request(s) to " << result.batch_file
                   << " (OpenAI Batch API input); none was sent\n"
@@ -147,7 +147,7 @@ void report_batch_stop(const evolve::SearchResult& result, const llm::LlmOptions
         std::cerr << "kernelevo: " << result.batch_waiting
                   << " request(s) wait for replies in batch files written before (they are never sent again)\n";
     std::cerr << "kernelevo: state saved; to continue, run again with the replies: " << redact(command_line_hint())
-              << " --llm-batch-replies REPLIES.jsonl\n";
+              << " --llm-batch-replies REPLIES.jsonl" << llm::url_credentials_note(llm.url) << "\n";
 }
 
 }  // namespace
@@ -161,7 +161,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     cfg.profile_best = !a.no_profile;
     cfg.steady = a.schedule == "steady";
     cfg.max_time_s = parse_duration(a.max_time);
-    if (!a.initial.empty()) cfg.initial_source = read_file(a.initial);
+    if (!a.initial.empty()) cfg.initial_source = read_kernel_file(a.initial, "--initial");
     evolve::Prompts prompts;
     if (!a.prompts.empty()) prompts.load_overrides(a.prompts);
 
@@ -377,7 +377,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
                      "tests them), then run the same command again\n";
     else if (resumable)
         std::cerr << "kernelevo: state saved; to continue, run again: " << redact(command_line_hint())
-                  << (finished ? " (with a larger budget or time limit)" : "")
+                  << (finished ? " (with a larger budget or time limit)" : "") << llm::url_credentials_note(a.llm.url)
                   << (where.redis && !where.password.empty()
                           ? " (the Redis password shows as ***: give it again, or in $KERNELEVO_REDIS_PASSWORD)"
                           : "")

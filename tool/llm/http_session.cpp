@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "common/error.h"
 #include "common/process.h"
+#include "common/text.h"
+#include "llm/options.h"
 #include "llm/util.h"
 
 namespace kevo::llm::detail {
@@ -28,12 +31,16 @@ void global_init() {
 struct BodySink {
     std::string* body;
     size_t max;
+    bool* too_large;
 };
 
 size_t on_body(char* data, size_t size, size_t count, void* user) {
     auto* sink = static_cast<BodySink*>(user);
     size_t n = size * count;
-    if (sink->body->size() + n > sink->max) return 0;   // aborts the transfer
+    if (sink->body->size() + n > sink->max) {   // aborts the transfer (CURLE_WRITE_ERROR): say why
+        *sink->too_large = true;
+        return 0;
+    }
     sink->body->append(data, n);
     return n;
 }
@@ -67,15 +74,17 @@ double parse_retry_after(const std::string& value) {
 
 std::string server_message(const std::string& body) {
     json j = json::parse(body, nullptr, false);
+    // Whatever the server sent may reach a terminal: control characters and bytes that are not
+    // UTF-8 are shown as escapes.
     if (j.is_object()) {
         const json* e = j.contains("error") ? &j["error"] : &j;
-        if (e->is_string()) return e->get<std::string>();
+        if (e->is_string()) return printable(e->get<std::string>());
         if (e->is_object()) {
             for (const char* field : {"message", "detail", "error"})
-                if (e->contains(field) && (*e)[field].is_string()) return (*e)[field].get<std::string>();
+                if (e->contains(field) && (*e)[field].is_string()) return printable((*e)[field].get<std::string>());
         }
     }
-    return snippet(body);
+    return printable(snippet(body));
 }
 
 std::string status_hint(int status, const std::string& model, bool have_key) {
@@ -105,10 +114,17 @@ struct HttpSession::Transfer {
 
 HttpSession::HttpSession(HttpConfig config) : config_(std::move(config)), rng_(std::random_device{}()) {
     global_init();
+    register_url_secrets(config_.base_url);
     base_ = config_.base_url;
+    // A query (?key=..., ?api-version=...) stays at the end of every URL, after the endpoint's path.
+    base_ = base_.substr(0, base_.find('#'));   // a fragment is never sent
+    if (size_t q = base_.find('?'); q != std::string::npos) {
+        query_ = base_.size() > q + 1 ? base_.substr(q) : "";
+        base_.resize(q);
+    }
     while (!base_.empty() && base_.back() == '/') base_.pop_back();
     if (!starts_with(base_, "http://") && !starts_with(base_, "https://"))
-        throw UsageError("--llm-url must start with http:// or https:// (got '" + redact(base_) + "')");
+        throw UsageError("--llm-url must start with http:// or https:// (got '" + redact(display_url(config_.base_url)) + "')");
     if (config_.api_key.find_first_of("\r\n") != std::string::npos)
         throw UsageError("the API key contains a line break");
     if (config_.max_attempts < 1) throw UsageError("the number of LLM attempts must be at least 1");
@@ -160,7 +176,7 @@ HttpResult HttpSession::attempt(const HttpExchange& ex) {
     CURL* h = t->easy;
     curl_easy_reset(h);   // keeps the connection cache, which lives in the multi handle
 
-    const std::string url = base_ + ex.path;
+    const std::string url = base_ + ex.path + query_;
     curl_slist* headers = nullptr;
     if (ex.method == "POST" && ex.parts.empty()) headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Accept: application/json");
@@ -199,7 +215,9 @@ HttpResult HttpSession::attempt(const HttpExchange& ex) {
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_s * 1000));
     // A backstop only; the read timeout proper is enforced below.
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>((connect_s + read_s) * 1000) + 1000);
-    BodySink sink{&a.body, ex.max_reply_bytes};
+    BodySink sink{&a.body, ex.max_reply_bytes, &a.too_large};
+    // A Content-Length over the limit fails at once (CURLE_FILESIZE_EXCEEDED), before the body.
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(ex.max_reply_bytes));
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -231,6 +249,7 @@ HttpResult HttpSession::attempt(const HttpExchange& ex) {
             if (msg->msg == CURLMSG_DONE && msg->easy_handle == h) code = msg->data.result;
     a.curl_code = static_cast<int>(code);
     a.timed_out = a.read_timed_out || code == CURLE_OPERATION_TIMEDOUT;
+    if (code == CURLE_FILESIZE_EXCEEDED) a.too_large = true;
     a.curl_error = errbuf[0] ? errbuf : curl_easy_strerror(code);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a.status);
     curl_off_t pretransfer_us = 0;
@@ -257,7 +276,7 @@ double HttpSession::backoff(int n, double retry_after_s) {
 
 std::string HttpSession::send(const HttpExchange& ex, const std::string& model,
                               const std::function<void(const std::string&, int)>& check) {
-    const std::string url = base_ + ex.path;
+    const std::string url = this->url(ex.path);   // for messages
     double waited = 0;
     for (int n = 1;; ++n) {
         if (cancelled_) throw Cancelled();
@@ -269,7 +288,14 @@ std::string HttpSession::send(const HttpExchange& ex, const std::string& model,
         int status = 0;
         double retry_after = -1;
         bool retryable = true;
-        if (a.timed_out) {
+        if (a.too_large) {
+            // A reply this size will be as large next time: not a transient failure.
+            char limit[32];
+            std::snprintf(limit, sizeof limit, "%.0f MB", static_cast<double>(ex.max_reply_bytes) / (1 << 20));
+            message = "reply too large (over " + std::string(limit) + ") from " + url +
+                      "; not retried (the same request would get as large a reply)";
+            retryable = false;
+        } else if (a.timed_out) {
             message = a.connected ? "no complete reply from " + url + " within " + format_seconds(config_.read_timeout_s) +
                                         " (read timeout)"
                                   : "could not connect to " + url + " within " +

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "llm/llm.h"
+#include "llm/options.h"
 
 namespace kevo::llm::detail {
 
@@ -23,7 +24,7 @@ struct HttpExchange {
         std::string name, data, filename;   // filename empty: a plain field
     };
     std::vector<Part> parts;
-    size_t max_reply_bytes = 64u << 20;   // a longer reply aborts the transfer
+    size_t max_reply_bytes = 64u << 20;   // a longer reply aborts the transfer: "reply too large", not retried
 };
 
 // Thrown by a send() check to retry a 2xx reply (an error reported inside it).
@@ -39,6 +40,7 @@ struct HttpResult {
     bool read_timed_out = false;   // our own deadline, counted from the end of the connect phase
     bool timed_out = false;        // read_timed_out or libcurl's own timeout
     bool connected = false;
+    bool too_large = false;        // the reply passed HttpExchange::max_reply_bytes (transfer aborted)
     long status = 0;
     std::string body;
     std::string retry_after;
@@ -69,7 +71,8 @@ public:
     void cancel();
     bool cancelled() const { return cancelled_; }
     const HttpConfig& config() const { return config_; }
-    std::string url(const std::string& path) const { return base_ + path; }
+    // The URL of `path` for messages: credentials in --llm-url shown as *** (display_url()).
+    std::string url(const std::string& path) const { return display_url(base_ + path + query_); }
 
 private:
     // The wait before retry `n` (1-based) given the server's Retry-After (< 0: none).
@@ -80,6 +83,7 @@ private:
 
     HttpConfig config_;
     std::string base_;
+    std::string query_;        // "?..." of the base URL, put after each path ("" when none)
     std::atomic<bool> cancelled_{false};
     std::atomic<bool> connected_once_{false};  // some attempt reached the server (retry policy)
     std::mutex mu_;                      // guards idle_, rng_, and the cancel wait

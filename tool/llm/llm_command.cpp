@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "llm/batch.h"
 #include "llm/options.h"
 #include "llm/util.h"
@@ -21,17 +22,23 @@ namespace kevo {
 namespace {
 
 void print_batch(const llm::BatchInfo& b) {
-    std::cout << "batch:    " << b.id << "\n"
-              << "status:   " << b.status << "\n";
+    // Ids and statuses come from the server: escaped for the terminal.
+    std::cout << "batch:    " << printable(b.id) << "\n"
+              << "status:   " << printable(b.status) << "\n";
     if (b.total) std::cout << "requests: " << b.completed << " of " << b.total << " done, " << b.failed << " failed\n";
-    if (!b.output_file_id.empty()) std::cout << "output:   " << b.output_file_id << "\n";
-    if (!b.error_file_id.empty()) std::cout << "errors:   " << b.error_file_id << "\n";
-    if (!b.errors.empty()) std::cout << "problems: " << redact(b.errors) << "\n";
+    if (!b.output_file_id.empty()) std::cout << "output:   " << printable(b.output_file_id) << "\n";
+    if (!b.error_file_id.empty()) std::cout << "errors:   " << printable(b.error_file_id) << "\n";
+    if (!b.errors.empty()) std::cout << "problems: " << printable(redact(b.errors)) << "\n";
 }
 
+// --llm-url for a printed command, its credentials shown as *** (the note says to give them again).
 std::string connection_args(const llm::LlmOptions& o) {
-    return o.url == llm::kDefaultLlmUrl ? "" : " --llm-url " + shell_quote(o.url);
+    if (o.url == llm::kDefaultLlmUrl) return "";
+    return " --llm-url " + shell_quote(llm::display_url(o.url)) + llm::url_credentials_note(o.url);
 }
+
+// Log lines and errors carry what the server sent: escaped for the terminal.
+void log_line(const std::string& line) { std::cerr << "kernelevo: llm: " << printable(line) << "\n"; }
 
 void register_batch_commands(CLI::App& llm_cmd, int& rc) {
     struct BatchOptions {
@@ -44,7 +51,7 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
         "Run a batch file of `kernelevo search --llm-batch` through the provider's Batch API (POST /files and "
         "/batches under --llm-url, as OpenAI serves them): about half the price, answered within 24 hours.");
     batch->require_subcommand(1);
-    auto log = [](const std::string& line) { std::cerr << "kernelevo: llm: " << line << "\n"; };
+    auto log = [](const std::string& line) { log_line(line); };
 
     CLI::App* submit = batch->add_subcommand("submit", "Upload a batch input file and start a batch; prints the batch id");
     submit->add_option("FILE", o.file, "The Batch API input file (JSONL)")->required()->check(CLI::ExistingFile);
@@ -142,16 +149,17 @@ void register_llm_command(CLI::App& app, int& rc) {
     register_batch_commands(*llm_cmd, rc);
 
     check->callback([&rc] {
-        auto log = [](const std::string& line) { std::cerr << "kernelevo: llm: " << line << "\n"; };
+        auto log = [](const std::string& line) { log_line(line); };
         auto client = llm::make_client(o.llm, log);
         // Human lines go to `text`, which --json discards.
         std::ostringstream discard;
         std::ostream& text = o.json ? static_cast<std::ostream&>(discard) : std::cout;
-        nlohmann::json report{{"url", o.llm.replay.empty() ? o.llm.url : std::string()},
+        const std::string shown_url = llm::display_url(o.llm.url);   // credentials as ***
+        nlohmann::json report{{"url", o.llm.replay.empty() ? shown_url : std::string()},
                               {"replay", o.llm.replay.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.llm.replay)},
                               {"key_source", nullptr},
                               {"models", nlohmann::json::array()}};
-        text << "url:      " << (o.llm.replay.empty() ? o.llm.url : "replay of " + o.llm.replay) << "\n";
+        text << "url:      " << (o.llm.replay.empty() ? shown_url : "replay of " + o.llm.replay) << "\n";
         if (o.llm.replay.empty()) {
             llm::ApiKey key = llm::find_api_key(o.llm.url, o.llm.key_env);
             if (!key.value.empty()) report["key_source"] = key.source;
@@ -181,10 +189,11 @@ void register_llm_command(CLI::App& app, int& rc) {
                             {"completion_tokens", r.usage.completion_tokens},
                             {"cost_usd", r.usage.cost_known ? nlohmann::json(r.usage.cost_usd) : nlohmann::json(nullptr)},
                             {"error", nullptr}});
-                text << "answered: " << r.model << "\n"
+                // The model's text may hold terminal escapes: shown as "\x1b", never obeyed.
+                text << "answered: " << printable(redact(r.model)) << "\n"
                           << "latency:  " << llm::format_seconds(r.latency_s)
                           << (r.attempts > 1 ? " (" + std::to_string(r.attempts) + " attempts)" : "") << "\n"
-                          << "answer:   " << redact(llm::snippet(r.content, 200)) << "\n"
+                          << "answer:   " << printable(redact(llm::snippet(r.content, 200))) << "\n"
                           << "tokens:   " << r.usage.prompt_tokens << " prompt + " << r.usage.completion_tokens
                           << " completion\n"
                           << "cost:     " << cost << "\n"
@@ -193,12 +202,13 @@ void register_llm_command(CLI::App& app, int& rc) {
                 ++failed;
                 row.update({{"status", "failed"}, {"error", redact(e.what())}});
                 text << "status:   FAILED\n" << std::flush;
-                std::cerr << "kernelevo: llm check: " << m.name << ": " << redact(e.what()) << "\n";
+                std::cerr << "kernelevo: llm check: " << m.name << ": " << printable(redact(e.what())) << "\n";
             }
             report["models"].push_back(row);
         }
         report["ok"] = failed == 0;
-        if (o.json) std::cout << report.dump(2) << std::endl;
+        // Replace: a reply cut inside a UTF-8 sequence must not end the report with "invalid UTF-8".
+        if (o.json) std::cout << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
         rc = failed ? 1 : 0;
     });
 }

@@ -2,7 +2,10 @@
 #include "llm/options.h"
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "common/process.h"
@@ -11,13 +14,119 @@
 
 namespace kevo::llm {
 
+namespace {
+
+// The parts of an http(s) URL that may carry credentials, as offsets into it.
+struct UrlParts {
+    size_t userinfo_begin = std::string::npos, userinfo_end = std::string::npos;  // "user:pw" (without '@')
+    size_t query_begin = std::string::npos, query_end = std::string::npos;        // after '?', before '#'
+};
+
+UrlParts url_parts(const std::string& url) {
+    UrlParts p;
+    size_t scheme = url.find("://");
+    size_t authority = scheme == std::string::npos ? 0 : scheme + 3;
+    size_t authority_end = url.find_first_of("/?#", authority);
+    if (authority_end == std::string::npos) authority_end = url.size();
+    size_t at = url.rfind('@', authority_end == 0 ? 0 : authority_end - 1);
+    if (at != std::string::npos && at >= authority && at < authority_end) {
+        p.userinfo_begin = authority;
+        p.userinfo_end = at;
+    }
+    size_t q = url.find('?', authority_end);
+    size_t hash = url.find('#', authority_end);
+    if (q != std::string::npos && (hash == std::string::npos || q < hash)) {
+        p.query_begin = q + 1;
+        p.query_end = hash == std::string::npos ? url.size() : hash;
+    }
+    return p;
+}
+
+std::string percent_decode(const std::string& s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+            std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+            out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+            i += 2;
+        } else {
+            out += s[i] == '+' ? ' ' : s[i];
+        }
+    }
+    return out;
+}
+
+void register_both(const std::string& secret) {
+    register_secret(secret);
+    register_secret(percent_decode(secret));
+}
+
+// Calls f(name, value, value_begin) for each "name=value" (or bare "value") of a query string.
+template <class F>
+void for_each_query_param(const std::string& url, const UrlParts& p, F&& f) {
+    for (size_t pos = p.query_begin; pos < p.query_end;) {
+        size_t end = url.find('&', pos);
+        if (end == std::string::npos || end > p.query_end) end = p.query_end;
+        size_t eq = url.find('=', pos);
+        if (eq != std::string::npos && eq < end) f(url.substr(pos, eq - pos), eq + 1, end);
+        else f(std::string(), pos, end);
+        pos = end + 1;
+    }
+}
+
+// A query value that may be a credential: by its name, or by its length (a token).
+bool secret_query_value(const std::string& name, const std::string& value) {
+    const std::string n = lower(name);
+    for (const char* word : {"key", "token", "secret", "pass", "sig", "auth", "cred"})
+        if (n.find(word) != std::string::npos) return true;
+    return name.empty() || value.size() >= 16;
+}
+
+}  // namespace
+
+std::string display_url(const std::string& url) {
+    const UrlParts p = url_parts(url);
+    std::vector<std::pair<size_t, size_t>> hide;   // [begin, end) ranges shown as ***, in order
+    if (p.userinfo_begin != std::string::npos && p.userinfo_end > p.userinfo_begin) hide.push_back({p.userinfo_begin, p.userinfo_end});
+    for_each_query_param(url, p, [&](const std::string& name, size_t begin, size_t end) {
+        if (end > begin && secret_query_value(name, url.substr(begin, end - begin))) hide.push_back({begin, end});
+    });
+    std::string out;
+    size_t at = 0;
+    for (const auto& [begin, end] : hide) {
+        out += url.substr(at, begin - at) + "***";
+        at = end;
+    }
+    return out + url.substr(at);
+}
+
+bool url_has_credentials(const std::string& url) { return display_url(url) != url; }
+
+std::string url_credentials_note(const std::string& url) {
+    return url_has_credentials(url) ? " (the credentials of --llm-url show as ***: give them again)" : "";
+}
+
+void register_url_secrets(const std::string& url) {
+    const UrlParts p = url_parts(url);
+    if (p.userinfo_begin != std::string::npos) {
+        const std::string info = url.substr(p.userinfo_begin, p.userinfo_end - p.userinfo_begin);
+        const size_t colon = info.find(':');
+        register_both(colon == std::string::npos ? info : info.substr(colon + 1));
+    }
+    for_each_query_param(url, p, [&](const std::string& name, size_t begin, size_t end) {
+        const std::string value = url.substr(begin, end - begin);
+        if (secret_query_value(name, value)) register_both(value);
+    });
+}
+
 void add_llm_connection_options(CLI::App& app, LlmOptions& o) {
     const std::string g = "LLM";
     app.add_option("--llm-url", o.url,
                    "Base URL of an OpenAI-compatible API; chat requests go to URL/chat/completions, Batch API "
                    "calls to URL/files and URL/batches (OpenRouter, https://api.openai.com/v1, vLLM/SGLang http://host:8000/v1, "
                    "Ollama http://localhost:11434/v1, llama.cpp server http://localhost:8080/v1)")
-        ->capture_default_str()->type_name("URL")->group(g);
+        ->capture_default_str()->type_name("URL")->group(g)
+        ->each([](const std::string& url) { register_url_secrets(url); });  // before anything can print it
     app.add_option("--llm-key-env", o.key_env,
                    "Environment variable holding the API key (default: KERNELEVO_API_KEY, else "
                    "OPENROUTER_API_KEY for openrouter.ai, else OPENAI_API_KEY; none: no key is sent)")
@@ -93,6 +202,7 @@ ApiKey find_api_key(const std::string& url, const std::string& key_env) {
 
 HttpConfig http_config(const LlmOptions& o, const LogFn& log) {
     HttpConfig c;
+    register_url_secrets(o.url);
     c.base_url = o.url;
     ApiKey key = find_api_key(o.url, o.key_env);
     if (key.value.empty() && !key.withheld.empty() && log)

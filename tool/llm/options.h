@@ -58,6 +58,21 @@ struct ApiKey {
 // trimmed; the key is registered with register_secret().
 ApiKey find_api_key(const std::string& url, const std::string& key_env = "");
 
+// Credentials inside --llm-url (https://user:secret@host/v1, ?key=...). The URL as messages and
+// printed commands show it: the user-info as ***, and the query values that may be credentials
+// (their name says key, token, secret, pass, sig, auth or cred; or 16 characters or more) as ***.
+std::string display_url(const std::string& url);
+// Whether display_url() hides something of `url` (a printed command then needs it again).
+bool url_has_credentials(const std::string& url);
+// For a printed command that holds `url` redacted: " (the credentials of --llm-url show as ***:
+// give them again)" when it has some, else "".
+std::string url_credentials_note(const std::string& url);
+// Registers the URL's secrets with register_secret(), so that redact() hides them wherever they
+// appear (errors, logs, transcripts, states, the command line of a resume hint): the password of
+// user:password@ (the user-info itself when it has no password) and the query values that
+// display_url() hides; raw and percent-decoded. Called when --llm-url is parsed.
+void register_url_secrets(const std::string& url);
+
 // The HTTP settings the options describe (URL, key, timeouts, retries). Throws kevo::UsageError
 // on invalid values.
 HttpConfig http_config(const LlmOptions& options, const LogFn& log);

@@ -585,11 +585,27 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
 }
 
 Task load_task(const std::filesystem::path& task_file) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(task_file, ec)) {
+        // The folder a task lives in is an easy mistake: name the file that was meant.
+        const auto inside = task_file / "task.json";
+        throw TaskError(task_file.string(), "",
+                        std::filesystem::is_regular_file(inside, ec)
+                            ? "this is a directory; give its task.json (" + inside.string() + ")"
+                            : "this is a directory, not a task file (and it holds no task.json)");
+    }
     std::string text;
     try {
-        text = read_file(task_file);
-    } catch (const UsageError&) {
-        throw TaskError(task_file.string(), "", "cannot read the task file");
+        // Capped and regular files only: /dev/zero or a FIFO must not be read into memory forever.
+        text = read_input_file(task_file, "a task file");
+    } catch (const UsageError& e) {
+        // The reason without the path TaskError already names: "X: is a FIFO (named pipe), not a task file ...".
+        std::string why = e.what();
+        const std::string name = task_file.string();
+        if (why.compare(0, name.size() + 1, name + " ") == 0) why = why.substr(name.size() + 1);
+        else if (why.compare(0, 12 + name.size() + 2, "cannot read " + name + ": ") == 0)
+            why = "cannot read the task file: " + why.substr(12 + name.size() + 2);
+        throw TaskError(name, "", why);
     }
     nlohmann::json j;
     try {

@@ -57,12 +57,7 @@ void register_tune_command(CLI::App& app, int& rc) {
     cmd->add_option("--timing-trials", a->timing_trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
     cmd->callback([a, &rc] {
         Task task = load_task(a->task);
-        std::string source;
-        try {
-            source = read_file(a->kernel);
-        } catch (const UsageError&) {
-            throw UsageError("--kernel: cannot read " + a->kernel);
-        }
+        std::string source = read_kernel_file(a->kernel);  // a directory, a FIFO or a huge file refused with the reason
         std::vector<tune::Tunable> tunables;
         try {
             tunables = tune::parse_tunables(source);

@@ -181,12 +181,7 @@ void register_validate_command(CLI::App& app, int& rc) {
         if (args->repeat > 1 && args->no_timing)
             throw UsageError("--repeat measures how well the timing repeats; it cannot be combined with --no-timing");
         Task task = load_task(args->task);
-        std::string source;
-        try {
-            source = read_file(args->kernel);
-        } catch (const UsageError&) {
-            throw UsageError("--kernel: cannot read " + args->kernel);
-        }
+        std::string source = read_kernel_file(args->kernel);  // a directory, a FIFO or a huge file refused with the reason
         ValidateOptions opt;
         opt.arch = args->arch.empty() ? std::string() : normalize_arch(args->arch);
         opt.timeout_s = args->timeout;
