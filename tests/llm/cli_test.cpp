@@ -188,13 +188,28 @@ TEST_F(LlmCheckCli, BatchLoopThroughSearchAndTheBatchApi) {
               std::string::npos) << resumed.err;
     // The second batch asks to repair the unusable reply.
     std::string second = read_file(dir.path() / "gelu_bias-sm_90-batch-2.jsonl");
-    EXPECT_NE(second.find("\"custom_id\":\"b2:g0.seed.a1\""), std::string::npos) << second;
+    EXPECT_NE(second.find(".gelu_bias.sm_90:b2:g0.seed.a1\""), std::string::npos) << second;
     EXPECT_NE(second.find("could not be used"), std::string::npos) << second;
     // The same replies again: skipped, not counted twice; nothing new to write.
     auto again = run(search);
     EXPECT_EQ(again.exit_code, 3) << again.err;
     EXPECT_NE(again.err.find("imported 0 replies from " + replies + ", 1 imported before"), std::string::npos) << again.err;
     EXPECT_NE(again.err.find("1 request(s) wait for replies in batch files written before"), std::string::npos) << again.err;
+    // Another run's replies (another run id in the custom_ids): refused before anything is
+    // imported, exit 2, saying whose file it is.
+    std::string other = read_file(replies);
+    const size_t at = other.find("\"custom_id\":\"r");
+    ASSERT_NE(at, std::string::npos) << other;
+    other.replace(at + 13, 9, "r00000000");
+    const std::string foreign = (dir.path() / "replies-of-another-run.jsonl").string();
+    write_file_atomic(foreign, other);
+    std::vector<std::string> with_foreign = search;
+    with_foreign.insert(with_foreign.end(), {"--llm-batch-replies", foreign});
+    auto refused = run(with_foreign);
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_NE(refused.err.find("kernelevo: error: " + foreign + ":1: the replies of another run of gelu_bias on sm_90 (run "
+                               "r00000000); this state is run r"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("Nothing was imported"), std::string::npos) << refused.err;
     for (const auto& q : server.requests()) EXPECT_NE(q.path, "/v1/chat/completions");
     EXPECT_EQ((r.out + r.err + submit.out + resumed.err).find(kKey), std::string::npos);
 

@@ -1,69 +1,236 @@
 #include "evolve/batch_mode.h"
 
 #include <algorithm>
-#include <map>
+#include <cctype>
+#include <cstdio>
+#include <random>
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/hash.h"
 #include "common/process.h"
 #include "common/text.h"
-#include "llm/batch.h"
 
 namespace kevo::evolve {
+namespace {
+
+constexpr size_t kTaskTagMax = 16, kArchTagMax = 10;
+const char* const kNothing = " Nothing was imported: the state is as it was.";
+
+bool id_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; }
+
+// `text` in the characters a custom_id part may hold, at most `max` of them.
+std::string id_part(const std::string& text, size_t max) {
+    std::string out;
+    for (char c : text) {
+        if (out.size() == max) break;
+        out += id_char(c) ? c : '_';
+    }
+    return out.empty() ? "_" : out;
+}
+
+bool is_part(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), id_char); }
+
+bool is_digits(const std::string& s) {
+    return !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool is_run_id(const std::string& s) {
+    return s.size() == 9 && s[0] == 'r' &&
+           std::all_of(s.begin() + 1, s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::string new_run_id() {
+    std::random_device random;
+    char id[16];
+    std::snprintf(id, sizeof id, "r%08x", static_cast<unsigned>(random()));
+    return id;
+}
+
+// A custom_id from a file, fit to be shown in a message.
+std::string shown(const std::string& id) {
+    return "'" + printable(id.size() > 100 ? id.substr(0, 100) + "..." : id) + "'";
+}
+
+}  // namespace
+
+std::optional<BatchCustomId> parse_batch_custom_id(const std::string& id) {
+    const size_t colon = id.find(':');
+    if (colon == std::string::npos) return std::nullopt;
+    const std::string head = id.substr(0, colon);
+    BatchCustomId out;
+    std::string rest = id.substr(colon + 1);
+    if (head[0] != 'b' || !is_digits(head.substr(1))) {   // not "b<n>:KEY" (older versions): "RUN.TASK.ARCH:b<n>:KEY"
+        const size_t dot1 = head.find('.'), dot2 = dot1 == std::string::npos ? dot1 : head.find('.', dot1 + 1);
+        if (dot2 == std::string::npos) return std::nullopt;
+        out.run = head.substr(0, dot1);
+        out.task = head.substr(dot1 + 1, dot2 - dot1 - 1);
+        out.arch = head.substr(dot2 + 1);
+        if (!is_run_id(out.run) || !is_part(out.task) || !is_part(out.arch)) return std::nullopt;
+        const size_t colon2 = rest.find(':');
+        if (colon2 == std::string::npos || rest[0] != 'b' || !is_digits(rest.substr(1, colon2 - 1))) return std::nullopt;
+        out.batch = std::stoi(rest.substr(1, colon2 - 1));
+        out.key = rest.substr(colon2 + 1);
+    } else {
+        out.batch = std::stoi(head.substr(1));
+        out.key = rest;
+    }
+    if (out.key.empty()) return std::nullopt;
+    return out;
+}
+
+std::string batch_run_tag(const std::string& run_id, const std::string& task, const std::string& arch) {
+    return run_id + "." + id_part(task, kTaskTagMax) + "." + id_part(arch, kArchTagMax);
+}
+
+std::string batch_custom_id(const std::string& tag, int batch, const std::string& key) {
+    const std::string head = tag + ":b" + std::to_string(batch) + ":";
+    const bool plain = std::all_of(key.begin(), key.end(), [](char c) { return id_char(c) || c == '.' || c == ':'; });
+    if (plain && head.size() + key.size() <= kMaxBatchCustomId) return head + key;
+    return head + "k" + sha256_hex(key).substr(0, 12);   // the store maps the id to its key
+}
 
 BatchMode::BatchMode(const SearchConfig& cfg, store::Store& store, llm::Budget& budget)
     : cfg_(cfg), store_(store), budget_(budget) {}
 
+void BatchMode::identity() {
+    auto structure = store_.get_meta("structure");
+    if (structure && structure->is_object() && (*structure)["arch"].is_string()) arch_ = (*structure)["arch"];
+    auto name = store_.get_meta("task_name");
+    if (name && name->is_string()) task_ = *name;
+    if (task_.empty()) task_ = "a task";
+    if (arch_.empty()) arch_ = "an unknown architecture";
+    auto id = store_.get_meta("run_id");
+    if (id && id->is_string() && is_run_id(id->get<std::string>())) {
+        run_id_ = id->get<std::string>();
+    } else {
+        run_id_ = new_run_id();   // a new state, or one of a version before run ids: its batches from now on
+        store_.put_meta("run_id", run_id_);
+    }
+    tag_ = batch_run_tag(run_id_, task_, arch_);
+}
+
+// Why `custom_id` (no request of this run) is refused: whose file it is, where that can be told.
+std::string BatchMode::foreign(const std::string& where, const std::string& custom_id, bool legacy_records) const {
+    const std::string self = "this state is run " + run_id_ + " of " + task_ + " on " + arch_;
+    auto id = parse_batch_custom_id(custom_id);
+    if (!id)
+        return where + ": custom_id " + shown(custom_id) + " was not written by kernelevo search --llm-batch (" + self +
+               "; its requests' ids read " + tag_ + ":bN:KEY).";
+    if (id->run.empty())
+        return where + ": custom_id " + shown(custom_id) +
+               (legacy_records ? " is not a request of this run's batch files (the replies of another run or state?)."
+                               : " has no run id: the replies of a batch file that an older kernelevo wrote, for "
+                                 "another state (" + self + ", and every batch file it wrote names it).");
+    if (id->run == run_id_)
+        return where + ": custom_id " + shown(custom_id) + " names this run, but this run never wrote that request "
+               "(its batch " + std::to_string(id->batch) + " has no such line): an edited file?";
+    if (id->task == id_part(task_, kTaskTagMax) && id->arch == id_part(arch_, kArchTagMax))
+        return where + ": the replies of another run of " + task_ + " on " + arch_ + " (run " + id->run + "); " + self +
+               ". A file from before --fresh, or of another --state?";
+    return where + ": the replies of a run of another task or architecture (run " + id->run + " of " + id->task +
+           " on " + id->arch + "); " + self + ".";
+}
+
+BatchMode::Checked BatchMode::check(const std::string& file, const std::map<std::string, store::BatchRequest>& by_id,
+                                    Seen& seen, bool legacy_records) const {
+    const std::string text = read_file(file);
+    // A download that did not finish ends in the middle of its last line.
+    const bool cut = !text.empty() && text.back() != '\n';
+    const size_t last = 1 + static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    Checked c;
+    c.file = file;
+    std::map<std::string, size_t> line_of;   // custom_id -> its line
+    size_t lines = 0;
+    for_each_nonblank_line(text, [&](const std::string& line, size_t number) {
+        const std::string where = file + ":" + std::to_string(number);
+        ++lines;
+        llm::BatchOutputLine out;
+        try {
+            out = llm::parse_batch_output_line(line, where);
+        } catch (const UsageError& e) {
+            if (cut && number == last)
+                throw UsageError(where + ": the file ends in the middle of this line (cut short: a download or copy "
+                                 "that did not finish?)." + kNothing);
+            std::string why = e.what();
+            throw UsageError(why + (why.empty() || why.back() != '.' ? "." : "") + kNothing);
+        }
+        auto [first, fresh] = line_of.emplace(out.custom_id, number);
+        if (!fresh)
+            throw UsageError(where + ": custom_id " + shown(out.custom_id) + " is in the file twice (lines " +
+                             std::to_string(first->second) + " and " + std::to_string(number) +
+                             "): not a Batch API output file as a provider writes it." + kNothing);
+        auto it = by_id.find(out.custom_id);
+        if (it == by_id.end()) throw UsageError(foreign(where, out.custom_id, legacy_records) + kNothing);
+        const store::BatchRequest& b = it->second;
+        // Imported (or failed) before, or given again in this import: never counted twice.
+        if (!b.error.empty() || seen.keys.count(b.key) || !seen.ids.insert(b.custom_id).second ||
+            store_.find_llm_call(b.key)) {
+            ++c.known;
+            return;
+        }
+        llm::BatchReply reply = llm::batch_reply(out, llm::request_from_json(b.request.dump()), where);
+        if (reply.response) seen.keys.insert(b.key);
+        c.lines.emplace_back(&b, std::move(reply));
+    });
+    if (lines == 0) throw UsageError(file + ": no replies in the file (it is empty)." + kNothing);
+    return c;
+}
+
 store::Spent BatchMode::load(const llm::LogFn& log) {
+    identity();
     std::map<std::string, store::BatchRequest> by_id;
-    for (store::BatchRequest& b : store_.batch_requests()) by_id[b.custom_id] = std::move(b);
+    bool legacy_records = false;
+    for (store::BatchRequest& b : store_.batch_requests()) {
+        auto id = parse_batch_custom_id(b.custom_id);
+        legacy_records = legacy_records || (id && id->run.empty());
+        by_id[b.custom_id] = std::move(b);
+    }
+    // Every line of every file is checked before anything is stored: a refused file changes nothing.
+    std::vector<Checked> files;
+    Seen seen;
+    for (const std::string& file : cfg_.batch_replies) files.push_back(check(file, by_id, seen, legacy_records));
     store::Spent imported;
-    for (const std::string& file : cfg_.batch_replies) {
-        std::string text = read_file(file);
-        int answered = 0, failed = 0, known = 0;
-        for_each_nonblank_line(text, [&](const std::string& line, size_t number) {
-            const std::string where = file + ":" + std::to_string(number);
-            llm::BatchOutputLine out = llm::parse_batch_output_line(line, where);
-            auto it = by_id.find(out.custom_id);
-            if (it == by_id.end())
-                throw UsageError(where + ": custom_id '" + out.custom_id +
-                                 "' is not a request of this run's batches (the replies of another run or state?)");
-            store::BatchRequest& b = it->second;
-            if (store_.find_llm_call(b.key) || !b.error.empty()) {
-                ++known;   // imported (or failed) before: never counted twice
-                return;
-            }
-            llm::ChatRequest request = llm::request_from_json(b.request.dump());
-            llm::BatchReply reply = llm::batch_reply(out, request, where);
+    for (const Checked& c : files) {
+        std::vector<store::LlmCall> calls;
+        std::vector<std::pair<std::string, std::string>> failed;
+        store::Spent spent;
+        for (const auto& [b, reply] : c.lines) {
             if (!reply.response) {
-                b.error = reply.error.empty() ? "no reply" : reply.error;
-                store_.fail_batch_request(b.custom_id, b.error);
-                ++failed;
-                if (log) log("batch request " + b.custom_id + " failed (" + b.error + "); it will be requested again");
-                return;
+                failed.emplace_back(b->custom_id, reply.error.empty() ? "no reply" : reply.error);
+                continue;
             }
-            llm::Reservation r = budget_.adopt(request, b.reserved_cost_usd, cfg_.price.has_value());
+            llm::ChatRequest request = llm::request_from_json(b->request.dump());
+            llm::Reservation r = budget_.adopt(request, b->reserved_cost_usd, cfg_.price.has_value());
             llm::Usage counted = budget_.settle(r, reply.response->usage);
             store::LlmCall call;
-            call.key = b.key;
-            call.kind = b.kind;
-            call.request = b.request;
+            call.key = b->key;
+            call.kind = b->kind;
+            call.request = b->request;
             call.reply = reply.response->content;
             call.model = reply.response->model;
             call.prompt_tokens = counted.prompt_tokens;
             call.completion_tokens = counted.completion_tokens;
             call.cost_usd = counted.cost_usd;
-            store_.add_llm_call(call);
-            imported.prompt_tokens += counted.prompt_tokens;
-            imported.completion_tokens += counted.completion_tokens;
-            imported.cost_usd += counted.cost_usd;
-            ++imported.calls;
-            ++answered;
-        });
+            calls.push_back(std::move(call));
+            spent.prompt_tokens += counted.prompt_tokens;
+            spent.completion_tokens += counted.completion_tokens;
+            spent.cost_usd += counted.cost_usd;
+            ++spent.calls;
+        }
+        store_.import_batch_replies(calls, failed);   // the whole file, or (killed) none of it
+        imported.prompt_tokens += spent.prompt_tokens;
+        imported.completion_tokens += spent.completion_tokens;
+        imported.cost_usd += spent.cost_usd;
+        imported.calls += spent.calls;
+        for (const auto& [custom_id, error] : failed) {
+            by_id.at(custom_id).error = error;
+            if (log) log("batch request " + custom_id + " failed (" + error + "); it will be requested again");
+        }
         if (log)
-            log("imported " + std::to_string(answered) + " replies from " + file +
-                (failed ? ", " + std::to_string(failed) + " failed" : "") +
-                (known ? ", " + std::to_string(known) + " imported before" : ""));
+            log("imported " + std::to_string(spent.calls) + " replies from " + c.file +
+                (failed.empty() ? "" : ", " + std::to_string(failed.size()) + " failed") +
+                (c.known ? ", " + std::to_string(c.known) + " imported before" : ""));
     }
     // What is still waiting: never asked again, and its most possible cost stays reserved.
     for (const auto& [id, b] : by_id) {
@@ -108,7 +275,7 @@ std::string BatchMode::finish(SearchResult& result) {
     std::vector<store::BatchRequest> rows;
     for (const Deferred& d : deferred_) {
         store::BatchRequest b;
-        b.custom_id = "b" + std::to_string(number) + ":" + d.key;
+        b.custom_id = batch_custom_id(tag_, number, d.key);
         b.key = d.key;
         b.batch = number;
         b.file = path;

@@ -83,7 +83,12 @@ size_t count_batch_input(const std::filesystem::path& file) {
 BatchOutputLine parse_batch_output_line(const std::string& text, const std::string& where) {
     json j = json::parse(text, nullptr, false);
     if (!j.is_object() || string_field(j, "custom_id").empty())
-        throw UsageError(where + ": not a Batch API output line (no custom_id): " + snippet(text, 120));
+        throw UsageError(where + ": not a Batch API output line (no custom_id): " + printable(snippet(text, 120)));
+    // A request, not a reply: taken as "neither a response nor an error" it would fail every request.
+    if (j.contains("body") && j.contains("method") && !j.contains("response") && !j.contains("error"))
+        throw UsageError(where + ": a Batch API input line (a request), not a reply: this is a file that kernelevo "
+                         "search --llm-batch writes; submit it with `kernelevo llm batch submit FILE` and give the "
+                         "file that `kernelevo llm batch fetch BATCH_ID --out REPLIES.jsonl` writes");
     BatchOutputLine line;
     line.custom_id = string_field(j, "custom_id");
     if (j.contains("response") && j["response"].is_object()) {

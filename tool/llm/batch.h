@@ -33,7 +33,8 @@ struct BatchOutputLine {
     std::string body;      // the response body (JSON text), "" when there is none
     std::string error;     // the line's error, or the error body's message ("" when none)
 };
-// Throws UsageError naming `where` ("FILE:LINE") when the line is not a Batch API output line.
+// Throws UsageError naming `where` ("FILE:LINE") when the line is not a Batch API output line
+// (an input line, a request, says so).
 BatchOutputLine parse_batch_output_line(const std::string& line, const std::string& where);
 
 // The reply a line gives to `request`: a response (a truncated one too: it was paid for), or the
