@@ -91,6 +91,21 @@ TEST_F(LlmBatch, OutputLinesGiveRepliesOrSayWhyNot) {
     EXPECT_EQ(refused.error, "HTTP 400: bad max_tokens");
 
     EXPECT_THROW(parse_batch_output_line("not json", "out.jsonl:3"), UsageError);
+    // A request (a line of an input file given as replies) is no failed reply: it is refused.
+    try {
+        parse_batch_output_line(batch_input_line("r0123abcd.t.sm_90:b1:k", request("p", 1), "http://x/v1"), "in.jsonl:1");
+        ADD_FAILURE() << "no error";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("in.jsonl:1: a Batch API input line (a request), not a reply"),
+                  std::string::npos) << e.what();
+    }
+    // Terminal controls of a broken line are shown escaped.
+    try {
+        parse_batch_output_line("\x1b[2J{", "out.jsonl:5");
+        ADD_FAILURE() << "no error";
+    } catch (const UsageError& e) {
+        EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos) << e.what();
+    }
     try {
         parse_batch_output_line(R"({"response":{}})", "out.jsonl:4");
     } catch (const UsageError& e) {
