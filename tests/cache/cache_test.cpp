@@ -127,6 +127,23 @@ TEST_F(Cache, BrokenEntriesAreInvalid) {
     EXPECT_EQ(look().state, cache::State::invalid);
 }
 
+// A metadata file of binary bytes, or a huge one: an invalid entry whose reason is printable text
+// (the parser quotes the bytes it read) that a JSON report can always hold.
+TEST_F(Cache, BinaryOrHugeMetadataIsAnInvalidEntryWithAPrintableReason) {
+    cache::store(cache_dir, kKernel, meta());
+    write_file_atomic(cache_dir / "scale" / "sm_90.json", std::string("\xff\xfe\x00\x1b[2J\x80", 8));
+    auto l = look();
+    EXPECT_EQ(l.state, cache::State::invalid);
+    EXPECT_NE(l.reason.find("unreadable metadata"), std::string::npos) << l.reason;
+    for (char raw : {'\x1b', '\xff', '\x80', '\0'}) EXPECT_EQ(l.reason.find(raw), std::string::npos) << l.reason;
+    EXPECT_NO_THROW(nlohmann::json({{"reason", l.reason}}).dump());   // valid UTF-8: no "invalid UTF-8 byte"
+
+    write_file_atomic(cache_dir / "scale" / "sm_90.json", std::string(5u << 20, ' '));   // over the 4 MB a metadata file may hold
+    l = look();
+    EXPECT_EQ(l.state, cache::State::invalid);
+    EXPECT_NE(l.reason.find("too large"), std::string::npos) << l.reason;
+}
+
 TEST_F(Cache, StoreRejectsBadNames) {
     auto m = meta();
     m.arch = "90";
