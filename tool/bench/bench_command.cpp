@@ -197,7 +197,7 @@ void run_bench(BenchArgs& a, int& rc) {
                     r.done = true;
                 } else {
                     r.kernel = k.string();
-                    ValidationResult vr = v.validate(read_file(k));
+                    ValidationResult vr = v.validate(read_kernel_file(k, "--kernels"));  // a FIFO named .cu is refused, not read
                     r.status = status_name(vr.status);
                     r.speedup = vr.speedup;
                     r.kernel_us = vr.kernel_us;
