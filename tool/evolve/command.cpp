@@ -26,6 +26,7 @@
 #include "evolve/search_command.h"
 #include "llm/budget.h"
 #include "llm/options.h"
+#include "store/writer.h"
 #include "triton/launch.h"
 #include "triton/triton_compile.h"
 #ifdef KEVO_WITH_WORKERS
@@ -238,12 +239,23 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
                                               .string()
                                         : a.state;
     store::StoreLocation where = store::parse_store_location(state);  // registers a Redis password
+    // A file that is not a KernelEvo state (foreign, empty, damaged) is refused as it is, before
+    // even a lock file appears beside it.
+    if (!where.redis && store::store_exists(state)) store::open_store(state, store::Access::read_only);
+    if (!where.redis && fs::path(where.path).has_parent_path()) fs::create_directories(fs::path(where.path).parent_path());
+    // One writer per state (store/writer.h): a second search on it stops here, before any LLM
+    // request, and before its --fresh could delete what the first one writes. Held until return.
+    store::WriterOptions writer;
+    writer.what = progress_prefix.empty() ? "kernelevo search" : "kernelevo bench";  // (bench's searches have a prefix)
+    writer.command = redact(command_line_hint());
+    if (!a.workers.empty()) writer.workers = store::parse_store_location(a.workers).display();
+    writer.log = log;
+    auto lease = store::acquire_writer(state, writer);
     if (a.fresh) {
         store::remove_store(state);
     } else if (store::store_exists(state) && !quiet()) {
         std::cerr << "kernelevo: resuming the run in " << where.display() << "\n";
     }
-    if (!where.redis && fs::path(where.path).has_parent_path()) fs::create_directories(fs::path(where.path).parent_path());
     auto store = store::open_store(state);
 #ifdef KEVO_WITH_WORKERS
     if (auto* remote = dynamic_cast<worker::RemoteEvaluator*>(evaluator.get())) remote->register_run(where.display());

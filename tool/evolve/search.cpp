@@ -251,6 +251,9 @@ struct Search::Impl {
         call.cost_usd = resp.usage.cost_usd;
         call.latency_s = resp.latency_s;
         call.id = store.add_llm_call(call);
+        // The stored call is the one that stands: ours, or one a second writer stored first under
+        // this key (the store keeps the first and never fails on the second).
+        if (auto stored = store.find_llm_call(key)) call = *stored;
         std::lock_guard<std::mutex> lock(mu);
         progress.tokens += call.prompt_tokens + call.completion_tokens;
         progress.cost_usd += call.cost_usd;

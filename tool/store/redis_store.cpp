@@ -22,6 +22,8 @@
 //   P islands            list   the islands' states (JSON) as of the last committed generation
 //   P generations        hash   generation -> history row (JSON)
 //   P events             list   events (JSON {generation, kind, detail}) in commit order
+//   P writer             string the writer lease (writer.cpp: holder JSON, expires unless renewed)
+//   P writer:held        string the same JSON until the holder releases it cleanly (kept by --fresh)
 // Texts are stored as they are (Redis strings are binary-safe); numbers as decimal text, doubles
 // with 17 significant digits so they read back exactly.
 #include <algorithm>
@@ -88,9 +90,8 @@ return v
 // ARGV: P key kind request reply model prompt_tokens completion_tokens cost_usd latency_s created
 const char* kAddCallScript = R"lua(
 local P = ARGV[1]
-if redis.call('HEXISTS', P .. 'llm:ids', ARGV[2]) == 1 then
-  return redis.error_reply('an LLM call with the key ' .. ARGV[2] .. ' is stored already')
-end
+local stored = redis.call('HGET', P .. 'llm:ids', ARGV[2])
+if stored then return tonumber(stored) end  -- stored first by another writer: that one stands
 local id = redis.call('INCR', P .. 'llm:seq')
 redis.call('HSET', P .. 'llm:ids', ARGV[2], id)
 redis.call('HSET', P .. 'llm:' .. id, 'id', id, 'key', ARGV[2], 'kind', ARGV[3], 'request', ARGV[4],
@@ -472,8 +473,12 @@ void detail::redis_remove(const StoreLocation& where) {
         const redisReply* keys = r->element[1];
         if (keys->elements == 0) continue;
         std::vector<std::string> del{"DEL"};
-        for (size_t i = 0; i < keys->elements; ++i) del.push_back(str(keys->element[i]));
-        c.command(del);
+        for (size_t i = 0; i < keys->elements; ++i) {
+            std::string k = str(keys->element[i]);
+            // The writer lease (writer.h) belongs to the process that runs --fresh: it stays.
+            if (k != where.key_prefix() + "writer" && k != where.key_prefix() + "writer:held") del.push_back(k);
+        }
+        if (del.size() > 1) c.command(del);
     } while (cursor != "0");
 }
 

@@ -3,10 +3,17 @@
 // one transaction.
 #include <sqlite3.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <mutex>
+#include <vector>
 
 #include "common/error.h"
 #include "store/internal/backends.h"
@@ -132,72 +139,97 @@ LlmCall read_call(const Stmt& s) {
     return c;
 }
 
+// The name to open a file under read-only. With no -wal file beside it no writer has it open (a WAL
+// writer always has one): read it as immutable, so that SQLite leaves no -wal/-shm files either.
+std::pair<std::string, int> read_only_name(const std::string& path) {
+    int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX;
+    if (std::filesystem::exists(path + "-wal") || std::filesystem::exists(path + "-shm")) return {path, flags};
+    std::string name = "file:";
+    for (char c : std::filesystem::absolute(path).string()) {
+        if (c == '%' || c == '?' || c == '#') {
+            char esc[4];
+            std::snprintf(esc, sizeof esc, "%%%02X", static_cast<unsigned char>(c));
+            name += esc;
+        } else {
+            name += c;
+        }
+    }
+    return {name + "?immutable=1", flags | SQLITE_OPEN_URI};
+}
+
+// Whether the existing file `path` is a KernelEvo state of this schema version, read without
+// writing anything: an empty file, a damaged one, another application's database or another
+// version is a UsageError naming the file and the reason, and the file stays byte for byte as it was.
+void check_existing_state(const std::string& path) {
+    const std::string untouched = " (it was left as it is; pass another --state)";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw UsageError(path + " is not a regular file, not a KernelEvo state" + untouched);
+    if (std::filesystem::file_size(path, ec) == 0)
+        throw UsageError(path + " is an empty file, not a KernelEvo state" + untouched);
+    auto [name, flags] = read_only_name(path);
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2(name.c_str(), &db, flags, nullptr);
+    std::unique_ptr<sqlite3, int (*)(sqlite3*)> guard(db, sqlite3_close);
+    if (rc != SQLITE_OK)
+        throw UsageError("cannot open the state " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_busy_timeout(db, 10000);
+    auto malformed = [&](const std::string& why) {
+        return UsageError(path + ": malformed database, not a usable KernelEvo state (SQLite: " + why + ")" + untouched);
+    };
+    // Every page read once (quick_check): a truncated or overwritten file is refused here, not halfway
+    // through a run.
+    std::string check;
+    try {
+        Stmt s(db, "PRAGMA quick_check(1)");
+        if (s.step()) check = s.text(0);
+    } catch (const UsageError&) {
+        throw malformed(sqlite3_errmsg(db));
+    }
+    if (check != "ok") throw malformed(check);
+    std::vector<std::string> tables;
+    Stmt t(db, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name");
+    while (t.step()) tables.push_back(t.text(0));
+    std::string version;
+    if (std::find(tables.begin(), tables.end(), "meta") != tables.end()) {
+        Stmt s(db, "SELECT value FROM meta WHERE key='schema_version'");
+        if (s.step()) version = s.text(0);
+    }
+    if (version.empty()) {
+        if (tables.empty()) throw UsageError(path + " is an SQLite database without tables, not a KernelEvo state" + untouched);
+        std::string list;
+        for (size_t i = 0; i < tables.size() && i < 8; ++i) list += (i ? ", " : "") + tables[i];
+        if (tables.size() > 8) list += ", ... (" + std::to_string(tables.size()) + " in all)";
+        throw UsageError(path + " is not a KernelEvo state: it has tables " + list + untouched);
+    }
+    if (version != std::to_string(kSchemaVersion))
+        throw UsageError("the state " + path + " has schema version " + version + ", this kernelevo reads version " +
+                         std::to_string(kSchemaVersion) + untouched);
+}
+
 class SqliteStore : public Store {
 public:
     SqliteStore(const std::string& path, Access access) {
-        const bool read_only = access == Access::read_only;
-        int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX;
-        std::string name = path;
-        if (read_only && !std::filesystem::exists(path + "-wal") && !std::filesystem::exists(path + "-shm")) {
-            // No writer has the file open (a WAL writer always has a -wal file): read it as immutable,
-            // so that SQLite does not leave -wal/-shm files beside it either.
-            name = "file:";
-            for (char c : std::filesystem::absolute(path).string()) {
-                if (c == '%' || c == '?' || c == '#') {
-                    char esc[4];
-                    std::snprintf(esc, sizeof esc, "%%%02X", static_cast<unsigned char>(c));
-                    name += esc;
-                } else {
-                    name += c;
-                }
-            }
-            name += "?immutable=1";
-            flags |= SQLITE_OPEN_URI;
-        }
-        if (sqlite3_open_v2(name.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-            std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-            sqlite3_close(db_);
-            throw UsageError("cannot open the state store " + path + ": " + msg);
-        }
-        sqlite3_busy_timeout(db_, 10000);
-        if (read_only) {
-            // Reading only: no schema, no journal mode change; the file stays as it is.
-            std::string version;
-            try {
-                Stmt s(db_, "SELECT value FROM meta WHERE key='schema_version'");
-                if (s.step()) version = s.text(0);
-            } catch (const UsageError&) {
-            }
-            if (version.empty()) {
-                sqlite3_close(db_);
-                throw UsageError(path + " is not a KernelEvo search state (no schema_version in a meta table)");
-            }
-            if (version != std::to_string(kSchemaVersion)) {
-                sqlite3_close(db_);
-                throw UsageError("state store " + path + " has schema version " + version + ", expected " +
-                                 std::to_string(kSchemaVersion));
-            }
+        std::error_code ec;
+        const bool exists = std::filesystem::exists(path, ec) || std::filesystem::is_symlink(path, ec);
+        if (exists) check_existing_state(path);  // refuses what is not a state before anything is written
+        if (access == Access::read_only) {
+            if (!exists) throw UsageError("no search state at " + path);
+            auto [name, flags] = read_only_name(path);
+            open(path, name, flags);  // no schema, no journal mode change: the file stays as it is
             return;
         }
+        if (!exists) create(path);
+        open(path, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX);
         try {
             exec("PRAGMA journal_mode=WAL");
             exec("PRAGMA synchronous=FULL");
             exec("BEGIN IMMEDIATE");
-            exec(kSchema);
-            Stmt s(db_, "SELECT value FROM meta WHERE key='schema_version'");
-            if (s.step()) {
-                if (s.text(0) != std::to_string(kSchemaVersion))
-                    throw UsageError("state store " + path + " has schema version " + s.text(0) + ", expected " +
-                                     std::to_string(kSchemaVersion));
-            } else {
-                Stmt(db_, "INSERT INTO meta(key, value) VALUES('schema_version', ?)")
-                    .bind(1, std::to_string(kSchemaVersion))
-                    .step();
-            }
+            exec(kSchema);  // tables a newer build of the same schema version added
             exec("COMMIT");
-        } catch (const UsageError& e) {
+        } catch (const UsageError&) {
             sqlite3_close(db_);
-            throw UsageError(std::string(e.what()) + " (is " + path + " a KernelEvo state file?)");
+            throw;
         }
     }
     ~SqliteStore() override { sqlite3_close(db_); }
@@ -236,7 +268,7 @@ public:
     int64_t insert_call(const LlmCall& c) {
         Stmt(db_,
              "INSERT INTO llm_calls(key, kind, request, reply, model, prompt_tokens, completion_tokens, cost_usd, "
-             "latency_s, created) VALUES(?,?,?,?,?,?,?,?,?,?)")
+             "latency_s, created) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key) DO NOTHING")
             .bind(1, c.key)
             .bind(2, c.kind)
             .bind(3, dumps(c.request))
@@ -248,7 +280,11 @@ public:
             .bind(9, c.latency_s)
             .bind(10, c.created ? c.created : now_unix())
             .step();
-        return sqlite3_last_insert_rowid(db_);
+        if (sqlite3_changes(db_) == 1) return sqlite3_last_insert_rowid(db_);
+        Stmt s(db_, "SELECT id FROM llm_calls WHERE key=?");  // stored first by another writer: that one stands
+        s.bind(1, c.key);
+        s.step();
+        return s.i64(0);
     }
     Spent spent() override {
         std::lock_guard<std::mutex> lock(mu_);
@@ -404,6 +440,43 @@ public:
     }
 
 private:
+    void open(const std::string& path, const std::string& name, int flags) {
+        if (sqlite3_open_v2(name.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+            std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+            sqlite3_close(db_);
+            throw UsageError("cannot open the state store " + path + ": " + msg);
+        }
+        sqlite3_busy_timeout(db_, 10000);
+    }
+
+    // A new state appears whole or not at all: built beside the path under a temporary name, then
+    // linked into place (never over a file that appeared meanwhile). A search killed while creating
+    // it leaves no half-made (empty) state that the next run would refuse as foreign.
+    void create(const std::string& path) {
+        const std::string tmp = path + ".new-" + std::to_string(::getpid());
+        std::filesystem::remove(tmp);
+        open(path, tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX);
+        try {
+            exec("BEGIN IMMEDIATE");
+            exec(kSchema);
+            Stmt(db_, "INSERT INTO meta(key, value) VALUES('schema_version', ?)")
+                .bind(1, std::to_string(kSchemaVersion))
+                .step();
+            exec("COMMIT");
+        } catch (const UsageError&) {
+            sqlite3_close(db_);
+            std::filesystem::remove(tmp);
+            throw;
+        }
+        sqlite3_close(db_);
+        db_ = nullptr;
+        const int linked = ::link(tmp.c_str(), path.c_str()), err = errno;
+        std::filesystem::remove(tmp);
+        if (linked != 0 && err != EEXIST)
+            throw UsageError("cannot create the state store " + path + ": " + std::strerror(err));
+        if (linked != 0) check_existing_state(path);  // another process created it first: use it if it is a state
+    }
+
     // BEGIN IMMEDIATE ... COMMIT, rolled back when the scope is left without commit().
     class Transaction {
     public:

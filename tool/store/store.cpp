@@ -263,6 +263,8 @@ bool store_exists(const std::string& location) {
 void remove_store(const std::string& location) {
     StoreLocation w = parse_store_location(location);
     if (!w.redis) {
+        // Only a KernelEvo state is deleted: anything else at that path is refused, as it is.
+        if (std::filesystem::exists(w.path)) detail::open_sqlite(w.path, Access::read_only);
         for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(w.path + suffix);
         return;
     }

@@ -98,7 +98,9 @@ public:
     virtual void put_meta(const std::string& key, const nlohmann::json& value) = 0;
 
     virtual std::optional<LlmCall> find_llm_call(const std::string& key) = 0;
-    // Inserts the call (key must be new); returns its id. The budget spent grows with it.
+    // Inserts the call; returns its id. The budget spent grows with it. When a call with that key is
+    // stored already (a second writer got there first), writes nothing and returns the stored call's
+    // id: the caller reads that call back with find_llm_call() and uses it, never a second copy.
     virtual int64_t add_llm_call(const LlmCall& call) = 0;
     virtual Spent spent() = 0;
     virtual std::vector<LlmCall> llm_calls() = 0;  // by id
@@ -167,15 +169,22 @@ bool redis_supported();
 // Every text the store writes (prompts, requests, replies, sources, feedback, validation details,
 // metadata, events, island states) passes through kevo::redact() first, whatever the backend.
 //
+// An existing file is read first, without writing: an empty file, a damaged one ("malformed
+// database", SQLite's reason), another application's database ("not a KernelEvo state: it has
+// tables ...") or another schema version is a UsageError naming the file, and the file stays byte
+// for byte as it was, whatever the access. Only a missing file is created (whole: built under a
+// temporary name, then linked into place).
 // Access::read_only (kernelevo report) never creates, converts or adds tables to anything: a
-// missing, empty or foreign file is a UsageError and stays as it was; writes through the store
-// fail. (A Redis state is read without writes once its metadata exists: check store_exists().)
+// missing file is a UsageError too; writes through the store fail. (A Redis state is read without
+// writes once its metadata exists: check store_exists().)
+// Opening takes no writer lease: a search takes one first (store/writer.h).
 enum class Access { read_write, read_only };
 std::unique_ptr<Store> open_store(const std::string& location, Access access = Access::read_write);
 // Whether a state exists there (an SQLite file, or the run's metadata key on the Redis server).
 bool store_exists(const std::string& location);
 // Deletes the state there (the SQLite file with its WAL and SHM files, or every key of the run's
-// prefix on the Redis server); nothing else is touched.
+// prefix on the Redis server but its writer lease); nothing else is touched: a file that is not a
+// KernelEvo state is refused as open_store() refuses it.
 void remove_store(const std::string& location);
 
 }  // namespace kevo::store
