@@ -67,6 +67,14 @@ TEST_P(StoreSecrets, EveryWrittenTextIsRedacted) {
         b.request = {{"messages", {{{"role", "user"}, {"content", "key " + kSecret}}}}};
         s->add_batch({b});
         s->fail_batch_request(b.custom_id, "HTTP 401: bad key " + kSecret);
+        // An import of Batch API replies (one transaction) too.
+        BatchRequest b2 = b;
+        b2.custom_id = "b1:g1.i1.c0.a0";
+        b2.key = "g1.i1.c0.a0";
+        s->add_batch({b2});
+        LlmCall imported = c;
+        imported.key = "g1.i0.c0.a0";
+        s->import_batch_replies({imported}, {{b2.custom_id, "HTTP 401: bad key " + kSecret}});
         s->put_meta("stop_reason", "error: LLM request failed: 401 for key " + kSecret);
         s->commit_generation(Generation{0, 1, 1, 0, 1, 0, 0, 0}, {{{"last_feedback", kSecret}}},
                              {Event{0, "restart", {{"why", kSecret}}}});
@@ -82,9 +90,11 @@ TEST_P(StoreSecrets, EveryWrittenTextIsRedacted) {
         EXPECT_EQ(s->islands()[0]["last_feedback"], "***");
         EXPECT_EQ(s->events()[0].detail["why"], "***");
         auto batched = s->batch_requests();
-        ASSERT_EQ(batched.size(), 1u);
+        ASSERT_EQ(batched.size(), 2u);
         EXPECT_EQ(batched[0].request["messages"][0]["content"], "key ***");
         EXPECT_EQ(batched[0].error, "HTTP 401: bad key ***");
+        EXPECT_EQ(batched[1].error, "HTTP 401: bad key ***");
+        EXPECT_EQ(s->find_llm_call("g1.i0.c0.a0")->reply, "```cuda\n// ***\n```");
     }
     std::string bytes = raw();
     EXPECT_NE(bytes.find("***"), std::string::npos);  // the dump does see the stored texts
