@@ -17,6 +17,7 @@
 #include "llm/loopback_server.h"
 #include "store/redis_server.h"
 #include "store/store.h"
+#include "store/writer.h"
 
 namespace kevo {
 namespace {
@@ -101,6 +102,37 @@ TEST(StateCli, EveryCommandRefusesAFileThatIsNotAStateAndLeavesItByteForByte) {
     auto r = kernelevo(batch_search((dir.path() / "new.db").string(), dir.path()));
     EXPECT_EQ(r.exit_code, 3) << r.err;
     EXPECT_TRUE(fs::exists(dir.path() / "new.db"));
+}
+
+// `bench --fresh` deletes its states: never those a running bench (or search) holds.
+TEST(StateCli, BenchFreshRefusesToDeleteAStateAnotherProcessWrites) {
+    TempDir dir;
+    const fs::path out = dir.path() / "report", state = out / "state" / "gelu_bias.db";
+    fs::create_directories(state.parent_path());
+    store::open_store(state.string())->put_meta("mine", 1);
+    const std::string before = read_file(state);
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    const pid_t holder = ::fork();
+    if (holder == 0) {  // a child that holds the state's writer lease until killed
+        ::close(p[0]);
+        auto lease = store::acquire_writer(state.string());
+        (void)!::write(p[1], "1", 1);
+        for (;;) ::pause();
+    }
+    ::close(p[1]);
+    char ok = 0;
+    ASSERT_EQ(::read(p[0], &ok, 1), 1);
+    ::close(p[0]);
+    auto r = kernelevo({"bench", "--suite", std::string(KEVO_TEST_DATA_DIR) + "/gelu_bias", "--out", out.string(), "--fresh",
+                        "--model", "m", "--llm-url", "http://127.0.0.1:9/v1"});
+    ::kill(holder, SIGKILL);
+    ::waitpid(holder, nullptr, 0);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "the state " + state.string() + " is in use: kernelevo search (pid " +
+                                    std::to_string(holder))) << r.err;
+    ASSERT_TRUE(fs::exists(state));
+    EXPECT_TRUE(read_file(state) == before);
 }
 
 // `kernelevo search` in the background (its own process group), its stderr in a file.

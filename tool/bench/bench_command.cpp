@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "bench/bench.h"
@@ -16,6 +17,7 @@
 #include "common/process.h"
 #include "evolve/search_command.h"
 #include "kernelbench/kernelbench.h"
+#include "store/writer.h"
 #include "task/task.h"
 #include "validate/validate.h"
 
@@ -93,7 +95,17 @@ void run_bench(BenchArgs& a, int& rc) {
         a.baseline.empty() ? std::map<std::string, bench::Baseline>{} : bench::load_baseline(a.baseline);
     const fs::path state_path = out / "bench.json";
     if (a.fresh) {
+        // Another bench (or search) still running on these states holds their writer leases: it is
+        // refused here, naming it, rather than having its states deleted under it.
+        std::vector<std::unique_ptr<store::WriterLease>> held;
         std::error_code ec;
+        if (fs::is_directory(out / "state", ec))
+            for (const auto& e : fs::directory_iterator(out / "state"))
+                if (e.path().extension() == ".db") {
+                    store::WriterOptions w;
+                    w.what = "kernelevo bench";
+                    held.push_back(store::acquire_writer(e.path().string(), w));
+                }
         fs::remove(state_path, ec);
         fs::remove_all(out / "state", ec);
     }
