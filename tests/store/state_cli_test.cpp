@@ -256,6 +256,14 @@ TEST_F(TwoSearches, OnARedisPrefixTheSecondIsRefusedWithTheLeaseAndHowToJoinAsAW
     EXPECT_TRUE(contains(r.err, "kernelevo worker --redis " + queue() + " --gpu N")) << r.err;
     EXPECT_EQ(llm.requests().size(), 1u) << "the refused search sent an LLM request";
     EXPECT_TRUE(first->running()) << first->err();
+
+    // Killed on this machine: its lease is taken over at once, not after it expires.
+    const std::string pid = std::to_string(first->pid());
+    first->kill9();
+    r = kernelevo(batch_search(state, dir.path()));
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_TRUE(contains(r.err, "taking over the state " + state + " from kernelevo search (pid " + pid)) << r.err;
+    EXPECT_TRUE(contains(r.err, "whose process is gone")) << r.err;
 }
 
 }  // namespace

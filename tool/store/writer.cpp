@@ -2,12 +2,14 @@
 #include "store/writer.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <iostream>
@@ -47,9 +49,34 @@ std::string utc(double t) {
     return buf;
 }
 
+// Which running system a pid belongs to: the boot and the pid namespace ("" when unknown). Two
+// processes with equal `system()` see the same pids, so one can tell whether the other is alive.
+std::string this_system() {
+    std::string boot;
+    if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+        char buf[64] = {};
+        if (std::fgets(buf, sizeof buf, f)) boot = buf;
+        std::fclose(f);
+    }
+    while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();
+    char ns[64] = {};
+    ssize_t n = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    if (boot.empty() || n <= 0) return "";
+    return boot + "/" + std::string(ns, static_cast<size_t>(n));
+}
+
+// Whether the holder in `record` is a process of this very system that no longer exists.
+bool holder_is_dead_here(const nlohmann::json& record) {
+    const std::string sys = this_system();
+    const int64_t pid = record.value("pid", int64_t{0});
+    if (sys.empty() || record.value("system", std::string()) != sys || pid <= 0) return false;
+    return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
 nlohmann::json holder_record(const WriterOptions& o) {
     std::random_device rd;
-    return {{"pid", static_cast<int64_t>(::getpid())}, {"host", host_name()}, {"since", now_unix()},
+    return {{"pid", static_cast<int64_t>(::getpid())}, {"host", host_name()}, {"system", this_system()},
+            {"since", now_unix()},
             {"what", o.what}, {"command", o.command.substr(0, 2000)}, {"workers", o.workers},
             {"token", std::to_string(rd()) + "-" + std::to_string(rd())}};
 }
@@ -187,6 +214,15 @@ end
 return {0, cur or redis.call('GET', ARGV[2]) or ''}
 )lua";
 
+// Takes the lease from a holder known to be dead, only while it is still that holder's.
+// ARGV: KEY HELD VALUE TTL_MS DEAD_VALUE -> 1 taken, 0 it changed meanwhile.
+const char* kTakeFromDeadScript = R"lua(
+if redis.call('GET', ARGV[1]) ~= ARGV[5] then return 0 end
+redis.call('SET', ARGV[1], ARGV[3], 'PX', ARGV[4])
+redis.call('SET', ARGV[2], ARGV[3])
+return 1
+)lua";
+
 const char* kReleaseScript = R"lua(
 if redis.call('GET', ARGV[1]) == ARGV[3] then redis.call('DEL', ARGV[1]) end
 if redis.call('GET', ARGV[2]) == ARGV[3] then redis.call('DEL', ARGV[2]) end
@@ -201,7 +237,17 @@ public:
           period_(o.redis_ttl_s / 4), on_lost_(o.on_lost) {
         redis::Reply r = eval(kAcquireScript);
         if (r->element[0]->integer != 1) {
-            const nlohmann::json holder = parse_record(redis::str(r->element[1]));
+            const std::string current = redis::str(r->element[1]);
+            const nlohmann::json holder = parse_record(current);
+            // A holder on this machine whose process is gone need not be waited for until its lease expires.
+            if (holder_is_dead_here(holder) &&
+                conn_.command({"EVAL", kTakeFromDeadScript, "0", key_, held_, value_, ttl_ms_, current})->integer == 1) {
+                if (o.log)
+                    o.log("taking over the state " + w.display() + " from " + describe(holder) +
+                          ", whose process is gone (its lease had not expired yet)");
+                renewer_ = std::thread([this] { renew_loop(); });
+                return;
+            }
             const double expires = now_unix() + static_cast<double>(r->element[2]->integer) / 1000;
             throw UsageError("the state " + w.display() + " is in use: " + describe(holder) +
                              " writes it (its lease expires at " + utc(expires) +

@@ -9,6 +9,8 @@
 //   Redis:  the key "{NAME}:writer" (SET NX PX), renewed every ttl/4 by a thread and deleted on a
 //           clean exit; a holder that died or stalled longer than the ttl has lost it. Its twin
 //           "{NAME}:writer:held" (no expiry) tells a successor that the last holder never released it.
+//           A holder on the same machine (same boot, same pid namespace) whose pid is gone is taken
+//           over at once, without waiting for its lease to expire.
 //
 // A holder that ended without releasing (killed, crashed, lease expired) is taken over with one
 // line through `log`. Readers (report, serve) take no lease: they never write.
