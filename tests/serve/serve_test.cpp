@@ -20,6 +20,7 @@
 #include "evolve/search.h"
 #include "scripted.h"
 #include "serve/serve.h"
+#include "serve_support.h"
 #include "store/store.h"
 #include "worker/queue.h"
 
@@ -50,21 +51,7 @@ private:
     pid_t pid_ = -1;
 };
 
-// A scripted search of `generations` on an SQLite state (continuing what is there).
-void search(const fs::path& state, int generations) {
-    Task task = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
-    auto store = store::open_store(state.string());
-    evolve::testing::ScriptedEvaluator ev;
-    evolve::testing::ScriptedProvider provider(evolve::testing::evolving);
-    evolve::SearchConfig cfg;
-    cfg.islands = 2;
-    cfg.children = 2;
-    cfg.generations = generations;
-    cfg.repair_attempts = 1;
-    cfg.seed = 5;
-    evolve::Search s(task, cfg, evolve::Prompts(), provider, ev, *store);
-    s.run();
-}
+using test_support::search;
 
 nlohmann::json get_json(int port, const std::string& path, int* status = nullptr) {
     httplib::Client c("127.0.0.1", port);

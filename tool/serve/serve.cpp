@@ -1,18 +1,28 @@
 #include "serve/serve.h"
 
 #include <httplib.h>
+#include <netdb.h>
 #include <openssl/crypto.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
+#include "serve/http_guard.h"
 #include "store/store.h"
 #ifdef KEVO_WITH_WORKERS
 #include "worker/queue.h"
@@ -54,6 +64,103 @@ nlohmann::json program_row(const store::Program& p) {
             {"origin", p.origin}, {"attempt", p.attempt}, {"status", p.status},         {"speedup", p.speedup},
             {"parent_id", p.parent_id}, {"created", p.created},
             {"worker", p.details.is_object() ? p.details.value("worker", std::string()) : std::string()}};
+}
+
+// An SQLite state file as serve opened it. `search --fresh` deletes the file and makes a new one,
+// another run may be moved over it, and a run read while no writer had it open (SQLite reads it as
+// immutable then) may be continued by a search: serve compares the file with this on every use
+// and opens it again when it changed. While serve has it open its inode cannot be reused, so
+// (device, inode) tells a replaced file; the time, size and the writer's WAL tell a continued one.
+struct FileId {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    int64_t mtime_ns = 0;
+    off_t size = 0;
+    bool wal = false;  // a writer had it open: SQLite reads it live, its changes need no reopening
+};
+
+std::optional<FileId> file_id(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    struct stat wal {};
+    return FileId{st.st_dev, st.st_ino, int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, st.st_size,
+                  ::stat((path + "-wal").c_str(), &wal) == 0};
+}
+
+bool same_state(const FileId& opened, const FileId& now) {
+    if (opened.dev != now.dev || opened.ino != now.ino) return false;
+    return opened.wal || (!now.wal && opened.mtime_ns == now.mtime_ns && opened.size == now.size);
+}
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+}
+
+// The names a request may give in its Host header. A page of another site can make its own name
+// resolve to 127.0.0.1 (DNS rebinding) and then read this server as "its own" origin; its requests
+// still name that site in Host, so only this server's listen address and port are answered (for a
+// loopback address also localhost, 127.0.0.1 and [::1]). A wildcard address (0.0.0.0, ::) answers
+// to any name on its port: reaching it needs the token anyway.
+struct HostCheck {
+    std::set<std::string> names;  // lower case, IPv6 without brackets; empty: any name
+    int port = 0;
+    std::string shown;  // the listen address, for messages
+
+    HostCheck(const std::string& host, int p)
+        : port(p), shown((host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(p)) {
+        if (host == "0.0.0.0" || host == "::") return;
+        names.insert(lower(host));
+        if (is_loopback(host)) names.insert({"localhost", "127.0.0.1", "::1"});
+    }
+    bool allows(const std::string& host_header) const {
+        std::string name = lower(host_header), port_text;
+        if (!name.empty() && name.front() == '[') {
+            size_t close = name.find(']');
+            if (close == std::string::npos) return false;
+            port_text = name.substr(close + 1);
+            name = name.substr(1, close - 1);
+        } else if (size_t colon = name.rfind(':'); colon != std::string::npos) {
+            port_text = name.substr(colon);
+            name = name.substr(0, colon);
+        }
+        bool port_ok = port_text.empty() ? port == 80 : port_text == ":" + std::to_string(port);
+        return port_ok && !name.empty() && (names.empty() || names.count(name) > 0);
+    }
+};
+
+// Why HOST:PORT cannot be bound (httplib only says that it could not): the same bind, done here.
+std::string bind_failure(const std::string& host, int port, const std::string& listen) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found)
+        return "cannot listen on " + listen + ": " + host + " is not a name or address of this machine";
+    int fd = ::socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+    int err = 0;
+    if (fd < 0) {
+        err = errno;
+    } else {
+        int yes = 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        if (::bind(fd, found->ai_addr, found->ai_addrlen) != 0) err = errno;
+        ::close(fd);
+    }
+    ::freeaddrinfo(found);
+    if (err == EADDRINUSE)
+        return listen + " is in use (another kernelevo serve, or another program, listens there): stop it, or "
+                        "give another port with --listen";
+    if (err == EADDRNOTAVAIL) return "cannot listen on " + listen + ": " + host + " is not an address of this machine";
+    if (err == EACCES) return "cannot listen on " + listen + ": ports below 1024 need privileges";
+    return "cannot listen on " + listen + (err ? std::string(": ") + std::strerror(err) : std::string());
+}
+
+void refuse(httplib::Response& res, int status, const std::string& message) {
+    res.status = status;
+    res.set_content(nlohmann::json{{"error", message}}.dump(), "application/json");
+    res.set_header("Cache-Control", "no-store");
 }
 
 }  // namespace
@@ -100,10 +207,18 @@ struct Server::Impl {
     ServeOptions opt;
     std::string host;
     int port = 0;
-    httplib::Server http;
+    GuardedServer http;
+    std::optional<HostCheck> hosts;  // set once bound
     std::thread thread;
     std::mutex mu;  // guards stores, queue
-    std::map<std::string, std::unique_ptr<store::Store>> stores;  // by location
+    // Open states by location, read-only: serve never writes a state, and a file that is not one
+    // (foreign tables, empty, corrupt) is shown as an error and left as it is. A request holds its
+    // store (shared_ptr) while a newer request may replace it.
+    struct Opened {
+        std::shared_ptr<store::Store> store;
+        std::optional<FileId> file;  // SQLite: the file as it was opened
+    };
+    std::map<std::string, Opened> stores;
 #ifdef KEVO_WITH_WORKERS
     std::unique_ptr<worker::Queue> queue;
 #endif
@@ -133,19 +248,25 @@ struct Server::Impl {
         return {found.begin(), found.end()};
     }
 
-    store::Store* open(const std::string& location) {
+    // The state at LOCATION as it is now (opened again when the file was replaced or continued),
+    // or null when there is none (yet, or any more).
+    std::shared_ptr<store::Store> open(const std::string& location) {
+        store::StoreLocation where = store::parse_store_location(location);
+        std::optional<FileId> now;
+        bool exists = where.redis ? store::store_exists(location) : (now = file_id(where.path)).has_value();
         std::lock_guard<std::mutex> lock(mu);
-        if (auto it = stores.find(location); it != stores.end()) return it->second.get();
-        if (!store::store_exists(location)) return nullptr;
-        auto s = store::open_store(location);
-        store::Store* raw = s.get();
-        stores[location] = std::move(s);
-        return raw;
+        auto it = stores.find(location);
+        if (it != stores.end() && exists && (where.redis || same_state(*it->second.file, *now))) return it->second.store;
+        if (it != stores.end()) stores.erase(it);
+        if (!exists) return nullptr;
+        std::shared_ptr<store::Store> s = store::open_store(location, store::Access::read_only);
+        stores[location] = {s, now};
+        return s;
     }
 
     nlohmann::json run_summary(const std::string& location, const nlohmann::json& registered) {
         nlohmann::json r = {{"id", run_id(location)}, {"state", location}, {"registered", registered}};
-        store::Store* s = nullptr;
+        std::shared_ptr<store::Store> s;
         try {
             s = open(location);
         } catch (const std::exception& e) {
@@ -210,7 +331,7 @@ struct Server::Impl {
         return r;
     }
 
-    store::Store* store_of(const std::string& id) {
+    std::shared_ptr<store::Store> store_of(const std::string& id) {
         for (const auto& [loc, reg] : run_locations())
             if (run_id(loc) == id) return open(loc);
         return nullptr;
@@ -262,7 +383,7 @@ nlohmann::json Server::overview() {
 }
 
 nlohmann::json Server::programs(const std::string& run) {
-    store::Store* s = impl_->store_of(run);
+    std::shared_ptr<store::Store> s = impl_->store_of(run);
     if (!s) throw UsageError("no run " + run);
     nlohmann::json out = nlohmann::json::array();
     for (const auto& p : s->programs()) out.push_back(program_row(p));
@@ -270,7 +391,7 @@ nlohmann::json Server::programs(const std::string& run) {
 }
 
 nlohmann::json Server::program(const std::string& run, int64_t id) {
-    store::Store* s = impl_->store_of(run);
+    std::shared_ptr<store::Store> s = impl_->store_of(run);
     if (!s) throw UsageError("no run " + run);
     auto p = s->get_program(id);
     if (!p) throw UsageError("no program " + std::to_string(id) + " in run " + run);
@@ -288,17 +409,49 @@ nlohmann::json Server::program(const std::string& run, int64_t id) {
 
 int Server::start() {
     auto& http = impl_->http;
-    const std::string token = impl_->opt.token;
-    http.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
-        if (token.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    using Handled = httplib::Server::HandlerResponse;
+    // Every request passes here before routing, before any body is read: the Host and Origin
+    // checks, read-only methods without a body, then the token.
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        const HostCheck& hosts = *impl_->hosts;
+        std::string host = req.get_header_value("Host");
+        if (!hosts.allows(host)) {
+            refuse(res, 421, "this is kernelevo serve at " + hosts.shown + ", not '" + host + "': open http://" +
+                                 hosts.shown + "/");
+            return Handled::Handled;
+        }
+        std::string origin = req.get_header_value("Origin");
+        if ((req.has_header("Origin") && lower(origin) != "http://" + lower(host)) ||
+            req.get_header_value("Sec-Fetch-Site") == "cross-site") {
+            refuse(res, 403, "requests from other sites are refused (Origin '" + origin + "')");
+            return Handled::Handled;
+        }
+        if (req.method != "GET" && req.method != "HEAD") {
+            refuse(res, 405, "kernelevo serve is read-only: GET or HEAD only");
+            GuardedServer::close_after_reply();  // a body may follow: it is not read
+            return Handled::Handled;
+        }
+        if (req.has_header("Transfer-Encoding") ||
+            (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
+            refuse(res, 413, "kernelevo serve takes no request body");
+            GuardedServer::close_after_reply();
+            return Handled::Handled;
+        }
+        const std::string& token = impl_->opt.token;
+        if (token.empty()) return Handled::Unhandled;
         std::string given = req.get_param_value("token");
         std::string auth = req.get_header_value("Authorization");
         if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
         bool ok = given.size() == token.size() && CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
-        if (ok) return httplib::Server::HandlerResponse::Unhandled;
-        res.status = 401;
-        res.set_content("{\"error\": \"a token is required: ?token=... or Authorization: Bearer ...\"}", "application/json");
-        return httplib::Server::HandlerResponse::Handled;
+        if (ok) return Handled::Unhandled;
+        refuse(res, 401, "a token is required: ?token=... or Authorization: Bearer ...");
+        return Handled::Handled;
+    });
+    // "Expect: 100-continue" announces a body: refused before the client sends it.
+    http.set_expect_100_continue_handler([](const httplib::Request&, httplib::Response& res) {
+        refuse(res, 413, "kernelevo serve takes no request body");
+        GuardedServer::close_after_reply();
+        return 413;
     });
     auto json_reply = [](httplib::Response& res, const std::function<nlohmann::json()>& fn) {
         try {
@@ -335,12 +488,16 @@ int Server::start() {
     int port = impl_->port;
     if (port == 0) {
         port = http.bind_to_any_port(impl_->host);
-        if (port <= 0) throw UsageError("cannot listen on " + impl_->host + " (any port)");
+        if (port <= 0) throw UsageError(bind_failure(impl_->host, 0, impl_->opt.listen));
     } else if (!http.bind_to_port(impl_->host, port)) {
-        throw UsageError("cannot listen on " + impl_->opt.listen + " (in use, or not an address of this machine)");
+        throw UsageError(bind_failure(impl_->host, port, impl_->opt.listen));
     }
     impl_->port = port;
+    impl_->hosts.emplace(impl_->host, port);
     impl_->thread = std::thread([this] { impl_->http.listen_after_bind(); });
+    // httplib's stop() does nothing until the loop runs: a stop() right after start() would leave
+    // the thread accepting forever.
+    while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return port;
 }
 
