@@ -149,7 +149,9 @@ TEST(ServeHardening, OnlyThisServersHostAndOriginAreAnswered) {
     EXPECT_EQ(get("/api/overview", {{"Origin", "http://evil.example"}}), 403);
     EXPECT_EQ(get("/api/overview", {{"Origin", "null"}}), 403);
     EXPECT_EQ(get("/api/overview", {{"Origin", "http://127.0.0.1:" + p + ".evil.example"}}), 403);
-    EXPECT_EQ(get("/api/overview", {{"Sec-Fetch-Site", "cross-site"}}), 403);
+    EXPECT_EQ(get("/api/overview", {{"Sec-Fetch-Site", "cross-site"}, {"Sec-Fetch-Mode", "cors"}}), 403);
+    EXPECT_EQ(get("/api/overview", {{"Sec-Fetch-Site", "cross-site"}, {"Sec-Fetch-Mode", "no-cors"}}), 403);
+    EXPECT_EQ(get("/", {{"Sec-Fetch-Site", "cross-site"}, {"Sec-Fetch-Mode", "navigate"}}), 200);  // a link here
     EXPECT_EQ(get("/api/overview", {{"Origin", "http://127.0.0.1:" + p}}), 200);
     EXPECT_EQ(get("/api/overview", {{"Sec-Fetch-Site", "same-origin"}}), 200);
 }

@@ -420,9 +420,11 @@ int Server::start() {
                                  hosts.shown + "/");
             return Handled::Handled;
         }
+        // A page of another site may link here (a navigation: the page cannot read what it opens),
+        // but not fetch or embed from here.
         std::string origin = req.get_header_value("Origin");
         if ((req.has_header("Origin") && lower(origin) != "http://" + lower(host)) ||
-            req.get_header_value("Sec-Fetch-Site") == "cross-site") {
+            (req.get_header_value("Sec-Fetch-Site") == "cross-site" && req.get_header_value("Sec-Fetch-Mode") != "navigate")) {
             refuse(res, 403, "requests from other sites are refused (Origin '" + origin + "')");
             return Handled::Handled;
         }

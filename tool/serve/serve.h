@@ -9,6 +9,18 @@
 // Runs: the --state locations given, the searches registered on the queue (--workers), and the
 // SQLite states under the kernelevo cache of this host. A non-loopback --listen address needs a
 // token: every request then carries `Authorization: Bearer TOKEN` or `?token=TOKEN`.
+//
+// States are opened read-only: serve never writes one, and a file that is not a state (another
+// application's database, an empty or damaged file) is shown as that run's error and left byte
+// for byte as it was. A state that is continued, deleted (`search --fresh`) or replaced is
+// followed: the next request shows the run that is there now, or "no state there (yet)".
+//
+// Against other clients and other pages (http_guard.h): one server per port (a second one is
+// refused: "HOST:PORT is in use"); only requests naming this server in Host (the listen address,
+// or localhost, 127.0.0.1, [::1] for a loopback one) are answered, others get 421, and requests
+// from another origin (Origin, Sec-Fetch-Site) get 403, so that a page whose name was rebound to
+// 127.0.0.1 cannot read runs or sources; GET and HEAD only, any request body is refused (413)
+// before it is read; slow, idle and oversized requests are cut after a few seconds or 64 KiB.
 #pragma once
 #include <memory>
 #include <string>
