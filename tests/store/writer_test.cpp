@@ -276,6 +276,10 @@ std::vector<NotAState> not_states(const fs::path& dir) {
     out.push_back({"foreign.db", "is not a KernelEvo state: it has tables orders, users"});
     sql(dir / "meta_only.db", "CREATE TABLE meta(key TEXT, value TEXT); INSERT INTO meta VALUES('owner','someone');");
     out.push_back({"meta_only.db", "is not a KernelEvo state: it has tables meta"});
+    sql(dir / "other_meta.db", "CREATE TABLE meta(name TEXT); CREATE TABLE posts(t TEXT);");
+    out.push_back({"other_meta.db", "is not a KernelEvo state: it has tables meta, posts"});
+    sql(dir / "no_tables.db", "PRAGMA user_version=3;");
+    out.push_back({"no_tables.db", "is an SQLite database without tables, not a KernelEvo state"});
     write_file_atomic(dir / "empty.db", "");
     out.push_back({"empty.db", "is an empty file, not a KernelEvo state"});
     write_file_atomic(dir / "junk.db", std::string(4096, 'x'));

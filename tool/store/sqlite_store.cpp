@@ -192,8 +192,12 @@ void check_existing_state(const std::string& path) {
     while (t.step()) tables.push_back(t.text(0));
     std::string version;
     if (std::find(tables.begin(), tables.end(), "meta") != tables.end()) {
-        Stmt s(db, "SELECT value FROM meta WHERE key='schema_version'");
-        if (s.step()) version = s.text(0);
+        try {
+            Stmt s(db, "SELECT value FROM meta WHERE key='schema_version'");
+            if (s.step()) version = s.text(0);
+        } catch (const UsageError&) {
+            // Another application's "meta" table, with other columns.
+        }
     }
     if (version.empty()) {
         if (tables.empty()) throw UsageError(path + " is an SQLite database without tables, not a KernelEvo state" + untouched);
