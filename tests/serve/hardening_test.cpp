@@ -137,6 +137,7 @@ TEST(ServeHardening, OnlyThisServersHostAndOriginAreAnswered) {
     auto res = c.Get("/api/overview", {{"Host", "evil.example:" + p}});
     ASSERT_TRUE(res);
     EXPECT_NE(res->body.find("kernelevo serve at 127.0.0.1:" + p), std::string::npos) << res->body;
+    EXPECT_EQ(get("/api/overview", {{"Host", "\xff\xfe.example:" + p}}), 421);  // not UTF-8: still a plain refusal
     // The names of this loopback address.
     for (const std::string& host : std::vector<std::string>{"127.0.0.1:" + p, "localhost:" + p, "LOCALHOST:" + p, "[::1]:" + p})
         EXPECT_EQ(get("/api/overview", {{"Host", host}}), 200) << host;

@@ -159,7 +159,9 @@ std::string bind_failure(const std::string& host, int port, const std::string& l
 
 void refuse(httplib::Response& res, int status, const std::string& message) {
     res.status = status;
-    res.set_content(nlohmann::json{{"error", message}}.dump(), "application/json");
+    // The message may quote a header: bytes that are not UTF-8 are replaced, not an exception.
+    res.set_content(nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json");
     res.set_header("Cache-Control", "no-store");
 }
 
