@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "../store/redis_server.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
@@ -302,6 +303,23 @@ TEST(ServeHardening, FollowsAStateThatIsContinuedDeletedAndReplaced) {
     auto res = c.Get("/api/overview");
     ASSERT_TRUE(res);
     EXPECT_EQ(nlohmann::json::parse(res->body)["runs"][0].value("generation", -1), 3) << res->body;
+}
+
+TEST(ServeHardening, FollowsARedisStateThatIsDeletedAndStartedAgain) {
+    if (!kevo::testing::RedisServer::installed()) GTEST_SKIP() << "redis-server is not installed";
+    kevo::testing::RedisServer redis;
+    ASSERT_TRUE(redis.start()) << redis.error();
+    const std::string state = redis.url("serve-follow");
+    search(state, 2);
+    Server s(loopback({state}));
+    s.start();
+    EXPECT_EQ(the_run(s).value("generation", -1), 2);
+    store::remove_store(state);  // `search --fresh` on a Redis prefix
+    EXPECT_EQ(the_run(s).value("error", ""), "no state there (yet)");
+    search(state, 1);
+    nlohmann::json run = the_run(s);
+    EXPECT_EQ(run.value("generation", -1), 1) << run.dump(2);
+    EXPECT_FALSE(run.contains("error"));
 }
 
 // Another application's SQLite database: a table `users`, in `journal` mode.
