@@ -325,7 +325,7 @@ TEST_F(TaskTest, ReferenceSetupArgAndSignature) {
 
     json k = j;
     k["reference"]["signature"] = "tuple";
-    expect_error(k, "reference.signature", "expected \"tensors\"");
+    expect_error(k, "reference.signature", "unknown signature 'tuple' (expected one of: tensors, vector)");
     k = j;
     k["reference"].erase("setup");
     expect_error(k, "reference.arg", "given without reference.setup");

@@ -10,7 +10,9 @@
 #include "common/hash.h"
 #include "task/expr.h"
 #include "common/process.h"
+#include "common/suggest.h"
 #include "task/init_kind.h"
+#include "task/schema.h"
 
 namespace kevo {
 
@@ -52,23 +54,27 @@ public:
         if (!v.is_number_integer()) fail(field, "expected an integer, got " + v.dump());
         return v.get<int64_t>();
     }
-    void only_keys(const nlohmann::json& obj, const std::string& path, std::initializer_list<const char*> keys) const {
-        for (auto it = obj.begin(); it != obj.end(); ++it) {
-            bool known = false;
-            for (const char* k : keys) known = known || it.key() == k;
-            if (!known) {
-                std::string list;
-                for (const char* k : keys) list += std::string(list.empty() ? "" : ", ") + k;
-                fail(path.empty() ? it.key() : path + "." + it.key(), "unknown field (expected one of: " + list + ")");
-            }
-        }
+    // Every field of `obj` must be a property of the schema object at `schema` (a JSON pointer
+    // into task.schema.json): the one list of what task.json may hold.
+    void only_keys(const nlohmann::json& obj, const std::string& path, const std::string& schema) const {
+        const std::vector<std::string> known = schema_fields(schema);
+        for (auto it = obj.begin(); it != obj.end(); ++it)
+            if (std::find(known.begin(), known.end(), it.key()) == known.end())
+                fail(path.empty() ? it.key() : path + "." + it.key(), unknown("field", it.key(), known));
     }
-
-    // Every init kind of the one table, for messages: "randn, rand, ..., file".
-    static std::string init_kind_list() {
+    // A value that must be one of the schema's enum at `schema`.
+    void one_of(const std::string& value, const std::string& field, const char* what, const std::string& schema) const {
+        const std::vector<std::string> names = schema_enum(schema);
+        if (std::find(names.begin(), names.end(), value) == names.end()) fail(field, unknown(what, value, names));
+    }
+    // "unknown field 'tolerence'; did you mean 'tolerance'?", or the list when nothing is close.
+    static std::string unknown(const std::string& what, const std::string& word, const std::vector<std::string>& names) {
+        std::string msg = "unknown " + what + " '" + word + "'";
+        auto near = closest(word, names);
+        if (!near.empty()) return msg + "; did you mean '" + near.front() + "'?";
         std::string list;
-        for (int k = 0; k < KEVO_INIT_COUNT; ++k) list += std::string(list.empty() ? "" : ", ") + kevo_init_kind_name(k);
-        return list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        return msg + " (expected one of: " + list + ")";
     }
 
     Init parse_init(const nlohmann::json& v, const std::string& field, DType dtype, const std::filesystem::path& base) const {
@@ -82,10 +88,9 @@ public:
         nlohmann::json o = v;
         if (v.is_string()) o = nlohmann::json{{"kind", v}};
         if (!o.is_object()) fail(field, "expected a string or an object such as {\"kind\": \"rand\", \"low\": 0, \"high\": 1}");
-        only_keys(o, field, {"kind", "mean", "std", "low", "high", "value", "path"});
+        only_keys(o, field, "/$defs/init");
         init.kind = string_at(require(o, "kind", field), field + ".kind");
-        if (kevo_init_kind_from_name(init.kind.c_str()) < 0)
-            fail(field + ".kind", "unknown init '" + init.kind + "' (expected one of: " + init_kind_list() + ")");
+        one_of(init.kind, field + ".kind", "init", "/$defs/init_kind");
         if (init.kind != "file" && o.contains("path")) fail(field + ".path", "only the file init takes a path");
         const std::string& k = init.kind;
         auto num = [&](const char* key, double def) {
@@ -132,12 +137,12 @@ public:
     TensorSpec parse_tensor(const nlohmann::json& v, const std::string& path, bool is_input,
                             const std::filesystem::path& base) const {
         if (!v.is_object()) fail(path, "expected an object with name, dtype and shape");
-        if (is_input) only_keys(v, path, {"name", "dtype", "shape", "init"});
-        else only_keys(v, path, {"name", "dtype", "shape"});
+        only_keys(v, path, is_input ? "/$defs/input" : "/$defs/output");
         TensorSpec t;
         t.name = string_at(require(v, "name", path), path + ".name");
         if (!is_identifier(t.name)) fail(path + ".name", "'" + t.name + "' is not a C identifier");
         std::string dt = string_at(require(v, "dtype", path), path + ".dtype");
+        one_of(dt, path + ".dtype", "dtype", "/$defs/dtype");
         auto d = parse_dtype(dt);
         if (!d) fail(path + ".dtype", "unknown dtype '" + dt + "' (expected " + dtype_choices() + ")");
         t.dtype = *d;
@@ -176,7 +181,7 @@ std::string join_names(const std::set<std::string>& names) {
 // The canonical form leaves out what is the default: every set, weight 1.
 void parse_timing(const Parser& p, const nlohmann::json& v, Task& t) {
     if (!v.is_object()) p.fail("timing", "expected an object such as {\"shapes\": [0, 2], \"weights\": [2, 1]}");
-    p.only_keys(v, "timing", {"shapes", "weights"});
+    p.only_keys(v, "timing", "/$defs/timing");
     const int n = static_cast<int>(t.shapes.size());
     if (v.contains("shapes")) {
         const auto& s = v.at("shapes");
@@ -391,8 +396,7 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
     const std::string label = task_file.empty() ? std::string("<task>") : task_file.string();
     Parser p(label);
     if (!j.is_object()) p.fail("", "a task file must hold one JSON object");
-    p.only_keys(j, "", {"name", "reference", "inputs", "outputs", "shapes", "tolerance", "trials", "description",
-                       "timing", "flops"});
+    p.only_keys(j, "", "");  // "$schema" and "description" are accepted and ignored
     Task t;
     t.file = task_file;
     t.name = p.string_at(p.require(j, "name", ""), "name");
@@ -404,14 +408,12 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         source = ref.get<std::string>();
         t.reference_function = t.name;
     } else if (ref.is_object()) {
-        p.only_keys(ref, "reference", {"source", "function", "signature", "setup", "arg", "show"});
+        p.only_keys(ref, "reference", "/$defs/reference");
         source = p.string_at(p.require(ref, "source", "reference"), "reference.source");
         t.reference_function = ref.contains("function") ? p.string_at(ref.at("function"), "reference.function") : t.name;
         if (ref.contains("signature")) {
             t.reference_signature = p.string_at(ref.at("signature"), "reference.signature");
-            if (t.reference_signature != "tensors" && t.reference_signature != "vector")
-                p.fail("reference.signature", "expected \"tensors\" (one at::Tensor parameter per input) or \"vector\" "
-                                              "(one std::vector<at::Tensor>), got '" + t.reference_signature + "'");
+            p.one_of(t.reference_signature, "reference.signature", "signature", "/$defs/reference/properties/signature");
         }
         if (ref.contains("setup")) t.reference_setup = p.string_at(ref.at("setup"), "reference.setup");
         if (ref.contains("arg")) {
@@ -432,7 +434,7 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
             for (size_t i = 0; i < show.size(); ++i) {
                 const std::string at = "reference.show[" + std::to_string(i) + "]";
                 if (!show[i].is_object()) p.fail(at, "expected {\"file\": ..., \"language\": ..., \"title\": ...}");
-                p.only_keys(show[i], at, {"file", "language", "title"});
+                p.only_keys(show[i], at, "/$defs/reference/properties/show/items");
                 Task::ShownFile f;
                 f.written = p.string_at(p.require(show[i], "file", at), at + ".file");
                 if (f.written.empty()) p.fail(at + ".file", "empty path");
@@ -554,7 +556,7 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         if (tol.is_number()) {
             t.atol = t.rtol = p.number_at(tol, "tolerance");
         } else if (tol.is_object()) {
-            p.only_keys(tol, "tolerance", {"atol", "rtol", "policy"});
+            p.only_keys(tol, "tolerance", "/$defs/tolerance");
             if (tol.contains("policy")) t.tolerance_policy = p.string_at(tol.at("policy"), "tolerance.policy");
             if (tol.contains("atol")) t.atol = p.number_at(tol.at("atol"), "tolerance.atol");
             if (tol.contains("rtol")) t.rtol = p.number_at(tol.at("rtol"), "tolerance.rtol");
