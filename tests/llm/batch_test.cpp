@@ -1,11 +1,13 @@
 // The Batch API: input and output lines, and the /v1/files + /v1/batches client against the
 // loopback server's implementation of them (the same calls `kernelevo llm batch` makes).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "llm/llm.h"
 #include "llm/batch.h"
 #include "loopback_server.h"
 
@@ -173,6 +175,36 @@ TEST_F(LlmBatch, AProviderWithoutABatchApiSaysSo) {
     }
     EXPECT_EQ(server.requests().size(), 1u) << "a 404 is not retried";
     EXPECT_THROW(api.get("batch/../../etc"), UsageError);   // ids never reach a URL unchecked
+}
+
+// Files a user names for batch mode and replay (--llm-batch-replies, --llm-replay, a batch input
+// file) are refused unread when they are not regular files: a FIFO given by mistake would block the
+// command forever, a directory used to read as an empty file.
+TEST(LlmInputFiles, BatchAndReplayFilesThatAreNotRegularFilesAreRefusedUnread) {
+    TempDir dir("kevo-llm-input");
+    const fs::path fifo = dir.path() / "replies.jsonl";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    // Both calls would block in open() on a FIFO with no writer if they opened it: the check
+    // comes first, so they return at once.
+    try {
+        count_batch_input(fifo);
+        FAIL() << "a FIFO was read as a batch input file";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("FIFO"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(fifo.string()), std::string::npos) << e.what();
+    }
+    try {
+        ReplayProvider replay(fifo);
+        FAIL() << "a FIFO was read as a transcript";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("FIFO"), std::string::npos) << e.what();
+    }
+    try {
+        ReplayProvider replay(dir.path());
+        FAIL() << "a directory was read as a transcript";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("directory"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace

@@ -134,7 +134,8 @@ std::string BatchMode::foreign(const std::string& where, const std::string& cust
 
 BatchMode::Checked BatchMode::check(const std::string& file, const std::map<std::string, store::BatchRequest>& by_id,
                                     Seen& seen, bool legacy_records) const {
-    const std::string text = read_file(file);
+    // A replies file may hold many long replies; a FIFO or device named by mistake is refused unread.
+    const std::string text = read_input_file(file, "a Batch API replies file", std::uintmax_t{1} << 30);
     // A download that did not finish ends in the middle of its last line.
     const bool cut = !text.empty() && text.back() != '\n';
     const size_t last = 1 + static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));

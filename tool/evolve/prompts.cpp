@@ -21,7 +21,7 @@ void Prompts::load_overrides(const std::filesystem::path& dir) {
     for (const std::string& name : names()) {
         auto file = dir / (name + ".md");
         if (std::filesystem::exists(file)) {
-            templates_[name] = read_file(file);
+            templates_[name] = read_input_file(file, "a prompt template");
             ++found;
         }
     }

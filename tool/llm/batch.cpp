@@ -65,7 +65,7 @@ std::string batch_input_line(const std::string& custom_id, const ChatRequest& re
 }
 
 size_t count_batch_input(const std::filesystem::path& file) {
-    std::string text = read_file(file);
+    std::string text = read_input_file(file, "a Batch API input file", std::uintmax_t{1} << 30);
     size_t lines = 0;
     for_each_nonblank_line(text, [&](const std::string& line, size_t number) {
         json j = json::parse(line, nullptr, false);

@@ -169,7 +169,7 @@ ReplayProvider::~ReplayProvider() = default;
 ReplayProvider::ReplayProvider(const std::filesystem::path& transcript, Mode mode) : impl_(std::make_unique<Impl>()) {
     impl_->mode = mode;
     impl_->path = transcript;
-    std::string text = read_file(transcript);
+    std::string text = read_input_file(transcript, "an LLM transcript (--llm-replay)", std::uintmax_t{1} << 30);
     for_each_nonblank_line(text, [&](std::string& line, size_t number) {
         json j = json::parse(line, nullptr, false);
         if (!j.is_object() || !j.contains("request_hash") || !j.contains("response") || !j.contains("error"))
