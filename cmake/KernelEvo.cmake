@@ -48,6 +48,21 @@
 #     are rewritten only when their content changes, so adding an architecture rebuilds only that
 #     kernel and the dispatch table.
 #
+# PyTorch operators: every function is also a PyTorch operator kernelevo::<name> once a module
+# library registers it:
+#
+#   kernelevo_torch_library(<target> FUNCTIONS <name>...)   # after find_package(Torch) and the
+#                                                           # kernelevo_optimize() of each name
+#
+# makes the MODULE library <target> (lib<target>.so; no other target links it) for Python:
+#   torch.ops.load_library(path); y = torch.ops.kernelevo.gelu_bias(x, bias)
+# Schema: <name>(Tensor <input>, ...) -> Tensor, or (Tensor, ...) for several outputs. Kernels:
+# CUDA = the generated dispatch (the evolved kernel cached for the GPU's architecture, else the
+# reference), CPU and Meta (shape inference for torch.compile) = the reference, Autograd = the
+# reference's backward (re-run on detached inputs and differentiated; no double backward). Build it
+# against the LibTorch of the Python that loads it (torch.utils.cmake_prefix_path): the C++ ABI
+# must match. examples/fused_ops/example_op.py shows it.
+#
 # Global switches (cache variables): KERNELEVO_SEARCH, KERNELEVO_REQUIRE_KERNELS,
 # KERNELEVO_EXECUTABLE, KERNELEVO_SEARCH_OPTIONS, KERNELEVO_SEARCH_BUDGET_USD,
 # KERNELEVO_SEARCH_MAX_TIME, KERNELEVO_TORCH_CUDA (AUTO|ON|OFF).
@@ -331,4 +346,9 @@ function(kernelevo_optimize NAME)
   set(KERNELEVO_${NAME}_TASK "${_t_TASK_FILE}" PARENT_SCOPE)
   set(KERNELEVO_${NAME}_HEADER "${_t_HEADER}" PARENT_SCOPE)
   set(KERNELEVO_${NAME}_LIBRARY kernelevo_${NAME} PARENT_SCOPE)
+endfunction()
+
+# The PyTorch operator library (documented above; KernelEvoDispatch.cmake builds it).
+function(kernelevo_torch_library TARGET)
+  _kevo_add_torch_library(${TARGET} ${ARGN})
 endfunction()

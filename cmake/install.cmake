@@ -42,6 +42,7 @@ install(FILES
   "${CMAKE_CURRENT_LIST_DIR}/templates/dispatch.cpp.in"
   "${CMAKE_CURRENT_LIST_DIR}/templates/task.json.in"
   "${CMAKE_CURRENT_LIST_DIR}/templates/lookup.json.in"
+  "${CMAKE_CURRENT_LIST_DIR}/templates/torch_op.inc.in"
   DESTINATION ${KERNELEVO_INSTALL_CMAKEDIR}/templates)
 
 # Build tree: find_package(KernelEvo) with KernelEvo_DIR=<this build dir> uses the targets as built.

@@ -6,6 +6,8 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -486,6 +488,56 @@ TEST_F(CMakeProject, BuildsRunsAndAddingAnArchitectureRebuildsOnlyThatKernel) {
     EXPECT_TRUE(contains(d, "&kevo_scale_sm80_forward") && contains(d, "&kevo_scale_sm90_forward")) << d;
     app = run({(build / "app").string()});
     EXPECT_EQ(app.rc, 0) << app.out;
+}
+
+// The Python that loads the operator library: $KEVO_PYTHON, else /usr/bin/python3, else python3 on
+// PATH, the first that imports torch ("" when none does). Its torch's CMake prefix goes to `prefix`
+// (the library must be built against that LibTorch: the C++ ABI must match).
+std::string python_with_torch(std::string& prefix) {
+    std::vector<std::string> candidates;
+    if (const char* p = std::getenv("KEVO_PYTHON")) candidates.push_back(p);
+    candidates.push_back("/usr/bin/python3");
+    candidates.push_back("python3");
+    for (const std::string& py : candidates) {
+        Outcome r = run({py, "-c", "import torch; print(torch.utils.cmake_prefix_path)"});
+        if (r.rc != 0) continue;
+        prefix = r.out.substr(0, r.out.find('\n'));
+        return py;
+    }
+    return "";
+}
+
+// kernelevo_torch_library(): the functions as PyTorch operators, loaded from Python with
+// torch.ops.load_library and checked there (torch_op_check.py): CPU = the reference, CUDA (where a
+// GPU is) = the cached kernel, gradients = the reference's, Meta shapes, torch.compile where the
+// torch has it. A reference that only the user's target compiles is linked into the module too.
+TEST_F(CMakeProject, FunctionsArePyTorchOperatorsLoadableFromPython) {
+    std::string prefix;
+    const std::string python = python_with_torch(prefix);
+    if (python.empty()) GTEST_SKIP() << "no python3 that imports torch (set KEVO_PYTHON)";
+    std::vector<std::string> args = {"-DCMAKE_CUDA_ARCHITECTURES=90", "-DKEVO_TEST_TORCH_OP=ON"};
+    if (!prefix.empty() && fs::exists(prefix)) args.push_back("-DCMAKE_PREFIX_PATH=" + prefix);
+    Outcome r = configure(args);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    store("sm_90", scale_kernel(2));  // the CUDA path of scale runs it on an sm_90 GPU
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel")) << r.out;
+    const std::string op = read_file(build / "kernelevo" / "pair" / "torch_op.inc");
+    EXPECT_TRUE(contains(op, "m.def(\"pair(Tensor x, Tensor w) -> (Tensor, Tensor)\")")) << op;
+    EXPECT_TRUE(contains(op, "TORCH_LIBRARY_FRAGMENT(kernelevo, m)")) << "several functions share the namespace";
+    r = run({KEVO_CMAKE_COMMAND, "--build", build.string(), "--target", "kevo_test_ops", "--", "-j2"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const fs::path lib = build / "libkevo_test_ops.so";
+    ASSERT_TRUE(fs::exists(lib));
+    Outcome py = run({python, (kSource / "tests" / "cmake" / "torch_op_check.py").string(), lib.string(), "--kernels", "sm_90"});
+    EXPECT_EQ(py.rc, 0) << py.out;
+    EXPECT_TRUE(contains(py.out, "PASS cpu pair gradients equal the reference's")) << py.out;
+    EXPECT_TRUE(contains(py.out, "PASS cpu pair gradcheck (float64)")) << py.out;
+    EXPECT_TRUE(contains(py.out, "PASS meta pair shapes")) << py.out;
+    EXPECT_TRUE(contains(py.out, "PASS all")) << py.out;
+    EXPECT_FALSE(contains(py.out, "FAIL")) << py.out;
+    std::printf("%s", py.out.c_str());  // which parts ran (CUDA, torch.compile) or were skipped
 }
 
 // The example's committed cache must match its kernelevo_optimize() calls (hashes), i.e. hit.
