@@ -201,6 +201,35 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
     return r;
 }
 
+TaskHashes TaskHashes::of(const Task& t) { return {t.hash(), t.reference_hash(), t.reference_file_hash()}; }
+
+Lookup lookup(const fs::path& cache_dir, const std::string& function, const std::string& arch, const TaskHashes* task) {
+    if (!task) return lookup(cache_dir, function, arch, "", "");
+    return lookup(cache_dir, function, arch, task->task, task->reference, task->legacy_reference);
+}
+
+std::vector<EntryReport> scan(const fs::path& cache_dir, const std::map<std::string, TaskHashes>& tasks) {
+    std::vector<EntryReport> out;
+    for (const auto& e : list_entries(cache_dir)) {
+        EntryReport r;
+        r.function = e.function;
+        r.arch = e.arch;
+        auto t = tasks.find(e.function);
+        r.checked = t != tasks.end();
+        r.lookup = lookup(cache_dir, e.function, e.arch, r.checked ? &t->second : nullptr);
+        for (const fs::path& f : {r.lookup.source, r.lookup.metadata, triton_source_path(cache_dir, e.function, e.arch)}) {
+            std::error_code ec;
+            if (!fs::is_regular_file(f, ec)) continue;
+            const auto size = fs::file_size(f, ec);
+            if (ec) continue;
+            r.bytes += size;
+            ++r.files;
+        }
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 void store_candidate(const fs::path& cache_dir, const std::string& source, const CompileResult& compiled, EntryMeta meta) {
     if (compiled.backend != "triton") {
         store(cache_dir, source, meta);

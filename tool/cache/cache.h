@@ -7,7 +7,9 @@
 // task's, or when the .cu was edited after it was stored. cmake/KernelEvoCache.cmake implements the
 // same lookup in pure CMake (same hashes, same rules); tests/cache checks that both agree.
 #pragma once
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,6 +72,16 @@ Lookup lookup(const std::filesystem::path& cache_dir, const std::string& functio
               const std::string& task_hash, const std::string& reference_hash,
               const std::string& legacy_reference_hash = "");
 
+// A task's hashes as lookup() compares them: Task::hash(), reference_hash() and
+// reference_file_hash() (computed once: reference_hash() runs the compiler's preprocessor).
+struct TaskHashes {
+    std::string task, reference, legacy_reference;
+    static TaskHashes of(const Task& t);
+};
+// lookup() against `task`'s hashes; nullptr: not checked against a task (valid unless broken or edited).
+Lookup lookup(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch,
+              const TaskHashes* task);
+
 // Writes both files atomically (source first, metadata last), filling meta.source_hash (and
 // meta.date when empty). Throws UsageError when function/arch are not valid names.
 // With `triton_source` (meta.backend "triton"; `source` is then the .cu generated from it), also
@@ -88,6 +100,18 @@ struct EntryName {
     std::string function, arch;
 };
 std::vector<EntryName> list_entries(const std::filesystem::path& cache_dir);
+
+// One entry as the cache commands see it: its lookup() against its function's task (when
+// `tasks` has one) and the bytes of its files (.cu, .json and a Triton entry's .py).
+struct EntryReport {
+    std::string function, arch;
+    Lookup lookup;
+    bool checked = false;  // compared with the current task
+    std::uintmax_t bytes = 0;
+    int files = 0;
+};
+// Every entry of list_entries(), checked; an empty list when cache_dir does not exist.
+std::vector<EntryReport> scan(const std::filesystem::path& cache_dir, const std::map<std::string, TaskHashes>& tasks);
 
 // The current UTC time as "2026-12-02T10:11:12Z".
 std::string utc_now();

@@ -1,9 +1,12 @@
-// `kernelevo cache status|add|remove|prune|hash`: inspect the committed kernel cache (and what a
+// `kernelevo cache status|stats|add|remove|prune|hash`: inspect the committed kernel cache (and what a
 // configured build wants of it), add a hand-written or external kernel (validated on the local GPU
 // unless --unvalidated), remove entries, prune stale ones, print a task's hashes.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <set>
@@ -47,6 +50,11 @@ struct PruneArgs {
     std::vector<std::string> tasks;
     bool unused = false, dry_run = false;
 };
+struct StatsArgs {
+    std::string cache_dir, build_dir;
+    std::vector<std::string> tasks;
+    bool json = false;
+};
 struct HashArgs {
     std::string task;
     bool json = false;
@@ -67,6 +75,13 @@ std::map<std::string, Task> collect_tasks(const std::vector<std::string>& task_f
         tasks.emplace(t.name, std::move(t));
     }
     return tasks;
+}
+
+// Each task's hashes, computed once per function (reference_hash() runs the preprocessor).
+std::map<std::string, cache::TaskHashes> hashes_of(const std::map<std::string, Task>& tasks) {
+    std::map<std::string, cache::TaskHashes> out;
+    for (const auto& [name, t] : tasks) out.emplace(name, cache::TaskHashes::of(t));
+    return out;
 }
 
 // What the build wants: function -> the architectures kernelevo_optimize() looked up at configure
@@ -98,6 +113,7 @@ std::string fmt(const char* f, double v) {
 void run_status(const StatusArgs& a, int& rc) {
     if (!fs::is_directory(a.cache_dir)) throw UsageError("--cache-dir: " + a.cache_dir + " is not a directory");
     auto tasks = collect_tasks(a.tasks, a.build_dir);
+    const auto hashes = hashes_of(tasks);
     auto wanted = wanted_arches(a.build_dir);
     std::map<std::string, std::set<std::string>> rows;  // function -> arches
     for (const auto& e : cache::list_entries(a.cache_dir)) rows[e.function].insert(e.arch);
@@ -112,15 +128,10 @@ void run_status(const StatusArgs& a, int& rc) {
     for (auto& [function, arches] : rows) {
         auto t = tasks.find(function);
         const bool checked = t != tasks.end();
-        std::string th, rh, legacy;
-        if (checked) {
-            th = t->second.hash();
-            rh = t->second.reference_hash();
-            legacy = t->second.reference_file_hash();
-            arches.insert(all_arches.begin(), all_arches.end());
-        }
+        const cache::TaskHashes* h = checked ? &hashes.at(function) : nullptr;
+        if (checked) arches.insert(all_arches.begin(), all_arches.end());
         for (const auto& arch : arches) {
-            cache::Lookup l = cache::lookup(a.cache_dir, function, arch, th, rh, legacy);
+            cache::Lookup l = cache::lookup(a.cache_dir, function, arch, h);
             auto w = wanted.find(function);
             const bool by_build = w != wanted.end() && w->second.count(arch);
             nlohmann::json row{{"function", function}, {"arch", arch}, {"state", cache::state_name(l.state)},
@@ -210,6 +221,185 @@ void run_status(const StatusArgs& a, int& rc) {
     rc = problems ? 1 : 0;
 }
 
+// ---- cache stats --------------------------------------------------------------------------------
+
+// "48.2 kB": sizes as ccache -s prints them (decimal units).
+std::string human_size(std::uintmax_t bytes) {
+    const char* units[] = {"bytes", "kB", "MB", "GB", "TB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1000 && u < 4) v /= 1000, ++u;
+    return u == 0 ? std::to_string(bytes) + " bytes" : fmt("%.1f ", v) + units[u];
+}
+
+// Whole days between an ISO 8601 UTC date ("2026-12-02T10:11:12Z") and now; -1 when unreadable.
+long days_ago(const std::string& iso) {
+    std::tm tm{};
+    if (!strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return -1;
+    const std::time_t then = timegm(&tm);
+    return static_cast<long>((std::time(nullptr) - then) / 86400);
+}
+
+// min, median, max and geometric mean of `v` (not empty; every value > 0).
+nlohmann::json speedup_figures(std::vector<double> v) {
+    if (v.empty()) return {{"count", 0}, {"min", nullptr}, {"median", nullptr}, {"max", nullptr}, {"geomean", nullptr}};
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    double log_sum = 0;
+    for (double x : v) log_sum += std::log(x);
+    const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return {{"count", n}, {"min", v.front()}, {"median", median}, {"max", v.back()}, {"geomean", std::exp(log_sum / n)}};
+}
+
+// The state stats counts an entry under: lookup() decides; "valid" is "fresh" when compared with its
+// task and "unchecked" when no task for its function was given.
+std::string stats_state(const cache::EntryReport& e) {
+    if (e.lookup.state == cache::State::valid) return e.checked ? "fresh" : "unchecked";
+    return cache::state_name(e.lookup.state);
+}
+
+// Everything `cache stats` reports, as JSON; the human output is printed from it.
+nlohmann::json stats_json(const std::string& cache_dir, const std::vector<cache::EntryReport>& entries, size_t tasks) {
+    const char* kStates[] = {"fresh", "unchecked", "stale", "invalid"};
+    auto zero_counts = [&] {
+        nlohmann::json c{{"entries", 0}};
+        for (const char* st : kStates) c[st] = 0;
+        c["unvalidated"] = 0;
+        return c;
+    };
+    nlohmann::json totals = zero_counts();
+    totals["size_bytes"] = 0;
+    totals["files"] = 0;
+    std::set<std::string> functions;
+    std::map<std::string, nlohmann::json> arches;
+    std::map<std::string, std::vector<double>> arch_speedups;
+    std::vector<double> speedups;
+    nlohmann::json oldest, newest, list = nlohmann::json::array();
+    for (const auto& e : entries) {
+        const std::string state = stats_state(e);
+        const auto& m = e.lookup.meta;
+        const bool unvalidated = m && !m->validated;
+        // A usable entry (what a build would compile in) counts towards the speedups when validated.
+        const bool usable = e.lookup.state == cache::State::valid;
+        nlohmann::json& a = arches.try_emplace(e.arch, zero_counts()).first->second;
+        for (nlohmann::json* c : {&totals, &a}) {
+            (*c)["entries"] = (*c)["entries"].get<int>() + 1;
+            (*c)[state] = (*c)[state].get<int>() + 1;
+            if (unvalidated) (*c)["unvalidated"] = (*c)["unvalidated"].get<int>() + 1;
+        }
+        totals["size_bytes"] = totals["size_bytes"].get<std::uintmax_t>() + e.bytes;
+        totals["files"] = totals["files"].get<int>() + e.files;
+        functions.insert(e.function);
+        if (usable && m && m->validated && m->speedup > 0 && std::isfinite(m->speedup)) {
+            speedups.push_back(m->speedup);
+            arch_speedups[e.arch].push_back(m->speedup);
+        }
+        // When it was last validated: the date it was stored with its validation (unvalidated: never).
+        nlohmann::json validated_at = m && m->validated && !m->date.empty() ? nlohmann::json(printable(m->date)) : nlohmann::json();
+        if (validated_at.is_string()) {
+            nlohmann::json when{{"date", validated_at}, {"function", e.function}, {"arch", e.arch}, {"days_ago", days_ago(m->date)}};
+            if (oldest.is_null() || m->date < oldest["date"].get<std::string>()) oldest = when;
+            if (newest.is_null() || m->date > newest["date"].get<std::string>()) newest = when;
+        }
+        nlohmann::json row{{"function", e.function}, {"arch", e.arch}, {"state", state}, {"reason", e.lookup.reason},
+                           {"validated", m ? nlohmann::json(m->validated) : nlohmann::json()}, {"validated_at", validated_at},
+                           {"speedup", m ? nlohmann::json(m->speedup) : nlohmann::json()},
+                           {"backend", m ? nlohmann::json(printable(m->backend)) : nlohmann::json()},
+                           {"gpu", m ? nlohmann::json(printable(m->gpu)) : nlohmann::json()}, {"size_bytes", e.bytes}};
+        list.push_back(row);
+    }
+    totals["functions"] = functions.size();
+    nlohmann::json per_arch = nlohmann::json::array();
+    for (auto& [arch, c] : arches) {
+        c["arch"] = arch;
+        c["speedup_geomean"] = speedup_figures(arch_speedups[arch])["geomean"];
+        per_arch.push_back(c);
+    }
+    return {{"cache_dir", fs::absolute(cache_dir).string()}, {"exists", fs::is_directory(cache_dir)},
+            {"tasks_checked", tasks}, {"totals", totals}, {"speedup", speedup_figures(speedups)},
+            {"last_validated", {{"oldest", oldest}, {"newest", newest}}}, {"architectures", per_arch}, {"entries", list}};
+}
+
+// One "label   value" line of the summary, the value right-aligned like ccache -s.
+void stat_line(const std::string& label, const std::string& value) {
+    if (value.empty()) std::printf("%s\n", label.c_str());
+    else std::printf("%-32s %24s\n", label.c_str(), value.c_str());
+}
+
+std::string times(const nlohmann::json& v) { return v.is_number() ? fmt("%.2fx", v.get<double>()) : "-"; }
+
+void print_stats(const nlohmann::json& j, const std::string& cache_dir) {
+    const auto& t = j["totals"];
+    std::printf("%-32s %s\n", "Cache directory", printable(cache_dir).c_str());
+    if (!j["exists"].get<bool>()) {
+        std::cout << "No cache at " << printable(cache_dir) << " (nothing stored yet: kernelevo search --out or cache add fill it)\n";
+        return;
+    }
+    if (t["entries"].get<int>() == 0) {
+        std::cout << "No kernels in " << printable(cache_dir) << "\n";
+        return;
+    }
+    const size_t tasks = j["tasks_checked"].get<size_t>();
+    stat_line("Checked against", tasks ? std::to_string(tasks) + " task" + (tasks == 1 ? "" : "s") : "no task");
+    stat_line("Entries", std::to_string(t["entries"].get<int>()));
+    stat_line("  fresh", std::to_string(t["fresh"].get<int>()));
+    if (t["unchecked"].get<int>()) stat_line("  not checked (no task given)", std::to_string(t["unchecked"].get<int>()));
+    stat_line("  stale", std::to_string(t["stale"].get<int>()));
+    stat_line("  invalid", std::to_string(t["invalid"].get<int>()));
+    stat_line("  unvalidated", std::to_string(t["unvalidated"].get<int>()));
+    stat_line("Functions", std::to_string(t["functions"].get<int>()));
+    stat_line("Size", human_size(t["size_bytes"].get<std::uintmax_t>()));
+    const auto& sp = j["speedup"];
+    if (sp["count"].get<int>()) {
+        stat_line("Speedup (" + std::to_string(sp["count"].get<int>()) + " usable, validated)", "");
+        stat_line("  min / median / max", times(sp["min"]) + " / " + times(sp["median"]) + " / " + times(sp["max"]));
+        stat_line("  geometric mean", times(sp["geomean"]));
+    } else {
+        stat_line("Speedup", "no usable validated entry");
+    }
+    for (const char* end : {"oldest", "newest"}) {
+        const auto& w = j["last_validated"][end];
+        std::string label = std::string("Last validated, ") + end;
+        if (w.is_null()) {
+            stat_line(label, "never");
+            continue;
+        }
+        long days = w["days_ago"].get<long>();
+        std::printf("%-32s %24s (%s) %s %s\n", label.c_str(), w["date"].get<std::string>().c_str(),
+                    days < 0 ? "?" : days == 0 ? "today" : (std::to_string(days) + " day" + (days == 1 ? "" : "s") + " ago").c_str(),
+                    w["function"].get<std::string>().c_str(), w["arch"].get<std::string>().c_str());
+    }
+    std::printf("\n%-10s %8s %6s %10s %6s %8s %12s %8s\n", "ARCH", "ENTRIES", "FRESH", "UNCHECKED", "STALE", "INVALID", "UNVALIDATED", "GEOMEAN");
+    for (const auto& a : j["architectures"])
+        std::printf("%-10s %8d %6d %10d %6d %8d %12d %8s\n", a["arch"].get<std::string>().c_str(), a["entries"].get<int>(),
+                    a["fresh"].get<int>(), a["unchecked"].get<int>(), a["stale"].get<int>(), a["invalid"].get<int>(),
+                    a["unvalidated"].get<int>(), times(a["speedup_geomean"]).c_str());
+    if (verbose()) {
+        std::printf("\n%-24s %-8s %-10s %8s %-21s %10s\n", "FUNCTION", "ARCH", "STATE", "SPEEDUP", "LAST VALIDATED", "SIZE");
+        for (const auto& e : j["entries"]) {
+            std::printf("%-24s %-8s %-10s %8s %-21s %10s\n", e["function"].get<std::string>().c_str(), e["arch"].get<std::string>().c_str(),
+                        e["state"].get<std::string>().c_str(), times(e["speedup"]).c_str(),
+                        e["validated_at"].is_string() ? e["validated_at"].get<std::string>().c_str()
+                                                      : e["validated"].is_boolean() ? "never (unvalidated)" : "-",
+                        human_size(e["size_bytes"].get<std::uintmax_t>()).c_str());
+            if (!e["reason"].get<std::string>().empty() && e["state"] != "fresh" && e["state"] != "unchecked")
+                std::printf("    %s\n", e["reason"].get<std::string>().c_str());
+        }
+    }
+    if (!tasks) std::cout << "(fresh or stale needs the current tasks: pass --task T.json or --build-dir BUILD)\n";
+}
+
+void run_stats(const StatsArgs& a, int& rc) {
+    std::error_code ec;
+    if (fs::exists(a.cache_dir, ec) && !fs::is_directory(a.cache_dir, ec))
+        throw UsageError("--cache-dir: " + a.cache_dir + " is not a directory");
+    const auto hashes = hashes_of(collect_tasks(a.tasks, a.build_dir));
+    nlohmann::json j = stats_json(a.cache_dir, cache::scan(a.cache_dir, hashes), hashes.size());
+    if (a.json) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    else print_stats(j, a.cache_dir);
+    rc = 0;
+}
+
 // Deletes one entry's files (and the function's folder when it is left empty).
 void remove_entry(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
     fs::remove(cache::source_path(cache_dir, function, arch));
@@ -254,16 +444,16 @@ void run_prune(const PruneArgs& a, int& rc) {
     if (a.tasks.empty() && a.build_dir.empty())
         throw UsageError("prune needs the current tasks to tell stale entries: pass --build-dir BUILD or --task T.json");
     if (a.unused && a.build_dir.empty()) throw UsageError("--unused needs --build-dir (what the build wants)");
-    auto tasks = collect_tasks(a.tasks, a.build_dir);
+    const auto hashes = hashes_of(collect_tasks(a.tasks, a.build_dir));
     auto wanted = wanted_arches(a.build_dir);
     int removed = 0, kept = 0;
     for (const auto& e : cache::list_entries(a.cache_dir)) {
-        auto t = tasks.find(e.function);
+        auto t = hashes.find(e.function);
         // Hand edits and half-written entries are never deleted by prune: they may be someone's work.
         cache::Lookup plain = cache::lookup(a.cache_dir, e.function, e.arch, "", "");
         std::string why;
-        if (t != tasks.end()) {
-            cache::Lookup l = cache::lookup(a.cache_dir, e.function, e.arch, t->second.hash(), t->second.reference_hash());
+        if (t != hashes.end()) {
+            cache::Lookup l = cache::lookup(a.cache_dir, e.function, e.arch, &t->second);
             if (l.state == cache::State::stale && plain.state == cache::State::valid) why = "stale: " + l.reason;
         }
         if (why.empty() && a.unused && plain.state == cache::State::valid) {
@@ -414,6 +604,17 @@ void register_cache_command(CLI::App& app, int& rc) {
     prune->add_flag("--dry-run", pr->dry_run, "Only print what would be removed");
     cli::add_verbosity_flags(*prune);
     prune->callback([pr, &rc] { run_prune(*pr, rc); });
+
+    auto sa = std::make_shared<StatsArgs>();
+    CLI::App* stats = cache->add_subcommand("stats",
+        "Summarize the cache like ccache -s: entries per architecture, fresh/stale/invalid, speedups, size and when "
+        "entries were last validated (-v or --json: every entry). Exit 0, 2 on bad usage.");
+    stats->add_option("--cache-dir", sa->cache_dir, "The cache directory (kernelevo_optimize()'s CACHE_DIR)")->required();
+    stats->add_option("--task", sa->tasks, "Current task file(s) to tell fresh from stale (repeatable)");
+    stats->add_option("--build-dir", sa->build_dir, "A configured build tree: check against the tasks kernelevo_optimize() wrote there");
+    stats->add_flag("--json", sa->json, "Print JSON (totals, per architecture, and every entry)");
+    cli::add_verbosity_flags(*stats, "Also list every entry with its state, speedup, last validation and size");
+    stats->callback([sa, &rc] { run_stats(*sa, rc); });
 
     auto hs = std::make_shared<HashArgs>();
     CLI::App* hash = cache->add_subcommand("hash",
