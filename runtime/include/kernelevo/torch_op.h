@@ -13,7 +13,9 @@
 // reference's: the kernels have no backward of their own, so gradients are exactly the reference's.
 #pragma once
 #include <ATen/ATen.h>
+#include <ATen/core/LegacyTypeDispatch.h>  // AutoDispatchBelowADInplaceOrView
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
