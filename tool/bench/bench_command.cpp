@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "bench/bench.h"
+#include "cli/cli.h"
 #include "cache/cache.h"
 #include "cli/commands.h"
 #include "common/error.h"
@@ -307,9 +308,10 @@ void register_bench_command(CLI::App& app, int& rc) {
     auto a = std::make_shared<BenchArgs>();
     CLI::App* cmd = app.add_subcommand(
         "bench",
-        "Benchmark a suite of tasks (DIR/NAME/task.json, e.g. from `kernelevo import kernelbench`): run the search on "
-        "every task (the search options, budgets and --max-time included, apply to each task's search), or validate "
-        "ready kernels (--kernels), and write REPORT_DIR/report.{md,json,html}: fast_p for "
+        "Benchmark a suite of tasks and report fast_p. The suite is "
+        "DIR/NAME/task.json, e.g. from `kernelevo import kernelbench`; bench runs the search on "
+        "every task (the search options, budgets and --max-time included, apply to each task's search), or validates "
+        "ready kernels (--kernels), and writes REPORT_DIR/report.{md,json,html}: fast_p for "
         "p = 0 (correct), 1, 1.5, 2 over all tasks, geometric-mean and median speedup over LibTorch eager (measured "
         "by the validator in the same run), per-task speedup, tokens, cost and wall time. Resumable: kill it and run "
         "the same command to continue (REPORT_DIR/bench.json; each search resumes from REPORT_DIR/state/NAME.db; "
@@ -332,6 +334,14 @@ void register_bench_command(CLI::App& app, int& rc) {
                     "(kb<level>_<file stem>); for reference only, speedups stay over our own LibTorch eager")
         ->check(CLI::ExistingFile);
     evolve::add_search_options(*cmd, a->search);
+    cli::set_examples(*cmd, {
+        {"Search every task of a suite, 10 minutes each",
+         "kernelevo bench --suite suite --out bench-report --model openai/gpt-5-mini --max-time 10m"},
+        {"Validate ready kernels instead, with torch.compile beside them",
+         "kernelevo bench --suite suite --out bench-report --kernels kernels --torch-compile"},
+        {"Continue after an interruption: the same command again",
+         "kernelevo bench --suite suite --out bench-report --model openai/gpt-5-mini --max-time 10m"},
+    });
     cmd->callback([a, &rc] { run_bench(*a, rc); });
 }
 

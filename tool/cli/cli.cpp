@@ -2,12 +2,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/process.h"
+#include "common/text.h"
 
 namespace kevo::cli {
 
@@ -94,7 +101,7 @@ std::string suggestions(const CLI::App& root) {
             word = word.substr(0, word.find('='));
             auto near = closest(word, option_names(at));
             if (!near.empty()) {
-                out += "kernelevo: '" + word + "' is not an option of '" + where + "'; did you mean " + quoted_list(near) + "?\n";
+                out += "'" + word + "' is not an option of '" + where + "'; did you mean " + quoted_list(near) + "?\n";
                 continue;
             }
             // An option of a command, given before it ("kernelevo --json cache status").
@@ -110,24 +117,150 @@ std::string suggestions(const CLI::App& root) {
             std::sort(owners.begin(), owners.end());
             if (!owners.empty()) {
                 if (owners.size() > 3) owners.resize(3), owners.back() = "...";
-                out += "kernelevo: '" + word + "' is an option of " + quoted_list(owners) + ": give it after the command\n";
+                out += "'" + word + "' is an option of " + quoted_list(owners) + ": give it after the command\n";
             }
         } else {
             auto names = subcommand_names(at);
             if (names.empty() || command_seen) continue;
             command_seen = true;
             auto near = closest(word, names);
-            out += "kernelevo: '" + word + "' is not a command of '" + where + "'" +
+            out += "'" + word + "' is not a command of '" + where + "'" +
                    (near.empty() ? " (commands: " + quoted_list(names) + ")" : "; did you mean " + quoted_list(near) + "?") + "\n";
         }
     }
-    if (!out.empty()) out += "Run 'kernelevo help" + where.substr(std::min(where.size(), std::string("kernelevo").size())) + "' for usage.\n";
+    if (!out.empty()) out.pop_back();
     return out;
+}
+
+namespace {
+
+// The option named `name` in the command the parse reached or one above it (options fall through).
+const CLI::Option* find_option(const CLI::App& root, const std::string& name) {
+    for (const CLI::App* a = &deepest_selected(root); a; a = a->get_parent())
+        if (const CLI::Option* o = a->get_option_no_throw(name)) return o;
+    return nullptr;
+}
+
+// 1e-308 and 1.79e308 as CLI11's Range prints them ("0.000000", 309 digits): a bound or none.
+std::string number(const std::string& s) {
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+// "Value -1 not in range 0.000000 to 1797...": what the option accepts, in words.
+std::string range_message(const CLI::Option* opt, const std::string& value, const std::string& lo, const std::string& hi) {
+    const std::string type = opt ? opt->get_type_name() : "";
+    if (type.find("POSITIVE") != std::string::npos) return "must be a positive number, not " + value;
+    if (type.find("NONNEGATIVE") != std::string::npos) return "must be 0 or more, not " + value;
+    if (std::strtod(hi.c_str(), nullptr) > 1e300) return "must be at least " + number(lo) + ", not " + value;
+    return "must be between " + number(lo) + " and " + number(hi) + ", not " + value;
+}
+
+std::string kind_of_value(const CLI::Option* opt) {
+    const std::string type = opt ? opt->get_type_name() : "";
+    if (type.rfind("UINT", 0) == 0) return "a whole number, 0 or more";
+    if (type.rfind("INT", 0) == 0) return "a whole number";
+    if (type.rfind("FLOAT", 0) == 0 || type.rfind("NUMBER", 0) == 0) return "a number";
+    return "";
+}
+
+// "--name: rest" from a CLI11 validation message, in short words.
+std::string validation_message(const CLI::App& root, const std::string& what) {
+    static const std::regex named(R"(^(-{1,2}[A-Za-z0-9_-]+|[A-Z_]+): ([\s\S]*)$)");
+    std::smatch m;
+    if (!std::regex_match(what, m, named)) return what;
+    const std::string name = m[1], rest = m[2];
+    const CLI::Option* opt = find_option(root, name);
+    static const std::regex range(R"(^Value (.*) not in range (\S+) to (\S+)$)");
+    static const std::regex member(R"(^(.*) not in \{(.*)\}$)");
+    static const std::regex missing(R"(^(File|Directory|Path) does not exist: (.*)$)");
+    std::smatch r;
+    if (std::regex_match(rest, r, range)) {
+        const std::string kind = kind_of_value(opt);
+        char* end = nullptr;
+        const std::string v = r[1];
+        std::strtod(v.c_str(), &end);
+        if (!kind.empty() && (v.empty() || (end && *end))) return name + ": must be " + kind + ", not '" + v + "'";
+        return name + ": " + range_message(opt, v, r[2], r[3]);
+    }
+    if (std::regex_match(rest, r, member)) {
+        std::string choices = r[2];
+        std::replace(choices.begin(), choices.end(), ',', ' ');
+        return name + ": '" + std::string(r[1]) + "' is not one of: " + choices;
+    }
+    if (std::regex_match(rest, r, missing)) return name + ": no such " + (r[1] == "Directory" ? "directory" : "file") + ": " + std::string(r[2]);
+    if (std::regex_match(rest, r, std::regex(R"(^\d+ required .* missing$)"))) return name + " needs a value";
+    return name + ": " + rest;
+}
+
+std::string help_line(const CLI::App& app) {
+    const std::string where = command_path(app);
+    return "Run 'kernelevo help" + where.substr(std::min(where.size(), std::string("kernelevo").size())) + "' for usage.";
+}
+
+}  // namespace
+
+std::string parse_error_message(const CLI::App& root, const CLI::ParseError& e) {
+    // An argument the parse did not know is the cause; "--task is required" after "--tsk" is not.
+    std::string hints = suggestions(root);
+    if (!hints.empty()) return hints;
+    const std::string what = e.what();
+    std::smatch m;
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) &&
+        std::regex_match(what, m, std::regex(R"(^The following arguments? (?:was|were) not expected: ([\s\S]*)$)")))
+        return "'" + command_path(deepest_selected(root)) + "' does not take " + (std::string(m[1]).find(' ') == std::string::npos ? "'" + std::string(m[1]) + "'" : "these arguments: " + std::string(m[1]));
+    if (std::regex_match(what, m, std::regex(R"(^Could not convert: (\S+) = ([\s\S]*)$)"))) {
+        const std::string kind = kind_of_value(find_option(root, m[1]));
+        return std::string(m[1]) + ": must be " + (kind.empty() ? "a valid value" : kind) + ", not '" + std::string(m[2]) + "'";
+    }
+    if (std::regex_match(what, m, std::regex(R"(^The value (.*) is not an allowed value for (\S+)$)")))
+        return std::string(m[2]) + ": '" + std::string(m[1]) + "' is not an allowed value";
+    if (std::regex_match(what, m, std::regex(R"(^(\S+): too many inputs for a flag$)")))
+        return std::string(m[1]) + " takes no value";
+    if (std::regex_match(what, m, std::regex(R"(^Expected (?:exactly|at least) \d+ arguments? to (\S+), got \d+$)")))
+        return std::string(m[1]) + " needs a value";
+    if (dynamic_cast<const CLI::ValidationError*>(&e) || dynamic_cast<const CLI::ArgumentMismatch*>(&e) ||
+        dynamic_cast<const CLI::ConversionError*>(&e))
+        return validation_message(root, what);
+    return what;
+}
+
+bool json_requested(const CLI::App& root, int argc, const char* const* argv) {
+    bool given = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string(argv[i]) == "--") break;
+        if (std::string(argv[i]) == "--json") given = true;
+    }
+    if (!given) return false;
+    for (const CLI::App* a = &deepest_selected(root); a; a = a->get_parent())
+        if (a->get_option_no_throw("--json")) return true;
+    return false;
+}
+
+int report_error(const std::string& message, int code, bool json, const CLI::App* usage_of) {
+    // Messages may quote a server's reply or a file's bytes: escaped, never obeyed by the terminal.
+    const std::string shown = printable(redact(message));
+    const std::string error = colour(STDERR_FILENO) ? "\033[1;31merror:\033[0m " : "error: ";
+    size_t start = 0;
+    while (start <= shown.size()) {
+        const size_t nl = shown.find('\n', start);
+        const std::string line = shown.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+        std::cerr << "kernelevo: " << error << line << "\n";
+        if (nl == std::string::npos) break;
+        start = nl + 1;
+    }
+    if (usage_of) std::cerr << help_line(*usage_of) << "\n";
+    if (json) std::cout << nlohmann::json{{"error", shown}, {"exit_code", code}}.dump() << std::endl;
+    return code;
 }
 
 void add_help_command(CLI::App& root, int& rc) {
     auto words = std::make_shared<std::vector<std::string>>();
-    CLI::App* help = root.add_subcommand("help", "Show the help of kernelevo or of one of its commands: kernelevo help [COMMAND [SUBCOMMAND]]");
+    CLI::App* help = root.add_subcommand("help", "Show the help of kernelevo or of one of its commands. kernelevo help [COMMAND [SUBCOMMAND]]");
+    set_examples(*help, {{"The options of search", "kernelevo help search"}, {"Those of cache status", "kernelevo help cache status"}});
     help->add_option("command", *words, "The command, e.g. search, or cache status");
     help->callback([&root, &rc, words] {
         const CLI::App* cur = &root;

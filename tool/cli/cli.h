@@ -2,11 +2,18 @@
 // mistyped subcommands and options, `kernelevo help [command]`, and the --quiet/--verbose flags of
 // commands that print while they work. tool/cli/main.cpp wires the first two for every command;
 // a command that prints progress calls add_verbosity_flags() on its subcommand.
+//
+// The help (help.cpp): a formatter that wraps to the terminal, lists subcommands by the first
+// sentence of their description, groups options and ends with the command's examples; colour
+// only on a terminal without NO_COLOR. Errors (cli.cpp): every parse error as one short line
+// through "kernelevo: error: ", and as JSON on stdout under --json. `kernelevo completion`
+// (completion.cpp): bash and zsh completion generated from the same definition.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
-namespace CLI { class App; }
+namespace CLI { class App; class FormatterBase; class ParseError; }
 
 namespace kevo::cli {
 
@@ -24,8 +31,9 @@ const CLI::App& deepest_selected(const CLI::App& root);
 // "kernelevo cache status": the names from the root down to `app`.
 std::string command_path(const CLI::App& app);
 
-// After a failed parse: one "did you mean" line for each argument the parse did not recognize
-// (a mistyped subcommand or option of the subcommand reached), or "" when none is close.
+// After a failed parse: a line for each argument the parse did not recognize (a mistyped
+// subcommand or option of the subcommand reached, with "did you mean" when one is close, or an
+// option given before its command), or "" when there is none to say.
 std::string suggestions(const CLI::App& root);
 
 // Adds `kernelevo help [COMMAND [SUBCOMMAND]]` to the root app; prints to stdout, sets rc.
@@ -34,5 +42,58 @@ void add_help_command(CLI::App& root, int& rc);
 // -q/--quiet on `cmd`, and -v/--verbose when `verbose_help` says what it adds; they set
 // kevo::verbosity() (common/log.h).
 void add_verbosity_flags(CLI::App& cmd, const std::string& verbose_help = "");
+
+// ---- help ---------------------------------------------------------------------------------------
+
+// One line of a command's EXAMPLES section: what it does, and the command line.
+struct Example {
+    std::string what;
+    std::string command;
+};
+
+// The examples `kernelevo help COMMAND` ends with; kept next to the command's registration. A
+// subcommand without its own shows those of its nearest ancestor that run it.
+void set_examples(CLI::App& app, std::vector<Example> examples);
+std::vector<Example> examples_of(const CLI::App& app);
+
+// The formatter every command's help uses (set on the root before the commands are added).
+std::shared_ptr<CLI::FormatterBase> make_formatter();
+
+// Where the next help goes (colour and width are decided for that stream; stdout by default).
+void set_help_stream(int fd);
+
+// The width to wrap to: the terminal's (ioctl on a TTY), else $COLUMNS, else 80; within 40..100.
+size_t terminal_width(int fd);
+
+// Whether to colour what goes to `fd`: a terminal, NO_COLOR unset or empty, TERM not "dumb".
+bool colour(int fd);
+
+// `text` in lines of at most `width` columns (its own newlines kept; a word too long is cut).
+std::vector<std::string> wrap_lines(const std::string& text, size_t width);
+
+// The first sentence of a description: the one-line summary in its parent's command list.
+std::string summary(const std::string& description);
+
+// ---- errors --------------------------------------------------------------------------------------
+
+// A parse error as one short line without the prefix ("--timeout: must be a positive number, not
+// -1"); unknown arguments, with their did-you-mean, come before anything else (a required option
+// missing because it was mistyped is not the cause).
+std::string parse_error_message(const CLI::App& root, const CLI::ParseError& e);
+
+// Whether the command line asks for JSON: --json given to a command that has it.
+bool json_requested(const CLI::App& root, int argc, const char* const* argv);
+
+// Prints "kernelevo: error: MESSAGE" (red "error:" on a terminal) and, for `usage_of`, the line
+// naming its help; with `json`, also {"error": MESSAGE, "exit_code": CODE} on stdout. Returns `code`.
+int report_error(const std::string& message, int code, bool json, const CLI::App* usage_of = nullptr);
+
+// ---- completion ----------------------------------------------------------------------------------
+
+// The bash or zsh completion script for `root`'s commands, options and option values.
+std::string completion_script(const CLI::App& root, const std::string& shell);
+
+// Adds `kernelevo completion bash|zsh`.
+void add_completion_command(CLI::App& root, int& rc);
 
 }  // namespace kevo::cli

@@ -2,6 +2,8 @@
 // architecture for the CMake integration.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -21,6 +23,8 @@ int main(int argc, char** argv) {
                  "Exit codes: 0 success, 1 the candidate or the work failed, 2 bad usage, task or setup.\n"
                  "Run 'kernelevo help COMMAND' (or COMMAND --help) for a command's options.",
                  "kernelevo"};
+    // Before any command is added: subcommands take their parent's formatter when they are made.
+    app.formatter(kevo::cli::make_formatter());
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string(KEVO_VERSION));
     int rc = 0;
@@ -34,6 +38,11 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"auto", "require", "off"}))
         ->each([](const std::string& v) { kevo::set_sandbox_mode(kevo::parse_sandbox_mode(v)); });
     app.fallthrough();
+    kevo::cli::set_examples(app, {{"Check that this machine can validate kernels", "kernelevo doctor"},
+                                  {"Search for a fast kernel for a task (30 minutes at most)",
+                                   "kernelevo search --task gelu/task.json --out kernels --model openai/gpt-5-mini --max-time 30m"},
+                                  {"See what the cache holds", "kernelevo cache status --cache-dir kernels"},
+                                  {"Complete commands and options in bash", "source <(kernelevo completion bash)"}});
     kevo::cli::add_help_command(app, rc);
     kevo::register_validate_command(app, rc);
     kevo::register_doctor_command(app, rc);
@@ -49,32 +58,27 @@ int main(int argc, char** argv) {
 #endif
     kevo::register_import_command(app, rc);
     kevo::register_bench_command(app, rc);
+    kevo::cli::add_completion_command(app, rc);
+    // Under --json (where the command has it), a failure is also one JSON object on stdout.
+    auto json = [&] { return kevo::cli::json_requested(app, argc, argv); };
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-        // A mistyped command or option: say what was meant instead of only what was not expected.
-        std::string hints = kevo::cli::suggestions(app);
-        const bool no_command = std::string(e.what()) == "A subcommand is required";
-        if (no_command && hints.empty()) {
-            const CLI::App& at = kevo::cli::deepest_selected(app);
-            std::cerr << "kernelevo: error: '" << kevo::cli::command_path(at) << "' needs a command\n\n"
-                      << at.help(at.get_parent() ? kevo::cli::command_path(*at.get_parent()) : std::string());
+        const CLI::App& at = kevo::cli::deepest_selected(app);
+        if (std::string(e.what()) == "A subcommand is required" && kevo::cli::suggestions(app).empty()) {
+            kevo::cli::report_error("'" + kevo::cli::command_path(at) + "' needs a command", 2, json());
+            kevo::cli::set_help_stream(STDERR_FILENO);
+            std::cerr << "\n" << at.help(at.get_parent() ? kevo::cli::command_path(*at.get_parent()) : std::string());
             return 2;
         }
-        if (!hints.empty()) {
-            if (!no_command) std::cerr << "kernelevo: error: " << e.what() << "\n";
-            std::cerr << hints;
-            return 2;
-        }
-        app.exit(e);
-        return 2;
+        return kevo::cli::report_error(kevo::cli::parse_error_message(app, e), 2, json(), &at);
     } catch (const kevo::UsageError& e) {
-        // Messages may quote a server's reply or a file's bytes: escaped, never obeyed by the terminal.
-        std::cerr << "kernelevo: error: " << kevo::printable(kevo::redact(e.what())) << "\n";
-        return 2;
+        return kevo::cli::report_error(e.what(), 2, json());
     } catch (const std::exception& e) {
-        std::cerr << "kernelevo: internal error: " << kevo::printable(kevo::redact(e.what())) << "\n";
+        const std::string what = e.what();
+        std::cerr << "kernelevo: internal error: " << kevo::printable(kevo::redact(what)) << "\n";
+        if (json()) std::cout << "{\"error\": \"internal error\", \"exit_code\": 2}" << std::endl;
         return 2;
     }
     return rc;

@@ -151,6 +151,22 @@ void report_batch_stop(const evolve::SearchResult& result, const llm::LlmOptions
               << " --llm-batch-replies REPLIES.jsonl" << llm::url_credentials_note(llm.url) << "\n";
 }
 
+// The search's options in groups, as `kernelevo search --help` shows them (bench has them too).
+void group_search_options(CLI::App& cmd) {
+    static const std::vector<std::pair<const char*, std::vector<const char*>>> groups = {
+        {"Evolution", {"--generations", "--islands", "--children", "--repair-attempts", "--migration-interval", "--migrants",
+                       "--restart-after", "--temperature", "--mode", "--inspirations", "--seed", "--schedule", "--jobs",
+                       "--tune-evals", "--prompts", "--backend", "--initial"}},
+        {"LLM", {"--llm-temperature", "--max-tokens", "--replay"}},
+        {"Budget", {"--budget-tokens", "--budget-usd", "--max-time", "--target-speedup", "--target-sol"}},
+        {"Validation", {"--arch", "--python", "--timeout", "--timing-trials", "--workers", "--no-profile"}},
+        {"Output", {"--json", "--quiet", "--verbose"}},
+    };
+    for (const auto& [group, names] : groups)
+        for (const char* name : names)
+            if (CLI::Option* o = cmd.get_option_no_throw(name)) o->group(group);
+}
+
 }  // namespace
 
 evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progress_prefix) {
@@ -473,15 +489,18 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
         ->check(CLI::ExistingFile.description(""))->type_name("FILE")->allow_extra_args(false)->group("LLM");
     cmd.add_option("--llm-batch-dir", a.batch_dir, "Where --llm-batch writes its files (NAME-ARCH-batch-N.jsonl)")
         ->capture_default_str()->type_name("DIR")->group("LLM");
+    group_search_options(cmd);
 }
 
 void register_search_command(CLI::App& app, int& rc) {
     auto a = std::make_shared<SearchArgs>();
     CLI::App* cmd = app.add_subcommand(
         "search",
-        "Search for a fast kernel with an LLM-driven evolution (resumable).\nExit codes: 0 finished with a kernel, 1 "
-        "stopped without one or interrupted, 2 bad usage or no GPU, 3 stopped to wait for Batch API replies "
-        "(--llm-batch).");
+        "Search for a fast kernel with an LLM-driven evolution. An LLM writes and mutates candidate kernels; every "
+        "candidate is compiled, checked against the task's reference and timed on the local GPU (or on workers); the "
+        "best is written to the cache directory. The run is stored as it goes: run the same command again to resume "
+        "it.\nExit codes: 0 finished with a kernel, 1 stopped without one or interrupted, 2 bad usage or no GPU, 3 "
+        "stopped to wait for Batch API replies (--llm-batch).");
     cmd->add_option("--task", a->task, "Task file (JSON)")->required();
     cmd->add_option("--out", a->out, "Cache directory to write the best kernel to (NAME/sm_XX.cu + .json)")->required();
     cmd->add_option("--state", a->state,
@@ -494,6 +513,20 @@ void register_search_command(CLI::App& app, int& rc) {
                   "Discard the state store's previous run and start over (Redis: deletes the prefix's keys)");
     cmd->add_option("--initial", a->initial, "Seed kernel (.cu, or a Triton .py); default: the LLM writes a straightforward one");
     evolve::add_search_options(*cmd, *a);
+    cli::set_examples(*cmd, {
+        {"Search for 30 minutes at most with one model (the key in $OPENROUTER_API_KEY)",
+         "kernelevo search --task gelu/task.json --out kernels --model google/gemini-3-flash --max-time 30m"},
+        {"Two models, a budget of 2 US dollars, stop at 3x",
+         "kernelevo search --task gelu/task.json --out kernels --model openai/gpt-5-mini:3 --model z-ai/glm-5:1 "
+         "--budget-usd 2 --target-speedup 3"},
+        {"A local model served by vLLM, Triton and CUDA islands",
+         "kernelevo search --task gelu/task.json --out kernels --llm-url http://localhost:8000/v1 --model qwen3-coder "
+         "--backend both --islands 4"},
+        {"Resume a run that was interrupted: the same command again",
+         "kernelevo search --task gelu/task.json --out kernels --model google/gemini-3-flash --max-time 30m"},
+        {"Half price through the Batch API: write the requests, submit them, import the replies",
+         "kernelevo search --task gelu/task.json --out kernels --model openai/gpt-5-mini --llm-batch"},
+    });
     cmd->callback([a, &rc] { rc = evolve::run_search(*a).rc; });
 
     struct ReportArgs {
@@ -502,8 +535,8 @@ void register_search_command(CLI::App& app, int& rc) {
     };
     auto r = std::make_shared<ReportArgs>();
     CLI::App* rep = app.add_subcommand("report",
-        "Print a search's history (best speedup by generation and by tokens, migrations, restarts), plot it, "
-        "and export every candidate. Reads the state only: it never writes to it or creates one.");
+        "Print a search's history, plot it and export its candidates. The history: best speedup by generation and "
+        "by tokens, migrations, restarts. Reads the state only: it never writes to it or creates one.");
     rep->add_option("--state", r->state, "The search's state store: SQLite file or redis://... URL (as for search)")
         ->required();
     rep->add_option("--plot", r->plot, "Write a plot: FILE.svg, or FILE.html with the report");
@@ -512,6 +545,11 @@ void register_search_command(CLI::App& app, int& rc) {
                     "or FILE.json (with source and feedback)");
     rep->add_flag("--json", r->json, "Print the report as one JSON object on stdout (schema: README, JSON output)");
     cli::add_verbosity_flags(*rep);
+    cli::set_examples(*rep, {
+        {"The history of a search", "kernelevo report --state ~/.cache/kernelevo/search/gelu-sm_90-0123456789ab.db"},
+        {"A plot and every candidate as CSV", "kernelevo report --state run.db --plot run.html --candidates run.csv"},
+        {"A run on Redis, as JSON", "kernelevo report --state 'redis://host:6379/0?prefix=gelu' --json"},
+    });
     rep->callback([r, &rc] {
         auto output_kind = [](const std::string& file, std::initializer_list<const char*> exts, const char* opt) {
             std::string ext = fs::path(file).extension().string();

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/cli.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
@@ -609,11 +610,16 @@ void register_import_command(CLI::App& app, int& rc) {
     auto o = std::make_shared<kernelbench::ImportOptions>();
     auto json = std::make_shared<bool>(false);
     CLI::App* imp = app.add_subcommand("import", "Import tasks from a benchmark (kernelbench)");
+    cli::set_examples(*imp, {
+        {"Import KernelBench's level 1 into a suite", "kernelevo import kernelbench KernelBench/level1 --out suite"},
+        {"Smaller problems for a small GPU, the report as JSON",
+         "kernelevo import kernelbench KernelBench/level1 --out suite --max-numel 1000000 --json"},
+    });
     imp->require_subcommand(1);
     CLI::App* kb = imp->add_subcommand(
         "kernelbench",
-        "Turn KernelBench problems (Model, get_inputs, get_init_inputs) into task directories that validate "
-        "without Python: the model is built as KernelBench builds it (seed 42, constructed on the CPU, then moved), "
+        "Turn KernelBench problems into task directories that validate without Python. A problem is a Model, "
+        "get_inputs and get_init_inputs; the model is built as KernelBench builds it (seed 42, constructed on the CPU, then moved), "
         "traced to TorchScript (model.pt) and run by one generic C++ reference built once per suite; its parameters "
         "and buffers become file inputs, random inputs keep get_inputs()'s distribution. Each import verifies "
         "itself (the C++ reference on the recorded inputs against the Python model, on the GPU when this "

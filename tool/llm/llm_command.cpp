@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/cli.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
@@ -48,12 +49,12 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
     static BatchOptions o;
     CLI::App* batch = llm_cmd.add_subcommand(
         "batch",
-        "Run a batch file of `kernelevo search --llm-batch` through the provider's Batch API (POST /files and "
-        "/batches under --llm-url, as OpenAI serves them): about half the price, answered within 24 hours.");
+        "Run a batch file of `kernelevo search --llm-batch` through the provider's Batch API. It goes to POST /files and "
+        "/batches under --llm-url, as OpenAI serves them: about half the price, answered within 24 hours.");
     batch->require_subcommand(1);
     auto log = [](const std::string& line) { log_line(line); };
 
-    CLI::App* submit = batch->add_subcommand("submit", "Upload a batch input file and start a batch; prints the batch id");
+    CLI::App* submit = batch->add_subcommand("submit", "Upload a batch input file and start a batch. Prints the batch id.");
     submit->add_option("FILE", o.file, "The Batch API input file (JSONL)")->required()->check(CLI::ExistingFile);
     llm::add_llm_connection_options(*submit, o.llm);
     submit->callback([&rc, log] {
@@ -80,7 +81,7 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
 
     CLI::App* fetch = batch->add_subcommand(
         "fetch",
-        "Download a finished batch's replies (its output and error files, in one file) for "
+        "Download a finished batch's replies into one file. The output and error files, for "
         "`kernelevo search --llm-batch-replies`.\nExit codes: 0 written, 1 the batch is not finished yet or has no "
         "replies, 2 bad usage.");
     fetch->add_option("BATCH_ID", o.id, "The id `submit` printed")->required();
@@ -130,11 +131,19 @@ void register_llm_command(CLI::App& app, int& rc) {
     o.llm.max_attempts = 3;
     o.llm.retry_total_max_s = 60;
 
-    CLI::App* llm_cmd = app.add_subcommand("llm", "Talk to the configured LLM");
+    CLI::App* llm_cmd = app.add_subcommand("llm", "Talk to the configured LLM: check it, run Batch API files");
+    cli::set_examples(*llm_cmd, {
+        {"Does the model answer? (the key in $OPENROUTER_API_KEY)", "kernelevo llm check --model google/gemini-3-flash"},
+        {"A local server (vLLM, SGLang, Ollama, llama.cpp)", "kernelevo llm check --llm-url http://localhost:8000/v1 --model qwen3-coder"},
+        {"Submit a batch file written by search --llm-batch", "kernelevo llm batch submit gelu-sm_90-batch-1.jsonl"},
+        {"Follow it", "kernelevo llm batch status batch_abc123"},
+        {"Fetch its replies, then run the same search with --llm-batch-replies replies.jsonl",
+         "kernelevo llm batch fetch batch_abc123 --out replies.jsonl"},
+    });
     llm_cmd->require_subcommand(1);
     CLI::App* check = llm_cmd->add_subcommand(
         "check",
-        "Send one tiny request to each --model and print the latency, the model that answered, its answer and "
+        "Send one tiny request to each --model and print what came back. The latency, the model that answered, its answer and "
         "the tokens (and cost when the provider reports it).\nExit codes: 0 every model answered, 1 a request "
         "failed, 2 bad usage.\nThe API key is read from the environment (see --llm-key-env), never from the "
         "command line.");

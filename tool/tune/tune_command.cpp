@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/cli.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "evolve/validator_evaluator.h"
@@ -35,7 +36,8 @@ void register_tune_command(CLI::App& app, int& rc) {
     auto a = std::make_shared<TuneArgs>();
     CLI::App* cmd = app.add_subcommand(
         "tune",
-        "Tune a kernel's KEVO_TUNABLE(NAME, DEFAULT, V1 V2 ...) parameters on the local GPU, without any LLM: every variant "
+        "Tune a kernel's parameters on the local GPU, without any LLM. The parameters are its "
+        "KEVO_TUNABLE(NAME, DEFAULT, V1 V2 ...) declarations; every variant "
         "is validated like `kernelevo validate`; compiles run in parallel, runs one at a time. Exit 0 a correct variant "
         "was found, 1 none was correct, 2 bad usage or no GPU.");
     cmd->add_option("--task", a->task, "Task file (JSON)")->required();
@@ -55,6 +57,12 @@ void register_tune_command(CLI::App& app, int& rc) {
     cmd->add_flag("--json", a->json, "Print the tuning result as one JSON object on stdout");
     cmd->add_option("--timeout", a->timeout, "Watchdog for running one variant, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_option("--timing-trials", a->timing_trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
+    cli::set_examples(*cmd, {
+        {"Try every combination, or a Bayesian search when there are too many",
+         "kernelevo tune --task gelu/task.json --kernel gelu.cu"},
+        {"At most 40 variants, the best written to a file",
+         "kernelevo tune --task gelu/task.json --kernel gelu.cu --strategy tpe --max-evals 40 --out gelu-tuned.cu"},
+    });
     cmd->callback([a, &rc] {
         Task task = load_task(a->task);
         std::string source = read_kernel_file(a->kernel);  // a directory, a FIFO or a huge file refused with the reason

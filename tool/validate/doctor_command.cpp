@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/cli.h"
 #include "compile/compile.h"
 #include "reference/reference.h"
 #include "sandbox/sandbox.h"
@@ -15,8 +16,10 @@ namespace kevo {
 
 void register_doctor_command(CLI::App& app, int& rc) {
     auto json_out = std::make_shared<bool>(false);
-    CLI::App* cmd = app.add_subcommand("doctor", "Show the sandbox layers, GPU, driver, CUDA toolkit and LibTorch this machine offers. "
-                                                 "Exit 0 when everything validation needs is there, 1 otherwise.");
+    CLI::App* cmd = app.add_subcommand("doctor", "Show what this machine offers for validation. The sandbox layers, GPU, driver, "
+                                                 "CUDA toolkit and LibTorch. Exit 0 when everything validation needs is there, 1 otherwise.");
+    cli::set_examples(*cmd, {{"What is there, what is missing", "kernelevo doctor"},
+                             {"The same as one JSON object", "kernelevo doctor --json"}});
     cmd->add_flag("--json", *json_out, "Print one JSON object");
     cmd->callback([json_out, &rc] {
         const SandboxLayers& l = sandbox_layers();

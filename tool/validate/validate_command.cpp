@@ -134,6 +134,7 @@ int repeat_runs(Validator& v, const CompileResult& c, int n, bool as_json, bool 
 void register_validate_command(CLI::App& app, int& rc) {
     auto args = std::make_shared<ValidateArgs>();
     CLI::App* cmd = app.add_subcommand("validate",
+                                       "Check a candidate kernel against the task's reference and time both. "
                                        "Compile a candidate kernel, check it against the task's reference on seeded random inputs "
                                        "for every shape set, and time both on every shape set (a set's time: the interquartile mean of its calls, at least its lowest batch's mean per call over 1.1, less the candidate process's extra launch cost over the judge's where L2 is flushed; "
                                        "the speedup: the geometric mean over the sets); report the fraction of the speed of light (bytes moved "
@@ -177,6 +178,10 @@ void register_validate_command(CLI::App& app, int& rc) {
         ->check(CLI::Range(1, 1000));
     cmd->add_flag("--keep-temps", args->keep, "Keep the runner's job directory (for debugging)");
     cli::add_verbosity_flags(*cmd, "Also print the compiler output and the runner's details (per-trial checks, timing, device)");
+    cli::set_examples(*cmd, {
+        {"Validate a kernel on this machine's GPU", "kernelevo validate --task gelu/task.json --kernel gelu.cu"},
+        {"A Triton candidate, the result as JSON", "kernelevo validate --task gelu/task.json --kernel gelu.py --json"},
+    });
     cmd->callback([args, &rc] {
         if (args->repeat > 1 && args->no_timing)
             throw UsageError("--repeat measures how well the timing repeats; it cannot be combined with --no-timing");

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/cli.h"
 #include "common/error.h"
 #include "compile/compile.h"
 #include "worker/worker.h"
@@ -23,8 +24,15 @@ void register_worker_command(CLI::App& app, int& rc) {
     auto o = std::make_shared<worker::WorkerOptions>();
     CLI::App* cmd = app.add_subcommand(
         "worker",
-        "Validate candidates for searches started with --workers: take jobs from a Redis queue (one worker per GPU; "
-        "--compile-only on hosts without one)");
+        "Validate candidates for searches started with --workers. Takes jobs from a Redis queue (one worker per GPU; "
+        "--compile-only on hosts without one).");
+    cli::set_examples(*cmd, {
+        {"One worker per GPU on a GPU host", "kernelevo worker --redis redis://queue-host:6379/0 --gpu 0"},
+        {"Compile for sm_90 on a host without a GPU",
+         "kernelevo worker --redis redis://queue-host:6379/0 --compile-only --arch sm_90"},
+        {"The search that uses them", "kernelevo search --task gelu/task.json --out kernels --model openai/gpt-5-mini "
+                                      "--workers redis://queue-host:6379/0"},
+    });
     cmd->add_option("--redis", o->redis_url,
                     "The queue: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME], the same URL as the "
                     "searches' --workers (password also from $KERNELEVO_REDIS_PASSWORD)")
