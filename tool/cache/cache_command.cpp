@@ -550,7 +550,18 @@ void run_add(const AddArgs& a, int& rc) {
 }  // namespace
 
 void register_cache_command(CLI::App& app, int& rc) {
-    CLI::App* cache = app.add_subcommand("cache", "Inspect, fill and clean the per-architecture kernel cache (CACHE_DIR/NAME/sm_XX.cu + .json)");
+    CLI::App* cache = app.add_subcommand("cache", "Inspect, fill and clean the per-architecture kernel cache. A kernel is "
+                                                  "CACHE_DIR/NAME/sm_XX.cu with its metadata in sm_XX.json beside it.");
+    cli::set_examples(*cache, {
+        {"Every entry, with stale/missing marks", "kernelevo cache status --cache-dir kernels"},
+        {"Also what a configured build wants", "kernelevo cache status --cache-dir kernels --build-dir build"},
+        {"A summary like ccache -s", "kernelevo cache stats --cache-dir kernels"},
+        {"Store a hand-written kernel after validating it",
+         "kernelevo cache add --task gelu/task.json --kernel gelu.cu --cache-dir kernels"},
+        {"Delete the stale entries", "kernelevo cache prune --cache-dir kernels"},
+        {"Forget one function on one architecture", "kernelevo cache remove --cache-dir kernels --function gelu --arch sm_90"},
+        {"The hashes the metadata records", "kernelevo cache hash --task gelu/task.json"},
+    });
     cache->require_subcommand(1);
 
     auto st = std::make_shared<StatusArgs>();

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/cli.h"
 #include "serve/serve.h"
 
 namespace kevo {
@@ -19,8 +20,15 @@ extern "C" void on_serve_signal(int) { g_serve_stop = true; }
 void register_serve_command(CLI::App& app, int& rc) {
     auto o = std::make_shared<serve::ServeOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "serve", "The validator server's web page: runs (progress, best speedup over time, tokens, cost), the queue, "
-                 "workers (state, current job, recent log lines) and every candidate (source, diff, validation log)");
+        "serve", "Serve the web page of runs, the queue and workers. It shows runs (progress, best speedup over time, "
+                 "tokens, cost), the queue, workers (state, current job, recent log lines) and every candidate (source, "
+                 "diff, validation log).");
+    cli::set_examples(*cmd, {
+        {"The runs in this host's cache, on http://127.0.0.1:8377/", "kernelevo serve"},
+        {"A Redis queue, its workers and runs, for other hosts (with a token)",
+         "KERNELEVO_SERVE_TOKEN=secret kernelevo serve --listen 0.0.0.0:8377 --redis redis://queue-host:6379/0"},
+        {"One run's state file", "kernelevo serve --state run.db --no-cache-runs"},
+    });
     cmd->add_option("--listen", o->listen,
                     "HOST:PORT to listen on; an address other than loopback needs $KERNELEVO_SERVE_TOKEN (or --token)")
         ->capture_default_str();
