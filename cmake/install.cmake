@@ -53,3 +53,8 @@ configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/KernelEvoConfig.cmake.i
   "${PROJECT_BINARY_DIR}/KernelEvoConfig.cmake"
   INSTALL_DESTINATION "${PROJECT_BINARY_DIR}"
   INSTALL_PREFIX "${PROJECT_BINARY_DIR}")
+
+# The Python helper (export_task, load_op): share/kernelevo/python/kernelevo, beside the KernelBench
+# importer it calls (share/kernelevo/kernelbench); users add share/kernelevo/python to PYTHONPATH.
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/python/kernelevo" DESTINATION ${CMAKE_INSTALL_DATADIR}/kernelevo/python
+  FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)

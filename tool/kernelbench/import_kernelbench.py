@@ -908,9 +908,11 @@ def _meta_inputs(mod):
         return [x for x in mod.get_inputs() if isinstance(x, torch.Tensor)]
 
 
-def _import_one(path, args, reference_source, src, mod, changed, phases):
+def _import_one(path, args, reference_source, src, mod, changed, phases, name=None):
+    """One problem; `name` (default: from the file name) is the task's name. python/kernelevo's
+    export_task() calls this with a module object of its own (a live nn.Module, no problem file)."""
     t0 = time.time()
-    name = task_name(path)
+    name = name or task_name(path)
     result = {"source": os.path.abspath(path), "name": name}
     notes = []
     shrunk_note = ""

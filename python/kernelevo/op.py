@@ -1,0 +1,267 @@
+"""load_op(): the kernel a search cached for this GPU as the operator torch.ops.kernelevo.NAME, or
+the task's reference (its traced model) wherever the kernel cannot be trusted to give the right result."""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import warnings
+
+import torch
+from torch import nn
+
+from .torch_task import SIDECAR, _load_json, _read_bytes
+
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int32": torch.int32,
+           "int64": torch.int64, "bool": torch.bool, "float64": torch.float64, "int8": torch.int8,
+           "uint8": torch.uint8}
+_LOADED = {}  # NAME -> sha256 of the kernel registered as torch.ops.kernelevo.NAME in this process
+
+
+def _read_raw(path, dtype, shape):
+    """A task's "file" input: raw little-endian row-major bytes (write_raw of the importer)."""
+    data = bytearray(_read_bytes(path))
+    if dtype == torch.bfloat16:
+        return torch.frombuffer(data, dtype=torch.int16).view(torch.bfloat16).reshape(shape).clone()
+    return torch.frombuffer(data, dtype=dtype).reshape(shape).clone() if data else torch.empty(shape, dtype=dtype)
+
+
+def _shape(spec, task):
+    """A shape of task.json: numbers, or dimension names bound in task["shapes"][0]."""
+    bound = (task.get("shapes") or [{}])[0]
+    return [int(d) if not isinstance(d, str) else int(bound[d]) for d in spec["shape"]]
+
+
+class KernelEvoOp(nn.Module):
+    """forward(*inputs) -> the task's outputs (one tensor, or a tuple). Runs the cached kernel when one
+    was loaded (`kernel` names it) and the call is one it was validated for: CUDA tensors of the
+    task's shapes and dtypes, no autograd (kernels have no backward); every other call runs the
+    reference, the traced model (`reason` says why no kernel was loaded)."""
+
+    def __init__(self, task_dir, task, side, reference, weights, op=None, kernel=None, reason=""):
+        super().__init__()
+        self.task_dir, self.task, self.kernel, self.reason = task_dir, task, kernel, reason
+        self.reference = reference
+        self._weights = weights
+        self._op = op
+        n = len(side["inputs"]) if side else len(task["inputs"])
+        self._specs = [(_DTYPES[s["dtype"]], _shape(s, task)) for s in task["inputs"][:n]]
+
+    def _weights_on(self, device):
+        if device not in self._weights:
+            self._weights[device] = [w.to(device) for w in self._weights["cpu"]]
+        return self._weights[device]
+
+    def _fits(self, tensors):
+        if self._op is None or len(tensors) != len(self._specs):
+            return False
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            return False
+        dev = tensors[0].device
+        return dev.type == "cuda" and all(t.device == dev and t.dtype == d and list(t.shape) == s
+                                          for t, (d, s) in zip(tensors, self._specs))
+
+    def forward(self, *args):
+        # Plain numbers of the examples are constants of the trace: only the tensors are passed on.
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        device = tensors[0].device if tensors else torch.device("cpu")
+        weights = self._weights_on(device)
+        if self._fits(tensors):
+            outs = self._op([t.contiguous() for t in tensors] + weights)
+        else:
+            outs = self.reference(*tensors, *weights)
+            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _find_kernelevo(given):
+    """The kernelevo program: given, $KERNELEVO, PATH, or the installed prefix/bin of this package."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for c in (given, os.environ.get("KERNELEVO"), shutil.which("kernelevo"),
+              os.path.join(here, "..", "..", "..", "..", "bin", "kernelevo")):
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return os.path.abspath(c)
+    return None
+
+
+def _include_dir():
+    """runtime/include (kernelevo/abi.h): installed prefix/include, else the source tree's."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for c in (os.environ.get("KERNELEVO_INCLUDE_DIR", ""), os.path.join(here, "..", "..", "..", "..", "include"),
+              os.path.join(here, "..", "..", "runtime", "include")):
+        if c and os.path.isfile(os.path.join(c, "kernelevo", "abi.h")):
+            return os.path.abspath(c)
+    return None
+
+
+def _usable_entry(task_json, name, cache_dir, arch, kernelevo):
+    """(path of NAME/ARCH.cu, None) when the entry is validated, unedited and made for this task
+    (its hashes against `kernelevo cache hash`), else (None, why)."""
+    cu = os.path.join(cache_dir, name, arch + ".cu")
+    meta_path = os.path.join(cache_dir, name, arch + ".json")
+    if not (os.path.isfile(cu) and os.path.isfile(meta_path)):
+        return None, "no kernel cached for %s in %s" % (arch, os.path.join(cache_dir, name))
+    meta = _load_json(meta_path)
+    if not meta.get("validated", True):
+        return None, "the cached %s kernel was stored unvalidated" % arch
+    if meta.get("source_hash") != hashlib.sha256(_read_bytes(cu)).hexdigest():
+        return None, "the cached %s kernel was edited after it was validated" % arch
+    exe = _find_kernelevo(kernelevo)
+    if exe is None:
+        return None, "the kernelevo program was not found (PATH, $KERNELEVO or kernelevo=...) to check the entry's task hash"
+    p = subprocess.run([exe, "cache", "hash", "--task", task_json, "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, "kernelevo cache hash failed: %s" % (p.stderr.strip() or p.stdout.strip())
+    hashes = json.loads(p.stdout)
+    if meta.get("task_hash") != hashes.get("task_hash"):
+        return None, "the cached %s kernel is stale: it was validated for another version of this task" % arch
+    if meta.get("reference_hash") != hashes.get("reference_hash"):
+        return None, "the cached %s kernel is stale: the task's reference changed since it was validated" % arch
+    return cu, None
+
+
+_BINDING = r"""
+// Generated by kernelevo.load_op(): torch.ops.kernelevo.@NAME@ (CUDA) calls the cached kernel through
+// the kernel ABI (runtime/include/kernelevo/abi.h) on torch's current stream.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include "kernelevo/abi.h"
+
+extern "C" int kevo_forward(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, cudaStream_t stream);
+
+namespace {
+int32_t dtype_of(at::ScalarType s) {
+    switch (s) {
+#define KEVO_DTYPE_OF_(e, v, n, sz, fl, aten) case at::ScalarType::aten: return KEVO_##e;
+        KEVO_DTYPE_LIST(KEVO_DTYPE_OF_)
+#undef KEVO_DTYPE_OF_
+        default: return -1;
+    }
+}
+
+kevo_tensor view_of(const at::Tensor& a) {
+    TORCH_CHECK(a.is_cuda() && a.dim() <= KEVO_MAX_DIMS && dtype_of(a.scalar_type()) >= 0, "kernelevo::@NAME@: bad tensor");
+    kevo_tensor t{};
+    t.data = const_cast<void*>(a.data_ptr());
+    t.ndim = static_cast<int32_t>(a.dim());
+    t.dtype = dtype_of(a.scalar_type());
+    for (int64_t k = 0; k < a.dim(); ++k) t.sizes[k] = a.size(k), t.strides[k] = a.stride(k);
+    return t;
+}
+
+std::vector<at::Tensor> run(at::TensorList inputs) {
+    TORCH_CHECK(inputs.size() == @N_IN@, "kernelevo::@NAME@: @N_IN@ inputs expected");
+    const c10::cuda::CUDAGuard guard(inputs[0].device());
+    std::vector<kevo_tensor> in;
+    for (const auto& a : inputs) in.push_back(view_of(a));
+    std::vector<at::Tensor> outs = {@OUTPUTS@};
+    std::vector<kevo_tensor> out;
+    for (const auto& o : outs) out.push_back(view_of(o));
+    const int rc = kevo_forward(in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+                                at::cuda::getCurrentCUDAStream().stream());
+    TORCH_CHECK(rc == 0, "kernelevo::@NAME@: the kernel returned ", rc);
+    return outs;
+}
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(kernelevo, m) { m.def("@NAME@(Tensor[] inputs) -> Tensor[]"); }
+TORCH_LIBRARY_IMPL(kernelevo, CUDA, m) { m.impl("@NAME@", TORCH_FN(run)); }
+"""
+
+_ATEN = {"float32": "kFloat", "float16": "kHalf", "bfloat16": "kBFloat16", "int32": "kInt", "int64": "kLong",
+         "bool": "kBool", "float64": "kDouble", "int8": "kChar", "uint8": "kByte"}
+
+
+def _binding(task):
+    outs = ", ".join("at::empty({%s}, inputs[0].options().dtype(at::%s))" % (
+        ", ".join(str(d) for d in _shape(o, task)), _ATEN[o["dtype"]]) for o in task["outputs"])
+    return (_BINDING.replace("@NAME@", task["name"]).replace("@N_IN@", str(len(task["inputs"])))
+            .replace("@OUTPUTS@", outs))
+
+
+# As the validator compiles a kernel (tool/compile/compile.cpp: -O3, no fast math; the C++ standard torch picks), minus
+# what torch.utils.cpp_extension adds for its own sources: the half/bfloat16 operators it disables
+# are what kernels use.
+_NVCC_FLAGS = ["-O3", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
+               "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__"]
+
+
+def _compile(task, cu, arch, build_root, verbose):
+    """Builds and loads the binding + kernel; returns torch.ops.kernelevo.NAME."""
+    from torch.utils import cpp_extension
+    name = task["name"]
+    digest = hashlib.sha256(_read_bytes(cu) + _binding(task).encode()).hexdigest()[:12]
+    if name in _LOADED:
+        if _LOADED[name] != digest:
+            raise RuntimeError("torch.ops.kernelevo.%s is already registered in this process with another kernel" % name)
+        return getattr(torch.ops.kernelevo, name)
+    include = _include_dir()
+    if include is None:
+        raise RuntimeError("kernelevo/abi.h not found (set KERNELEVO_INCLUDE_DIR)")
+    build = os.path.join(build_root, "%s_%s_%s" % (name, arch, digest))
+    os.makedirs(build, exist_ok=True)
+    binding = os.path.join(build, "binding.cpp")
+    kernel = os.path.join(build, "kernel.cu")
+    with open(binding, "w") as f:
+        f.write(_binding(task))
+    shutil.copyfile(cu, kernel)
+    # The kernel's entry point gets a name of its own (as kernelevo_optimize() does), so that two
+    # tasks' kernels can live in one process.
+    entry = ["-Dkevo_forward=kevo_forward_%s" % name]
+    num = arch.replace("sm_", "")
+    cpp_extension.load(name="kevo_op_%s_%s" % (name, digest), sources=[binding, kernel], build_directory=build,
+                       extra_include_paths=[include], extra_cflags=["-O2"] + entry,
+                       extra_cuda_cflags=_NVCC_FLAGS + ["-gencode=arch=compute_%s,code=sm_%s" % (num, num)] + entry,
+                       is_python_module=False, verbose=verbose)
+    _LOADED[name] = digest
+    return getattr(torch.ops.kernelevo, name)
+
+
+def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None, verbose=False):
+    """The task's function as a callable module (KernelEvoOp): op(*inputs) as the exported forward
+    took them (tensors; the weights are the task's own files).
+
+    task_dir: a folder with task.json (export_task's OUT_DIR/NAME) or the task.json itself.
+    cache_dir: the kernel cache (`kernelevo search --out`); default OUT_DIR/kernels beside the task.
+    arch: the entry to load (default: the running GPU's, sm_XY).
+    kernelevo: the kernelevo program, used to check that the entry was validated for this very task
+        (`kernelevo cache hash`); default $KERNELEVO, PATH, the installed bin/.
+
+    The cached NAME/ARCH.cu is compiled (nvcc, through torch.utils.cpp_extension, once per kernel:
+    build_dir, default CACHE/NAME/.torch-build) with a generated binding and registered as
+    torch.ops.kernelevo.NAME (its inputs: the task's tensors in order, weights last). Where no CUDA is
+    present, no usable entry exists for the GPU (missing, unvalidated, edited, stale) or it does not
+    build, the reference (model.pt, the traced model) is returned with a warning: never a kernel
+    that was not validated for this task on this architecture.
+    """
+    task_json = task_dir if task_dir.endswith(".json") else os.path.join(task_dir, "task.json")
+    task_dir = os.path.dirname(os.path.abspath(task_json))
+    task = _load_json(task_json)
+    side_path = os.path.join(task_dir, SIDECAR)
+    side = _load_json(side_path) if os.path.isfile(side_path) else None
+    name = task["name"]
+    reference = torch.jit.load(os.path.join(task_dir, "model.pt"), map_location="cpu")
+    n_in = len(side["inputs"]) if side else len(task["inputs"])
+    weights = {"cpu": [_read_raw(os.path.join(task_dir, s["init"]["path"]), _DTYPES[s["dtype"]], _shape(s, task))
+                       for s in task["inputs"][n_in:]]}
+    cache_dir = cache_dir or os.path.join(os.path.dirname(task_dir), "kernels")
+    op, kernel, reason = None, None, ""
+    if not torch.cuda.is_available():
+        reason = "no CUDA device in this PyTorch"
+    else:
+        if arch is None:
+            major, minor = torch.cuda.get_device_capability()
+            arch = "sm_%d%d" % (major, minor)
+        kernel, reason = _usable_entry(task_json, name, cache_dir, arch, kernelevo)
+        if kernel:
+            try:
+                op = _compile(task, kernel, arch, build_dir or os.path.join(cache_dir, name, ".torch-build"), verbose)
+            except Exception as e:  # a kernel that does not build here is not used
+                op, kernel, reason = None, None, "the cached %s kernel did not build: %s" % (
+                    arch, " ".join(str(e).split())[:400])
+    if op is None:
+        warnings.warn("kernelevo.load_op(%s): running the reference (the traced model): %s" % (name, reason),
+                      stacklevel=2)
+    return KernelEvoOp(task_dir, task, side, reference, weights, op=op, kernel=kernel, reason=reason or "")

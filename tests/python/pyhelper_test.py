@@ -1,0 +1,229 @@
+"""The Python helper (python/kernelevo, issue 30 deliverable 2): export_task() on a user's module and
+load_op() back, with the built kernelevo program. Usage: pyhelper_test.py KERNELEVO [unittest args].
+Exits 77 (ctest: skipped) when this Python has no PyTorch. The GPU test runs only where CUDA is
+present: it validates tests/python/linear_gelu.cu with `kernelevo cache add` and loads it as an op
+(scripts/pyhelper_check.sh runs it on the GPU host)."""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+try:
+    import torch
+    from torch import nn
+except ImportError:
+    print("SKIP this Python has no PyTorch")
+    sys.exit(77)
+import kernelevo  # noqa: E402
+from kernelevo import op as kop  # noqa: E402
+from kernelevo.torch_task import _load_json, _read_bytes, _read_text  # noqa: E402
+
+KERNELEVO = None
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 32)
+        self.act = nn.GELU()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+def trained_block():
+    """Weights that are not PyTorch's default initialisation (a few SGD steps)."""
+    torch.manual_seed(7)
+    m = Block()
+    opt = torch.optim.SGD(m.parameters(), lr=0.5)
+    for _ in range(3):
+        loss = (m(torch.randn(16, 64)) - 1).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return m
+
+
+def read_bin(path, dtype, shape):
+    return torch.frombuffer(bytearray(_read_bytes(path)), dtype=dtype).reshape(shape)
+
+
+class Export(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kevo-pyhelper-")
+        self.model = trained_block()
+        self.before = {k: v.clone() for k, v in self.model.state_dict().items()}
+        torch.manual_seed(1)
+        self.x = torch.randn(8, 64) * 3 + 2  # not standard: the task's randn takes mean/std from it
+        self.task_json = kernelevo.export_task(self.model, (self.x,), self.dir, name="block", device="cpu", quiet=True)
+        self.task_dir = os.path.dirname(self.task_json)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_task_json_names_inputs_weights_and_outputs(self):
+        self.assertEqual(self.task_json, os.path.join(self.dir, "block", "task.json"))
+        task = _load_json(self.task_json)
+        self.assertEqual(task["name"], "block")
+        self.assertEqual([i["name"] for i in task["inputs"]], ["x", "fc_weight", "fc_bias"])
+        self.assertEqual(task["inputs"][0]["shape"], [8, 64])
+        init = task["inputs"][0]["init"]
+        self.assertEqual(init["kind"], "randn")
+        self.assertAlmostEqual(init["mean"], float(self.x.mean()), delta=0.01)
+        self.assertAlmostEqual(init["std"], float(self.x.std()), delta=0.02)
+        for w in task["inputs"][1:]:
+            self.assertEqual(w["init"], {"kind": "file", "path": w["name"] + ".bin"})
+        self.assertEqual(task["outputs"], [{"name": "out", "dtype": "float32", "shape": [8, 32]}])
+        self.assertEqual(task["reference"]["arg"], "model.pt")
+        self.assertTrue(os.path.isfile(os.path.join(self.task_dir, task["reference"]["source"])))
+        for f in ("model.pt", "graph.py", "problem.py", "pytorch.json"):
+            self.assertTrue(os.path.isfile(os.path.join(self.task_dir, f)), f)
+        self.assertIn("class Block", _read_text(os.path.join(self.task_dir, "problem.py")))
+        side = _load_json(os.path.join(self.task_dir, "pytorch.json"))
+        self.assertEqual((side["inputs"], side["weights"]), (["x"], ["fc_weight", "fc_bias"]))
+
+    def test_weight_files_are_the_modules_own_and_the_module_is_untouched(self):
+        self.assertTrue(torch.equal(read_bin(os.path.join(self.task_dir, "fc_weight.bin"), torch.float32, [32, 64]),
+                                    self.model.fc.weight.detach()))
+        self.assertTrue(torch.equal(read_bin(os.path.join(self.task_dir, "fc_bias.bin"), torch.float32, [32]),
+                                    self.model.fc.bias.detach()))
+        torch.manual_seed(7)
+        self.assertFalse(torch.equal(Block().fc.weight, self.model.fc.weight))  # trained, not the default init
+        for k, v in self.model.state_dict().items():
+            self.assertTrue(torch.equal(v, self.before[k]), k)
+        self.assertTrue(self.model.training)
+
+    def test_kernelevo_loads_the_task(self):
+        p = subprocess.run([KERNELEVO, "cache", "hash", "--task", self.task_json, "--json"], capture_output=True,
+                           text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["function"], "block")
+
+    def test_load_op_without_a_cache_is_the_reference(self):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            op = kernelevo.load_op(self.task_dir, kernelevo=KERNELEVO)
+        self.assertIsNone(op.kernel)
+        self.assertTrue(any("running the reference" in str(w.message) for w in caught))
+        x = torch.randn(8, 64)
+        with torch.no_grad():
+            self.assertTrue(torch.allclose(op(x), self.model(x), atol=1e-6, rtol=1e-6))
+        # The reference is differentiable (training code keeps working).
+        xg = x.clone().requires_grad_()
+        op(xg).sum().backward()
+        xe = x.clone().requires_grad_()
+        self.model(xe).sum().backward()
+        self.assertTrue(torch.allclose(xg.grad, xe.grad, atol=1e-5))
+
+    def test_a_cache_entry_is_used_only_when_validated_unedited_and_for_this_task(self):
+        cache = os.path.join(self.dir, "kernels")
+        os.makedirs(os.path.join(cache, "block"))
+        cu = os.path.join(cache, "block", "sm_90.cu")
+        shutil.copyfile(os.path.join(HERE, "linear_gelu.cu"), cu)
+        hashes = json.loads(subprocess.run([KERNELEVO, "cache", "hash", "--task", self.task_json, "--json"],
+                                           capture_output=True, text=True, check=True).stdout)
+        meta = {"function": "block", "arch": "sm_90", "task_hash": hashes["task_hash"],
+                "reference_hash": hashes["reference_hash"], "validated": True,
+                "source_hash": hashlib.sha256(_read_bytes(cu)).hexdigest()}
+
+        def entry(**change):
+            with open(cu[:-3] + ".json", "w") as f:
+                json.dump(dict(meta, **change), f)
+            return kop._usable_entry(self.task_json, "block", cache, "sm_90", KERNELEVO)
+        self.assertEqual(entry(), (cu, None))
+        self.assertIn("unvalidated", entry(validated=False)[1])
+        self.assertIn("edited", entry(source_hash="0" * 64)[1])
+        self.assertIn("stale", entry(task_hash="0" * 64)[1])
+        self.assertIn("stale", entry(reference_hash="0" * 64)[1])
+        self.assertIn("no kernel cached for sm_80", kop._usable_entry(self.task_json, "block", cache, "sm_80",
+                                                                      KERNELEVO)[1])
+
+    def test_examples_mode_stores_the_examples(self):
+        out = kernelevo.export_task(self.model, self.x, self.dir, name="block_ex", inputs="examples", device="cpu",
+                                    quiet=True)
+        task = _load_json(out)
+        self.assertEqual(task["inputs"][0]["init"], {"kind": "file", "path": "x.bin"})
+        self.assertTrue(torch.equal(read_bin(os.path.join(self.dir, "block_ex", "x.bin"), torch.float32, [8, 64]),
+                                    self.x))
+
+
+class Functions(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kevo-pyhelper-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_a_function_with_integer_and_unit_inputs(self):
+        def scaled_gather(x, idx, scale):
+            return x[idx] * scale
+        x = torch.rand(10, 4)
+        idx = torch.tensor([0, 3, 9, 2], dtype=torch.int64)
+        out = kernelevo.export_task(scaled_gather, (x, idx, 2.5), self.dir, device="cpu", quiet=True)
+        task = _load_json(out)
+        self.assertEqual(task["name"], "scaled_gather")
+        self.assertEqual(task["inputs"][0]["init"], {"kind": "rand", "low": 0, "high": 1})
+        self.assertEqual(task["inputs"][1]["init"], {"kind": "randint", "low": 0, "high": 10})
+        self.assertEqual(len(task["inputs"]), 2)  # the float is a constant of the trace
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            op = kernelevo.load_op(os.path.dirname(out))
+        self.assertTrue(torch.equal(op(x, idx, 2.5), scaled_gather(x, idx, 2.5)))
+
+    def test_training_mode_dropout_is_refused_with_the_reason(self):
+        m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+        with self.assertRaisesRegex(kernelevo.ExportError, "Dropout"):
+            kernelevo.export_task(m, torch.randn(2, 4), self.dir, name="drop", device="cpu", quiet=True)
+        out = kernelevo.export_task(m.eval(), torch.randn(2, 4), self.dir, name="drop", device="cpu", quiet=True)
+        self.assertTrue(os.path.isfile(out))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "drop.tmp")))
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+class Gpu(unittest.TestCase):
+    """Export on the GPU, validate a hand-written kernel into a cache, load it as torch.ops.kernelevo.block."""
+
+    def test_cached_kernel_runs_as_an_op(self):
+        d = tempfile.mkdtemp(prefix="kevo-pyhelper-gpu-")
+        model = trained_block().eval().cuda()
+        x = torch.randn(8, 64, device="cuda")
+        task_json = kernelevo.export_task(model, (x,), d, name="block", quiet=True)
+        major, minor = torch.cuda.get_device_capability()
+        arch = "sm_%d%d" % (major, minor)
+        p = subprocess.run([KERNELEVO, "cache", "add", "--task", task_json, "--kernel", os.path.join(HERE, "linear_gelu.cu"),
+                            "--arch", arch, "--cache-dir", os.path.join(d, "kernels"), "-q"], capture_output=True, text=True)
+        print("cache add rc=%d: %s %s" % (p.returncode, p.stdout.strip()[-400:], p.stderr.strip()[-400:]))
+        self.assertEqual(p.returncode, 0)
+        op = kernelevo.load_op(os.path.dirname(task_json), kernelevo=KERNELEVO, verbose=False)
+        self.assertIsNotNone(op.kernel, op.reason)
+        print("PASS-INFO kernel loaded: %s" % op.kernel)
+        with torch.no_grad():
+            y = op(x)
+            ref = model(x)
+            direct = torch.ops.kernelevo.block([x] + op._weights_on(x.device))[0]
+        diff = (y - ref).abs().max().item()
+        print("op vs module: max |diff| %.3g" % diff)
+        self.assertTrue(torch.equal(y, direct))  # the op ran the kernel
+        self.assertTrue(torch.allclose(y, ref, atol=1e-4, rtol=1e-4))
+        # Calls the kernel was not validated for take the reference: another shape, autograd, the CPU.
+        x2 = torch.randn(3, 64, device="cuda")
+        self.assertTrue(torch.allclose(op(x2), model(x2), atol=1e-5))
+        xg = x.clone().requires_grad_()
+        op(xg).sum().backward()
+        self.assertIsNotNone(xg.grad)
+        self.assertTrue(torch.allclose(op(x.cpu()), model.cpu()(x.cpu()), atol=1e-5))
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: pyhelper_test.py KERNELEVO [unittest args]")
+    KERNELEVO = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)
