@@ -203,7 +203,7 @@ class Gpu(unittest.TestCase):
         self.assertEqual(p.returncode, 0)
         op = kernelevo.load_op(os.path.dirname(task_json), kernelevo=KERNELEVO, verbose=False)
         self.assertIsNotNone(op.kernel, op.reason)
-        print("PASS-INFO kernel loaded: %s" % op.kernel)
+        print("INFO kernel loaded: %s" % op.kernel)
         with torch.no_grad():
             y = op(x)
             ref = model(x)
@@ -222,8 +222,31 @@ class Gpu(unittest.TestCase):
         shutil.rmtree(d, ignore_errors=True)
 
 
+class Lines(unittest.TextTestResult):
+    """Also one line per test on stdout: PASS/FAIL/SKIP Class.test (what scripts/pyhelper_check.sh shows)."""
+
+    def _line(self, word, test, extra=""):
+        print("%s %s.%s%s" % (word, type(test).__name__, test._testMethodName, extra), flush=True)
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._line("PASS", test)
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._line("FAIL", test)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._line("FAIL", test, " (error)")
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._line("SKIP", test, " (%s)" % reason)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: pyhelper_test.py KERNELEVO [unittest args]")
     KERNELEVO = os.path.abspath(sys.argv.pop(1))
-    unittest.main(verbosity=2)
+    unittest.main(verbosity=2, testRunner=unittest.TextTestRunner(resultclass=Lines, verbosity=2))
