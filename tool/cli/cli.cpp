@@ -244,15 +244,18 @@ int report_error(const std::string& message, int code, bool json, const CLI::App
     // Messages may quote a server's reply or a file's bytes: escaped, never obeyed by the terminal.
     const std::string shown = printable(redact(message));
     const std::string error = colour(STDERR_FILENO) ? "\033[1;31merror:\033[0m " : "error: ";
-    size_t start = 0;
-    while (start <= shown.size()) {
-        const size_t nl = shown.find('\n', start);
-        const std::string line = shown.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-        std::cerr << "kernelevo: " << error << line << "\n";
-        if (nl == std::string::npos) break;
-        start = nl + 1;
+    if (!usage_of) {
+        std::cerr << "kernelevo: " << error << shown << "\n";  // a log it quotes goes on below as it is
+    } else {
+        // A parse error: one line per argument that was not understood, then where the usage is.
+        size_t start = 0;
+        for (size_t nl = shown.find('\n'); ; nl = shown.find('\n', start)) {
+            std::cerr << "kernelevo: " << error << shown.substr(start, nl == std::string::npos ? nl : nl - start) << "\n";
+            if (nl == std::string::npos) break;
+            start = nl + 1;
+        }
+        std::cerr << help_line(*usage_of) << "\n";
     }
-    if (usage_of) std::cerr << help_line(*usage_of) << "\n";
     if (json) std::cout << nlohmann::json{{"error", shown}, {"exit_code", code}}.dump() << std::endl;
     return code;
 }

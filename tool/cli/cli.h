@@ -84,8 +84,9 @@ std::string parse_error_message(const CLI::App& root, const CLI::ParseError& e);
 // Whether the command line asks for JSON: --json given to a command that has it.
 bool json_requested(const CLI::App& root, int argc, const char* const* argv);
 
-// Prints "kernelevo: error: MESSAGE" (red "error:" on a terminal) and, for `usage_of`, the line
-// naming its help; with `json`, also {"error": MESSAGE, "exit_code": CODE} on stdout. Returns `code`.
+// Prints "kernelevo: error: MESSAGE" (red "error:" on a terminal; MESSAGE escaped and redacted).
+// A parse error gives `usage_of`: each of its lines gets the prefix, then the line naming that
+// command's help. With `json`, also {"error": MESSAGE, "exit_code": CODE} on stdout. Returns `code`.
 int report_error(const std::string& message, int code, bool json, const CLI::App* usage_of = nullptr);
 
 // ---- completion ----------------------------------------------------------------------------------
