@@ -44,13 +44,31 @@ class KernelEvoOp(nn.Module):
         self.reference = reference
         self._weights = weights
         self._op = op
+        self._args = side.get("args") if side else None
         n = len(side["inputs"]) if side else len(task["inputs"])
         self._specs = [(_DTYPES[s["dtype"]], _shape(s, task)) for s in task["inputs"][:n]]
 
     def _weights_on(self, device):
-        if device not in self._weights:
-            self._weights[device] = [w.to(device) for w in self._weights["cpu"]]
-        return self._weights[device]
+        key = str(device)
+        if key not in self._weights:
+            self._weights[key] = [w.to(device) for w in self._weights["cpu"]]
+        return self._weights[key]
+
+    def _tensors(self, args):
+        """The tensors among the arguments; the plain numbers of the examples are constants of the
+        trace, so a call must pass the same values (anything else would be computed wrongly)."""
+        if self._args is None:
+            return list(args)
+        if len(args) != len(self._args):
+            raise TypeError("%s takes %d argument(s) (as the exported forward), got %d" % (
+                self.task["name"], len(self._args), len(args)))
+        for k, (a, spec) in enumerate(zip(args, self._args)):
+            if "tensor" in spec and not isinstance(a, torch.Tensor):
+                raise TypeError("argument %d (%s) must be a tensor" % (k, spec["tensor"]))
+            if "constant" in spec and not (not isinstance(a, torch.Tensor) and a == spec["constant"]):
+                raise ValueError("argument %d was exported as the constant %r (fixed in the trace), got %r" % (
+                    k, spec["constant"], a))
+        return [a for a in args if isinstance(a, torch.Tensor)]
 
     def _fits(self, tensors):
         if self._op is None or len(tensors) != len(self._specs):
@@ -62,8 +80,7 @@ class KernelEvoOp(nn.Module):
                                           for t, (d, s) in zip(tensors, self._specs))
 
     def forward(self, *args):
-        # Plain numbers of the examples are constants of the trace: only the tensors are passed on.
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        tensors = self._tensors(args)
         device = tensors[0].device if tensors else torch.device("cpu")
         weights = self._weights_on(device)
         if self._fits(tensors):
@@ -200,7 +217,14 @@ def _compile(task, cu, arch, build_root, verbose):
     include = _include_dir()
     if include is None:
         raise RuntimeError("kernelevo/abi.h not found (set KERNELEVO_INCLUDE_DIR)")
-    build = os.path.join(build_root, "%s_%s_%s" % (name, arch, digest))
+    # Not in the cache folder (users commit it; `kernelevo cache` refuses what it did not write):
+    # torch's extension folder ($TORCH_EXTENSIONS_DIR, ~/.cache/torch_extensions) unless given.
+    if build_root is None:
+        try:
+            build_root = os.path.dirname(cpp_extension._get_build_directory("kernelevo", verbose=False))
+        except Exception:  # a private function of torch: its documented default otherwise
+            build_root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.expanduser("~/.cache/torch_extensions")
+    build = os.path.abspath(os.path.join(build_root, "kevo_op_%s_%s_%s" % (name, arch, digest)))
     os.makedirs(build, exist_ok=True)
     binding = os.path.join(build, "binding.cpp")
     kernel = os.path.join(build, "kernel.cu")
@@ -213,7 +237,7 @@ def _compile(task, cu, arch, build_root, verbose):
     num = arch.replace("sm_", "")
     cpp_extension.load(name="kevo_op_%s_%s" % (name, digest), sources=[binding, kernel], build_directory=build,
                        extra_include_paths=[include], extra_cflags=["-O2"] + entry,
-                       extra_cuda_cflags=_NVCC_FLAGS + ["-gencode=arch=compute_%s,code=sm_%s" % (num, num)] + entry,
+                       extra_cuda_cflags=_NVCC_FLAGS + ["-gencode=arch=compute_%s,code=[sm_%s,compute_%s]" % (num, num, num)] + entry,
                        is_python_module=False, verbose=verbose)
     _LOADED[name] = digest
     return getattr(torch.ops.kernelevo, name)
@@ -225,12 +249,13 @@ def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None,
 
     task_dir: a folder with task.json (export_task's OUT_DIR/NAME) or the task.json itself.
     cache_dir: the kernel cache (`kernelevo search --out`); default OUT_DIR/kernels beside the task.
-    arch: the entry to load (default: the running GPU's, sm_XY).
+    arch: the entry to load (default: the running GPU's, sm_XY). Another architecture's entry is
+        loaded only when asked, with a warning (validated there, not here; its PTX is kept for newer GPUs).
     kernelevo: the kernelevo program, used to check that the entry was validated for this very task
         (`kernelevo cache hash`); default $KERNELEVO, PATH, the installed bin/.
 
     The cached NAME/ARCH.cu is compiled (nvcc, through torch.utils.cpp_extension, once per kernel:
-    build_dir, default CACHE/NAME/.torch-build) with a generated binding and registered as
+    build_dir, default torch's extension folder) with a generated binding and registered as
     torch.ops.kernelevo.NAME (its inputs: the task's tensors in order, weights last). Where no CUDA is
     present, no usable entry exists for the GPU (missing, unvalidated, edited, stale) or it does not
     build, the reference (model.pt, the traced model) is returned with a warning: never a kernel
@@ -242,7 +267,9 @@ def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None,
     side_path = os.path.join(task_dir, SIDECAR)
     side = _load_json(side_path) if os.path.isfile(side_path) else None
     name = task["name"]
-    reference = torch.jit.load(os.path.join(task_dir, "model.pt"), map_location="cpu")
+    # Where it was traced (a model traced on the GPU may name its device); on the CPU without CUDA.
+    reference = torch.jit.load(os.path.join(task_dir, "model.pt"),
+                               map_location=None if torch.cuda.is_available() else "cpu")
     n_in = len(side["inputs"]) if side else len(task["inputs"])
     weights = {"cpu": [_read_raw(os.path.join(task_dir, s["init"]["path"]), _DTYPES[s["dtype"]], _shape(s, task))
                        for s in task["inputs"][n_in:]]}
@@ -251,13 +278,17 @@ def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None,
     if not torch.cuda.is_available():
         reason = "no CUDA device in this PyTorch"
     else:
+        major, minor = torch.cuda.get_device_capability()
+        here = "sm_%d%d" % (major, minor)
         if arch is None:
-            major, minor = torch.cuda.get_device_capability()
-            arch = "sm_%d%d" % (major, minor)
+            arch = here
+        elif arch.rstrip("a") != here:
+            warnings.warn("kernelevo.load_op(%s): loading the %s entry on a %s GPU: it was validated there, not here"
+                          % (name, arch, here), stacklevel=2)
         kernel, reason = _usable_entry(task_json, name, cache_dir, arch, kernelevo)
         if kernel:
             try:
-                op = _compile(task, kernel, arch, build_dir or os.path.join(cache_dir, name, ".torch-build"), verbose)
+                op = _compile(task, kernel, arch, build_dir, verbose)
             except Exception as e:  # a kernel that does not build here is not used
                 op, kernel, reason = None, None, "the cached %s kernel did not build: %s" % (
                     arch, " ".join(str(e).split())[:400])

@@ -66,14 +66,13 @@ def _importer():
 
 
 class _Function(nn.Module):
-    """A plain function as a module without weights (the importer traces modules)."""
+    """A plain function as a module without weights (the importer traces modules). The function is
+    the instance's forward, so that the task's inputs are named after its parameters; a module's
+    method passed as a function is not a submodule: its weights become constants of the trace."""
 
     def __init__(self, fn):
         super().__init__()
-        self._fn = [fn]  # not a submodule: a module passed as a function keeps its weights out
-
-    def forward(self, *args):
-        return self._fn[0](*args)
+        self.forward = fn
 
 
 def _source_of(obj):
@@ -229,6 +228,11 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
     return task_json
 
 
+def _plain(x):
+    """A constant of the trace as JSON (load_op compares the caller's value with it)."""
+    return x if isinstance(x, (int, float, bool, str, type(None))) else repr(x)
+
+
 def _problem_text(src, examples, mode):
     lines = ["# The PyTorch code exported by kernelevo.export_task(): the module's own weights are the task's",
              "# file inputs (graph.py lists them in order). Example inputs (%s):" % (
@@ -269,7 +273,9 @@ def _finish(task_dir, result, examples, mode, tolerance, path):
                         % os.path.basename(path), 1)
     with open(graph, "w", encoding="utf-8") as f:
         f.write(head + "\n" + rest)
-    side = {"inputs": [s["name"] for s in task["inputs"][:n_in]],
+    names = iter(s["name"] for s in task["inputs"][:n_in])
+    side = {"args": [{"tensor": next(names)} if isinstance(x, torch.Tensor) else {"constant": _plain(x)} for x in examples],
+            "inputs": [s["name"] for s in task["inputs"][:n_in]],
             "weights": [s["name"] for s in task["inputs"][n_in:]],
             "outputs": [o["name"] for o in task["outputs"]],
             "input_mode": mode, "torch": torch.__version__}

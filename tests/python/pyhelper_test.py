@@ -169,6 +169,7 @@ class Functions(unittest.TestCase):
         out = kernelevo.export_task(scaled_gather, (x, idx, 2.5), self.dir, device="cpu", quiet=True)
         task = _load_json(out)
         self.assertEqual(task["name"], "scaled_gather")
+        self.assertEqual([i["name"] for i in task["inputs"]], ["x", "idx"])  # the function's parameters
         self.assertEqual(task["inputs"][0]["init"], {"kind": "rand", "low": 0, "high": 1})
         self.assertEqual(task["inputs"][1]["init"], {"kind": "randint", "low": 0, "high": 10})
         self.assertEqual(len(task["inputs"]), 2)  # the float is a constant of the trace
@@ -176,6 +177,29 @@ class Functions(unittest.TestCase):
             warnings.simplefilter("ignore")
             op = kernelevo.load_op(os.path.dirname(out))
         self.assertTrue(torch.equal(op(x, idx, 2.5), scaled_gather(x, idx, 2.5)))
+        with self.assertRaisesRegex(ValueError, "exported as the constant 2.5"):
+            op(x, idx, 3.0)  # the trace holds 2.5: another value is refused, not computed wrongly
+        with self.assertRaises(TypeError):
+            op(x, idx)
+
+    def test_data_dependent_control_flow_in_the_users_code_is_refused(self):
+        class Branchy(nn.Module):
+            def forward(self, x):
+                return x * 2 if x.sum() > 0 else x - 1
+        with self.assertRaisesRegex(kernelevo.ExportError, "data-dependent control flow"):
+            kernelevo.export_task(Branchy(), torch.randn(4, 4), self.dir, device="cpu", quiet=True)
+
+    def test_two_outputs_come_back_as_a_tuple(self):
+        def split(x):
+            return x.relu(), x.sum(dim=1)
+        out = kernelevo.export_task(split, torch.randn(5, 3), self.dir, device="cpu", quiet=True)
+        self.assertEqual([o["name"] for o in _load_json(out)["outputs"]], ["out0", "out1"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            op = kernelevo.load_op(out)
+        x = torch.randn(5, 3)
+        a, b = op(x)
+        self.assertTrue(torch.equal(a, x.relu()) and torch.allclose(b, x.sum(dim=1)))
 
     def test_training_mode_dropout_is_refused_with_the_reason(self):
         m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
