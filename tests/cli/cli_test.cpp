@@ -309,6 +309,35 @@ TEST(CliCompletion, BashCompletesCommandsOptionsAndValues) {
     EXPECT_TRUE(contains(r.out, "bashcompinit")) << r.out;
     EXPECT_TRUE(contains(r.out, "complete -F _kernelevo kernelevo")) << r.out;
     EXPECT_EQ(kernelevo({"completion", "fish"}).exit_code, 2);
+    if (!fs::exists("/usr/bin/zsh")) GTEST_SKIP() << "no zsh to try the zsh script in";
+    // In zsh, as bashcompinit calls it: COMP_WORDS a zsh array, COMP_CWORD the 0-based index.
+    write_file_atomic(dir.path() / "kernelevo.zsh", r.out);
+    ProcessOptions o;
+    o.argv = {"/usr/bin/zsh", "-f", "-c",
+              "source " + shell_quote((dir.path() / "kernelevo.zsh").string()) +
+                  " && COMP_WORDS=(kernelevo search --llm-ur) && COMP_CWORD=2 && _kernelevo && print -l -- $COMPREPLY"};
+    o.env = {{"HOME", dir.path().string()}};
+    o.timeout_s = 60;
+    ProcessResult z = run_process(o);
+    EXPECT_EQ(z.exit_code, 0) << z.err;
+    // zsh's compgen leaves the matching against the word to zsh: every option of search comes back.
+    const auto zopts = lines_of(z.out);
+    for (const char* opt : {"--llm-url", "--budget-usd", "--islands"}) EXPECT_NE(std::find(zopts.begin(), zopts.end(), opt), zopts.end()) << opt << z.out << z.err;
+    EXPECT_EQ(std::find(zopts.begin(), zopts.end(), "--sandbox"), zopts.end()) << z.out;  // the root's, not search's
+
+    // And a real interactive zsh on a pty (zsh/zpty): <TAB> after each word, waiting for what it completes to.
+    write_file_atomic(dir.path() / "tab.zsh",
+                      "zmodload zsh/zpty\n"
+                      "zpty z 'zsh -f -i'\n"
+                      "zpty -w z 'autoload -U compinit && compinit -u && source " + (dir.path() / "kernelevo.zsh").string() + " && PS1=\"P> \"'\n"
+                      "zpty -r z out '*P> *'\n"
+                      "zpty -w -n z $'kernelevo sea\\t'; zpty -r z out '*search*' && print searched\n"
+                      "zpty -w -n z $'--llm-ur\\t'; zpty -r z out '*--llm-url*' && print llm-url\n"
+                      "zpty -w -n z $'--backend t\\t'; zpty -r z out '*triton*' && print triton\n"
+                      "zpty -d z\n");
+    o.argv = {"/usr/bin/zsh", "-f", (dir.path() / "tab.zsh").string()};
+    z = run_process(o);
+    EXPECT_EQ(z.out, "searched\nllm-url\ntriton\n") << z.err;
 }
 
 // ---- --quiet / --verbose -------------------------------------------------------------------------

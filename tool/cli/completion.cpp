@@ -112,17 +112,20 @@ std::string bash_function(const CLI::App& root) {
     walk(root, root, nodes);
     std::string out;
     out += "_kernelevo() {\n"
-           "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"\" path=\"kernelevo\" i\n"
-           "    [ \"$COMP_CWORD\" -gt 0 ] && prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+           "    # zsh (bashcompinit) passes COMP_WORDS as its own array: counted from 1 unless KSH_ARRAYS is on\n"
+           "    # (as it is when its compgen runs this function under 'emulate sh').\n"
+           "    local o=0; [ -n \"${ZSH_VERSION-}\" ] && [[ ! -o ksharrays ]] && o=1\n"
+           "    local cur=\"${COMP_WORDS[COMP_CWORD+o]}\" prev=\"\" path=\"kernelevo\" i\n"
+           "    [ \"$COMP_CWORD\" -gt 0 ] && prev=\"${COMP_WORDS[COMP_CWORD-1+o]}\"\n"
            "    COMPREPLY=()\n"
            "    # The command the words so far select.\n"
            "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
-           "        case \"$path/${COMP_WORDS[i]}\" in\n";
+           "        case \"$path/${COMP_WORDS[i+o]}\" in\n";
     std::string steps;
     for (const Node& n : nodes)
         for (const auto& s : n.subs)
             if (n.path.rfind("kernelevo help", 0) != 0) steps += (steps.empty() ? "" : "|") + ("\"" + n.path + "/" + s + "\"");
-    if (!steps.empty()) out += "            " + steps + ") path=\"$path ${COMP_WORDS[i]}\" ;;\n";
+    if (!steps.empty()) out += "            " + steps + ") path=\"$path ${COMP_WORDS[i+o]}\" ;;\n";
     out += "        esac\n"
            "    done\n"
            "    # The value of the option before the cursor.\n"
