@@ -13,17 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "common/suggest.h"
+
 namespace CLI { class App; class FormatterBase; class ParseError; }
 
 namespace kevo::cli {
 
-// Optimal-string-alignment distance (insertions, deletions, substitutions, adjacent swaps).
-size_t edit_distance(const std::string& a, const std::string& b);
-
-// The candidates nearest to `word` (distance at most max(1, |word| / 3), or `word` a prefix of
-// a candidate; leading dashes not counted), nearest first, at most three; empty when none is close
-// or `word` is shorter than three letters.
-std::vector<std::string> closest(const std::string& word, const std::vector<std::string>& candidates);
+// Did-you-mean (common/suggest.h: the one guess the task parser shares).
+using kevo::closest;
+using kevo::edit_distance;
 
 // The subcommand the parse reached (the deepest selected one; `root` when none).
 const CLI::App& deepest_selected(const CLI::App& root);
