@@ -1,6 +1,6 @@
 // What every kernelevo subcommand shares on its command line: did-you-mean suggestions for
 // mistyped subcommands and options, `kernelevo help [command]`, and the --quiet/--verbose flags of
-// commands that print while they work. tool/cli/main.cpp wires the first two for every command;
+// commands that print while they work. tool/commands/main.cpp wires the first two for every command;
 // a command that prints progress calls add_verbosity_flags() on its subcommand.
 //
 // The help (help.cpp): a formatter that wraps to the terminal, lists subcommands by the first

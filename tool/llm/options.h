@@ -1,9 +1,6 @@
 // The LLM options every command that talks to a model shares (`kernelevo llm check`,
-// `kernelevo search`): add them to a CLI11 (sub)command, then build a Client from what was parsed.
-//
-//   LlmOptions llm;
-//   kevo::llm::add_llm_options(*cmd, llm);
-//   cmd->callback([&] { auto client = kevo::llm::make_client(llm); ... });
+// `kernelevo search`): what they hold, and the Client built from them. The command line that fills
+// them is commands/llm_options.h (add_llm_options()).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -12,8 +9,6 @@
 #include <vector>
 
 #include "llm/llm.h"
-
-namespace CLI { class App; }
 
 namespace kevo::llm {
 
@@ -39,12 +34,6 @@ struct LlmOptions {
     std::optional<uint64_t> model_seed;
     double backoff_initial_s = 2, backoff_max_s = 60;
 };
-
-// Adds the options above to `app`, in an "LLM" option group.
-void add_llm_options(CLI::App& app, LlmOptions& options);
-// Only those that say how to reach the server (--llm-url, --llm-key-env, timeouts, attempts):
-// for commands that send no chat request (`kernelevo llm batch`).
-void add_llm_connection_options(CLI::App& app, LlmOptions& options);
 
 struct ApiKey {
     std::string value;    // empty: none found

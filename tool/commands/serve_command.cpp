@@ -7,7 +7,7 @@
 #include <iostream>
 #include <thread>
 
-#include "cli/commands.h"
+#include "commands/commands.h"
 #include "cli/cli.h"
 #include "serve/serve.h"
 

@@ -1,4 +1,5 @@
-// Every part that has a subcommand registers it here; tool/cli/main.cpp calls them all.
+// Every subcommand of kernelevo (tool/commands/*_command.cpp) registers itself through one of these;
+// tool/commands/main.cpp calls them all.
 // A command reports its exit code through `rc` (0 ok, 1 the candidate/work failed, 2 bad usage or
 // setup). Throwing UsageError from a callback also exits with 2 and prints the message.
 #pragma once
@@ -6,7 +7,8 @@ namespace CLI { class App; }
 namespace kevo {
 void register_validate_command(CLI::App& app, int& rc);
 void register_llm_command(CLI::App& app, int& rc);
-void register_search_command(CLI::App& app, int& rc);   // search + report
+void register_search_command(CLI::App& app, int& rc);
+void register_report_command(CLI::App& app, int& rc);   // report (a search's history)
 void register_cache_command(CLI::App& app, int& rc);
 void register_doctor_command(CLI::App& app, int& rc);
 void register_tune_command(CLI::App& app, int& rc);    // tune (KEVO_TUNABLE parameters, no LLM)

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "cli/commands.h"
+#include "commands/commands.h"
 #include "cli/cli.h"
 #include "common/error.h"
 #include "compile/compile.h"

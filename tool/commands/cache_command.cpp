@@ -14,7 +14,7 @@
 #include "cache/cache.h"
 #include "cli/cli.h"
 #include "sol/annotate.h"
-#include "cli/commands.h"
+#include "commands/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"

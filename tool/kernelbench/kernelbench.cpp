@@ -1,6 +1,4 @@
-// `kernelevo import kernelbench FILE.py... --out DIR`.
-#include <CLI/CLI.hpp>
-
+// KernelBench import (kernelbench.h): the problems' Python, sandboxed, turned into task directories.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,8 +14,6 @@
 
 #include <unistd.h>
 
-#include "cli/commands.h"
-#include "cli/cli.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
@@ -603,57 +599,3 @@ ImportSummary import_problems(const ImportOptions& o) {
 }
 
 }  // namespace kevo::kernelbench
-
-namespace kevo {
-
-void register_import_command(CLI::App& app, int& rc) {
-    auto o = std::make_shared<kernelbench::ImportOptions>();
-    auto json = std::make_shared<bool>(false);
-    CLI::App* imp = app.add_subcommand("import", "Import tasks from a benchmark (kernelbench)");
-    cli::set_examples(*imp, {
-        {"Import KernelBench's level 1 into a suite", "kernelevo import kernelbench KernelBench/level1 --out suite"},
-        {"Smaller problems for a small GPU, the report as JSON",
-         "kernelevo import kernelbench KernelBench/level1 --out suite --max-numel 1000000 --json"},
-    });
-    imp->require_subcommand(1);
-    CLI::App* kb = imp->add_subcommand(
-        "kernelbench",
-        "Turn KernelBench problems into task directories that validate without Python. A problem is a Model, "
-        "get_inputs and get_init_inputs; the model is built as KernelBench builds it (seed 42, constructed on the CPU, then moved), "
-        "traced to TorchScript (model.pt) and run by one generic C++ reference built once per suite; its parameters "
-        "and buffers become file inputs, random inputs keep get_inputs()'s distribution. Each import verifies "
-        "itself (the C++ reference on the recorded inputs against the Python model, on the GPU when this "
-        "kernelevo's LibTorch has CUDA, else on the CPU). Problems that cannot be imported faithfully are refused "
-        "with a reason. The problems' Python runs sandboxed like a candidate's compile (bubblewrap: no network, "
-        "writes only to --out and a private /tmp, no home directory, allowlisted environment, Python and the "
-        "problem files read-only, the GPU's device nodes when importing on the GPU; --no-sandbox to opt out); on "
-        "the GPU each worker's Python holds the GPU lock that validations take, so workers take turns there and "
-        "never disturb a validation's timing. A line per problem and phase shows where the time goes. "
-        "Needs PyTorch at import time only. Writes OUT/NAME/{task.json,model.pt,*.bin,problem.py} "
-        "and OUT/import.json. Exit 0 when at least one problem was imported and none failed (refusals are "
-        "not failures), 1 otherwise, 2 on bad usage or setup.");
-    kb->add_option("files", o->files, "Problem files (.py) or folders of them")->required();
-    kb->add_option("--out", o->out, "Suite directory to write the tasks to")->required();
-    kb->add_option("--python", o->python, "Python with PyTorch (default: python3 if it has torch, else /usr/bin/python3)");
-    kb->add_option("--max-numel", o->max_numel,
-                   "Shrink each problem for small machines: halve its size constants (module-level integers and "
-                   "integer tuples >= 16; batch, spatial and sequence sizes first, then channels and features; never "
-                   "kernel sizes, strides, paddings, groups), largest first, until its inputs hold at most this many "
-                   "elements; a problem that breaks at the shrunk sizes is tried again with 16x and 256x the limit "
-                   "(0: KernelBench's own sizes)")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    kb->add_option("--jobs", o->jobs, "Problems imported at once on the CPU (0: min(4, cores)); on the GPU one Python at a time holds the GPU lock")->capture_default_str()->check(CLI::NonNegativeNumber);
-    kb->add_option("--timeout", o->timeout_s, "Seconds allowed per problem")->capture_default_str()->check(CLI::PositiveNumber);
-    kb->add_flag("--no-sandbox", o->no_sandbox,
-                 "Run the problem files' Python with your own rights (network, home directory, environment): UNSAFE, "
-                 "only for files you trust or where bubblewrap cannot run");
-    kb->add_flag("--json", *json, "Print the import report (as in OUT/import.json) on stdout");
-    kb->callback([o, json, &rc] {
-        auto s = kernelbench::import_problems(*o);
-        if (*json) std::cout << s.report.dump(2) << "\n";
-        rc = s.imported > 0 && s.failed == 0 ? 0 : 1;
-    });
-}
-
-}  // namespace kevo

@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
+#include "commands/commands.h"
 #include "common/error.h"
 #include "common/process.h"
 #include "common/text.h"
@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
     kevo::register_doctor_command(app, rc);
     kevo::register_llm_command(app, rc);
     kevo::register_search_command(app, rc);
+    kevo::register_report_command(app, rc);
     kevo::register_cache_command(app, rc);
     kevo::register_tune_command(app, rc);
 #ifdef KEVO_WITH_WORKER

@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
+#include "commands/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"

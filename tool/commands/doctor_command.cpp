@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "cli/commands.h"
+#include "commands/commands.h"
 #include "cli/cli.h"
 #include "compile/compile.h"
 #include "reference/reference.h"

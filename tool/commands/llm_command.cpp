@@ -9,13 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
+#include "commands/commands.h"
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
 #include "common/text.h"
 #include "llm/batch.h"
+#include "commands/llm_options.h"
 #include "llm/options.h"
 #include "llm/util.h"
 
