@@ -177,6 +177,17 @@ TEST_F(SolTest, ComputeFloorFromThePeakTable) {
         << text;
 }
 
+// Without a known bandwidth (no device here) only the compute floor is a time floor: the text says
+// so and never shows a memory floor of 0 us beside it.
+TEST_F(SolTest, WithoutABandwidthOnlyTheComputeFloorIsShown) {
+    Task m = parse(matmul());
+    std::string text = sol::limits_text(m, sol::limits(m, 0, "unknown", "sm_90"));
+    EXPECT_NE(text.find("bandwidth is unknown here, so no memory floors; each call must move at least the bytes below."),
+              std::string::npos) << text;
+    EXPECT_NE(text.find("- K=4096 M=4096 N=4096: 96.0 MiB, 137.44 GFLOP; compute floor 139 us\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("memory floor"), std::string::npos) << text;
+}
+
 // A float32 conv or matmul: the fair compute floor is the TF32 tensor-core peak when the tolerance
 // admits TF32's rounding (>= 1e-3, e.g. KernelBench's 1e-2), else the fp32 CUDA-core peak; the
 // floor's text and JSON say which was used.

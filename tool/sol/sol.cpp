@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <utility>
 
 #include "task/expr.h"
 #include "task/fitness.h"
@@ -196,7 +197,7 @@ std::string limits_text(const Task& task, const Limits& l) {
         s << "Memory floors assume " << rate_text(l.bandwidth_gbs) << " (" << l.bandwidth_source
           << ", read + write counted); each input read once, each output written once.";
     else
-        s << "The device bandwidth is unknown here, so no time floors; bytes each call must move at least:";
+        s << "The device bandwidth is unknown here, so no memory floors; each call must move at least the bytes below.";
     if (l.peak_flops > 0) {
         s << " Compute floors assume " << fmt("%.0f", l.peak_flops / 1e12) << " TFLOP/s (" << l.peak << " peak of " << l.arch;
         // Say why float32 gets the rate it gets: whether the tolerance admits TF32's rounding.
@@ -210,11 +211,11 @@ std::string limits_text(const Task& task, const Limits& l) {
         const SetFloor& f = l.sets[i];
         s << "- " << f.label << ": " << bytes_text(static_cast<double>(f.bytes));
         if (f.flops > 0) s << ", " << flops_text(f.flops);
-        if (f.floor_us() > 0) {
-            s << "; memory floor " << us(f.memory_us);
-            if (f.compute_us > 0) s << ", compute floor " << us(f.compute_us);
-            if (std::string(f.bound()) == "launch") s << " (below the launch floor of " << us(f.launch_us) << ")";
-        }
+        // Only the floors that are known (no memory floor without a bandwidth, no compute floor without FLOPs).
+        const char* sep = "; ";
+        if (f.memory_us > 0) s << std::exchange(sep, ", ") << "memory floor " << us(f.memory_us);
+        if (f.compute_us > 0) s << sep << "compute floor " << us(f.compute_us);
+        if (f.floor_us() > 0 && std::string(f.bound()) == "launch") s << " (below the launch floor of " << us(f.launch_us) << ")";
         if (l.sets.size() > 1 && i < l.weights.size() && l.weights[i] != 1.0) s << " (weight " << l.weights[i] << ")";
         s << "\n";
     }
