@@ -209,7 +209,8 @@ def _compile(task, cu, arch, build_root, verbose):
     """Builds and loads the binding + kernel; returns torch.ops.kernelevo.NAME."""
     from torch.utils import cpp_extension
     name = task["name"]
-    digest = hashlib.sha256(_read_bytes(cu) + _binding(task).encode()).hexdigest()[:12]
+    source = _binding(task)
+    digest = hashlib.sha256(_read_bytes(cu) + source.encode()).hexdigest()[:12]
     if name in _LOADED:
         if _LOADED[name] != digest:
             raise RuntimeError("torch.ops.kernelevo.%s is already registered in this process with another kernel" % name)
@@ -229,7 +230,7 @@ def _compile(task, cu, arch, build_root, verbose):
     binding = os.path.join(build, "binding.cpp")
     kernel = os.path.join(build, "kernel.cu")
     with open(binding, "w") as f:
-        f.write(_binding(task))
+        f.write(source)
     shutil.copyfile(cu, kernel)
     # The kernel's entry point gets a name of its own (as kernelevo_optimize() does), so that two
     # tasks' kernels can live in one process.
