@@ -22,6 +22,7 @@
 #include "common/text.h"
 #include "compile/arch_support.h"
 #include "compile/compile.h"
+#include "task/fitness.h"
 #include "task/task.h"
 #include "triton/launch.h"
 #include "validate/validate.h"
@@ -245,10 +246,8 @@ nlohmann::json speedup_figures(std::vector<double> v) {
     if (v.empty()) return {{"count", 0}, {"min", nullptr}, {"median", nullptr}, {"max", nullptr}, {"geomean", nullptr}};
     std::sort(v.begin(), v.end());
     const size_t n = v.size();
-    double log_sum = 0;
-    for (double x : v) log_sum += std::log(x);
     const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return {{"count", n}, {"min", v.front()}, {"median", median}, {"max", v.back()}, {"geomean", std::exp(log_sum / n)}};
+    return {{"count", n}, {"min", v.front()}, {"median", median}, {"max", v.back()}, {"geomean", weighted_geomean(v, {})}};
 }
 
 // The state stats counts an entry under: lookup() decides; "valid" is "fresh" when compared with its
