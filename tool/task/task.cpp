@@ -142,9 +142,8 @@ public:
         t.name = string_at(require(v, "name", path), path + ".name");
         if (!is_identifier(t.name)) fail(path + ".name", "'" + t.name + "' is not a C identifier");
         std::string dt = string_at(require(v, "dtype", path), path + ".dtype");
-        one_of(dt, path + ".dtype", "dtype", "/$defs/dtype");
-        auto d = parse_dtype(dt);
-        if (!d) fail(path + ".dtype", "unknown dtype '" + dt + "' (expected " + dtype_choices() + ")");
+        auto d = parse_dtype(dt);  // the names of the schema's dtype enum (tests/task/schema_test)
+        if (!d) fail(path + ".dtype", unknown("dtype", dt, schema_enum("/$defs/dtype")));
         t.dtype = *d;
         const auto& shape = require(v, "shape", path);
         if (!shape.is_array()) fail(path + ".shape", "expected an array of integers and names, e.g. [\"M\", 128]");
