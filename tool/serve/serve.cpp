@@ -460,14 +460,12 @@ int Server::start() {
     auto json_reply = [](httplib::Response& res, const std::function<nlohmann::json()>& fn) {
         try {
             res.set_content(fn().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+            res.set_header("Cache-Control", "no-store");
         } catch (const UsageError& e) {
-            res.status = 404;
-            res.set_content(nlohmann::json{{"error", redact(e.what())}}.dump(), "application/json");
+            refuse(res, 404, redact(e.what()));
         } catch (const std::exception& e) {
-            res.status = 500;
-            res.set_content(nlohmann::json{{"error", redact(e.what())}}.dump(), "application/json");
+            refuse(res, 500, redact(e.what()));
         }
-        res.set_header("Cache-Control", "no-store");
     };
     http.Get("/api/overview", [this, json_reply](const httplib::Request&, httplib::Response& res) {
         json_reply(res, [this] { return overview(); });
