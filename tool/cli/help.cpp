@@ -77,6 +77,17 @@ void append_wrapped(std::string& out, const std::string& text, size_t width, siz
     if (lines.empty() && first_indent != std::string::npos) out += "\n";
 }
 
+// Appends `text` in the column at `col`, after a name `used` columns wide: on the same line when
+// the name leaves room, else from the next one.
+void append_in_column(std::string& out, const std::string& text, size_t width, size_t col, size_t used) {
+    if (used + 2 <= col) {
+        append_wrapped(out, text, width, col, used);
+    } else {
+        out += "\n";
+        append_wrapped(out, text, width, col);
+    }
+}
+
 // "INT:INT in [1 - 64]" -> "INT", "TEXT:FILE" -> "FILE", "NAME[:WEIGHT]" and "IN:OUT" stay: the
 // type name without what CLI11's validators append to it.
 std::string value_name(const std::string& type) {
@@ -137,12 +148,7 @@ public:
         const size_t used = (left.size() > 1 ? 6 : 2) + (left.empty() ? 0 : columns(left.back()));
         const std::string desc = make_option_desc(opt);
         if (desc.empty()) return out + "\n";
-        if (used + 2 <= col_) {
-            append_wrapped(out, desc, width_, col_, used);
-        } else {
-            out += "\n";
-            append_wrapped(out, desc, width_, col_);
-        }
+        append_in_column(out, desc, width_, col_, used);
         return out;
     }
 
@@ -188,13 +194,7 @@ public:
     // One line: the name and the first sentence of its description.
     std::string make_subcommand(const CLI::App* sub) const override {
         std::string out = "  " + sub->get_name();
-        const size_t used = columns(out);
-        if (used + 2 <= sub_col_) {
-            append_wrapped(out, summary(sub->get_description()), width_, sub_col_, used);
-        } else {
-            out += "\n";
-            append_wrapped(out, summary(sub->get_description()), width_, sub_col_);
-        }
+        append_in_column(out, summary(sub->get_description()), width_, sub_col_, columns(out));
         return out;
     }
 
