@@ -170,9 +170,10 @@ BatchMode::Checked BatchMode::check(const std::string& file, const std::map<std:
             ++c.known;
             return;
         }
-        llm::BatchReply reply = llm::batch_reply(out, llm::request_from_json(b.request.dump()), where);
+        llm::ChatRequest chat = llm::request_from_json(b.request.dump());
+        llm::BatchReply reply = llm::batch_reply(out, chat, where);
         if (reply.response) seen.keys.insert(b.key);
-        c.lines.emplace_back(&b, std::move(reply));
+        c.lines.push_back({&b, std::move(chat), std::move(reply)});
     });
     if (lines == 0) throw UsageError(file + ": no replies in the file (it is empty)." + kNothing);
     return c;
@@ -196,12 +197,11 @@ store::Spent BatchMode::load(const llm::LogFn& log) {
         std::vector<store::LlmCall> calls;
         std::vector<std::pair<std::string, std::string>> failed;
         store::Spent spent;
-        for (const auto& [b, reply] : c.lines) {
+        for (const auto& [b, request, reply] : c.lines) {
             if (!reply.response) {
                 failed.emplace_back(b->custom_id, reply.error.empty() ? "no reply" : reply.error);
                 continue;
             }
-            llm::ChatRequest request = llm::request_from_json(b->request.dump());
             llm::Reservation r = budget_.adopt(request, b->reserved_cost_usd, cfg_.price.has_value());
             llm::Usage counted = budget_.settle(r, reply.response->usage);
             store::LlmCall call;

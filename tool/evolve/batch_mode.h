@@ -73,7 +73,12 @@ private:
     // A replies file, checked: what it adds to the store.
     struct Checked {
         std::string file;
-        std::vector<std::pair<const store::BatchRequest*, llm::BatchReply>> lines;   // new answers and failures
+        struct Line {
+            const store::BatchRequest* request;
+            llm::ChatRequest chat;   // its request, parsed once
+            llm::BatchReply reply;
+        };
+        std::vector<Line> lines;   // new answers and failures
         int known = 0;   // lines imported (or failed) before
     };
     // What the files checked so far answer: custom_ids, and keys with a reply.
