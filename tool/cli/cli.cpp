@@ -108,8 +108,7 @@ const CLI::Option* find_option(const CLI::App& root, const std::string& name) {
 
 // 1e-308 and 1.79e308 as CLI11's Range prints them ("0.000000", 309 digits): a bound or none.
 std::string number(const std::string& s) {
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
+    const double v = std::strtod(s.c_str(), nullptr);
     char buf[64];
     std::snprintf(buf, sizeof buf, "%g", v);
     return buf;
