@@ -53,14 +53,13 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
         "Run a batch file of `kernelevo search --llm-batch` through the provider's Batch API. It goes to POST /files and "
         "/batches under --llm-url, as OpenAI serves them: about half the price, answered within 24 hours.");
     batch->require_subcommand(1);
-    auto log = [](const std::string& line) { log_line(line); };
 
     CLI::App* submit = batch->add_subcommand("submit", "Upload a batch input file and start a batch. Prints the batch id.");
     submit->add_option("FILE", o.file, "The Batch API input file (JSONL)")->required()->check(CLI::ExistingFile);
     llm::add_llm_connection_options(*submit, o.llm);
-    submit->callback([&rc, log] {
+    submit->callback([&rc] {
         size_t n = llm::count_batch_input(o.file);
-        llm::BatchApi api(llm::http_config(o.llm, log));
+        llm::BatchApi api(llm::http_config(o.llm, log_line));
         std::string file_id = api.upload(o.file);
         std::cout << "file:     " << file_id << " (" << n << " requests from " << o.file << ")\n";
         llm::BatchInfo b = api.create(file_id);
@@ -74,8 +73,8 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
     CLI::App* status = batch->add_subcommand("status", "Print a batch's status and request counts");
     status->add_option("BATCH_ID", o.id, "The id `submit` printed")->required();
     llm::add_llm_connection_options(*status, o.llm);
-    status->callback([&rc, log] {
-        llm::BatchApi api(llm::http_config(o.llm, log));
+    status->callback([&rc] {
+        llm::BatchApi api(llm::http_config(o.llm, log_line));
         print_batch(api.get(o.id));
         rc = 0;
     });
@@ -88,8 +87,8 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
     fetch->add_option("BATCH_ID", o.id, "The id `submit` printed")->required();
     fetch->add_option("--out", o.out, "Where to write the replies (JSONL)")->required();
     llm::add_llm_connection_options(*fetch, o.llm);
-    fetch->callback([&rc, log] {
-        llm::BatchApi api(llm::http_config(o.llm, log));
+    fetch->callback([&rc] {
+        llm::BatchApi api(llm::http_config(o.llm, log_line));
         llm::BatchInfo b = api.get(o.id);
         print_batch(b);
         if (!b.finished()) {
@@ -159,8 +158,7 @@ void register_llm_command(CLI::App& app, int& rc) {
     register_batch_commands(*llm_cmd, rc);
 
     check->callback([&rc] {
-        auto log = [](const std::string& line) { log_line(line); };
-        auto client = llm::make_client(o.llm, log);
+        auto client = llm::make_client(o.llm, log_line);
         // Human lines go to `text`, which --json discards.
         std::ostringstream discard;
         std::ostream& text = o.json ? static_cast<std::ostream&>(discard) : std::cout;
