@@ -196,7 +196,6 @@ store::Spent BatchMode::load(const llm::LogFn& log) {
     for (const Checked& c : files) {
         std::vector<store::LlmCall> calls;
         std::vector<std::pair<std::string, std::string>> failed;
-        store::Spent spent;
         for (const auto& [b, request, reply] : c.lines) {
             if (!reply.response) {
                 failed.emplace_back(b->custom_id, reply.error.empty() ? "no reply" : reply.error);
@@ -214,22 +213,18 @@ store::Spent BatchMode::load(const llm::LogFn& log) {
             call.completion_tokens = counted.completion_tokens;
             call.cost_usd = counted.cost_usd;
             calls.push_back(std::move(call));
-            spent.prompt_tokens += counted.prompt_tokens;
-            spent.completion_tokens += counted.completion_tokens;
-            spent.cost_usd += counted.cost_usd;
-            ++spent.calls;
+            imported.prompt_tokens += counted.prompt_tokens;   // returned only when every import succeeds
+            imported.completion_tokens += counted.completion_tokens;
+            imported.cost_usd += counted.cost_usd;
+            ++imported.calls;
         }
         store_.import_batch_replies(calls, failed);   // the whole file, or (killed) none of it
-        imported.prompt_tokens += spent.prompt_tokens;
-        imported.completion_tokens += spent.completion_tokens;
-        imported.cost_usd += spent.cost_usd;
-        imported.calls += spent.calls;
         for (const auto& [custom_id, error] : failed) {
             by_id.at(custom_id).error = error;
             if (log) log("batch request " + custom_id + " failed (" + error + "); it will be requested again");
         }
         if (log)
-            log("imported " + std::to_string(spent.calls) + " replies from " + c.file +
+            log("imported " + std::to_string(calls.size()) + " replies from " + c.file +
                 (failed.empty() ? "" : ", " + std::to_string(failed.size()) + " failed") +
                 (c.known ? ", " + std::to_string(c.known) + " imported before" : ""));
     }
