@@ -266,10 +266,14 @@ public:
     }
     int64_t add_llm_call(const LlmCall& c) override {
         std::lock_guard<std::mutex> lock(mu_);
-        return insert_call(c);
+        if (insert_call(c)) return sqlite3_last_insert_rowid(db_);
+        Stmt s(db_, "SELECT id FROM llm_calls WHERE key=?");  // stored first by another writer: that one stands
+        s.bind(1, c.key);
+        s.step();
+        return s.i64(0);
     }
-    // (mu_ held)
-    int64_t insert_call(const LlmCall& c) {
+    // Inserts the call unless a call with its key is stored already; whether it did. (mu_ held)
+    bool insert_call(const LlmCall& c) {
         Stmt(db_,
              "INSERT INTO llm_calls(key, kind, request, reply, model, prompt_tokens, completion_tokens, cost_usd, "
              "latency_s, created) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key) DO NOTHING")
@@ -284,11 +288,7 @@ public:
             .bind(9, c.latency_s)
             .bind(10, c.created ? c.created : now_unix())
             .step();
-        if (sqlite3_changes(db_) == 1) return sqlite3_last_insert_rowid(db_);
-        Stmt s(db_, "SELECT id FROM llm_calls WHERE key=?");  // stored first by another writer: that one stands
-        s.bind(1, c.key);
-        s.step();
-        return s.i64(0);
+        return sqlite3_changes(db_) == 1;
     }
     Spent spent() override {
         std::lock_guard<std::mutex> lock(mu_);
@@ -338,12 +338,8 @@ public:
                               const std::vector<std::pair<std::string, std::string>>& failed) override {
         std::lock_guard<std::mutex> lock(mu_);
         Transaction tx(*this);
-        for (const LlmCall& c : calls) {
-            Stmt s(db_, "SELECT 1 FROM llm_calls WHERE key=?");
-            s.bind(1, c.key);
-            if (s.step()) throw UsageError("an LLM call with the key " + c.key + " is stored already");
-            insert_call(c);
-        }
+        for (const LlmCall& c : calls)  // a key stored already (or twice here): the transaction rolls back
+            if (!insert_call(c)) throw UsageError("an LLM call with the key " + c.key + " is stored already");
         for (const auto& [custom_id, error] : failed)
             Stmt(db_, "UPDATE batch_requests SET error=? WHERE custom_id=?").bind(1, error).bind(2, custom_id).step();
         tx.commit();
