@@ -227,6 +227,49 @@ struct Candidate {
         }
     }
 
+    void map_buffer(const Msg& m, int fd, Msg& r) {
+        Mapping map;
+        std::string e = fd < 0 ? std::string("no fd") : import_shared(map, fd, m.size, device);
+        if (e.empty()) buffers[m.id] = map;
+        r.rc = e.empty() ? 0 : -1;
+        set_text(r, e.c_str());
+    }
+
+    void unmap_buffer(const Msg& m) {
+        auto it = buffers.find(m.id);
+        if (it != buffers.end()) {
+            release(it->second);
+            buffers.erase(it);
+        }
+    }
+
+    // OP_CALL: one kevo_forward (FLAG_GATED: behind the gate).
+    void call_once(const Msg& m, Msg& r) {
+        std::vector<kevo_tensor> in, out;
+        if (!tensors(m, in, out, r)) {
+            r.rc = -1000;
+            return;
+        }
+        if (m.flags & FLAG_GATED) close_gate();
+        r.rc = call(in, out);
+        int dev = -1;
+        if (cudaGetDevice(&dev) == cudaSuccess && dev != device) {
+            r.rc = -1001;
+            set_text(r, "the kernel changed the current CUDA device and did not restore it");
+        }
+    }
+
+    // OP_SYNC (the stream) or OP_DEVSYNC (the device): the first CUDA error, and whether the gate's
+    // watchdog opened the gate.
+    void synchronize(const Msg& m, Msg& r) {
+        cudaError_t launch = cudaGetLastError();
+        cudaError_t sync = m.op == OP_SYNC ? cudaStreamSynchronize(stream) : cudaDeviceSynchronize();
+        cudaError_t e = sync != cudaSuccess ? sync : launch;
+        r.cuda_error = static_cast<int32_t>(e);
+        r.gate_timed_out = gate[1];
+        if (e != cudaSuccess) set_text(r, cuda_text(e).c_str());
+    }
+
     void serve() {
         while (true) {
             Msg m;
@@ -235,50 +278,22 @@ struct Candidate {
             if (st != RecvStatus::ok) _exit(0);
             Msg r;
             switch (m.op) {
-                case OP_MAP: {
-                    Mapping map;
-                    std::string e = fd < 0 ? std::string("no fd") : import_shared(map, fd, m.size, device);
-                    if (e.empty()) buffers[m.id] = map;
-                    r.rc = e.empty() ? 0 : -1;
-                    set_text(r, e.c_str());
+                case OP_MAP:
+                    map_buffer(m, fd, r);
                     break;
-                }
-                case OP_UNMAP: {
-                    auto it = buffers.find(m.id);
-                    if (it != buffers.end()) {
-                        release(it->second);
-                        buffers.erase(it);
-                    }
+                case OP_UNMAP:
+                    unmap_buffer(m);
                     break;
-                }
-                case OP_CALL: {
-                    std::vector<kevo_tensor> in, out;
-                    if (!tensors(m, in, out, r)) {
-                        r.rc = -1000;
-                        break;
-                    }
-                    if (m.flags & FLAG_GATED) close_gate();
-                    r.rc = call(in, out);
-                    int dev = -1;
-                    if (cudaGetDevice(&dev) == cudaSuccess && dev != device) {
-                        r.rc = -1001;
-                        set_text(r, "the kernel changed the current CUDA device and did not restore it");
-                    }
+                case OP_CALL:
+                    call_once(m, r);
                     break;
-                }
                 case OP_OPEN_GATE:
                     open_gate(false);
                     break;
                 case OP_SYNC:
-                case OP_DEVSYNC: {
-                    cudaError_t launch = cudaGetLastError();
-                    cudaError_t sync = m.op == OP_SYNC ? cudaStreamSynchronize(stream) : cudaDeviceSynchronize();
-                    cudaError_t e = sync != cudaSuccess ? sync : launch;
-                    r.cuda_error = static_cast<int32_t>(e);
-                    r.gate_timed_out = gate[1];
-                    if (e != cudaSuccess) set_text(r, cuda_text(e).c_str());
+                case OP_DEVSYNC:
+                    synchronize(m, r);
                     break;
-                }
                 case OP_QUEUE:
                     // Queued calls are only run by OP_TIME_BATCH; too many make that batch fail.
                     if (queue.size() < static_cast<size_t>(kMaxBatch) + 1) queue.push_back(m);
@@ -319,6 +334,43 @@ std::vector<std::string> split(const std::string& s, char sep) {
     return out;
 }
 
+// The candidate process's CUDA set-up, before the confinement: context, stream, fence, gate,
+// events, and the launch-cost calibration. A failure is told the judge in the hello, and ends it.
+void init_gpu(Candidate& c, const CandidateArgs& args) {
+    auto fail = [&](const std::string& what, cudaError_t e) {
+        hello(c.sock, 2, what + ": " + cuda_text(e));
+        _exit(0);
+    };
+    cudaError_t e = cudaSetDevice(c.device);
+    if (e == cudaSuccess) e = cudaFree(nullptr);
+    if (e != cudaSuccess) fail("CUDA initialisation in the sandbox failed", e);
+    (void)cu();  // the driver API, before the sandbox forbids what its lookup needs
+    if ((e = cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking)) != cudaSuccess) fail("cudaStreamCreate", e);
+    if (!c.fence.init()) fail("creating the event that bounds timed calls", cudaGetLastError());
+    void* g = nullptr;
+    if ((e = cudaHostAlloc(&g, 2 * sizeof(int), cudaHostAllocMapped)) != cudaSuccess) fail("cudaHostAlloc", e);
+    c.gate = static_cast<volatile int*>(g);
+    cudaHostGetDevicePointer(reinterpret_cast<void**>(&c.gate_dev), g, 0);
+    int khz = 0, sms = 0;
+    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, c.device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, c.device);
+    for (int j = 0; j < kMaxBatch; ++j) {  // before the confinement, like all CUDA set-up
+        cudaEvent_t a = nullptr, b = nullptr;
+        cudaEventCreate(&a);
+        cudaEventCreate(&b);
+        c.ev0.push_back(a);
+        c.ev1.push_back(b);
+    }
+    // The launch-cost calibration (Candidate::calibrate), before the library is loaded.
+    c.flush_blocks = l2_flush_blocks(sms);
+    int l2 = 0;
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c.device);
+    c.calibrate(l2_flush_bytes(l2));
+    c.gate_cycles = static_cast<long long>(std::max(khz, 1000000)) * Candidate::kGateLimit.count();  // at the top clock
+    c.gate_wait_value = cu().ok && !args.gate_kernel;
+    cudaDeviceSynchronize();
+}
+
 }  // namespace
 
 int candidate_main(const CandidateArgs& args) {
@@ -326,41 +378,8 @@ int candidate_main(const CandidateArgs& args) {
     c.sock = args.channel;
     c.device = args.device;
     const bool gpu = !args.load_only;
-    if (gpu) {
-        // CUDA first: its initialisation opens devices and maps memory the confinement forbids later.
-        auto fail = [&](const std::string& what, cudaError_t e) {
-            hello(c.sock, 2, what + ": " + cuda_text(e));
-            _exit(0);
-        };
-        cudaError_t e = cudaSetDevice(c.device);
-        if (e == cudaSuccess) e = cudaFree(nullptr);
-        if (e != cudaSuccess) fail("CUDA initialisation in the sandbox failed", e);
-        (void)cu();  // the driver API, before the sandbox forbids what its lookup needs
-        if ((e = cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking)) != cudaSuccess) fail("cudaStreamCreate", e);
-        if (!c.fence.init()) fail("creating the event that bounds timed calls", cudaGetLastError());
-        void* g = nullptr;
-        if ((e = cudaHostAlloc(&g, 2 * sizeof(int), cudaHostAllocMapped)) != cudaSuccess) fail("cudaHostAlloc", e);
-        c.gate = static_cast<volatile int*>(g);
-        cudaHostGetDevicePointer(reinterpret_cast<void**>(&c.gate_dev), g, 0);
-        int khz = 0, sms = 0;
-        cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, c.device);
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, c.device);
-        for (int j = 0; j < kMaxBatch; ++j) {  // before the confinement, like all CUDA set-up
-            cudaEvent_t a = nullptr, b = nullptr;
-            cudaEventCreate(&a);
-            cudaEventCreate(&b);
-            c.ev0.push_back(a);
-            c.ev1.push_back(b);
-        }
-        // The launch-cost calibration (Candidate::calibrate), before the library is loaded.
-        c.flush_blocks = l2_flush_blocks(sms);
-        int l2 = 0;
-        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c.device);
-        c.calibrate(l2_flush_bytes(l2));
-        c.gate_cycles = static_cast<long long>(std::max(khz, 1000000)) * Candidate::kGateLimit.count();  // at the top clock
-        c.gate_wait_value = cu().ok && !args.gate_kernel;
-        cudaDeviceSynchronize();
-    }
+    // CUDA first: its initialisation opens devices and maps memory the confinement forbids later.
+    if (gpu) init_gpu(c, args);
     kevo::ConfineReport cr;
     if (args.confine) {
         kevo::ConfineOptions co;

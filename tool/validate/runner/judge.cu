@@ -68,6 +68,32 @@ std::string describe_exit(int status) {
     if (WIFEXITED(status)) return "the candidate process exited with code " + std::to_string(WEXITSTATUS(status));
     return "the candidate process ended";
 }
+
+// Starts the candidate process (argv, env) in its own session: the channel to the judge is its
+// descriptor 3, its stdout and stderr go to `output_fd`. Returns its pid.
+pid_t spawn(std::vector<std::string>& argv, std::vector<std::string>& env, int channel_fd, int output_fd) {
+    std::vector<char*> av, ev;
+    for (auto& a : argv) av.push_back(a.data());
+    av.push_back(nullptr);
+    for (auto& e : env) ev.push_back(e.data());
+    ev.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid < 0) throw SetupFailure{"fork failed"};
+    if (pid == 0) {
+        setsid();
+        dup2(channel_fd, 3);
+        dup2(output_fd, 1);
+        dup2(output_fd, 2);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0) dup2(devnull, 0);
+        // Nothing of the judge's leaks in, however many descriptors it has open.
+        if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
+            for (long fd = 4, end = sysconf(_SC_OPEN_MAX); fd < (end > 0 ? end : 65536); ++fd) close(static_cast<int>(fd));
+        execvpe(av[0], av.data(), ev.data());
+        _exit(127);
+    }
+    return pid;
+}
 }  // namespace
 
 std::string fmt(double v) {
@@ -200,6 +226,24 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw SetupFailure{"socketpair failed"};
     int out_pipe[2];
     if (pipe2(out_pipe, O_CLOEXEC) != 0) throw SetupFailure{"pipe failed"};
+    std::vector<std::string> argv = candidate_argv(job);
+    std::vector<std::string> env;
+    for (const auto& [k, v] : job.candidate_env) env.push_back(k + "=" + v);
+    pid_t pid = spawn(argv, env, sv[1], out_pipe[1]);
+    close(sv[1]);
+    close(out_pipe[1]);
+    pid_ = pid;
+    sock_ = sv[0];
+    flush_id_ = proof_id_ = -1;  // a new process has mapped nothing yet
+    for (auto& [set, tc] : timing_copies_) tc.arena_id = -1;  // share_copies maps it again and sets the views' ids
+    warmed_up_ = false;
+    output_.clear();
+    read_output(out_pipe[0]);
+    await_hello(job, r, argv[0]);
+}
+
+// The candidate process's command line: the sandbox's prefix, then this runner as --candidate.
+std::vector<std::string> Judge::candidate_argv(const Job& job) const {
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) throw SetupFailure{"cannot find the runner's own executable"};
@@ -216,37 +260,11 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     if (!job.confine) argv.push_back("--no-confine");
     if (job.load_only) argv.push_back("--load-only");
     if (std::getenv("KEVO_GATE_KERNEL")) argv.push_back("--gate-kernel");  // diagnostics (validate.cpp passes it on)
-    std::vector<std::string> env;
-    for (const auto& [k, v] : job.candidate_env) env.push_back(k + "=" + v);
-    std::vector<char*> av, ev;
-    for (auto& a : argv) av.push_back(a.data());
-    av.push_back(nullptr);
-    for (auto& e : env) ev.push_back(e.data());
-    ev.push_back(nullptr);
-    pid_t pid = fork();
-    if (pid < 0) throw SetupFailure{"fork failed"};
-    if (pid == 0) {
-        setsid();
-        dup2(sv[1], 3);
-        dup2(out_pipe[1], 1);
-        dup2(out_pipe[1], 2);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) dup2(devnull, 0);
-        // Nothing of the judge's leaks in, however many descriptors it has open.
-        if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
-            for (long fd = 4, end = sysconf(_SC_OPEN_MAX); fd < (end > 0 ? end : 65536); ++fd) close(static_cast<int>(fd));
-        execvpe(av[0], av.data(), ev.data());
-        _exit(127);
-    }
-    close(sv[1]);
-    close(out_pipe[1]);
-    pid_ = pid;
-    sock_ = sv[0];
-    flush_id_ = proof_id_ = -1;  // a new process has mapped nothing yet
-    for (auto& [set, tc] : timing_copies_) tc.arena_id = -1;  // share_copies maps it again and sets the views' ids
-    warmed_up_ = false;
-    output_.clear();
-    int rfd = out_pipe[0];
+    return argv;
+}
+
+// The candidate process's output (its stdout and stderr, the first 64 KiB), read while it runs.
+void Judge::read_output(int rfd) {
     output_reader_ = std::thread([this, rfd] {
         char buf[4096];
         ssize_t got;
@@ -254,6 +272,10 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
             if (output_.size() < (64u << 10)) output_.append(buf, std::min<size_t>(got, (64u << 10) - output_.size()));
         close(rfd);
     });
+}
+
+// The candidate process's first messages: its launch-cost calibration, then the loader's hello.
+void Judge::await_hello(const Job& job, JobResult& r, const std::string& exe) {
     Msg hello;
     RecvStatus st = recv_msg(sock_, hello, std::max(60.0, job.call_timeout_s), nullptr);
     // First, sent by runner code before the candidate's library was loaded: what an empty call costs
@@ -278,7 +300,7 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
         pid_ = -1;
         if (output_reader_.joinable()) output_reader_.join();
         std::string why = describe_exit(status);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && output_.empty()) throw SetupFailure{"cannot start the sandboxed candidate process (" + std::string(av[0]) + ")"};
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && output_.empty()) throw SetupFailure{"cannot start the sandboxed candidate process (" + exe + ")"};
         if (output_.find("bwrap:") != std::string::npos && output_.find("kevo") == std::string::npos)
             throw SetupFailure{"the sandbox (bubblewrap) failed to start: " + output_.substr(0, 500)};
         throw CandidateFailure{why.find("sandbox killed") != std::string::npos ? "rejected" : "runtime_error",
@@ -603,41 +625,19 @@ json Judge::compare(size_t set, uint64_t seed, const Tensors& out, const Tensors
     return check;
 }
 
-json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned char pattern, std::vector<std::string>& warnings) {
-    json check{{"shape_set", set}, {"seed", seed}};
-    auto t_last = std::chrono::steady_clock::now();
-    auto tlap = [&](const char* what) {  // where a trial's time goes, summed over trials
-        auto now = std::chrono::steady_clock::now();
-        trial_profile_[what] += std::chrono::duration<double>(now - t_last).count();
-        t_last = now;
-    };
-    fill(in, seed);
-    CK(cudaStreamSynchronize(stream_));
-    auto before = checksums(in, stream_);
-    tlap("fill_inputs");
-    // Output and expected buffers are reused per shape set (poisoned before every run).
-    if (outputs_.size() <= set) outputs_.resize(set + 1), expected_.resize(set + 1);
-    if (outputs_[set].desc.empty()) outputs_[set] = allocate(job_->sets[set].outputs, true);
-    if (expected_[set].desc.empty()) expected_[set] = allocate(job_->sets[set].outputs, false);
-    Tensors& out = outputs_[set];
-    Tensors& expected = expected_[set];
-    share(in);
-    share(out);
-    if (!warmed_up_) {
-        // The candidate's first call runs ungated: what a first call does once (CUDA loading the
-        // library's kernels lazily, a workspace allocated, a handle created) may wait for the whole
-        // context to go idle, which a gated stream never does; the gate's watchdog would release it
-        // after 300 ms and the trial would lose its stream check. Its outputs are poisoned after.
-        call_candidate(in, out, 0, "during its first call");
-        sync_candidate(OP_DEVSYNC, "while running the kernel's first call");
-        warmed_up_ = true;
-        tlap("first_call");
-    }
-    poison(out, pattern);
-    poison(expected, pattern ^ 0x80);
-    CK(cudaStreamSynchronize(stream_));
-    auto poisoned = checksums(out, stream_);
-    tlap("poison_outputs");
+void Judge::first_call(const Tensors& in, const Tensors& out) {
+    // The candidate's first call runs ungated: what a first call does once (CUDA loading the
+    // library's kernels lazily, a workspace allocated, a handle created) may wait for the whole
+    // context to go idle, which a gated stream never does; the gate's watchdog would release it
+    // after 300 ms and the trial would lose its stream check. Its outputs are poisoned after.
+    call_candidate(in, out, 0, "during its first call");
+    sync_candidate(OP_DEVSYNC, "while running the kernel's first call");
+    warmed_up_ = true;
+}
+
+// The correctness call, gated; `poisoned`: the outputs' checksums before it.
+void Judge::gated_call(const Tensors& in, const Tensors& out, const std::vector<unsigned long long>& poisoned, json& check,
+                       std::vector<std::string>& warnings) {
     // The candidate holds its stream behind a gate, calls the kernel, and the judge watches the
     // outputs from its own process meanwhile: honest work is queued behind the gate and cannot have
     // touched them yet.
@@ -668,7 +668,10 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
                               std::to_string(kGateLimitMs) + " ms; keep kevo_forward asynchronous";
         if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
     }
-    tlap("kernel_gated");
+}
+
+// `before`: the inputs' checksums before the call.
+void Judge::check_side_effects(const Tensors& in, const Tensors& out, const std::vector<unsigned long long>& before) {
     // Work the caller never waits for (another stream, a host thread) may still be landing.
     auto h1 = checksums(out, stream_);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -680,6 +683,40 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
     auto after = checksums(in, stream_);
     for (size_t i = 0; i < before.size(); ++i)
         if (before[i] != after[i]) throw CandidateFailure{"rejected", "the kernel modified input '" + in.desc[i].name + "'; inputs are read-only"};
+}
+
+json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned char pattern, std::vector<std::string>& warnings) {
+    json check{{"shape_set", set}, {"seed", seed}};
+    auto t_last = std::chrono::steady_clock::now();
+    auto tlap = [&](const char* what) {  // where a trial's time goes, summed over trials
+        auto now = std::chrono::steady_clock::now();
+        trial_profile_[what] += std::chrono::duration<double>(now - t_last).count();
+        t_last = now;
+    };
+    fill(in, seed);
+    CK(cudaStreamSynchronize(stream_));
+    auto before = checksums(in, stream_);
+    tlap("fill_inputs");
+    // Output and expected buffers are reused per shape set (poisoned before every run).
+    if (outputs_.size() <= set) outputs_.resize(set + 1), expected_.resize(set + 1);
+    if (outputs_[set].desc.empty()) outputs_[set] = allocate(job_->sets[set].outputs, true);
+    if (expected_[set].desc.empty()) expected_[set] = allocate(job_->sets[set].outputs, false);
+    Tensors& out = outputs_[set];
+    Tensors& expected = expected_[set];
+    share(in);
+    share(out);
+    if (!warmed_up_) {
+        first_call(in, out);
+        tlap("first_call");
+    }
+    poison(out, pattern);
+    poison(expected, pattern ^ 0x80);
+    CK(cudaStreamSynchronize(stream_));
+    auto poisoned = checksums(out, stream_);
+    tlap("poison_outputs");
+    gated_call(in, out, poisoned, check, warnings);
+    tlap("kernel_gated");
+    check_side_effects(in, out, before);
     tlap("side_effect_checks");
     // The reference runs in the judge, after the candidate: its results never exist in memory the
     // candidate process can reach.
@@ -723,17 +760,6 @@ JobResult Judge::run(const Job& job) {
         result.profile_s[what] = std::chrono::duration<double>(now - t0).count();
         t0 = now;
     };
-    std::vector<Tensors> keep;  // input sets of this job
-    auto cleanup = [&] {
-        for (auto& t : outputs_) t.free();
-        for (auto& t : expected_) t.free();
-        outputs_.clear();
-        expected_.clear();
-        for (auto& t : keep) t.free();
-        keep.clear();
-        stop_candidate(result);
-        release_copies_if_crowded();
-    };
     try {
         if (!job.load_only) {
             init_device(result);
@@ -748,63 +774,20 @@ JobResult Judge::run(const Job& job) {
         start_candidate(job, result);
         lap("load");
         if (job.load_only) {
-            cleanup();
+            end_job(result);
             result.status = "ok";
             return result;
         }
-        const int sets = static_cast<int>(job.sets.size());
-        int trials = std::max<int>(job.trials, 2 * sets);
-        double max_abs = 0;
-        // Trials come in pairs per shape set: fresh buffers (allocated while the previous ones are
-        // still held, so at new addresses), then the SAME buffers refilled with new values. Every
-        // trial has its own values, so a kernel that caches results by pointer or by shape fails.
-        for (int t = 0; t < trials; ++t) {
-            size_t set = (t / 2) % sets;
-            bool refill = t % 2 == 1;
-            if (!refill) keep.push_back(allocate(job.sets[set].inputs, true));
-            Tensors& in = keep.back();
-            uint64_t seed = job.seed + t;
-            json check = correctness_trial(set, in, seed, static_cast<unsigned char>(t % 2 ? 0x7F : 0xFF), result.warnings);
-            check["refill_same_addresses"] = refill;
-            max_abs = std::max(max_abs, check.value("max_abs_diff", 0.0));
-            result.checks.push_back(check);
-            result.max_abs_diff = max_abs;
-            result.trials = t + 1;
-            if (!check.value("pass", false)) {
-                result.status = "mismatch";
-                result.log = check.value("message", std::string());
-                cleanup();
-                return result;
-            }
-            if (keep.size() > 2) {  // keep the previous set alive (new addresses), drop older ones
-                unshare(keep.front());
-                keep.front().free();
-                keep.erase(keep.begin());
-            }
+        if (!correctness_trials(job, result)) {
+            end_job(result);
+            return result;
         }
-        for (const auto& [key, varies] : output_varies_) {
-            if (varies) continue;
-            const std::string& label = job.sets[key.first].label;
-            result.warnings.push_back("the reference output '" + key.second + "' is constant on every input the check drew (shape set " +
-                                      std::to_string(key.first) + (label.empty() ? "" : " (" + label + ")") +
-                                      "); the check cannot tell a correct kernel from one that writes a constant");
-        }
+        warn_constant_outputs(job, result);
         lap("correctness");
         for (const auto& [k, v] : trial_profile_) result.profile_s[std::string("trials.") + k] = v;
         if (job.time) {
             started_us = unix_us();
-            json timing = json::array();
-            for (size_t s = 0; s < job.sets.size(); ++s)
-                if (job.sets[s].timed) timing.push_back(time_set(s));
-            result.timing = json{{"sets", timing}};
-            if (ref_precision_)
-                result.timing["reference_precision"] = {{"correctness", "strict fp32 (TF32 off)"},
-                                                        {"timing", std::string("LibTorch defaults (") + ref_precision_() + ")"}};
-            if (!timing.empty()) {  // the first timed set, as before
-                result.timing["kernel"] = timing[0]["kernel"];
-                result.timing["reference"] = timing[0]["reference"];
-                if (timing[0].contains("speedup_vs_strict_fp32")) result.timing["reference_strict_us"] = timing[0]["reference_strict"]["time_us"];
-            }
+            time_sets(job, result);
             lap("timing");
             for (const auto& [k, v] : timing_profile_) result.profile_s[std::string("timing.") + k] = v;
         }
@@ -812,22 +795,99 @@ JobResult Judge::run(const Job& job) {
     } catch (const CandidateFailure& f) {
         result.status = f.status;
         result.log = f.message;
-        // Time the batches took beyond the reported calls: was it another process's? (validate.cpp
-        // words the answer; it never blames the kernel for time another process took.)
-        if (f.status == "rejected" && f.message.find(kevo::kWallCheckPhrase) != std::string::npos) {
-            const std::string pci = device_json_.value("pci_bus_id", std::string());
-            result.interference = gpu_activity_since(pci, started_us);
-            if (!others_were_active(result.interference)) {  // NVML's last samples may lag the batches a little
-                std::this_thread::sleep_for(std::chrono::milliseconds(500));
-                result.interference = gpu_activity_since(pci, started_us);
-            }
-        }
+        note_interference(f, result, started_us);
     } catch (...) {
-        cleanup();
+        end_job(result);
         throw;
     }
-    cleanup();
+    end_job(result);
     return result;
+}
+
+// A job's end, however it ends: its buffers freed (the timing copies kept unless the device is
+// crowded), the candidate process stopped.
+void Judge::end_job(JobResult& result) {
+    for (auto& t : outputs_) t.free();
+    for (auto& t : expected_) t.free();
+    outputs_.clear();
+    expected_.clear();
+    for (auto& t : trial_inputs_) t.free();
+    trial_inputs_.clear();
+    stop_candidate(result);
+    release_copies_if_crowded();
+}
+
+// The correctness trials. False where a trial's outputs were wrong (the verdict is in `result`).
+bool Judge::correctness_trials(const Job& job, JobResult& result) {
+    const int sets = static_cast<int>(job.sets.size());
+    int trials = std::max<int>(job.trials, 2 * sets);
+    double max_abs = 0;
+    // Trials come in pairs per shape set: fresh buffers (allocated while the previous ones are
+    // still held, so at new addresses), then the SAME buffers refilled with new values. Every
+    // trial has its own values, so a kernel that caches results by pointer or by shape fails.
+    for (int t = 0; t < trials; ++t) {
+        size_t set = (t / 2) % sets;
+        bool refill = t % 2 == 1;
+        if (!refill) trial_inputs_.push_back(allocate(job.sets[set].inputs, true));
+        Tensors& in = trial_inputs_.back();
+        uint64_t seed = job.seed + t;
+        json check = correctness_trial(set, in, seed, static_cast<unsigned char>(t % 2 ? 0x7F : 0xFF), result.warnings);
+        check["refill_same_addresses"] = refill;
+        max_abs = std::max(max_abs, check.value("max_abs_diff", 0.0));
+        result.checks.push_back(check);
+        result.max_abs_diff = max_abs;
+        result.trials = t + 1;
+        if (!check.value("pass", false)) {
+            result.status = "mismatch";
+            result.log = check.value("message", std::string());
+            return false;
+        }
+        if (trial_inputs_.size() > 2) {  // keep the previous set alive (new addresses), drop older ones
+            unshare(trial_inputs_.front());
+            trial_inputs_.front().free();
+            trial_inputs_.erase(trial_inputs_.begin());
+        }
+    }
+    return true;
+}
+
+void Judge::warn_constant_outputs(const Job& job, JobResult& result) {
+    for (const auto& [key, varies] : output_varies_) {
+        if (varies) continue;
+        const std::string& label = job.sets[key.first].label;
+        result.warnings.push_back("the reference output '" + key.second + "' is constant on every input the check drew (shape set " +
+                                  std::to_string(key.first) + (label.empty() ? "" : " (" + label + ")") +
+                                  "); the check cannot tell a correct kernel from one that writes a constant");
+    }
+}
+
+// Every timed set (timing.cu); the first timed set's figures also at the top, as before.
+void Judge::time_sets(const Job& job, JobResult& result) {
+    json timing = json::array();
+    for (size_t s = 0; s < job.sets.size(); ++s)
+        if (job.sets[s].timed) timing.push_back(time_set(s));
+    result.timing = json{{"sets", timing}};
+    if (ref_precision_)
+        result.timing["reference_precision"] = {{"correctness", "strict fp32 (TF32 off)"},
+                                                {"timing", std::string("LibTorch defaults (") + ref_precision_() + ")"}};
+    if (!timing.empty()) {  // the first timed set, as before
+        result.timing["kernel"] = timing[0]["kernel"];
+        result.timing["reference"] = timing[0]["reference"];
+        if (timing[0].contains("speedup_vs_strict_fp32")) result.timing["reference_strict_us"] = timing[0]["reference_strict"]["time_us"];
+    }
+}
+
+// Time the batches took beyond the reported calls: was it another process's? (validate.cpp
+// words the answer; it never blames the kernel for time another process took.)
+void Judge::note_interference(const CandidateFailure& f, JobResult& result, uint64_t started_us) {
+    if (f.status == "rejected" && f.message.find(kevo::kWallCheckPhrase) != std::string::npos) {
+        const std::string pci = device_json_.value("pci_bus_id", std::string());
+        result.interference = gpu_activity_since(pci, started_us);
+        if (!others_were_active(result.interference)) {  // NVML's last samples may lag the batches a little
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            result.interference = gpu_activity_since(pci, started_us);
+        }
+    }
 }
 
 }  // namespace kevo_runner

@@ -58,11 +58,20 @@ public:
     JobResult run(const Job& job);
 
 private:
-    friend struct TimingSession;
+    friend struct TimingSession;  // timing_session.h: one timing of a set, phase by phase
+    // a job's parts (run)
+    bool correctness_trials(const Job& job, JobResult& result);  // false: a mismatch (the verdict is in result)
+    void warn_constant_outputs(const Job& job, JobResult& result);
+    void time_sets(const Job& job, JobResult& result);
+    void note_interference(const CandidateFailure& f, JobResult& result, uint64_t started_us);
+    void end_job(JobResult& result);
     // setup
     void init_device(JobResult& r);
     void load_reference(const Job& job);
     void start_candidate(const Job& job, JobResult& r);
+    std::vector<std::string> candidate_argv(const Job& job) const;
+    void read_output(int rfd);  // the candidate process's stdout and stderr into output_
+    void await_hello(const Job& job, JobResult& r, const std::string& exe);
     void stop_candidate(JobResult& r);
     void kill_candidate(bool reap = true);  // its session and PID namespace too; reaps it unless told not to
     // candidate requests
@@ -89,9 +98,13 @@ private:
     unsigned long long proof_of(unsigned long long key);  // one flush's proof, computed by the judge
     // phases
     json correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned char pattern, std::vector<std::string>& warnings);
+    void first_call(const Tensors& in, const Tensors& out);  // ungated, once per candidate process
+    void gated_call(const Tensors& in, const Tensors& out, const std::vector<unsigned long long>& poisoned, json& check,
+                    std::vector<std::string>& warnings);
+    void check_side_effects(const Tensors& in, const Tensors& out, const std::vector<unsigned long long>& before);
     json time_set(size_t set);
-    // One timing of a set. `retry`: a failed wall-clock cross-check, or calls whose times are uneven,
-    // throw TimeAgain (time_set times the set once more) instead of deciding.
+    // One timing of a set (a TimingSession's phases). `retry`: a failed wall-clock cross-check, or
+    // calls whose times are uneven, throw TimeAgain (time_set times the set once more) instead of deciding.
     json time_set_once(size_t set, bool retry);
     // Diagnostics (KEVO_TIMING_DUMP): n empty-kernel calls timed like reference calls (after a flush).
     std::vector<double> empty_calls_us(int n, bool flush);
@@ -137,6 +150,7 @@ private:
     std::string output_;
     int next_id_ = 1;
     std::vector<Tensors> outputs_, expected_;  // per shape set
+    std::vector<Tensors> trial_inputs_;        // the input sets of this job's correctness trials
     // The timing copies of each shape set, kept for the judge's life: every candidate of a run is
     // timed on the same memory (buffer groups allocated apart differed by up to 10% for a 4.5 us
     // kernel in the study; the shift between candidate processes proved to be their launch cost,

@@ -3,6 +3,7 @@
 //   device_info.cu   the device description (JSON) and the measured copy bandwidth
 //   judge.cu         the trusted side: inputs, reference, trials and cheat checks, verdicts
 //   timing.cu        timed calls, early stopping, the wall-clock cross-check and physical floor
+//   timing_session.cu  one timing of a shape set, phase by phase (timing_session.h lists them)
 //   candidate.cu     the sandboxed side: loads the candidate library and calls it on request
 //   channel.h        the judge <-> candidate protocol; shared_buffer.h  device memory both map
 //   device_ops.cuh   fill, checksum, compare, gate and L2-flush kernels
