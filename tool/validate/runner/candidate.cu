@@ -159,7 +159,7 @@ struct Candidate {
     // code only, before the candidate's library is loaded (so nothing of it can sway the figure) and
     // before the confinement. Each process's CUDA context launches at its own fixed cost (on the
     // H200 an empty call after a flush takes 3.16 us in one process, 3.28 in the next); the judge
-    // times the same in its own context and compares the two (timing.cu). Nothing is sent where the
+    // times the same in its own context and compares the two (timing_session.cu). Nothing is sent where the
     // buffers cannot be had: the kernel's time then stands uncorrected.
     void calibrate(size_t flush_bytes) {
         void* buf = nullptr;

@@ -22,7 +22,7 @@ constexpr int kMaxBatch = 64;    // timed calls in one batch (OP_TIME_BATCH)
 // A gated call's stream is released after this long if the judge has not opened it (a kevo_forward
 // that waits for its own stream would otherwise wait for ever).
 constexpr int kGateLimitMs = 300;
-// The most the kernel's time is corrected for its process's launch cost (timing.cu), in microseconds.
+// The most the kernel's time is corrected for its process's launch cost (timing_session.cu), in microseconds.
 constexpr double kMaxLaunchCorrectionUs = 2.0;
 // A set's time is at least its lowest batch mean over this (trials.h, even_calls_floor): the most
 // that moving work between the calls of a batch can gain.

@@ -1,7 +1,7 @@
 // Who else used the GPU while the judge timed a candidate: other processes' SM and memory
 // utilization (NVML's per-process samples) since a moment, and the processes holding a context on
-// the device. A wall-clock rejection (timing.cu) is then told apart from time another process took:
-// every GPU use of kernelevo takes the device's lock (validate/gpu_lock.h), but programs outside it
+// the device. A wall-clock rejection (timing_session.cu) is then told apart from time another
+// process took: every GPU use of kernelevo takes the device's lock (validate/gpu_lock.h), but programs outside it
 // (a user's PyTorch job, an importer, another tool) do not. NVML is loaded at run time
 // (libnvidia-ml.so.1 ships with the driver); without it the answer says so and nothing is claimed.
 #pragma once

@@ -279,7 +279,7 @@ void Judge::await_hello(const Job& job, JobResult& r, const std::string& exe) {
     Msg hello;
     RecvStatus st = recv_msg(sock_, hello, std::max(60.0, job.call_timeout_s), nullptr);
     // First, sent by runner code before the candidate's library was loaded: what an empty call costs
-    // in that process (timing.cu compares it with the judge's own).
+    // in that process (timing_session.cu compares it with the judge's own).
     candidate_empty_us_ = 0;
     if (st == RecvStatus::ok && hello.op == OP_CALIBRATION) {
         std::vector<double> us;

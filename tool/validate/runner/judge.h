@@ -44,7 +44,7 @@ struct Tensors {
     void free();
 };
 
-// The strict fp32 reference's timed calls (timing.cu), for the report only: at least the fewest,
+// The strict fp32 reference's timed calls (timing_session.cu), for the report only: at least the fewest,
 // then more while they take under a twentieth of the timing budget (0.5 s at least), at most the most.
 constexpr int kStrictFewestCalls = 5, kStrictMostCalls = 15;
 

@@ -36,7 +36,7 @@ nlohmann::json device_info();
 // exists: the context's command buffers and pinned memory then live on the GPU's NUMA node, as GPU
 // benchmarks usually arrange, so that where a process started cannot move its launch cost. (Not
 // measured: the H200 machine here has one NUMA node, where this changes nothing; the per-process
-// launch cost it shows is corrected for in timing.cu.) Returns the list bound to; empty where
+// launch cost it shows is corrected for in timing_session.cu.) Returns the list bound to; empty where
 // nothing was changed (one node, no sysfs entry, KERNELEVO_NO_CPU_PIN set).
 std::string pin_to_device_cpus(const std::string& pci_bus_id);
 // Device-to-device copy bandwidth in GB/s (bytes read + written), measured with a large copy.

@@ -9,7 +9,8 @@
 // mean of its calls, at least its lowest batch mean over kUnevenCallsAllowance (work moved between
 // a batch's calls cannot hide). The reference is timed by the judge itself in its own context,
 // batch for batch, with the same flush. The N copies of a set lie in one allocation (the arena),
-// kept for the judge's life and mapped once into each candidate process.
+// kept for the judge's life and mapped once into each candidate process. One timing of a set runs
+// in named phases: a TimingSession (timing_session.h) that Judge::time_set_once drives.
 #include <algorithm>
 #include <functional>
 #include <cmath>
