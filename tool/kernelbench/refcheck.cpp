@@ -6,10 +6,11 @@
 // Usage: kernelevo-refcheck MANIFEST.json, where the manifest holds
 //   {"library": "ref.so", "arg": "model.pt", "device": "cpu"|"cuda", "atol": 1e-4, "rtol": 1e-4,
 //    "inputs":  [{"file": "x.bin", "dtype": 0, "shape": [2, 3]},
-//                {"generate": {"kind": "rand", "seed": 1}, "dtype": 0, "shape": [2, 3]}, ...],
+//                {"generate": {"kind": "rand", "seed": 1, "a": 0, "b": 1}, "dtype": 0, "shape": [2, 3]}, ...],
 //    "outputs": [{"file": "expected.bin", "dtype": 0, "shape": [2, 3], "stride": 1}, ...]}
-// A generated input is made here by the formula the importer uses too (make_values; no multi-GiB
-// files); an output's file holds every stride-th element of the expected output, and those are
+// A generated input ({"kind": "rand"|"randn"|"randint"|"ones"|"zeros", "seed": S, "a": A, "b": B}) is
+// made here by the validator's filler, which the importer reproduces bit for bit in torch
+// (make_values; no multi-GiB files); an output's file holds every stride-th element of the expected output, and those are
 // compared. It is torch-free itself (LibTorch comes with the reference library) and runs in its own
 // process, in strict fp32 (NVIDIA_TF32_OVERRIDE=0: the importer's Python runs with TF32 off).
 #include <cuda_runtime_api.h>
@@ -26,11 +27,11 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "device/fill.h"
 #include "kernelevo/abi.h"
 
 namespace {
@@ -51,102 +52,15 @@ std::vector<char> read_bytes(const std::string& path, size_t expect) {
     return data;
 }
 
-float half_to_float(uint16_t h) {
-    uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
-    if (exp == 0) {
-        if (mant == 0) {
-            bits = sign;
-        } else {  // subnormal
-            exp = 127 - 15 + 1;
-            while (!(mant & 0x400u)) mant <<= 1, --exp;
-            bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (mant << 13);
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-    }
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
-double element(const char* p, int dtype, size_t i) {
-    switch (dtype) {
-        case KEVO_FLOAT32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
-        case KEVO_FLOAT64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
-        case KEVO_FLOAT16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return half_to_float(v); }
-        case KEVO_BFLOAT16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); uint32_t b = uint32_t(v) << 16; float f; std::memcpy(&f, &b, 4); return f; }
-        case KEVO_INT32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
-        case KEVO_INT64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
-        case KEVO_BOOL: return p[i] ? 1 : 0;
-        case KEVO_INT8: return static_cast<int8_t>(p[i]);
-        case KEVO_UINT8: return static_cast<uint8_t>(p[i]);
-    }
-    throw std::runtime_error("unknown dtype " + std::to_string(dtype));
-}
-
-// lowbias32 of an element index: the same integers as import_kernelbench.py's _hash32.
-uint32_t hash32(uint64_t i, int64_t seed) {
-    uint32_t x = static_cast<uint32_t>((i & 0xffffffffu) + ((i >> 32) + static_cast<uint64_t>(seed)) * 0x632BE5ABull);
-    x ^= x >> 16;
-    x *= 0x7FEB352Du;
-    x ^= x >> 15;
-    x *= 0x846CA68Bu;
-    return x ^ (x >> 16);
-}
-
-template <typename T>
-void put(char* p, size_t i, double v) {
-    T t = static_cast<T>(v);
-    std::memcpy(p + sizeof(T) * i, &t, sizeof(T));
-}
-
-// The importer's refcheck_values: rand u in [0, 1) (24 bits), randn (u - 1/2) * sqrt(12), randint
-// low + floor(u * (high - low)), ones, zeros; computed in double, converted to the dtype. On all cores.
+// The importer's refcheck_values: the validator's filler (tool/device/fill.h) with the entry's kind,
+// seed and parameters a, b, on all cores.
 void make_values(const nlohmann::json& g, int dtype, char* p, size_t n) {
     const std::string kind = g.at("kind").get<std::string>();
-    const int64_t seed = g.value("seed", int64_t{0}), low = g.value("low", int64_t{0}), high = g.value("high", int64_t{1});
-    auto value = [&](size_t i) {
-        if (kind == "ones") return 1.0;
-        if (kind == "zeros") return 0.0;
-        double u = static_cast<double>(hash32(i, seed) >> 8) * (1.0 / (1 << 24));
-        if (kind == "rand") return u;
-        if (kind == "randn") return (u - 0.5) * std::sqrt(12.0);
-        if (kind == "randint") return std::floor(u * static_cast<double>(high - low)) + static_cast<double>(low);
+    const int k = kevo_init_kind_from_name(kind.c_str());
+    if (k != KEVO_INIT_RAND && k != KEVO_INIT_RANDN && k != KEVO_INIT_RANDINT && k != KEVO_INIT_ONES && k != KEVO_INIT_ZEROS)
         throw std::runtime_error("unknown generated kind " + kind);
-    };
-    value(0);  // an unknown kind throws here, not in a thread
-    auto fill = [&](size_t a, size_t b) {
-        for (size_t i = a; i < b; ++i) {
-            double v = value(i);
-            switch (dtype) {
-                case KEVO_FLOAT32: put<float>(p, i, v); break;
-                case KEVO_FLOAT64: put<double>(p, i, v); break;
-                case KEVO_INT32: put<int32_t>(p, i, v); break;
-                case KEVO_INT64: put<int64_t>(p, i, v); break;
-                case KEVO_BOOL: p[i] = v != 0; break;
-                case KEVO_INT8: put<int8_t>(p, i, v); break;
-                case KEVO_UINT8: put<uint8_t>(p, i, v); break;
-                default: throw std::runtime_error("no generated inputs of dtype " + std::to_string(dtype));
-            }
-        }
-    };
-    if (n < (1u << 20)) return fill(0, n);
-    const size_t threads = std::max(1u, std::min(64u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    std::vector<std::string> errors(threads);
-    for (size_t t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            try {
-                fill(n * t / threads, n * (t + 1) / threads);
-            } catch (const std::exception& e) {
-                errors[t] = e.what();
-            }
-        });
-    for (auto& th : pool) th.join();
-    for (const auto& e : errors)
-        if (!e.empty()) throw std::runtime_error(e);
+    kevo_device::fill_host(p, dtype, static_cast<int64_t>(n), k, g.value("a", 0.0), g.value("b", 1.0),
+                           g.value("seed", uint64_t{0}));
 }
 
 void check_cuda(cudaError_t e, const char* what) {
@@ -272,7 +186,8 @@ nlohmann::json run(const nlohmann::json& m) {
         double md = 0;
         size_t bad = 0, first = 0;
         for (size_t i = 0; i < n; ++i) {
-            double a = element(out[o].host.data(), dt, i), e = element(expect[o].host.data(), dt, i);
+            double a = kevo_device::load_as_double(out[o].host.data(), dt, static_cast<int64_t>(i)),
+                   e = kevo_device::load_as_double(expect[o].host.data(), dt, static_cast<int64_t>(i));
             if (std::isnan(a) && std::isnan(e)) continue;
             double d = std::fabs(a - e);
             if (std::isnan(d)) d = INFINITY;
@@ -288,7 +203,8 @@ nlohmann::json run(const nlohmann::json& m) {
             std::ostringstream ss;
             ss << "output " << o << ": " << bad << " of " << n << " compared elements differ (first at flat index "
                << first * strides[o]
-               << ": C++ " << element(out[o].host.data(), dt, first) << ", Python " << element(expect[o].host.data(), dt, first)
+               << ": C++ " << kevo_device::load_as_double(out[o].host.data(), dt, static_cast<int64_t>(first))
+               << ", Python " << kevo_device::load_as_double(expect[o].host.data(), dt, static_cast<int64_t>(first))
                << "; max |diff| " << md << ")";
             if (res["error"].get<std::string>().empty()) res["error"] = ss.str();
         }

@@ -3,8 +3,12 @@
 // inputs are filled and `--warmup` calls made first, then `--calls` calls between
 // cudaProfilerStart and cudaProfilerStop. Torch-free; no outputs are checked (the validator did).
 //
-//   kernelevo-bench --kernel K.so [--warmup 3] [--calls 1] [--confine]
+//   kernelevo-bench --kernel K.so [--warmup 3] [--calls 1] [--seed 42] [--confine] [--dump-inputs DIR]
 //                   --in DTYPE:D0,D1,...:INIT:A:B ... --out DTYPE:D0,D1,... ...
+// Input k is drawn by the validator's filler (tool/device/fill.cuh) with tensor_seed(seed, k), so
+// with the seed of a validation (its details' "seed", a correctness trial's) the bench sees the
+// values that trial checked. --dump-inputs: write input k's bytes to DIR/in<k>.bin after filling and
+// exit before loading the kernel (tests/device compares them with the host filler).
 // --confine: after CUDA starts and before the candidate is loaded (so its static constructors
 // already run confined), Landlock (writes only to the current directory, /tmp and /dev; reads
 // only system paths and the kernel) and seccomp (no exec, no fork, no access to other processes;
@@ -12,8 +16,6 @@
 // bench only inside the sandbox's network namespace: tool/profile/profile.cpp).
 // DTYPE is a kevo_dtype value (kernelevo/abi.h), INIT a kevo_init_kind value (task/init_kind.h).
 // Exit 0 ok; 2 bad usage; 3 the kernel could not be loaded; 4 a CUDA error or a failing kevo_forward.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -27,6 +29,7 @@
 
 #include <kernelevo/abi.h>
 
+#include "device/fill.cuh"
 #include "sandbox/confine.h"
 #include "task/init_kind.h"
 
@@ -40,48 +43,8 @@ struct Spec {
     double a = 0, b = 1;
 };
 
-__device__ unsigned long long mix(unsigned long long z) {
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-__device__ double value_at(long long i, int init, double a, double b, unsigned long long seed) {
-    double u = ((mix(seed * 0x100000001b3ULL + i) >> 11) + 0.5) * 0x1.0p-53;
-    switch (init) {
-        case KEVO_INIT_RANDN: {
-            double u2 = ((mix(seed * 0x100000001b3ULL + i + 0x51ed27ULL) >> 11) + 0.5) * 0x1.0p-53;
-            return a + b * sqrt(-2.0 * log(u)) * cos(6.283185307179586 * u2);
-        }
-        case KEVO_INIT_RAND: return a + (b - a) * u;
-        case KEVO_INIT_RANDINT: return floor(a + (b - a) * u);
-        case KEVO_INIT_ONES: return 1;
-        case KEVO_INIT_FULL: return a;
-        case KEVO_INIT_ARANGE: return (double)i;
-        default: return 0;  // zeros (and kinds the bench does not draw, such as file)
-    }
-}
-
-__global__ void kevo_bench_fill(void* data, long long n, int dtype, int init, double a, double b, unsigned long long seed) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-        double v = value_at(i, init, a, b, seed);
-        switch (dtype) {
-            case KEVO_FLOAT32: ((float*)data)[i] = (float)v; break;
-            case KEVO_FLOAT16: ((__half*)data)[i] = __double2half(v); break;
-            case KEVO_BFLOAT16: ((__nv_bfloat16*)data)[i] = __float2bfloat16((float)v); break;
-            case KEVO_FLOAT64: ((double*)data)[i] = v; break;
-            case KEVO_INT32: ((int*)data)[i] = (int)v; break;
-            case KEVO_INT64: ((long long*)data)[i] = (long long)v; break;
-            case KEVO_INT8: ((signed char*)data)[i] = (signed char)v; break;
-            case KEVO_UINT8: ((unsigned char*)data)[i] = (unsigned char)v; break;
-            case KEVO_BOOL: ((unsigned char*)data)[i] = v != 0; break;
-        }
-    }
-}
-
 [[noreturn]] void usage(const std::string& why) {
-    std::fprintf(stderr, "kernelevo-bench: %s\nusage: kernelevo-bench --kernel K.so [--warmup N] [--calls N] "
+    std::fprintf(stderr, "kernelevo-bench: %s\nusage: kernelevo-bench --kernel K.so [--warmup N] [--calls N] [--seed S] "
                          "--in DTYPE:D0,D1:INIT:A:B ... --out DTYPE:D0,D1 ...\n", why.c_str());
     std::exit(2);
 }
@@ -122,11 +85,43 @@ bool check(cudaError_t e, const char* what) {
     return false;
 }
 
+// Allocates every tensor; input k gets the validator's values for `seed` (tensor_seed(seed, k)),
+// outputs zeros.
+bool allocate_and_fill(std::vector<Spec>& in, std::vector<Spec>& out, unsigned long long seed) {
+    for (auto* list : {&in, &out})
+        for (size_t k = 0; k < list->size(); ++k) {
+            Spec& s = (*list)[k];
+            long long n = kevo_numel(&s.t);
+            if (!check(cudaMalloc(&s.t.data, (size_t)(n > 0 ? n : 1) * kevo_dtype_size(s.t.dtype)), "cudaMalloc")) return false;
+            if (list == &in)
+                kevo_device::fill_kernel<<<256, 256>>>(s.t.data, n, s.t.dtype, s.init, s.a, s.b, kevo_device::tensor_seed(seed, k));
+            else if (!check(cudaMemset(s.t.data, 0, (size_t)n * kevo_dtype_size(s.t.dtype)), "cudaMemset"))
+                return false;
+        }
+    return check(cudaDeviceSynchronize(), "filling the inputs");
+}
+
+// --dump-inputs: input k's bytes as DIR/in<k>.bin.
+bool dump_inputs(const std::vector<Spec>& in, const std::string& dir) {
+    for (size_t k = 0; k < in.size(); ++k) {
+        size_t bytes = (size_t)kevo_numel(&in[k].t) * kevo_dtype_size(in[k].t.dtype);
+        std::vector<char> host(bytes);
+        if (!check(cudaMemcpy(host.data(), in[k].t.data, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy")) return false;
+        std::string path = dir + "/in" + std::to_string(k) + ".bin";
+        FILE* f = std::fopen(path.c_str(), "wb");
+        bool ok = f && std::fwrite(host.data(), 1, bytes, f) == bytes;
+        if (f) ok = std::fclose(f) == 0 && ok;
+        if (!ok) return std::fprintf(stderr, "kernelevo-bench: cannot write %s\n", path.c_str()), false;
+    }
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string kernel;
+    std::string kernel, dump;
     int warmup = 3, calls = 1;
+    unsigned long long seed = 42;  // the validator's default seed (kevo::Job)
     bool confine = false;
     std::vector<Spec> in, out;
     for (int i = 1; i < argc; ++i) {
@@ -140,10 +135,12 @@ int main(int argc, char** argv) {
         else if (a == "--calls") calls = std::atoi(next().c_str());
         else if (a == "--in") in.push_back(parse_spec(next(), true));
         else if (a == "--out") out.push_back(parse_spec(next(), false));
+        else if (a == "--seed") seed = std::strtoull(next().c_str(), nullptr, 10);
+        else if (a == "--dump-inputs") dump = next();
         else if (a == "--confine") confine = true;
         else usage("unknown argument " + a);
     }
-    if (kernel.empty() || out.empty() || calls < 1 || warmup < 0) usage("--kernel, at least one --out and --calls >= 1 are required");
+    if ((kernel.empty() && dump.empty()) || out.empty() || calls < 1 || warmup < 0) usage("--kernel, at least one --out and --calls >= 1 are required");
     // CUDA first: it opens the device files and may start helpers, which the confinement forbids.
     // Without a device this fails here and the first allocation below says so.
     cudaFree(nullptr);
@@ -161,24 +158,17 @@ int main(int argc, char** argv) {
         kevo::ConfineReport cr = kevo::confine_current_process(co);
         if (!cr.notes.empty()) std::fprintf(stderr, "kernelevo-bench: confinement incomplete:\n%s", cr.notes.c_str());
     }
+    if (!dump.empty()) return allocate_and_fill(in, out, seed) && dump_inputs(in, dump) ? 0 : 4;
     void* lib = dlopen(kernel.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) return std::fprintf(stderr, "kernelevo-bench: cannot load %s: %s\n", kernel.c_str(), dlerror()), 3;
     auto forward = (forward_fn)dlsym(lib, "kevo_forward");
     if (!forward) return std::fprintf(stderr, "kernelevo-bench: %s has no kevo_forward\n", kernel.c_str()), 3;
-
+    if (!allocate_and_fill(in, out, seed)) return 4;
     std::vector<kevo_tensor> tin, tout;
-    unsigned long long seed = 1;
-    for (auto* list : {&in, &out})
-        for (Spec& s : *list) {
-            long long n = kevo_numel(&s.t);
-            if (!check(cudaMalloc(&s.t.data, (size_t)(n > 0 ? n : 1) * kevo_dtype_size(s.t.dtype)), "cudaMalloc")) return 4;
-            kevo_bench_fill<<<256, 256>>>(s.t.data, n, s.t.dtype, list == &in ? s.init : KEVO_INIT_ZEROS, s.a, s.b, seed++);
-            (list == &in ? tin : tout).push_back(s.t);
-        }
+    for (const Spec& s : in) tin.push_back(s.t);
+    for (const Spec& s : out) tout.push_back(s.t);
     cudaStream_t stream;
-    if (!check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate") ||
-        !check(cudaDeviceSynchronize(), "filling the inputs"))
-        return 4;
+    if (!check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate")) return 4;
     for (int c = 0; c < warmup + calls; ++c) {
         if (c == warmup) cudaProfilerStart();
         int rc = forward(tin.data(), (int)tin.size(), tout.data(), (int)tout.size(), stream);
