@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/text.h"
 
 namespace kevo::cli {
 namespace {
@@ -21,11 +22,6 @@ std::vector<const CLI::App*> subcommands(const CLI::App& app) {
 std::string join(const std::vector<std::string>& v) {
     std::string s;
     for (const auto& w : v) s += (s.empty() ? "" : " ") + w;
-    return s;
-}
-
-std::string lower(std::string s) {
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
 }
 

@@ -1,7 +1,6 @@
 // `kernelevo report`: a search's history, plot and candidates (evolve/report.h), reading the state only.
 #include <CLI/CLI.hpp>
 
-#include <cctype>
 #include <initializer_list>
 #include <iostream>
 #include <memory>
@@ -12,6 +11,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "evolve/report.h"
 #include "store/store.h"
 
@@ -41,8 +41,7 @@ void register_report_command(CLI::App& app, int& rc) {
     });
     rep->callback([r, &rc] {
         auto output_kind = [](const std::string& file, std::initializer_list<const char*> exts, const char* opt) {
-            std::string ext = fs::path(file).extension().string();
-            for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            const std::string ext = lower(fs::path(file).extension().string());
             for (const char* e : exts)
                 if (ext == e) return ext;
             std::string list;

@@ -2,10 +2,17 @@
 // parts that read JSON Lines files, escaping of outside text (a model's reply, a file's bytes)
 // for terminals.
 #pragma once
+#include <cctype>
 #include <cstdio>
 #include <string>
 
 namespace kevo {
+
+// ASCII lower case (header names, host names, file extensions, option words).
+inline std::string lower(std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
 
 // Escapes the five characters that are special in XML/HTML text and attribute values.
 inline std::string xml_escape(const std::string& s) {

@@ -13,11 +13,6 @@ std::string trim(const std::string& s) {
     return s.substr(b, e - b + 1);
 }
 
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-    return s;
-}
-
 std::string snippet(const std::string& text, size_t max) {
     std::string one_line;
     bool space = false;

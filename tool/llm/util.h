@@ -2,10 +2,11 @@
 #pragma once
 #include <string>
 
+#include "common/text.h"
+
 namespace kevo::llm {
 
 std::string trim(const std::string& s);
-std::string lower(std::string s);
 inline bool starts_with(const std::string& s, const std::string& prefix) {
     return s.compare(0, prefix.size(), prefix) == 0;
 }

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +21,7 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "serve/http_guard.h"
 #include "store/store.h"
 #ifdef KEVO_WITH_WORKERS
@@ -90,11 +90,6 @@ std::optional<FileId> file_id(const std::string& path) {
 bool same_state(const FileId& opened, const FileId& now) {
     if (opened.dev != now.dev || opened.ino != now.ino) return false;
     return opened.wal || (!now.wal && opened.mtime_ns == now.mtime_ns && opened.size == now.size);
-}
-
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-    return s;
 }
 
 // The names a request may give in its Host header. A page of another site can make its own name
