@@ -41,19 +41,10 @@ std::string index_string(int64_t flat, const std::vector<int64_t>& sizes) {
 }
 
 double host_value(const void* dev, int32_t dtype, int64_t i) {
-    unsigned char raw[8] = {0};
+    uint64_t raw = 0;  // room and alignment for any element
     int sz = kevo_dtype_size(dtype);
-    if (cudaMemcpy(raw, static_cast<const char*>(dev) + i * sz, sz, cudaMemcpyDeviceToHost) != cudaSuccess) return NAN;
-    switch (dtype) {
-        case KEVO_FLOAT32: { float f; std::memcpy(&f, raw, 4); return f; }
-        case KEVO_FLOAT16: { __half h; std::memcpy(&h, raw, 2); return __half2float(h); }
-        case KEVO_BFLOAT16: { __nv_bfloat16 h; std::memcpy(&h, raw, 2); return __bfloat162float(h); }
-        case KEVO_INT32: { int32_t v; std::memcpy(&v, raw, 4); return v; }
-        case KEVO_INT64: { int64_t v; std::memcpy(&v, raw, 8); return static_cast<double>(v); }
-        case KEVO_FLOAT64: { double v; std::memcpy(&v, raw, 8); return v; }
-        case KEVO_INT8: return static_cast<int8_t>(raw[0]);
-        default: return raw[0];
-    }
+    if (cudaMemcpy(&raw, static_cast<const char*>(dev) + i * sz, sz, cudaMemcpyDeviceToHost) != cudaSuccess) return NAN;
+    return kevo_device::load_as_double(&raw, dtype, 0);
 }
 
 // What a candidate process's end says about why it ended (bwrap reports 128 + signal).
@@ -530,7 +521,7 @@ void Judge::fill(Tensors& t, uint64_t seed) {
             CK(cudaMemcpyAsync(t.mem[i].data(), it->second.data(), it->second.size(), cudaMemcpyHostToDevice, stream_));
             continue;
         }
-        fill_kernel<<<grid_for(n, sms_), 256, 0, stream_>>>(t.mem[i].data(), d.dtype, n, d.init, d.a, d.b, seed * 1000003ull + i);
+        fill_kernel<<<grid_for(n, sms_), 256, 0, stream_>>>(t.mem[i].data(), d.dtype, n, d.init, d.a, d.b, tensor_seed(seed, i));
         CK(cudaGetLastError());
     }
 }

@@ -6,7 +6,7 @@
 //   timing_session.cu  one timing of a shape set, phase by phase (timing_session.h lists them)
 //   candidate.cu     the sandboxed side: loads the candidate library and calls it on request
 //   channel.h        the judge <-> candidate protocol; shared_buffer.h  device memory both map
-//   device_ops.cuh   fill, checksum, compare, gate and L2-flush kernels
+//   device_ops.cuh   checksum, gate and L2-flush kernels; fill and compare from tool/device/
 #pragma once
 #include <string>
 
