@@ -27,7 +27,7 @@ public:
         if (source.find("BUSY_GPU") == std::string::npos || busy_done_) return e;
         busy_done_ = true;
         Evaluation busy;
-        busy.status = "rejected";
+        busy.status = Status::rejected;
         busy.feedback = "not judged: the validator could not measure this kernel reliably (other processes used the GPU); "
                         "this says nothing about the kernel, which may be sent again unchanged";
         busy.details = {{"status", "rejected"}, {"outside_kernel", true}};

@@ -61,16 +61,16 @@ Evaluation ScriptedEvaluator::run(const CompileResult& compiled) {
     Evaluation e;
     std::smatch m;
     if (source.find("MISMATCH") != std::string::npos) {
-        e.status = "mismatch";
+        e.status = Status::mismatch;
         e.feedback = "mismatch: output y differs at index 7: got 0.5, expected 1.5";
     } else {
-        e.status = "ok";
+        e.status = Status::ok;
         e.speedup = std::regex_search(source, m, std::regex(R"(SPEEDUP=([0-9.]+))")) ? std::stod(m[1]) : 1.0;
         if (std::regex_search(source, m, std::regex(R"(KEVO_TUNABLE\(FACTOR,\s*([0-9]+))"))) e.speedup *= std::stod(m[1]) / 100;
         e.feedback = "correct; speedup " + std::to_string(e.speedup) + "x";
     }
     const double kernel_us = 10.0 / std::max(e.speedup, 1e-3);
-    e.details = {{"status", e.status}, {"speedup", e.speedup}, {"kernel_us", kernel_us}, {"reference_us", 10.0}};
+    e.details = {{"status", status_name(e.status)}, {"speedup", e.speedup}, {"kernel_us", kernel_us}, {"reference_us", 10.0}};
     if (e.ok()) {
         nlohmann::json set = {{"set", 0},         {"label", "M=4096 N=4096"}, {"kernel_us", kernel_us}, {"floor_us", 3.0},
                               {"bound", "memory"}, {"fraction", 3.0 / kernel_us}, {"achieved_gbs", 4300 * 3.0 / kernel_us}};

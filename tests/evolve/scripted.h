@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "evolve/evaluator.h"
+#include "evaluate/evaluator.h"
 #include "evolve/search.h"
 #include "llm/llm.h"
 

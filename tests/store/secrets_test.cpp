@@ -110,8 +110,8 @@ public:
         if (!r.ok) r.log += " (token " + kSecret + ")";
         return r;
     }
-    evolve::Evaluation run(const CompileResult& compiled) override {
-        evolve::Evaluation e = ScriptedEvaluator::run(compiled);
+    Evaluation run(const CompileResult& compiled) override {
+        Evaluation e = ScriptedEvaluator::run(compiled);
         e.feedback += " measured with " + kSecret;
         e.details["env"] = "OPENROUTER_API_KEY=" + kSecret;
         return e;

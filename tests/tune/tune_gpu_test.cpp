@@ -8,9 +8,9 @@
 
 #include "common/fs.h"
 #include "common/process.h"
-#include "evolve/validator_evaluator.h"
-#include "sol/annotate.h"
 #include "tune/tune.h"
+#include "validate/annotate.h"
+#include "validate/validator_evaluator.h"
 
 using namespace kevo;
 
@@ -30,7 +30,7 @@ TEST(TuneGpu, FindsTheBestOfAnExhaustiveSweep) {
     Validator v(load_task(kData / "gelu_bias" / "task.json"), options());
     if (!v.device().present) GTEST_SKIP() << "no CUDA device: " << v.device().error;
     const std::string src = read_file(kKernel);
-    evolve::ValidatorEvaluator ev(v);
+    ValidatorEvaluator ev(v);
     tune::TuneOptions o;  // auto: grid for 16 points
     tune::TuneResult r = tune::tune(src, ev, o);
     ASSERT_EQ(r.strategy, "grid");
@@ -88,7 +88,7 @@ TEST(SolGpu, FiguresForTheFixtureKernels) {
         ValidationResult r = v.validate(read_file(k));
         ASSERT_TRUE(r.ok()) << k << ": " << r.log;
         auto [gbs, src] = sol::bandwidth_of(v.device(), v.measured_bandwidth_gbs());
-        sol::annotate_sol(r, v.task(), gbs, src, v.device().sm_count);
+        annotate_sol(r, v.task(), gbs, src, v.device().sm_count);
         ASSERT_TRUE(r.details.contains("sol"));
         std::printf("%s/%s: %.3fx; %s [%s %.0f GB/s]\n", v.task().name.c_str(), k.filename().c_str(), r.speedup,
                     sol::sol_line(r.details["sol"]).c_str(), src.c_str(), gbs);

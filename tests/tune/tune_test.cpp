@@ -27,7 +27,7 @@ std::string kernel(const std::string& decls) {
 }
 
 // Speedup = f(point) of the variant's declared defaults; compiles take a while (to see them overlap).
-class FnEvaluator : public evolve::Evaluator {
+class FnEvaluator : public Evaluator {
 public:
     explicit FnEvaluator(std::function<double(const Point&)> f) : f_(std::move(f)) {}
     DeviceInfo device() override { return {}; }
@@ -51,7 +51,7 @@ public:
         sources_.push_back(source);
         return r;
     }
-    evolve::Evaluation run(const CompileResult& c) override {
+    Evaluation run(const CompileResult& c) override {
         if (running_++ > 0) overlapped_ = true;
         std::string source;
         {
@@ -60,8 +60,8 @@ public:
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         Point p = default_point(parse_tunables(source));
-        evolve::Evaluation e;
-        e.status = "ok";
+        Evaluation e;
+        e.status = Status::ok;
         e.speedup = f_(p);
         runs.push_back(p);
         --running_;
@@ -155,7 +155,7 @@ TEST(Tune, FailingVariantsAreSkippedAndTiesKeepTheDefault) {
     TuneResult r = tune::tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128 256 512)\n"), ev, TuneOptions{});
     ASSERT_EQ(r.trials.size(), 4u);
     int failed = 0;
-    for (const auto& t : r.trials) failed += t.status == "compile_error";
+    for (const auto& t : r.trials) failed += t.status == Status::compile_error;
     EXPECT_EQ(failed, 1);
     EXPECT_EQ(r.best, 0);
     EXPECT_EQ(r.best_trial()->point.at("BLOCK"), 128);

@@ -111,7 +111,7 @@ TEST_F(WorkerGpu, TwoWorkersShareOneGpuAndTheQueueCostsLittle) {
     RemoteEvaluator ev(url, task, vo);
     ASSERT_EQ(ev.arch(), arch);
     // 16 candidates at once: the two workers take turns on the GPU.
-    std::vector<std::future<evolve::Evaluation>> futures;
+    std::vector<std::future<Evaluation>> futures;
     for (int i = 0; i < 16; ++i)
         futures.push_back(std::async(std::launch::async, [&, i] {
             CompileResult c = ev.compile(vec4_variant(100 + i));
@@ -121,8 +121,8 @@ TEST_F(WorkerGpu, TwoWorkersShareOneGpuAndTheQueueCostsLittle) {
     std::vector<double> speedups;
     std::map<std::string, int> by_worker;
     for (auto& f : futures) {
-        evolve::Evaluation e = f.get();
-        EXPECT_EQ(e.status, "ok") << e.feedback;  // none rejected as "work outside the given stream"
+        Evaluation e = f.get();
+        EXPECT_EQ(e.status, Status::ok) << e.feedback;  // none rejected as "work outside the given stream"
         speedups.push_back(e.speedup);
         ++by_worker[e.details.value("worker", "")];
     }
@@ -138,7 +138,7 @@ TEST_F(WorkerGpu, TwoWorkersShareOneGpuAndTheQueueCostsLittle) {
     for (int i = 0; i < 10; ++i) {
         CompileResult c = quiet.compile(vec4_variant(200 + i));
         ASSERT_TRUE(c.ok);
-        EXPECT_EQ(quiet.run(c).status, "ok");
+        EXPECT_EQ(quiet.run(c).status, Status::ok);
     }
     std::vector<double> o = quiet.overhead_ms();
     std::sort(o.begin(), o.end());
@@ -169,8 +169,8 @@ TEST_F(WorkerGpu, Kill9OfAGpuWorkerMidValidationTheOtherFinishesIt) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     ASSERT_TRUE(killed);
-    evolve::Evaluation e = f.get();
-    EXPECT_EQ(e.status, "ok") << e.feedback << logs();
+    Evaluation e = f.get();
+    EXPECT_EQ(e.status, Status::ok) << e.feedback << logs();
     EXPECT_EQ(q.stats()["done"], 2);  // the compile and the run, each once
 }
 
@@ -221,7 +221,7 @@ TEST_F(WorkerGpu, SearchThroughOneGpuAndThreeCompileWorkersKeepsUpWithTheLocalSe
         RemoteEvaluator warm(url, task, ValidateOptions{});
         CompileResult c = warm.compile(vec4_variant(1999));
         ASSERT_TRUE(c.ok) << c.log;
-        ASSERT_EQ(warm.run(c).status, "ok") << logs();
+        ASSERT_EQ(warm.run(c).status, Status::ok) << logs();
     }
     Queue q(url);
     double busy_before = 0;

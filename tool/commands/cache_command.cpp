@@ -13,7 +13,6 @@
 
 #include "cache/cache.h"
 #include "cli/cli.h"
-#include "sol/annotate.h"
 #include "commands/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -25,6 +24,7 @@
 #include "task/fitness.h"
 #include "task/task.h"
 #include "triton/launch.h"
+#include "validate/annotate.h"
 #include "validate/validate.h"
 
 
@@ -523,7 +523,7 @@ void run_add(const AddArgs& a, int& rc) {
         if (r.ok()) {  // the speed of light and ptxas's figures go into the metadata too
             annotate_resources(r, compiled);
             auto [gbs, gbs_source] = sol::bandwidth_of(v.device(), v.measured_bandwidth_gbs());
-            sol::annotate_sol(r, task, gbs, gbs_source, v.device().sm_count);
+            annotate_sol(r, task, gbs, gbs_source, v.device().sm_count);
         }
         if (!r.ok()) {
             std::cerr << "kernelevo: not stored: validation " << status_name(r.status)

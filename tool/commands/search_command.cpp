@@ -23,12 +23,12 @@
 #include "common/process.h"
 #include "compile/arch_support.h"
 #include "evolve/search.h"
-#include "evolve/validator_evaluator.h"
 #include "llm/budget.h"
 #include "llm/options.h"
 #include "store/writer.h"
 #include "triton/launch.h"
 #include "triton/triton_compile.h"
+#include "validate/validator_evaluator.h"
 #ifdef KEVO_WITH_WORKERS
 #include "worker/remote_evaluator.h"
 #endif
@@ -217,7 +217,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     vo.compile.python = a.python;
     vo.compile.task = std::make_shared<const Task>(task);
     Validator validator(task, vo);
-    std::unique_ptr<evolve::Evaluator> evaluator;
+    std::unique_ptr<Evaluator> evaluator;
     if (!a.workers.empty()) {
 #ifdef KEVO_WITH_WORKERS
         store::parse_store_location(a.workers);  // registers a Redis password before anything is printed
@@ -227,7 +227,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
         throw UsageError("--workers: this kernelevo was built without Redis support (install libhiredis-dev and rebuild)");
 #endif
     } else {
-        auto local = std::make_unique<evolve::ValidatorEvaluator>(validator);
+        auto local = std::make_unique<ValidatorEvaluator>(validator);
         local->log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
         if (cfg.profile_best) {  // new best kernels run once more, alone, under ncu (kernelevo-bench)
             local->profile_options = profile::bench_profile_options();

@@ -10,9 +10,9 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/fs.h"
-#include "evolve/validator_evaluator.h"
 #include "sol/sol.h"
 #include "tune/tune.h"
+#include "validate/validator_evaluator.h"
 
 namespace kevo {
 
@@ -87,7 +87,7 @@ void register_tune_command(CLI::App& app, int& rc) {
             rc = 2;
             return;
         }
-        evolve::ValidatorEvaluator ev(v);
+        ValidatorEvaluator ev(v);
         const uint64_t space = tune::space_size(tunables);
         std::cerr << "kernelevo: tuning " << a->kernel << " for " << v.arch() << " on " << dev.name << ": " << tunables.size()
                   << " tunable(s), " << space << " point(s), at most " << a->opt.max_evals << " validation(s)\n";
@@ -98,8 +98,8 @@ void register_tune_command(CLI::App& app, int& rc) {
                 ++n;
                 char b[64];
                 std::snprintf(b, sizeof b, "%.3fx", t.speedup);
-                std::string line = t.status == "ok" ? std::string("ok ") + b : t.status;
-                std::string s = t.status == "ok" ? sol_of(t.details) : std::string();
+                std::string line = t.status == Status::ok ? std::string("ok ") + b : std::string(status_name(t.status));
+                std::string s = t.status == Status::ok ? sol_of(t.details) : std::string();
                 std::cerr << "kernelevo: [" << n << "] " << tune::point_text(t.point) << ": " << line << (s.empty() ? "" : " (" + s + ")")
                           << "\n";
             });
@@ -112,13 +112,13 @@ void register_tune_command(CLI::App& app, int& rc) {
         std::snprintf(b, sizeof b, "%zu variant(s) in %.1f s (%.1f s on the GPU), strategy %s", r.trials.size(), r.wall_s, r.run_s,
                       r.strategy.c_str());
         std::cerr << "kernelevo: " << b << "\n";
-        if (std::all_of(r.trials.begin(), r.trials.end(), [](const tune::Trial& t) { return t.status == "no_device"; })) {
+        if (std::all_of(r.trials.begin(), r.trials.end(), [](const tune::Trial& t) { return t.status == Status::no_device; })) {
             std::cerr << "kernelevo: no variant could run here (no_device: " << r.trials[0].feedback << ")\n";
             rc = 2;
             return;
         }
         if (!best) {
-            std::cerr << "kernelevo: no variant was correct; the first failure: " << r.trials[0].status << ": " << r.trials[0].feedback
+            std::cerr << "kernelevo: no variant was correct; the first failure: " << status_name(r.trials[0].status) << ": " << r.trials[0].feedback
                       << "\n";
             rc = 1;
             return;

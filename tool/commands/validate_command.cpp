@@ -12,7 +12,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "compile/arch_support.h"
-#include "sol/annotate.h"
+#include "validate/annotate.h"
 #include "validate/validate.h"
 
 namespace kevo {
@@ -223,7 +223,7 @@ void register_validate_command(CLI::App& app, int& rc) {
         ValidationResult r = v.run(c);
         annotate_resources(r, c);
         auto [gbs, source_of_gbs] = sol::bandwidth_of(v.device(), r.ok() ? v.measured_bandwidth_gbs() : 0.0);
-        sol::annotate_sol(r, task, gbs, source_of_gbs, v.device().sm_count);
+        annotate_sol(r, task, gbs, source_of_gbs, v.device().sm_count);
         if (args->json) std::cout << r.to_json().dump(2) << std::endl;
         else print_human(task, r);
         if (!args->json && verbose() && !r.details.is_null()) std::cerr << "kernelevo: details:\n" << r.details.dump(2) << "\n";

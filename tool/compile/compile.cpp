@@ -91,27 +91,6 @@ std::string trim_compiler_log(const std::string& log, size_t max_bytes) {
     return out;
 }
 
-nlohmann::json compile_result_to_json(const CompileResult& c) {
-    nlohmann::json j;
-#define KEVO_TO_(f) j[#f] = c.f;
-    KEVO_COMPILE_RESULT_WIRE_FIELDS(KEVO_TO_)
-#undef KEVO_TO_
-    j["kernels"] = nlohmann::json::array();
-    for (const auto& k : c.kernels) j["kernels"].push_back(k.to_json());
-    return j;
-}
-
-CompileResult compile_result_from_json(const nlohmann::json& j) {
-    CompileResult c;
-#define KEVO_FROM_(f) \
-    if (j.contains(#f) && !j[#f].is_null()) j.at(#f).get_to(c.f);
-    KEVO_COMPILE_RESULT_WIRE_FIELDS(KEVO_FROM_)
-#undef KEVO_FROM_
-    if (j.contains("kernels") && j["kernels"].is_array())
-        for (const auto& k : j["kernels"]) c.kernels.push_back(KernelResources::from_json(k));
-    return c;
-}
-
 CompileResult compile_kernel(const std::string& source, const CompileOptions& opt) {
     if (auto routed = triton::route(source, opt)) return std::move(*routed);  // a Triton candidate
     CompileResult res;

@@ -12,6 +12,7 @@
 
 #include "common/arch.h"  // normalize_arch()
 #include "compile/ptxas.h"
+#include "evaluate/compile_result.h"  // CompileResult, what compile_kernel() returns
 #include "task/task.h"
 
 namespace kevo {
@@ -27,31 +28,6 @@ struct CompileOptions {
     std::string python;                        // Triton: empty: $KERNELEVO_PYTHON, else python3
     std::shared_ptr<const Task> task;          // Triton: the task whose tensors and dimensions the launch description binds
 };
-
-struct CompileResult {
-    bool ok = false;
-    std::filesystem::path library;  // the .so (in the cache) when ok
-    std::string library_sha256;     // its content hash, checked before every use
-    std::string log;                // nvcc's output, trimmed (errors verbatim for the repair loop)
-    double seconds = 0;             // wall time of this call
-    bool cached = false;            // served from the content-hash cache
-    bool limit_hit = false;         // killed by a time or memory limit (never cached as a verdict)
-    std::string source_hash;        // sha256 of the source + flags + arch + nvcc version
-    std::string arch;
-    std::vector<KernelResources> kernels;  // registers, spills, shared memory per __global__ (ptxas -v)
-    std::string backend = "cuda";   // "cuda" or "triton"
-    std::string generated_source;   // Triton: the kernel-ABI .cu built around Triton's AOT output (what a cache entry stores)
-    nlohmann::json backend_info;    // Triton: triton_version, launches (specializations), aot_s
-};
-
-// A compile result as it travels from a compile worker to the search (worker/): one list of the
-// fields, so the two sides cannot drift apart. `library` and `library_sha256` stay out: they name a
-// file on the compiling host (the object travels through the queue's object store instead).
-#define KEVO_COMPILE_RESULT_WIRE_FIELDS(X) \
-    X(ok) X(log) X(seconds) X(cached) X(limit_hit) X(source_hash) X(arch) X(backend) X(generated_source) X(backend_info)
-nlohmann::json compile_result_to_json(const CompileResult& c);  // the fields above and `kernels`
-// Fields absent from `j` keep their defaults.
-CompileResult compile_result_from_json(const nlohmann::json& j);
 
 CompileResult compile_kernel(const std::string& source, const CompileOptions& options);
 // The backend that compile_kernel() uses for `source`: options.backend, or for "auto" "triton" when

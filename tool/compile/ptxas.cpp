@@ -28,26 +28,6 @@ std::filesystem::path sidecar(const std::filesystem::path& library) {
 
 }  // namespace
 
-nlohmann::json KernelResources::to_json() const {
-    return {{"name", name},           {"mangled", mangled},       {"arch", arch},
-            {"registers", registers}, {"barriers", barriers},     {"smem_bytes", smem_bytes},
-            {"stack_bytes", stack_bytes}, {"spill_stores", spill_stores}, {"spill_loads", spill_loads}};
-}
-
-KernelResources KernelResources::from_json(const nlohmann::json& j) {
-    KernelResources k;
-    k.name = j.value("name", std::string());
-    k.mangled = j.value("mangled", std::string());
-    k.arch = j.value("arch", std::string());
-    k.registers = j.value("registers", 0);
-    k.barriers = j.value("barriers", 0);
-    k.smem_bytes = j.value("smem_bytes", int64_t{0});
-    k.stack_bytes = j.value("stack_bytes", int64_t{0});
-    k.spill_stores = j.value("spill_stores", int64_t{0});
-    k.spill_loads = j.value("spill_loads", int64_t{0});
-    return k;
-}
-
 std::vector<KernelResources> parse_ptxas_info(const std::string& log) {
     static const std::regex entry(R"(Compiling entry function '([^']+)' for '([^']+)')");
     static const std::regex props(R"(Function properties for (\S+))");

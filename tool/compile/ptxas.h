@@ -7,21 +7,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "evaluate/compile_result.h"  // KernelResources
 
 namespace kevo {
-
-struct KernelResources {
-    std::string name;     // demangled, e.g. "gelu_kernel(float const*, float*, int)"
-    std::string mangled;  // as ptxas prints it
-    std::string arch;     // "sm_90"
-    int registers = 0;    // per thread
-    int barriers = 0;
-    int64_t smem_bytes = 0;  // static shared memory
-    int64_t stack_bytes = 0, spill_stores = 0, spill_loads = 0;
-    nlohmann::json to_json() const;
-    static KernelResources from_json(const nlohmann::json& j);
-};
 
 // The entry functions (__global__ kernels) of a ptxas -v log, in the order ptxas compiled them.
 std::vector<KernelResources> parse_ptxas_info(const std::string& log);

@@ -7,7 +7,7 @@
 
 #include "common/fs.h"
 #include "evolve/archive.h"
-#include "sol/annotate.h"
+#include "sol/sol.h"
 #include "task/init_kind.h"
 
 namespace kevo::evolve {

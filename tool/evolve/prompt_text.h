@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evaluate/device_info.h"
 #include "task/task.h"
-#include "validate/validate.h"
 
 namespace kevo::evolve {
 

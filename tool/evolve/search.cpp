@@ -265,7 +265,7 @@ struct Search::Impl {
         CompileResult compiled = evaluator.compile(p.source);
         Evaluation ev;
         if (!compiled.ok) {
-            ev.status = "compile_error";
+            ev.status = Status::compile_error;
             ev.feedback = compiled.log;
             ev.details = {{"status", "compile_error"}, {"log", compiled.log}, {"compile_s", compiled.seconds}};
         } else {
@@ -274,11 +274,11 @@ struct Search::Impl {
             ev = evaluator.run(compiled);
             if (ev.ok() && cfg.profile_best && is_new_best(ev.speedup)) add_profile(ev, compiled);
         }
-        if (ev.status == "no_device") {  // not the candidate's fault: stop, re-evaluate on resume
+        if (ev.status == Status::no_device) {  // not the candidate's fault: stop, re-evaluate on resume
             request_stop("error: no GPU to validate on: " + ev.feedback);
             throw Stopped{};
         }
-        p.status = ev.status;
+        p.status = status_name(ev.status);  // the store's column also holds the search's own states
         p.speedup = ev.ok() ? ev.speedup : 0;
         p.feedback = ev.feedback;
         p.details = ev.details;

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "evolve/evaluator.h"
+#include "evaluate/evaluator.h"
 #include "evolve/prompts.h"
 #include "llm/llm.h"
 #include "store/store.h"

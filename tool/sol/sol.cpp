@@ -243,6 +243,12 @@ std::string sol_line(const nlohmann::json& j) {
     return out;
 }
 
+std::pair<double, std::string> bandwidth_of(const DeviceInfo& d, double measured_gbs) {
+    if (measured_gbs > 0) return {measured_gbs, "measured copy bandwidth"};
+    if (d.present && d.mem_bandwidth_gbs > 0) return {d.mem_bandwidth_gbs, "datasheet peak"};
+    return {0, "unknown"};
+}
+
 std::string result_summary(const nlohmann::json& v) {
     if (!v.is_object()) return "";
     const nlohmann::json& d = v.contains("details") && v["details"].is_object() ? v["details"] : v;

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evaluate/device_info.h"
 #include "task/task.h"
 
 namespace kevo::sol {
@@ -84,6 +85,11 @@ struct Limits {
     std::vector<SetFloor> sets;    // one per timed shape set, in Task::timed_sets() order
     std::vector<double> weights;   // Task::weights()
 };
+
+// The bandwidth the memory floors assume, and where it comes from: the measured copy bandwidth
+// (Validator::measured_bandwidth_gbs(), read + write counted) when positive, else the device's
+// datasheet peak (from clock and bus width), else 0 (no GPU: no floors).
+std::pair<double, std::string> bandwidth_of(const DeviceInfo& device, double measured_gbs = 0);
 
 // The floors of every timed shape set.
 Limits limits(const Task& task, double bandwidth_gbs, const std::string& bandwidth_source, const std::string& arch,

@@ -227,7 +227,7 @@ nlohmann::json TuneResult::to_json() const {
     for (const auto& x : tunables) t.push_back({{"name", x.name}, {"default", x.default_value}, {"values", x.values}});
     nlohmann::json tr = nlohmann::json::array();
     for (const auto& x : trials)
-        tr.push_back({{"point", x.point}, {"status", x.status}, {"speedup", x.speedup}, {"compile_s", x.compile_s}});
+        tr.push_back({{"point", x.point}, {"status", status_name(x.status)}, {"speedup", x.speedup}, {"compile_s", x.compile_s}});
     nlohmann::json j{{"tunables", t}, {"strategy", strategy}, {"space", space}, {"trials", tr},
                      {"wall_s", wall_s}, {"run_s", run_s}};
     if (const Trial* b = best_trial()) {
@@ -238,7 +238,7 @@ nlohmann::json TuneResult::to_json() const {
     return j;
 }
 
-TuneResult tune(const std::string& source, evolve::Evaluator& evaluator, const TuneOptions& o,
+TuneResult tune(const std::string& source, Evaluator& evaluator, const TuneOptions& o,
                 const std::function<void(const Trial&)>& on_trial) {
     auto t0 = std::chrono::steady_clock::now();
     TuneResult res;
@@ -293,11 +293,11 @@ TuneResult tune(const std::string& source, evolve::Evaluator& evaluator, const T
                 tr.point = batch[i];
                 tr.compile_s = c.seconds;
                 if (!c.ok) {
-                    tr.status = "compile_error";
+                    tr.status = Status::compile_error;
                     tr.feedback = c.log;
                 } else {
                     auto r0 = std::chrono::steady_clock::now();
-                    evolve::Evaluation ev = evaluator.run(c);
+                    Evaluation ev = evaluator.run(c);
                     res.run_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
                     tr.status = ev.status;
                     tr.speedup = ev.ok() ? ev.speedup : 0;
@@ -350,7 +350,7 @@ TuneResult tune(const std::string& source, evolve::Evaluator& evaluator, const T
     }
 
     for (size_t i = 0; i < res.trials.size(); ++i)
-        if (res.trials[i].status == "ok" && (res.best < 0 || res.trials[i].speedup > res.trials[static_cast<size_t>(res.best)].speedup))
+        if (res.trials[i].status == Status::ok && (res.best < 0 || res.trials[i].speedup > res.trials[static_cast<size_t>(res.best)].speedup))
             res.best = static_cast<int>(i);  // strictly faster: a tie keeps the earlier (the default first)
     res.best_source = res.best >= 0 ? with_values(source, res.tunables, res.trials[static_cast<size_t>(res.best)].point) : source;
     res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

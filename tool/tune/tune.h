@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "evolve/evaluator.h"
+#include "evaluate/evaluator.h"
 
 namespace kevo::tune {
 
@@ -56,7 +56,7 @@ struct TuneOptions {
 
 struct Trial {
     Point point;
-    std::string status;  // Evaluation::status ("ok", "compile_error", ...)
+    Status status = Status::runtime_error;  // Evaluation::status
     double speedup = 0;  // the evaluator's fitness (0 unless ok)
     std::string feedback;
     nlohmann::json details;
@@ -77,7 +77,7 @@ struct TuneResult {
 
 // Tunes `source`. Throws TuneError when it declares no tunable or options are invalid.
 // `on_trial` is called after each evaluation (from the calling thread).
-TuneResult tune(const std::string& source, evolve::Evaluator& evaluator, const TuneOptions& options,
+TuneResult tune(const std::string& source, Evaluator& evaluator, const TuneOptions& options,
                 const std::function<void(const Trial&)>& on_trial = {});
 
 }  // namespace kevo::tune

@@ -24,8 +24,6 @@
 namespace kevo {
 
 namespace {
-const char* kStatusNames[] = {"ok", "compile_error", "runtime_error", "mismatch", "timeout", "rejected", "no_device"};
-
 std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "[...]\n" + s.substr(s.size() - n); }
 
 fs::path default_runner() {
@@ -42,14 +40,6 @@ fs::path default_runner() {
 // JSON cannot hold inf/nan: such numbers become null.
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 }  // namespace
-
-const char* status_name(Status s) { return kStatusNames[static_cast<int>(s)]; }
-
-Status parse_status(const std::string& s) {
-    for (size_t i = 0; i < sizeof kStatusNames / sizeof kStatusNames[0]; ++i)
-        if (s == kStatusNames[i]) return static_cast<Status>(i);
-    throw UsageError("unknown validation status '" + s + "'");
-}
 
 std::unique_ptr<GpuLock> lock_device(const DeviceInfo& d, const std::function<void(const std::string&)>& note) {
     if (!d.present) return nullptr;
@@ -69,42 +59,6 @@ std::string outside_kernel_reason(const ValidationResult& r) {
         if (r.details.contains("outside_kernel") && r.details["outside_kernel"].is_string()) return r.details["outside_kernel"].get<std::string>();
     }
     return "";
-}
-
-std::string DeviceInfo::arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
-
-nlohmann::json DeviceInfo::to_json() const {
-    nlohmann::json j{{"present", present}};
-    if (!present) {
-        j["error"] = error;
-        return j;
-    }
-    j.update({{"index", index}, {"name", name}, {"cc_major", cc_major}, {"cc_minor", cc_minor}, {"arch", arch()},
-              {"sm_count", sm_count}, {"mem_bandwidth_gbs", mem_bandwidth_gbs}, {"total_mem", total_mem},
-              {"l2_bytes", l2_bytes}, {"smem_per_block", smem_per_block}, {"smem_per_block_optin", smem_per_block_optin},
-              {"smem_per_sm", smem_per_sm}, {"driver_version", driver_version}, {"runtime_version", runtime_version}, {"uuid", uuid}});
-    return j;
-}
-
-DeviceInfo DeviceInfo::from_json(const nlohmann::json& j) {
-    DeviceInfo d;
-    d.present = j.value("present", false);
-    d.error = j.value("error", std::string());
-    d.index = j.value("index", 0);
-    d.name = j.value("name", std::string());
-    d.cc_major = j.value("cc_major", 0);
-    d.cc_minor = j.value("cc_minor", 0);
-    d.sm_count = j.value("sm_count", 0);
-    d.mem_bandwidth_gbs = j.value("mem_bandwidth_gbs", 0.0);
-    d.total_mem = j.value("total_mem", int64_t{0});
-    d.l2_bytes = j.value("l2_bytes", int64_t{0});
-    d.smem_per_block = j.value("smem_per_block", 0);
-    d.smem_per_block_optin = j.value("smem_per_block_optin", 0);
-    d.smem_per_sm = j.value("smem_per_sm", 0);
-    d.driver_version = j.value("driver_version", 0);
-    d.runtime_version = j.value("runtime_version", 0);
-    d.uuid = j.value("uuid", std::string());
-    return d;
 }
 
 nlohmann::json ValidationResult::to_json() const {

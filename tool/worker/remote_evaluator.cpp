@@ -6,7 +6,7 @@
 #include <random>
 
 #include "common/error.h"
-#include "evolve/validator_evaluator.h"
+#include "validate/validator_evaluator.h"  // to_evaluation()
 
 namespace kevo::worker {
 namespace {
@@ -197,7 +197,7 @@ CompileResult RemoteEvaluator::compile(const std::string& source) {
     return c;
 }
 
-evolve::Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
+Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
     std::string lib = compiled.library.string(), source, toolkit;
     {
         std::lock_guard<std::mutex> lock(mu_);
@@ -214,7 +214,7 @@ evolve::Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
     if (r.value("status", "") == "error")
         throw UsageError("worker " + r.value("worker", std::string("?")) + ": " + r.value("log", std::string()));
     ValidationResult v = ValidationResult::from_json(r);
-    evolve::Evaluation e = evolve::to_evaluation(v);
+    Evaluation e = to_evaluation(v);
     e.details["worker"] = r.value("worker", std::string());
     if (!toolkit.empty()) e.details["toolkit"] = toolkit;  // of the worker that compiled it
     if (r.value("dead_letter", false)) e.details["dead_letter"] = true;

@@ -1,4 +1,4 @@
-// The search's Evaluator over the validation queue (`kernelevo search --workers redis://...`):
+// The evaluator seam (evaluate/evaluator.h) over the validation queue (`kernelevo search --workers redis://...`):
 // compile() queues a compile job (a compile-only or GPU worker builds the .so and puts it in the
 // queue by content hash), run() queues a run job naming that object (a GPU worker of the
 // architecture fetches it, verifies its sha256, checks and times it). Many runs may be in flight:
@@ -17,12 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include "evolve/evaluator.h"
+#include "evaluate/evaluator.h"
+#include "validate/validate.h"
 #include "worker/queue.h"
 
 namespace kevo::worker {
 
-class RemoteEvaluator : public evolve::Evaluator {
+class RemoteEvaluator : public Evaluator {
 public:
     // Publishes the task to the queue. `options.arch` empty: the architecture of a live GPU worker,
     // else sm_90. `log` receives occasional lines (waiting for workers).
@@ -33,7 +34,7 @@ public:
     DeviceInfo device() override;
     std::string arch() override;
     CompileResult compile(const std::string& source) override;
-    evolve::Evaluation run(const CompileResult& compiled) override;
+    Evaluation run(const CompileResult& compiled) override;
     int parallel_runs() override { return 1 << 20; }  // the workers take turns per GPU
     int capacity() override;                          // 2 per live worker of this architecture
 

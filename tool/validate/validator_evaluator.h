@@ -1,13 +1,15 @@
-// The search's Evaluator over the real kevo::Validator (compile with nvcc, run in kernelevo-runner).
+// The evaluator seam (evaluate/evaluator.h) over the local kevo::Validator: compile with nvcc, run
+// in kernelevo-runner. What `kernelevo search` and `kernelevo tune` use without --workers.
 #pragma once
 #include <functional>
 #include <memory>
 #include <vector>
 
-#include "evolve/evaluator.h"
+#include "evaluate/evaluator.h"
 #include "profile/profile.h"
+#include "validate/validate.h"
 
-namespace kevo::evolve {
+namespace kevo {
 
 class ValidatorEvaluator : public Evaluator {
 public:
@@ -32,7 +34,7 @@ private:
 };
 
 // The Evaluation of a validator result: feedback for the LLM (timings, speed of light, ptxas
-// resources; or the error / mismatch).
+// resources; or the error / mismatch). Also what the remote evaluator makes of a worker's result.
 Evaluation to_evaluation(const ValidationResult& r);
 
-}  // namespace kevo::evolve
+}  // namespace kevo

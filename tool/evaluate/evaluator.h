@@ -1,24 +1,25 @@
-// What the search needs from a validator: compile candidates (in parallel) and run them (one at a
-// time). ValidatorEvaluator (validator_evaluator.h) adapts the real kevo::Validator; tests script
-// their own.
+// The seam between a search (evolve/, tune/) and whatever measures its candidates: compile them (in
+// parallel) and run them (one at a time on a local GPU). validate/validator_evaluator.h adapts the
+// local kevo::Validator, worker/remote_evaluator.h the validation queue; tests script their own.
 #pragma once
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "compile/compile.h"
-#include "validate/validate.h"
+#include "evaluate/compile_result.h"
+#include "evaluate/device_info.h"
+#include "evaluate/status.h"
 
-namespace kevo::evolve {
+namespace kevo {
 
 struct Evaluation {
-    std::string status = "runtime_error";  // a kevo::status_name() value: "ok", "compile_error", ...
+    Status status = Status::runtime_error;
     double speedup = 0;
     std::string feedback;    // for prompts: timings when ok, else the compile log / error / first mismatch
     nlohmann::json details;  // the full result (ValidationResult::to_json() for the real validator)
                              // "outside_kernel": true: a failure the kernel did not cause (a busy GPU);
                              // its feedback says so, and its source may be evaluated again
-    bool ok() const { return status == "ok"; }
+    bool ok() const { return status == Status::ok; }
 };
 
 class Evaluator {
@@ -45,4 +46,4 @@ public:
     virtual int capacity() { return 0; }
 };
 
-}  // namespace kevo::evolve
+}  // namespace kevo

@@ -1,14 +1,14 @@
-#include "evolve/validator_evaluator.h"
+#include "validate/validator_evaluator.h"
 
 #include <cstdio>
 
-#include "sol/annotate.h"
+#include "validate/annotate.h"
 
-namespace kevo::evolve {
+namespace kevo {
 
 Evaluation to_evaluation(const ValidationResult& r) {
     Evaluation e;
-    e.status = status_name(r.status);
+    e.status = r.status;
     e.speedup = r.speedup;
     e.details = r.to_json();
     if (r.ok()) {
@@ -39,7 +39,7 @@ Evaluation ValidatorEvaluator::run(const CompileResult& compiled) {
     ValidationResult r = v_.run(compiled);
     annotate_resources(r, compiled);
     auto [gbs, source] = sol::bandwidth_of(v_.device(), measured_bandwidth_gbs());
-    sol::annotate_sol(r, v_.task(), gbs, source, v_.device().sm_count);
+    annotate_sol(r, v_.task(), gbs, source, v_.device().sm_count);
     return to_evaluation(r);
 }
 
@@ -61,4 +61,4 @@ std::string ValidatorEvaluator::profile(const CompileResult& compiled) {
     return summary;
 }
 
-}  // namespace kevo::evolve
+}  // namespace kevo

@@ -1,12 +1,6 @@
-#include "sol/annotate.h"
+#include "validate/annotate.h"
 
-namespace kevo::sol {
-
-std::pair<double, std::string> bandwidth_of(const DeviceInfo& d, double measured_gbs) {
-    if (measured_gbs > 0) return {measured_gbs, "measured copy bandwidth"};
-    if (d.present && d.mem_bandwidth_gbs > 0) return {d.mem_bandwidth_gbs, "datasheet peak"};
-    return {0, "unknown"};
-}
+namespace kevo {
 
 std::vector<std::pair<int, double>> kernel_times(const ValidationResult& r, const Task& task) {
     std::vector<std::pair<int, double>> out;
@@ -27,15 +21,11 @@ void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::
 void annotate_sol(ValidationResult& r, const Task& task, double gbs, const std::string& source, int sm_count,
                   const std::vector<std::pair<int, double>>& times) {
     if (!r.ok() || !(gbs > 0) || times.empty()) return;
-    Sol s = measure(limits(task, gbs, source, r.arch, sm_count), times);
+    sol::Sol s = sol::measure(sol::limits(task, gbs, source, r.arch, sm_count), times);
     if (s.sets.empty()) return;
     if (!r.details.is_object()) r.details = nlohmann::json::object();
     r.details["sol"] = s.to_json();
 }
-
-}  // namespace kevo::sol
-
-namespace kevo {
 
 void annotate_resources(ValidationResult& r, const CompileResult& compiled) {
     if (compiled.kernels.empty()) return;
