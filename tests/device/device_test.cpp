@@ -88,6 +88,10 @@ TEST(Filler, AValueDependsOnlyOnSeedAndIndex) {
     EXPECT_EQ(value(1, 41, KEVO_INIT_FULL, 2.5, 0), 2.5);
     EXPECT_EQ(value(1, 41, KEVO_INIT_ONES, 0, 0), 1.0);
     EXPECT_EQ(value(1, 41, KEVO_INIT_ZEROS, 3, 4), 0.0);
+    // Beyond a narrow integer's range the low bits are kept (host and device alike): arange 200 as int8.
+    std::vector<int8_t> bytes(300);
+    fill_host(bytes.data(), KEVO_INT8, 300, KEVO_INIT_ARANGE, 0, 0, 1);
+    EXPECT_EQ(bytes[200], -56);
 }
 
 // half and bfloat16 as CUDA's own host conversions round (NaN payloads aside).

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "kernelevo/abi.h"
 
@@ -122,8 +123,12 @@ KEVO_HD double to_double(bf16 v) { return bf16_to_float(v.bits); }
 KEVO_HD double to_double(byte_bool v) { return v.v; }
 
 // double -> storage as PyTorch's .to(dtype) does it: floats round to nearest (16-bit ones through
-// float), integers truncate, bool is v != 0.
-template <typename T> KEVO_HD T from_double(double v) { return static_cast<T>(v); }
+// float), integers truncate, bool is v != 0. Narrow integers go through int64 and keep its low bits
+// (a direct conversion out of their range is undefined, and the device saturates where the host wraps).
+template <typename T> KEVO_HD T from_double(double v) {
+    if constexpr (std::is_integral<T>::value) return static_cast<T>(static_cast<int64_t>(v));
+    else return static_cast<T>(v);
+}
 template <> KEVO_HD f16 from_double<f16>(double v) { return f16{half_from_float(static_cast<float>(v))}; }
 template <> KEVO_HD bf16 from_double<bf16>(double v) { return bf16{bf16_from_float(static_cast<float>(v))}; }
 template <> KEVO_HD byte_bool from_double<byte_bool>(double v) { return byte_bool{static_cast<uint8_t>(v != 0 ? 1 : 0)}; }
