@@ -19,6 +19,7 @@
 #include "sandbox/sandbox.h"
 #include "task/task.h"
 #include "triton/aot.h"
+#include "triton/backends.h"
 #include "triton/launch.h"
 #include "triton/triton_compile.h"
 
@@ -117,6 +118,12 @@ TEST(TritonLaunch, TritonSourcesAreRecognized) {
     EXPECT_EQ(candidate_backend(gelu_source(), o), "cuda");
     o.backend = "opencl";
     EXPECT_THROW(candidate_backend("", o), UsageError);
+    try {
+        compile_candidate(gelu_source(), o);
+        ADD_FAILURE() << "an unknown backend must be refused";
+    } catch (const UsageError& e) {
+        EXPECT_STREQ(e.what(), "unknown backend 'opencl' (expected cuda, triton or auto)");
+    }
 }
 
 TEST(TritonLaunch, GeluDescriptionBindsTensorsDimensionsAndConstexprs) {
@@ -218,7 +225,7 @@ TEST(TritonLaunch, BadLaunchFixtureIsACompileErrorBeforeAnyTritonRuns) {
     CompileOptions o;
     o.task = std::make_shared<const Task>(gelu_task());
     o.python = "/nonexistent/python";  // never started: the description is checked first
-    CompileResult r = compile_kernel(read_file(kTriton / "cheats" / "bad_launch.py"), o);
+    CompileResult r = compile_candidate(read_file(kTriton / "cheats" / "bad_launch.py"), o);
     EXPECT_FALSE(r.ok);
     EXPECT_EQ(r.backend, "triton");
     EXPECT_NE(r.log.find("gives no value to the parameter \"N\""), std::string::npos) << r.log;
@@ -312,7 +319,7 @@ TEST(TritonCompile, RecordedTritonCompilesTheCandidateAndCachesTheWrapper) {
     CompileOptions o;
     o.task = std::make_shared<const Task>(gelu_task());
     o.python = python_with("fake_triton");
-    CompileResult r = compile_kernel(gelu_source(), o);
+    CompileResult r = compile_candidate(gelu_source(), o);
     ASSERT_TRUE(r.ok) << r.log;
     EXPECT_EQ(r.backend, "triton");
     EXPECT_EQ(r.backend_info["triton_version"], "3.6.0+recorded");
@@ -321,13 +328,13 @@ TEST(TritonCompile, RecordedTritonCompilesTheCandidateAndCachesTheWrapper) {
     EXPECT_NE(r.generated_source.find("kevo_aot_1::kevo_k0g_53df88cc_012345"), std::string::npos);
     EXPECT_TRUE(fs::exists(r.library));
     // The same candidate again: no Triton, no nvcc.
-    CompileResult again = compile_kernel(gelu_source(), o);
+    CompileResult again = compile_candidate(gelu_source(), o);
     ASSERT_TRUE(again.ok);
     EXPECT_TRUE(again.cached);
     EXPECT_EQ(again.library, r.library);
     // An edited candidate is compiled again (here: a signature the recording does not have).
     std::string edited = replaced(gelu_source(), "\"num_warps\": 4", "\"num_warps\": 8");
-    CompileResult other = compile_kernel(edited, o);
+    CompileResult other = compile_candidate(edited, o);
     EXPECT_FALSE(other.ok);
     EXPECT_NE(other.log.find("Triton's compiler failed on gelu_bias_kernel"), std::string::npos) << other.log;
     EXPECT_NE(other.log.find("no recorded AOT output"), std::string::npos) << other.log;
@@ -341,7 +348,7 @@ TEST(TritonCompile, SetupProblemsSayWhatToDo) {
     auto message = [&](const std::string& python) {
         o.python = python;
         try {
-            compile_kernel(gelu_source(), o);
+            compile_candidate(gelu_source(), o);
         } catch (const UsageError& e) {
             return std::string(e.what());
         }
@@ -402,7 +409,7 @@ TEST(TritonSandbox, CandidateCodeRunsConfined) {
     CompileOptions o;
     o.task = std::make_shared<const Task>(gelu_task());
     o.python = python_with("fake_triton");
-    CompileResult r = compile_kernel(evil, o);
+    CompileResult r = compile_candidate(evil, o);
     ::unsetenv("OPENROUTER_API_KEY");
     ::unsetenv("KEVO_TEST_PARENT_ONLY");
     EXPECT_FALSE(r.ok);
@@ -427,11 +434,11 @@ TEST(TritonSandbox, ACandidateThatNeverFinishesHitsTheTimeLimitAndIsNotCached) {
     o.task = std::make_shared<const Task>(gelu_task());
     o.python = python_with("fake_triton");
     o.timeout_s = 3;
-    CompileResult r = compile_kernel(slow, o);
+    CompileResult r = compile_candidate(slow, o);
     EXPECT_FALSE(r.ok);
     EXPECT_TRUE(r.limit_hit);
     EXPECT_NE(r.log.find("compile_error: the compilation hit the time limit (3 s)"), std::string::npos) << r.log;
-    CompileResult again = compile_kernel(slow, o);
+    CompileResult again = compile_candidate(slow, o);
     EXPECT_FALSE(again.cached) << "a compile stopped by a limit is not a verdict";
     EXPECT_TRUE(again.limit_hit);
 }

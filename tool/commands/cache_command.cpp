@@ -23,6 +23,7 @@
 #include "compile/compile.h"
 #include "task/fitness.h"
 #include "task/task.h"
+#include "triton/backends.h"
 #include "triton/launch.h"
 #include "validate/annotate.h"
 #include "validate/validate.h"
@@ -497,7 +498,7 @@ void run_add(const AddArgs& a, int& rc) {
     if (a.unvalidated) {
         if (triton) {  // not validated, but it must compile: what is stored is the generated .cu
             if (!quiet()) std::cerr << "kernelevo: compiling the Triton candidate " << a.kernel << " for " << arch << " ...\n";
-            compiled = compile_kernel(source, copt);
+            compiled = compile_candidate(source, copt);
             if (!compiled.ok) {
                 std::cerr << "kernelevo: not stored: compile_error\n" << compiled.log << "\n";
                 rc = 1;

@@ -12,6 +12,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "compile/arch_support.h"
+#include "triton/backends.h"
 #include "validate/annotate.h"
 #include "validate/validate.h"
 

@@ -14,7 +14,6 @@
 #include "common/hash.h"
 #include "common/process.h"
 #include "sandbox/sandbox.h"
-#include "triton/triton_compile.h"
 
 namespace kevo {
 
@@ -92,7 +91,6 @@ std::string trim_compiler_log(const std::string& log, size_t max_bytes) {
 }
 
 CompileResult compile_kernel(const std::string& source, const CompileOptions& opt) {
-    if (auto routed = triton::route(source, opt)) return std::move(*routed);  // a Triton candidate
     CompileResult res;
     res.arch = normalize_arch(opt.arch);
     auto t0 = std::chrono::steady_clock::now();

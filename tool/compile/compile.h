@@ -1,7 +1,7 @@
 // Compiling a candidate kernel (.cu, kernel ABI) into a shared object with nvcc, in a private temp
 // dir, cached by content hash. Thread-safe: compiles may run in parallel on the CPU cores.
-// A Triton candidate (Python, see tool/triton/launch.h) is first compiled ahead of time by Triton
-// into C and wrapped into such a .cu (tool/triton/triton_compile.h); the rest is the same.
+// The CUDA backend of the compile seam (compile/backend.h); a candidate of any backend is compiled
+// through compile_candidate() (tool/triton/backends.h).
 #pragma once
 #include <filesystem>
 #include <memory>
@@ -24,15 +24,17 @@ struct CompileOptions {
     long memory_bytes = 8L << 30;              // address-space limit of each compiler process
     std::filesystem::path cache_dir;           // empty: cache_root()/kernels
     std::string nvcc;                          // empty: $KERNELEVO_NVCC, else nvcc on PATH / CUDA's bin
+    // Read by compile_candidate() and the Triton backend only. They stay here, in the one options
+    // struct that the validator, the worker queue and the commands carry without knowing backends:
+    // a per-backend options type would have to travel through all of them.
     std::string backend = "auto";              // "cuda", "triton", or "auto": Triton when the source is a Triton candidate
     std::string python;                        // Triton: empty: $KERNELEVO_PYTHON, else python3
     std::shared_ptr<const Task> task;          // Triton: the task whose tensors and dimensions the launch description binds
 };
 
+// The CUDA backend: nvcc. options.backend, python and task are not read (a Triton candidate goes
+// through compile_candidate(), tool/triton/backends.h).
 CompileResult compile_kernel(const std::string& source, const CompileOptions& options);
-// The backend that compile_kernel() uses for `source`: options.backend, or for "auto" "triton" when
-// the source is a Triton candidate, else "cuda". Throws UsageError on an unknown backend name.
-std::string candidate_backend(const std::string& source, const CompileOptions& options);
 
 // The nvcc used (for metadata): its path and "release X.Y" line.
 std::string nvcc_path(const CompileOptions& options);

@@ -328,7 +328,6 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
     }
 
     CompileOptions co = opt;
-    co.backend = "cuda";
     // The wrapper opens the driver itself; a cu* function it does not route (a Triton whose AOT
     // code calls more of the driver) fails here, not when the kernel is loaded.
     co.extra_flags.push_back("-ldl");
@@ -347,20 +346,4 @@ CompileResult compile_triton(const std::string& source, const CompileOptions& op
     return c;
 }
 
-std::optional<CompileResult> route(const std::string& source, const CompileOptions& opt) {
-    if (candidate_backend(source, opt) == "triton") return compile_triton(source, opt);
-    return std::nullopt;
-}
-
 }  // namespace kevo::triton
-
-namespace kevo {
-
-std::string candidate_backend(const std::string& source, const CompileOptions& options) {
-    if (options.backend == "cuda" || options.backend == "triton") return options.backend;
-    if (options.backend != "auto" && !options.backend.empty())
-        throw UsageError("unknown backend '" + options.backend + "' (expected cuda, triton or auto)");
-    return triton::is_triton_source(source) ? "triton" : "cuda";
-}
-
-}  // namespace kevo

@@ -1,14 +1,11 @@
-// The Triton backend of compile_kernel(): a Triton candidate (one Python file, see launch.h) is
+// The Triton backend of the compile seam (compile/backend.h, chosen by compile_candidate() in
+// backends.h): a Triton candidate (one Python file, see launch.h) is
 // compiled ahead of time by Triton (python -m triton.tools.compile, one process per
 // specialization, in parallel, through run_process like nvcc) into C with the cubin embedded,
 // wrapped into a kernel-ABI .cu (aot.h) and compiled by the CUDA path (the wrapper opens the CUDA
 // driver at run time; nothing links libcuda). The wrapper is
 // cached by content hash (source, task, architecture, Triton version), as is a failed AOT compile.
-//
-// Built into kevo_compile (it calls compile_kernel for the wrapper); the parsing and generation it
-// uses live in kevo_triton.
 #pragma once
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,17 +29,13 @@ std::string python_path(const std::string& option);
 // Cached per interpreter. Throws UsageError (exit 2) saying what to install or set.
 TritonInfo probe(const std::string& python_option);
 
-// compile_kernel() for a Triton candidate. A broken launch description or a Triton compile error
+// Compiles a Triton candidate. A broken launch description or a Triton compile error
 // is a failed CompileResult (the log says what to fix); a missing Triton throws UsageError.
 // Triton's AOT compiler executes the candidate file, so it runs sandboxed (tool/sandbox: bwrap, no
 // network, private /tmp, the work dir as the only writable place, an allowlisted environment) with
 // limits on time (options.timeout_s), address space, CPU time and file size; a compile stopped by
 // a limit is a compile_error naming the limit and is not cached.
 CompileResult compile_triton(const std::string& source, const CompileOptions& options);
-
-// compile_kernel()'s dispatch: a Triton candidate goes to compile_triton(); anything else returns
-// nullopt (the plain nvcc path).
-std::optional<CompileResult> route(const std::string& source, const CompileOptions& options);
 
 // Keeps the end of a Python traceback (where the error is) within max_bytes.
 std::string trim_python_log(const std::string& log, size_t max_bytes = 6000);

@@ -16,6 +16,7 @@
 #include "reference/reference.h"
 #include "common/hash.h"
 #include "task/fitness.h"
+#include "triton/backends.h"
 #include "sandbox/confine.h"
 #include "sandbox/sandbox.h"
 #include "validate/gpu_lock.h"
@@ -296,7 +297,7 @@ CompileResult Validator::compile(const std::string& source) {
     co.arch = arch();
     // A Triton candidate binds the task's tensors and dimensions (its launch description).
     if (!co.task) co.task = std::make_shared<const Task>(task_);
-    return compile_kernel(source, co);
+    return compile_candidate(source, co);  // CUDA or Triton (CompileOptions::backend)
 }
 
 namespace {
