@@ -111,9 +111,13 @@ TEST(DeviceFill, TheBenchDrawsTheValidatorsInputs) {
         std::snprintf(spec, sizeof spec, " --in %d:%lld:%d:%.17g:%.17g", in.dtype, static_cast<long long>(n), in.kind, in.a, in.b);
         cmd += spec;
     }
-    cmd += " --out 0:1";
+    cmd += " --out 0:1 2>" + dir + ".err";
     ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const int rc = std::system(cmd.c_str());
+    std::ifstream err(dir + ".err");
+    const std::string err_text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(rc, 0) << cmd << "\n" << err_text;
+    EXPECT_EQ(err_text, "") << "the bench said something while filling";
     for (size_t k = 0; k < std::size(ins); ++k) {
         std::ifstream f(dir + "/in" + std::to_string(k) + ".bin", std::ios::binary);
         std::vector<char> got((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
