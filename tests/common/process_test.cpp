@@ -88,3 +88,15 @@ TEST(Fs, AtomicWriteAndTempDir) {
     }
     EXPECT_FALSE(fs::exists(kept));
 }
+
+// A relative KERNELEVO_CACHE_HOME names one place for every process, wherever it runs: the
+// profiler's sandboxed bench loads cached kernels from its own work directory.
+TEST(CacheRoot, ARelativeCacheHomeIsMadeAbsolute) {
+    const char* old = std::getenv("KERNELEVO_CACHE_HOME");
+    const std::string saved = old ? old : "";
+    setenv("KERNELEVO_CACHE_HOME", "rel/cache", 1);
+    const fs::path root = kevo::cache_root();
+    if (old) setenv("KERNELEVO_CACHE_HOME", saved.c_str(), 1); else unsetenv("KERNELEVO_CACHE_HOME");
+    EXPECT_TRUE(root.is_absolute()) << root;
+    EXPECT_EQ(root, fs::current_path() / "rel" / "cache");
+}

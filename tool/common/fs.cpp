@@ -147,9 +147,11 @@ TempDir::~TempDir() {
     fs::remove_all(path_, ec);
 }
 
+// Absolute, so that a relative KERNELEVO_CACHE_HOME names the same place for processes that run
+// elsewhere (the profiler's sandboxed bench loads cached kernels from its own work directory).
 fs::path cache_root() {
-    if (const char* p = std::getenv("KERNELEVO_CACHE_HOME"); p && *p) return fs::path(p);
-    if (const char* p = std::getenv("XDG_CACHE_HOME"); p && *p) return fs::path(p) / "kernelevo";
+    if (const char* p = std::getenv("KERNELEVO_CACHE_HOME"); p && *p) return fs::absolute(p);
+    if (const char* p = std::getenv("XDG_CACHE_HOME"); p && *p) return fs::absolute(p) / "kernelevo";
     if (const char* p = std::getenv("HOME"); p && *p) return fs::path(p) / ".cache" / "kernelevo";
     return fs::temp_directory_path() / ("kernelevo-cache-" + std::to_string(::getuid()));
 }

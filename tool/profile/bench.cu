@@ -94,7 +94,7 @@ bool allocate_and_fill(std::vector<Spec>& in, std::vector<Spec>& out, unsigned l
             long long n = kevo_numel(&s.t);
             if (!check(cudaMalloc(&s.t.data, (size_t)(n > 0 ? n : 1) * kevo_dtype_size(s.t.dtype)), "cudaMalloc")) return false;
             if (list == &in) {
-                kevo_device::fill_kernel<<<256, 256>>>(s.t.data, n, s.t.dtype, s.init, s.a, s.b, kevo_device::tensor_seed(seed, k));
+                kevo_device::fill_kernel<<<256, 256>>>(s.t.data, s.t.dtype, n, s.init, s.a, s.b, kevo_device::tensor_seed(seed, k));
                 if (!check(cudaGetLastError(), "launching the filler")) return false;  // a launch error is not sticky: only here
             } else if (!check(cudaMemset(s.t.data, 0, (size_t)n * kevo_dtype_size(s.t.dtype)), "cudaMemset"))
                 return false;
