@@ -10,12 +10,14 @@ import warnings
 import torch
 from torch import nn
 
-from .torch_task import SIDECAR, _load_json, _read_bytes
+from .torch_task import SIDECAR, _importer, _load_json, _read_bytes
 
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int32": torch.int32,
-           "int64": torch.int64, "bool": torch.bool, "float64": torch.float64, "int8": torch.int8,
-           "uint8": torch.uint8}
 _LOADED = {}  # NAME -> sha256 of the kernel registered as torch.ops.kernelevo.NAME in this process
+
+
+def _torch_dtype(name):
+    """The torch dtype of a task-file dtype name, from the importer's table (its DTYPES)."""
+    return {n: t for t, (n, _) in _importer().DTYPES.items()}[name]
 
 
 def _read_raw(path, dtype, shape):
@@ -46,7 +48,7 @@ class KernelEvoOp(nn.Module):
         self._op = op
         self._args = side.get("args") if side else None
         n = len(side["inputs"]) if side else len(task["inputs"])
-        self._specs = [(_DTYPES[s["dtype"]], _shape(s, task)) for s in task["inputs"][:n]]
+        self._specs = [(_torch_dtype(s["dtype"]), _shape(s, task)) for s in task["inputs"][:n]]
 
     def _weights_on(self, device):
         key = str(device)
@@ -272,7 +274,7 @@ def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None,
     reference = torch.jit.load(os.path.join(task_dir, "model.pt"),
                                map_location=None if torch.cuda.is_available() else "cpu")
     n_in = len(side["inputs"]) if side else len(task["inputs"])
-    weights = {"cpu": [_read_raw(os.path.join(task_dir, s["init"]["path"]), _DTYPES[s["dtype"]], _shape(s, task))
+    weights = {"cpu": [_read_raw(os.path.join(task_dir, s["init"]["path"]), _torch_dtype(s["dtype"]), _shape(s, task))
                        for s in task["inputs"][n_in:]]}
     cache_dir = cache_dir or os.path.join(os.path.dirname(task_dir), "kernels")
     op, kernel, reason = None, None, ""
