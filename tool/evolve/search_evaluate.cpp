@@ -73,7 +73,7 @@ void EvaluationPipeline::evaluate(store::Program& p) {
     if (!compiled.ok) {
         ev.status = Status::compile_error;
         ev.feedback = compiled.log;
-        ev.details = {{"status", "compile_error"}, {"log", compiled.log}, {"compile_s", compiled.seconds}};
+        ev.details = {{"status", status_name(ev.status)}, {"log", compiled.log}, {"compile_s", compiled.seconds}};
     } else {
         GpuSlot slot(*this);
         s_.check_stop();
