@@ -17,6 +17,7 @@ out=${OUT:-/tmp/kevo-out}
 mkdir -p "$out"
 [ -f build-gpu/env.sh ] || { echo "FAIL build-gpu/env.sh missing: run scripts/device_build.sh first"; exit 1; }
 source build-gpu/env.sh
+source scripts/gtest_lines.sh
 export KERNELEVO_CACHE_HOME=/tmp/kevo-device-check-cache
 pass=0; fail=0; skip=0
 t0=$(date +%s)
@@ -24,28 +25,10 @@ exes=(device/device_test@300:* device/device_gpu_test@300:* validate/validate_gp
       kernelbench/kernelbench_gpu_test@600:* profile/profile_test@120:*
       evolve/evolve_gpu_test@300:SearchGpu.ReplayedSearchFeedsSpeedOfLightAndProfileIntoPrompts)
 for e in "${exes[@]}"; do
-  exe=${e%%@*}; rest=${e#*@}; lim=${rest%%:*}; gf=${rest#*:}
-  bin=build-gpu/tests/$exe
-  if [ ! -x "$bin" ]; then echo "FAIL $exe (not built)"; fail=$((fail + 1)); continue; fi
-  log="$out/device_fill_check.$(basename "$exe").log"
-  s=$(date +%s)
-  timeout -k 10 "$lim" stdbuf -oL -eL "$bin" --gtest_filter="$gf" > "$log" 2>&1
-  rc=$?
-  while read -r verdict name; do
-    case $verdict in
-      OK) echo "PASS $name"; pass=$((pass + 1)) ;;
-      FAILED) echo "FAIL $name"; fail=$((fail + 1)) ;;
-      SKIPPED) echo "SKIP $name"; skip=$((skip + 1)) ;;
-    esac
-  done < <(sed -nE 's/^\[ +(OK|FAILED|SKIPPED) +\] ([A-Za-z0-9_/]+\.[A-Za-z0-9_/]+)(, where .*)? \([0-9]+ ms\)$/\1 \2/p' "$log")
-  unfinished=$(awk '/^\[ RUN      \]/{r=$4} /^\[       OK \]|^\[  FAILED  \]|^\[  SKIPPED \]/{r=""} END{print r}' "$log")
-  if [ -n "$unfinished" ]; then echo "FAIL $unfinished (unfinished: killed after $lim s)"; fail=$((fail + 1)); fi
-  if [ "$rc" -ne 0 ] && ! grep -q '^\[  FAILED  \]' "$log" && [ -z "$unfinished" ]; then
-    echo "FAIL $exe (exit $rc without a failed test; see $log)"; fail=$((fail + 1))
-  fi
+  log="$out/device_fill_check.$(basename "${e%%@*}").log"
+  run_gtests "$e" "$log"
   # The figures worth reading: how much was compared, first differences, refcheck's max |diff|.
-  grep -hE "^compared [0-9]+ fills|first differing|max_abs_diff|Expected equality|Which is:" "$log" | head -12 | sed 's/^/   /'
-  echo "   $exe: exit $rc, $(( $(date +%s) - s )) s, log $log"
+  [ -f "$log" ] && grep -hE "^compared [0-9]+ fills|first differing|max_abs_diff|Expected equality|Which is:" "$log" | head -12 | sed 's/^/   /'
 done
 # refcheck's verdicts in the GPU import (the C++ reference and the Python model on the same inputs).
 imp=$(find "$KERNELEVO_CACHE_HOME" build-gpu/test-cache -name import.json -newer scripts/device_fill_check.sh 2>/dev/null | head -3)

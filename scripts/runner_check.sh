@@ -12,6 +12,7 @@ out=${OUT:-/tmp/kevo-out}
 mkdir -p "$out"
 [ -f build-gpu/env.sh ] || { echo "FAIL build-gpu/env.sh missing: run scripts/device_build.sh first"; exit 1; }
 source build-gpu/env.sh
+source scripts/gtest_lines.sh
 export KERNELEVO_CACHE_HOME=/tmp/kevo-runner-check-cache
 pass=0; fail=0; skip=0
 t0=$(date +%s)
@@ -24,29 +25,8 @@ exes=(validate/validate_gpu_test@900:* sandbox/sandbox_test@300:* validate/valid
       validate/validate_strict_reference_gpu_test@300:* cli/cli_gpu_test@300:CliValidateGpu.*
       validate/validate_test@300:* validate/validate_retry_test@120:* validate/trials_test@60:* validate/channel_test@60:*)
 for e in "${exes[@]}"; do
-  exe=${e%%@*}; rest=${e#*@}; lim=${rest%%:*}; gf=${rest#*:}
-  bin=build-gpu/tests/$exe
-  if [ ! -x "$bin" ]; then echo "FAIL $exe (not built)"; fail=$((fail + 1)); continue; fi
-  log="$out/runner_check.$(basename "$exe").log"
-  s=$(date +%s)
-  timeout -k 10 "$lim" stdbuf -oL -eL "$bin" --gtest_filter="$gf" > "$log" 2>&1
-  rc=$?
-  # One line per test: gtest's OK / FAILED / SKIPPED result lines ("[  FAILED  ] X.Y (12 ms)", a
-  # parameterized one "[  FAILED  ] A/X.Y/3, where GetParam() = ... (12 ms)"; the list at the end has no time).
-  while read -r verdict name; do
-    case $verdict in
-      OK) echo "PASS $name"; pass=$((pass + 1)) ;;
-      FAILED) echo "FAIL $name"; fail=$((fail + 1)) ;;
-      SKIPPED) echo "SKIP $name"; skip=$((skip + 1)) ;;
-    esac
-  done < <(sed -nE 's/^\[ +(OK|FAILED|SKIPPED) +\] ([A-Za-z0-9_/]+\.[A-Za-z0-9_/]+)(, where .*)? \([0-9]+ ms\)$/\1 \2/p' "$log")
-  # A test the time limit killed has a RUN line and no result.
-  unfinished=$(awk '/^\[ RUN      \]/{r=$4} /^\[       OK \]|^\[  FAILED  \]|^\[  SKIPPED \]/{r=""} END{print r}' "$log")
-  if [ -n "$unfinished" ]; then echo "FAIL $unfinished (unfinished: killed after $lim s)"; fail=$((fail + 1)); fi
-  if [ "$rc" -ne 0 ] && ! grep -q '^\[  FAILED  \]' "$log" && [ -z "$unfinished" ]; then
-    echo "FAIL $exe (exit $rc without a failed test; see $log)"; fail=$((fail + 1))
-  fi
-  echo "   $exe: exit $rc, $(( $(date +%s) - s )) s, log $log"
+  log="$out/runner_check.$(basename "${e%%@*}").log"
+  run_gtests "$e" "$log"
 done
 
 # The paths no test takes: a validation with KEVO_TIMING_DUMP (the diagnostics batch of empty
