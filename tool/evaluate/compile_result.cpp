@@ -2,23 +2,22 @@
 
 namespace kevo {
 
+#define KEVO_KERNEL_RESOURCES_FIELDS(X) \
+    X(name) X(mangled) X(arch) X(registers) X(barriers) X(smem_bytes) X(stack_bytes) X(spill_stores) X(spill_loads)
+
 nlohmann::json KernelResources::to_json() const {
-    return {{"name", name},           {"mangled", mangled},       {"arch", arch},
-            {"registers", registers}, {"barriers", barriers},     {"smem_bytes", smem_bytes},
-            {"stack_bytes", stack_bytes}, {"spill_stores", spill_stores}, {"spill_loads", spill_loads}};
+    nlohmann::json j;
+#define KEVO_TO_(f) j[#f] = f;
+    KEVO_KERNEL_RESOURCES_FIELDS(KEVO_TO_)
+#undef KEVO_TO_
+    return j;
 }
 
 KernelResources KernelResources::from_json(const nlohmann::json& j) {
     KernelResources k;
-    k.name = j.value("name", std::string());
-    k.mangled = j.value("mangled", std::string());
-    k.arch = j.value("arch", std::string());
-    k.registers = j.value("registers", 0);
-    k.barriers = j.value("barriers", 0);
-    k.smem_bytes = j.value("smem_bytes", int64_t{0});
-    k.stack_bytes = j.value("stack_bytes", int64_t{0});
-    k.spill_stores = j.value("spill_stores", int64_t{0});
-    k.spill_loads = j.value("spill_loads", int64_t{0});
+#define KEVO_FROM_(f) k.f = j.value(#f, decltype(k.f){});
+    KEVO_KERNEL_RESOURCES_FIELDS(KEVO_FROM_)
+#undef KEVO_FROM_
     return k;
 }
 
