@@ -247,6 +247,37 @@ TEST_F(TwoSearches, OnAnSqliteFileTheSecondIsRefusedAtOnceAndAKilledFirstIsTaken
     EXPECT_FALSE(contains(r.err, "taking over")) << r.err;
 }
 
+// Issue 37: a state is its file. A second search through a hard link or a symbolic link to the
+// state of a running search is refused at once, sends nothing and leaves the state as it was.
+TEST_F(TwoSearches, ThroughAHardLinkOrASymlinkTheSecondIsRefusedToo) {
+    const std::string state = (dir.path() / "run.db").string();
+    auto first = start_first(state);
+    ASSERT_TRUE(first->running()) << first->err();
+    const fs::path hard = dir.path() / "elsewhere" / "hard.db", sym = dir.path() / "sym.db";
+    fs::create_directories(hard.parent_path());
+    fs::create_hard_link(state, hard);
+    fs::create_symlink(state, sym);
+    for (bool fresh : {false, true}) {
+        std::vector<std::string> args = search(hard.string());
+        if (fresh) args.push_back("--fresh");
+        auto r = kernelevo(args);
+        EXPECT_EQ(r.exit_code, 2) << r.err;
+        EXPECT_TRUE(contains(r.err, "the state " + hard.string() + " is in use: another process writes the same file")) << r.err;
+        args = search(sym.string());
+        if (fresh) args.push_back("--fresh");
+        r = kernelevo(args);
+        EXPECT_EQ(r.exit_code, 2) << r.err;
+        EXPECT_TRUE(contains(r.err, "is a symbolic link to " + fs::canonical(state).string())) << r.err;
+        EXPECT_TRUE(contains(r.err, "the state " + sym.string() + " is in use: kernelevo search (pid " +
+                                        std::to_string(first->pid()))) << r.err;
+        EXPECT_EQ(llm.requests().size(), 1u) << "a refused search sent an LLM request";
+        EXPECT_TRUE(fs::is_regular_file(state));
+        EXPECT_TRUE(fs::is_symlink(sym));
+    }
+    EXPECT_TRUE(first->running()) << first->err();
+    EXPECT_NO_THROW(store::open_store(state, store::Access::read_only));
+}
+
 TEST_F(TwoSearches, OnARedisPrefixTheSecondIsRefusedWithTheLeaseAndHowToJoinAsAWorker) {
     const std::string state = redis.url("run");
     auto first = start_first(state);

@@ -42,7 +42,10 @@ std::string host() {
 
 // A child process that takes the writer lease of `location` and holds it until it is killed.
 // Returns its pid once it holds the lease (-1: it could not take it).
-pid_t hold_in_child(const std::string& location, double ttl_s = 20, const std::string& workers = "") {
+// With `open`, it then opens the state for writing as a search does (making it when missing, or,
+// with `fresh`, deleting and making it again as --fresh does).
+pid_t hold_in_child(const std::string& location, double ttl_s = 20, const std::string& workers = "", bool open = false,
+                    bool fresh = false) {
     int p[2];
     if (::pipe(p) != 0) return -1;
     pid_t pid = ::fork();
@@ -54,6 +57,8 @@ pid_t hold_in_child(const std::string& location, double ttl_s = 20, const std::s
             o.redis_ttl_s = ttl_s;
             o.workers = workers;
             auto lease = acquire_writer(location, o);
+            if (fresh) remove_store(location);
+            std::unique_ptr<Store> store = open ? open_store(location) : nullptr;
             ok = '1';
             (void)!::write(p[1], &ok, 1);
             for (;;) ::pause();
@@ -241,6 +246,68 @@ TEST_F(RedisWriter, TheRefusalSaysHowToJoinARunThatUsesWorkers) {
     kill9(holder);
     EXPECT_TRUE(contains(e, "pid " + std::to_string(holder))) << e;
     EXPECT_TRUE(contains(e, "kernelevo worker --redis " + queue + " --gpu N")) << e;
+}
+
+// ---- SQLite: a state is its file, whatever its name (issue 37) -----------------------------------
+
+void write_state(const fs::path& file);
+
+// A second writer through a hard link or a symbolic link to a state another process writes is
+// refused: the lease belongs to the file (its device and inode), not to the name given.
+TEST(SqliteLinks, ASecondWriterThroughAHardLinkOrASymlinkIsRefused) {
+    TempDir dir;
+    const fs::path state = dir.path() / "run.db", hard = dir.path() / "other" / "hard.db",
+                   sym = dir.path() / "sym.db";
+    write_state(state);
+    fs::create_directories(hard.parent_path());
+    fs::create_hard_link(state, hard);
+    fs::create_symlink(state, sym);
+    const pid_t holder = hold_in_child(state.string(), 20, "", true);
+    ASSERT_GT(holder, 0);
+    std::string e = error_of([&] { acquire_writer(hard.string()); });
+    EXPECT_TRUE(contains(e, "the state " + hard.string() + " is in use: another process writes the same file")) << e;
+    EXPECT_TRUE(contains(e, "hard link")) << e;
+    EXPECT_TRUE(contains(e, "Nothing was sent to the LLM")) << e;
+    std::vector<std::string> lines;
+    WriterOptions o;
+    o.log = [&](const std::string& l) { lines.push_back(l); };
+    e = error_of([&] { acquire_writer(sym.string(), o); });
+    EXPECT_TRUE(contains(e, "the state " + sym.string() + " is in use: kernelevo search (pid " + std::to_string(holder))) << e;
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0], "the state " + sym.string() + " is a symbolic link to " + fs::canonical(state).string() +
+                            ": it is locked as that file");
+    kill9(holder);
+    // Free again: either name may write it, and the first to do so holds every name.
+    auto lease = acquire_writer(hard.string());
+    e = error_of([&] { acquire_writer(state.string()); });
+    EXPECT_TRUE(contains(e, "another process writes the same file")) << e;  // (this process: one lease per file)
+}
+
+// The same for a state the holder made after taking its lease, and for one --fresh replaced.
+TEST(SqliteLinks, AStateMadeOrReplacedUnderTheLeaseIsItsFileToo) {
+    for (bool fresh : {false, true}) {
+        TempDir dir;
+        const fs::path state = dir.path() / "run.db", hard = dir.path() / "hard.db";
+        if (fresh) write_state(state);
+        const pid_t holder = hold_in_child(state.string(), 20, "", true, fresh);
+        ASSERT_GT(holder, 0);
+        ASSERT_TRUE(fs::exists(state));
+        fs::create_hard_link(state, hard);
+        std::string e = error_of([&] { acquire_writer(hard.string()); });
+        EXPECT_TRUE(contains(e, "another process writes the same file")) << "fresh " << fresh << ": " << e;
+        kill9(holder);
+    }
+}
+
+// A symbolic link to a state: --fresh deletes the state it points to, not the link.
+TEST(SqliteLinks, RemovingAStateThroughASymlinkRemovesItsFileAndKeepsTheLink) {
+    TempDir dir;
+    const fs::path state = dir.path() / "run.db", sym = dir.path() / "sym.db";
+    write_state(state);
+    fs::create_symlink(state, sym);
+    remove_store(sym.string());
+    EXPECT_FALSE(fs::exists(state));
+    EXPECT_TRUE(fs::is_symlink(sym));
 }
 
 // ---- SQLite: files that are not a KernelEvo state -----------------------------------------------

@@ -239,7 +239,11 @@ std::unique_ptr<Store> open_store(const std::string& location, Access access) {
     if (!w.redis) {
         if (access == Access::read_only && !std::filesystem::is_regular_file(w.path))
             throw UsageError("no search state at " + w.path);
-        return std::make_unique<RedactingStore>(detail::open_sqlite(w.path, access));
+        // A writer's lease locks the file itself (writer.h): before SQLite opens it, and once made.
+        if (access != Access::read_only) detail::bind_writer(w.path);
+        auto opened = detail::open_sqlite(w.path, access);
+        if (access != Access::read_only) detail::bind_writer(w.path);
+        return std::make_unique<RedactingStore>(std::move(opened));
     }
 #ifdef KEVO_HAVE_REDIS
     if (access == Access::read_only && !detail::redis_exists(w))
@@ -264,6 +268,13 @@ void remove_store(const std::string& location) {
     StoreLocation w = parse_store_location(location);
     if (!w.redis) {
         // Only a KernelEvo state is deleted: anything else at that path is refused, as it is.
+        // A symbolic link is the state it points to: that is deleted (the link stays and points at
+        // the new state), not the link.
+        std::error_code ec;
+        if (std::filesystem::is_symlink(w.path, ec)) {
+            std::filesystem::path real = std::filesystem::weakly_canonical(std::filesystem::absolute(w.path), ec);
+            if (!ec && !real.empty()) w.path = real.string();
+        }
         if (std::filesystem::exists(w.path)) detail::open_sqlite(w.path, Access::read_only);
         for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(w.path + suffix);
         return;

@@ -11,6 +11,8 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <ctime>
 #include <iostream>
 #include <mutex>
@@ -22,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "store/internal/backends.h"
 #include "store/store.h"
 #ifdef KEVO_HAVE_REDIS
 #include "store/redis_connection.h"
@@ -102,16 +105,36 @@ std::string describe(const nlohmann::json& h, int64_t pid = 0) {
 
 const char* kNothingDone = " Nothing was sent to the LLM and the state was not changed.";
 
-// ---- SQLite: an fcntl lock on PATH.lock --------------------------------------------------------
+// ---- SQLite: an fcntl lock on PATH.lock, an OFD lock on the state file itself ----------------
 
 // fcntl locks belong to the process: a second lock of the same file from this process would
 // succeed, and closing any descriptor of it would drop the first. The files this process holds.
 std::mutex g_held_mu;
 std::set<std::pair<dev_t, ino_t>> g_held;
+class SqliteLease;
+std::map<std::string, SqliteLease*> g_leases;  // by the state's real path (bind_writer)
+
+// The real path of a state: symbolic links resolved (in the folders and the name), so that a
+// state reached through a link is locked as the file it is.
+std::string real_state_path(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+    return ec || p.empty() ? path : p.string();
+}
+
+// Where the lease locks the state file itself: one byte far past anything SQLite locks (its lock
+// bytes are at 1 GiB) or stores. An open-file-description lock (F_OFD_SETLK): it conflicts with the
+// same lock through any name of the file (a hard link) from any process, this one included, and,
+// unlike a POSIX lock, SQLite closing its own descriptors of the file does not drop it.
+constexpr off_t kFileLockAt = off_t{1} << 62;
 
 class SqliteLease : public WriterLease {
 public:
-    SqliteLease(const std::string& state, const WriterOptions& o) : lock_path_(writer_lock_path(state)) {
+    SqliteLease(const std::string& state, const WriterOptions& o)
+        : state_(state), real_(real_state_path(state)), lock_path_(writer_lock_path(real_)) {
+        std::error_code ec;
+        if (std::filesystem::is_symlink(state, ec) && o.log)
+            o.log("the state " + state + " is a symbolic link to " + real_ + ": it is locked as that file");
         struct stat st {};
         {
             std::lock_guard<std::mutex> lock(g_held_mu);
@@ -146,9 +169,16 @@ public:
         }
         ::fstat(fd_, &st);
         id_ = {st.st_dev, st.st_ino};
+        try {
+            lock_file();  // the file itself, when it exists (a new one: open_store locks it once made)
+        } catch (...) {
+            ::close(fd_);
+            throw;
+        }
         {
             std::lock_guard<std::mutex> lock(g_held_mu);
             g_held.insert(id_);
+            g_leases[real_] = this;
         }
         // A record left behind: its holder ended without releasing (killed, crashed, power cut).
         const std::string previous = read_all();
@@ -163,8 +193,37 @@ public:
     ~SqliteLease() override {
         (void)::ftruncate(fd_, 0);  // a clean end: nothing for a successor to report
         ::close(fd_);               // drops the lock
+        if (file_fd_ >= 0) ::close(file_fd_);
         std::lock_guard<std::mutex> lock(g_held_mu);
         g_held.erase(id_);
+        g_leases.erase(real_);
+    }
+
+    // Locks the state file itself (kFileLockAt) when it exists and is not the file locked already
+    // (made since, or replaced by --fresh). Throws UsageError when another lease holds that file,
+    // which can only be through another name of it: the same name is refused by PATH.lock first.
+    void lock_file() {
+        struct stat st {};
+        if (::stat(real_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+        if (file_fd_ >= 0 && file_id_ == std::make_pair(st.st_dev, st.st_ino)) return;
+        const int fd = ::open(real_.c_str(), O_RDWR | O_CLOEXEC);
+        if (fd < 0) return;  // not writable: the search fails on its first write, with SQLite's reason
+        struct flock fl {};
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        fl.l_start = kFileLockAt;
+        fl.l_len = 1;
+        if (::fcntl(fd, F_OFD_SETLK, &fl) != 0) {
+            const int err = errno;
+            ::close(fd);
+            if (err != EACCES && err != EAGAIN) return;  // no OFD locks here: PATH.lock alone guards it
+            throw UsageError("the state " + state_ + " is in use: another process writes the same file (" + real_ +
+                             ") under another name, a hard link to it, and one search writes a state at a time. "
+                             "Wait for it to finish, or give this search another --state." + kNothingDone);
+        }
+        if (file_fd_ >= 0) ::close(file_fd_);  // the file it replaced (--fresh): no longer the state
+        file_fd_ = fd;
+        file_id_ = {st.st_dev, st.st_ino};
     }
 
 private:
@@ -181,9 +240,9 @@ private:
         return out;
     }
 
-    std::string lock_path_;
-    int fd_ = -1;
-    std::pair<dev_t, ino_t> id_{};
+    std::string state_, real_, lock_path_;
+    int fd_ = -1, file_fd_ = -1;
+    std::pair<dev_t, ino_t> id_{}, file_id_{};
 };
 
 // ---- Redis: a renewed lease key ------------------------------------------------------------------
@@ -325,6 +384,14 @@ private:
 }  // namespace
 
 std::string writer_lock_path(const std::string& path) { return path + ".lock"; }
+
+namespace detail {
+void bind_writer(const std::string& path) {
+    std::lock_guard<std::mutex> lock(g_held_mu);
+    auto it = g_leases.find(real_state_path(path));
+    if (it != g_leases.end()) it->second->lock_file();
+}
+}  // namespace detail
 
 std::unique_ptr<WriterLease> acquire_writer(const std::string& location, const WriterOptions& options) {
     StoreLocation w = parse_store_location(location);

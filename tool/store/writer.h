@@ -5,7 +5,12 @@
 //   SQLite: an exclusive POSIX record lock (fcntl) on the file STATE.lock beside the state, which
 //           holds one JSON line about the holder. The kernel drops the lock when the holder's
 //           process ends however it ends (kill -9 included), so a dead holder never blocks anyone;
-//           the lock is not inherited by child processes (compilers, the sandbox).
+//           the lock is not inherited by child processes (compilers, the sandbox). A state is its
+//           real file, not the name given: STATE.lock is beside the file a symbolic link points to
+//           (said through `log`), and the lease also locks one byte of the state file itself, far
+//           past SQLite's (an open-file-description lock), so that a second search through a hard
+//           link is refused too. A state that does not exist yet is locked by open_store() once it
+//           is made (and again after --fresh replaced it). Close the store before the lease ends.
 //   Redis:  the key "{NAME}:writer" (SET NX PX), renewed every ttl/4 by a thread and deleted on a
 //           clean exit; a holder that died or stalled longer than the ttl has lost it. Its twin
 //           "{NAME}:writer:held" (no expiry) tells a successor that the last holder never released it.

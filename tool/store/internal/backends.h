@@ -10,6 +10,11 @@ namespace kevo::store::detail {
 
 std::unique_ptr<Store> open_sqlite(const std::string& path, Access access);
 
+// writer.cpp: when this process holds the writer lease of the SQLite state at `path` (any name of
+// it), locks the state file itself too if that lease has not locked this file yet (a file made or
+// replaced since the lease was taken). Throws UsageError when another name of the file is leased.
+void bind_writer(const std::string& path);
+
 // redis_store.cpp; only when built with hiredis (KEVO_HAVE_REDIS).
 std::unique_ptr<Store> open_redis(const StoreLocation& where);
 bool redis_exists(const StoreLocation& where);
