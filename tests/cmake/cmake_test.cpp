@@ -117,7 +117,7 @@ TEST_F(CMakeProject, HashesAgreeWithTheToolAndHeadersHaveTheReferenceSignature) 
     EXPECT_EQ(mixed.reference_function, "ref::deep::mixed_ref");
     Task tol = task("tol");
     EXPECT_EQ(tol.atol, 2.5e-7);
-    EXPECT_EQ(tol.rtol, 123456789012.0);
+    EXPECT_EQ(tol.rtol, 0.123456789012);  // every digit kept (a tolerance of 1 or more is refused)
     // Architectures: explicit list normalized, one line each.
     EXPECT_TRUE(contains(r.out, "KernelEvo: mixed sm_90a: missing")) << r.out;
     EXPECT_TRUE(contains(r.out, "KernelEvo: mixed sm_80: missing")) << r.out;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <future>
 #include <memory>
 #include <thread>
@@ -178,6 +179,11 @@ TEST_F(TaskTest, Errors) {
     j = base(); j["shapes"][0]["M"] = "big";         expect_error(j, "shapes[0].M", "expected an integer");
     j = base(); j["shapes"][0]["M"] = 1LL << 40;     expect_error(j, "shapes[0]", "exceed 1 TiB");
     j = base(); j["tolerance"] = {{"atol", -1}};     expect_error(j, "tolerance", ">= 0");
+    // A tolerance that admits a constant output (an all-zero one passes at 1 or more) is no check.
+    j = base(); j["tolerance"] = {{"rtol", 1}};      expect_error(j, "tolerance", "rtol 1.0 would admit a constant output");
+    j = base(); j["tolerance"] = 1e30;               expect_error(j, "tolerance", "atol 1e+30 would admit a constant output");
+    j = base(); j["tolerance"] = {{"atol", 1e300}, {"rtol", 1e-4}}; expect_error(j, "tolerance", "must be below 1");
+    j = base(); j["tolerance"] = {{"rtol", std::nan("")}}; expect_error(j, "tolerance", "rtol is not a number");
     j = base(); j["tolerance"] = "loose";            expect_error(j, "tolerance", "expected a number");
     j = base(); j["trials"] = 0;                     expect_error(j, "trials", "between 1 and 1000");
     j = base(); j["colour"] = "red";                 expect_error(j, "colour", "unknown field");

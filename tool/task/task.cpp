@@ -333,6 +333,21 @@ std::string collapse_whitespace(const std::string& text) {
 
 ProcessResult run_cxx(std::vector<std::string> args, const std::filesystem::path& cwd) {
     ProcessOptions o;
+// Why a tolerance is no check (empty: it is one). At 1 or more, atol or rtol lets an all-zero output
+// pass the judge's rule (tool/device/tolerance.h: |0 - y| = |y| <= rtol * |y|, and atol applies up to
+// atol times the output's scale), so the task is refused rather than judged by it.
+std::string tolerance_problem(double atol, double rtol) {
+    for (const auto& [name, v] : {std::pair<std::string, double>{"atol", atol}, {"rtol", rtol}}) {
+        const std::string s = name + " " + (std::isinf(v) ? std::string("infinity") : nlohmann::json(v).dump());
+        if (std::isnan(v)) return name + " is not a number; atol and rtol must be >= 0 and below 1";
+        if (v < 0) return s + ": atol and rtol must be >= 0";
+        if (v >= 1)
+            return s + " would admit a constant output (at 1 or more an all-zero output passes); atol and rtol must be below 1 "
+                       "(KernelBench checks at 1e-2; the defaults are 1e-4, 1e-2 for float16/bfloat16)";
+    }
+    return "";
+}
+
     o.argv = {"c++"};
     o.argv.insert(o.argv.end(), args.begin(), args.end());
     o.cwd = cwd;
@@ -562,7 +577,7 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         } else {
             p.fail("tolerance", "expected a number or {\"atol\": 1e-4, \"rtol\": 1e-4}");
         }
-        if (!(t.atol >= 0) || !(t.rtol >= 0)) p.fail("tolerance", "atol and rtol must be >= 0");
+        if (const std::string why = tolerance_problem(t.atol, t.rtol); !why.empty()) p.fail("tolerance", why);
     }
     if (j.contains("trials")) {
         int64_t n = p.int_at(j.at("trials"), "trials");

@@ -19,6 +19,7 @@
 #include "triton/backends.h"
 #include "sandbox/confine.h"
 #include "sandbox/sandbox.h"
+#include "validate/accuracy.h"
 #include "validate/gpu_lock.h"
 #include "validate/job.h"
 
@@ -641,6 +642,10 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
     res.details = nlohmann::json(out);
     res.details.erase("log");
     res.details.erase("status");
+    for (auto& w : summarize_accuracy(res.details)) {  // details.accuracy and .kernelbench_check (accuracy.h)
+        res.details["warnings"].push_back(w);
+        out.warnings.push_back(std::move(w));
+    }
     if (!out.candidate_output.empty()) res.details["candidate_output"] = tail(out.candidate_output, 4000);
     if (out.timing.contains("sets")) {
         for (const auto& t : out.timing["sets"]) {

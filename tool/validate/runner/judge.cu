@@ -1,6 +1,7 @@
 // The judge's correctness checks and its management of the candidate process (see judge.h).
 #include "judge.h"
 #include "gpu_activity.h"
+#include "verdict.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -27,24 +28,6 @@ void stage(const std::string& s) { std::fprintf(stderr, "[runner] %s\n", s.c_str
 int grid_for(int64_t n, int sms) {
     int64_t blocks = (n + 255) / 256;
     return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(blocks, static_cast<int64_t>(sms) * 16)));
-}
-
-std::string index_string(int64_t flat, const std::vector<int64_t>& sizes) {
-    std::vector<int64_t> idx(sizes.size());
-    for (int i = static_cast<int>(sizes.size()) - 1; i >= 0; --i) {
-        idx[i] = sizes[i] ? flat % sizes[i] : 0;
-        flat = sizes[i] ? flat / sizes[i] : 0;
-    }
-    std::string s = "[";
-    for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
-    return s + "]";
-}
-
-double host_value(const void* dev, int32_t dtype, int64_t i) {
-    uint64_t raw = 0;  // room and alignment for any element
-    int sz = kevo_dtype_size(dtype);
-    if (cudaMemcpy(&raw, static_cast<const char*>(dev) + i * sz, sz, cudaMemcpyDeviceToHost) != cudaSuccess) return NAN;
-    return kevo_device::load_as_double(&raw, dtype, 0);
 }
 
 // What a candidate process's end says about why it ended (bwrap reports 128 + signal).
@@ -554,65 +537,35 @@ void Judge::reference_forward(const Tensors& in, Tensors& expected) {
 }
 
 json Judge::compare(size_t set, uint64_t seed, const Tensors& out, const Tensors& expected, std::vector<std::string>& warnings) {
-    json check;
+    json check, outputs = json::array();
     bool pass = true;
     double max_abs = 0;
-    std::string message;
+    const std::string& label = job_->sets[set].label;
+    const std::string where = "shape set " + std::to_string(set) + (label.empty() ? "" : " (" + label + ")") + ", seed " + std::to_string(seed);
     for (size_t o = 0; o < out.desc.size(); ++o) {
         const auto& d = out.desc[o];
         int64_t n = d.numel();
         if (n == 0) continue;
-        bool exact = !kevo_dtype_is_floating(d.dtype);
-        CompareStats init{};
-        init.first_bad = ~0ull;
-        init.worst = ~0ull;
-        CK(cudaMemcpyAsync(stats_, &init, sizeof init, cudaMemcpyHostToDevice, stream_));
-        compare_kernel<<<grid_for(n, sms_), 256, 0, stream_>>>(out.mem[o].data(), expected.mem[o].data(), d.dtype, n, exact, job_->atol, job_->rtol, stats_);
-        CK(cudaGetLastError());
-        CompareStats st{};
-        CK(cudaMemcpyAsync(&st, stats_, sizeof st, cudaMemcpyDeviceToHost, stream_));
-        CK(cudaStreamSynchronize(stream_));
-        if (st.mismatches) {  // find the worst element for the report
-            worst_kernel<<<grid_for(n, sms_), 256, 0, stream_>>>(out.mem[o].data(), expected.mem[o].data(), d.dtype, n, exact, job_->atol, job_->rtol, stats_);
-            CK(cudaGetLastError());
-            CK(cudaMemcpyAsync(&st, stats_, sizeof st, cudaMemcpyDeviceToHost, stream_));
-            CK(cudaStreamSynchronize(stream_));
-        }
-        float max_diff, max_finite;
-        std::memcpy(&max_diff, &st.max_diff_bits, 4);
-        std::memcpy(&max_finite, &st.max_finite_bits, 4);
-        max_abs = std::max<double>(max_abs, max_finite);
+        OutputCheck c = compare_output(d, out.mem[o].data(), expected.mem[o].data(), job_->atol, job_->rtol, grid_for(n, sms_), stream_,
+                                       stats_, where);
+        max_abs = std::max(max_abs, c.max_abs);
+        outputs.push_back(c.report);
         // Whether the expected output ever varies is judged over all the inputs drawn (run() warns):
         // a small output can be constant on one draw by chance (3 rows' argmax agree 1 time in 49).
         if (n > 1) {
             auto it = output_varies_.emplace(std::make_pair(set, d.name), false).first;
-            it->second = it->second || st.nonconstant != 0;
+            it->second = it->second || c.varies;
         }
-        if (st.mismatches && pass) {
+        if (!c.pass && pass) {
             pass = false;
-            std::ostringstream ss;
-            const std::string& label = job_->sets[set].label;
-            ss << "output '" << d.name << "' differs from the reference in shape set " << set;
-            if (!label.empty()) ss << " (" << label << ")";
-            ss << ", seed " << seed << ": " << st.mismatches << " of " << n << " elements outside atol " << fmt(job_->atol)
-               << " + rtol " << fmt(job_->rtol) << "*|expected|.\n";
-            ss << "first mismatch at index " << index_string(st.first_bad, d.sizes) << " (flat " << st.first_bad
-               << "): got " << fmt(host_value(out.mem[o].data(), d.dtype, st.first_bad)) << ", expected "
-               << fmt(host_value(expected.mem[o].data(), d.dtype, st.first_bad)) << "\n";
-            if (st.worst != ~0ull)
-                ss << "worst element at index " << index_string(st.worst, d.sizes) << " (flat " << st.worst
-                   << "): got " << fmt(host_value(out.mem[o].data(), d.dtype, st.worst)) << ", expected "
-                   << fmt(host_value(expected.mem[o].data(), d.dtype, st.worst)) << " (|diff| " << fmt(max_diff) << ")";
-            message = ss.str();
             check["output"] = d.name;
-            check["mismatches"] = st.mismatches;
-            check["first_mismatch"] = st.first_bad;
-            check["worst"] = st.worst;
+            check["message"] = c.message;
+            if (c.report.contains("mismatches")) check["mismatches"] = c.report["mismatches"];
         }
     }
     check["pass"] = pass;
     check["max_abs_diff"] = max_abs;
-    if (!pass) check["message"] = message;
+    check["outputs"] = outputs;
     return check;
 }
 
