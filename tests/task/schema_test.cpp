@@ -208,3 +208,22 @@ TEST_F(SchemaTest, DollarSchemaIsAcceptedAndIgnored) {
     EXPECT_EQ(t.hash(), plain);
     EXPECT_FALSE(t.to_json().contains("$schema"));
 }
+
+// "precision": a policy name or {"policy", "cudnn_tf32", "matmul_tf32"}; the schema and the parser
+// accept the same forms.
+TEST_F(SchemaTest, PrecisionFormsValidateAsTheParserAcceptsThem) {
+    for (const json& ok : {json("pytorch"), json("strict"), json("tf32"), json("bf16"),
+                           json{{"policy", "pytorch"}, {"matmul_tf32", true}, {"cudnn_tf32", false}}}) {
+        json j = base();
+        j["precision"] = ok;
+        EXPECT_EQ(validate(j), "") << ok;
+        EXPECT_NO_THROW(parse(j)) << ok;
+    }
+    for (const json& bad : {json("fp16"), json(1), json{{"matmul_tf32", true}}, json{{"policy", "pytorch"}, {"tf32", true}},
+                            json{{"policy", "pytorch"}, {"matmul_tf32", 1}}}) {
+        json j = base();
+        j["precision"] = bad;
+        EXPECT_NE(validate(j), "") << bad;
+        EXPECT_THROW(parse(j), TaskError) << bad;
+    }
+}

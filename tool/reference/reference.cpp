@@ -86,48 +86,37 @@ struct StreamScope {
 };
 // Correctness is judged against strict fp32: LibTorch runs convolutions (cuDNN) in TF32 by default,
 // which on KernelBench L2-46 put 1.9 M of 65 M outputs more than 1e-4 from fp64, while strict fp32
-// stays within 8e-7. kevo_ref_forward (the outputs kernels are compared with) runs under this
-// guard; kevo_ref_call (the speed baseline) keeps the defaults, as users run LibTorch. The legacy
-// setters exist in LibTorch 1.13 and 2.x alike; since 2.9 they also set the per-op fp32_precision
-// that the conv and matmul paths read, so no TORCH_VERSION guard is needed. The getters throw
-// only where code mixed the legacy and new APIs; kevo_ref_forward then reports that error.
-struct StrictFp32 {
+// stays within 8e-7. kevo_ref_forward (the outputs kernels are compared with) runs with TF32 off;
+// kevo_ref_call (the speed baseline) with the task's precision policy (KEVO_REF_CUDNN_TF32 and
+// KEVO_REF_CUBLAS_TF32, generated from task.json's "precision"), as the user's PyTorch or LibTorch
+// code runs it; both restore the flags after. The legacy setters exist in LibTorch 1.13 and 2.x
+// alike; since 2.9 they also set the per-op fp32_precision that the conv and matmul paths read, so
+// no TORCH_VERSION guard is needed. The getters throw only where code mixed the legacy and new APIs;
+// the entry point then reports that error.
+struct Tf32Scope {
     bool cudnn = at::globalContext().allowTF32CuDNN(), cublas = at::globalContext().allowTF32CuBLAS();
-    StrictFp32() {
-        at::globalContext().setAllowTF32CuDNN(false);
-        at::globalContext().setAllowTF32CuBLAS(false);
+    Tf32Scope(bool cudnn_on, bool cublas_on) {
+        at::globalContext().setAllowTF32CuDNN(cudnn_on);
+        at::globalContext().setAllowTF32CuBLAS(cublas_on);
     }
-    ~StrictFp32() {
+    ~Tf32Scope() {
         at::globalContext().setAllowTF32CuDNN(cudnn);
         at::globalContext().setAllowTF32CuBLAS(cublas);
     }
 };
-}  // namespace kevo_ref_detail
+struct StrictFp32 : Tf32Scope {
+    StrictFp32() : Tf32Scope(false, false) {}
+};
+struct PolicyTf32 : Tf32Scope {
+    PolicyTf32() : Tf32Scope(KEVO_REF_CUDNN_TF32 != 0, KEVO_REF_CUBLAS_TF32 != 0) {}
+};
 
-// LibTorch's TF32 defaults as this process sees them (what kevo_ref_call, the speed baseline, runs
-// with), e.g. "cuDNN TF32 on, cuBLAS TF32 off"; the judge reports it beside "strict fp32" for
-// correctness. Read once, before any kevo_ref_forward; never throws (LibTorch's getters may).
-extern "C" __attribute__((visibility("default"))) const char* kevo_ref_precision(void) {
-    static const std::string text = [] {
-        try {
-            return std::string("cuDNN TF32 ") + (at::globalContext().allowTF32CuDNN() ? "on" : "off") + ", cuBLAS TF32 " +
-                   (at::globalContext().allowTF32CuBLAS() ? "on" : "off");
-        } catch (const std::exception& e) {
-            return std::string("unknown: ") + e.what();
-        }
-    }();
-    return text.c_str();
-}
-
-extern "C" __attribute__((visibility("default"))) const char* kevo_ref_error(void) {
-    return kevo_ref_detail::g_error.c_str();
-}
-
-extern "C" __attribute__((visibility("default"))) int kevo_ref_forward(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, cudaStream_t stream) {
-    using namespace kevo_ref_detail;
+// Runs the reference and copies its results into `out` (checking count, shape, dtype and device).
+template <class Precision>
+int forward_into(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, cudaStream_t stream) {
     try {
         StreamScope scope(stream);
-        StrictFp32 strict;
+        Precision precision;
         if (n_in != KEVO_N_IN || n_out != KEVO_N_OUT) throw std::runtime_error("wrong number of tensors");
         std::vector<at::Tensor> res = kevo_ref_run(in, n_in);
         if (static_cast<int>(res.size()) != n_out)
@@ -135,22 +124,13 @@ extern "C" __attribute__((visibility("default"))) int kevo_ref_forward(const kev
         for (int i = 0; i < n_out; ++i) {
             at::Tensor dst = wrap(out[i]);
             const at::Tensor& r = res[i];
-            if (r.sizes() != dst.sizes()) {
-                std::ostringstream ss;
-                ss << "output " << i << " (" << kevo_output_name(i) << "): the reference returned shape " << r.sizes() << ", the task declares " << dst.sizes();
-                throw std::runtime_error(ss.str());
-            }
-            if (r.scalar_type() != dst.scalar_type()) {
-                std::ostringstream ss;
-                ss << "output " << i << " (" << kevo_output_name(i) << "): the reference returned dtype " << r.scalar_type() << ", the task declares " << dst.scalar_type();
-                throw std::runtime_error(ss.str());
-            }
-            if (r.device() != dst.device()) {
-                std::ostringstream ss;
-                ss << "output " << i << " (" << kevo_output_name(i) << "): the reference returned a tensor on " << r.device() << ", expected " << dst.device();
-                throw std::runtime_error(ss.str());
-            }
-            dst.copy_(r);
+            std::ostringstream ss;
+            ss << "output " << i << " (" << kevo_output_name(i) << "): the reference returned ";
+            if (r.sizes() != dst.sizes()) ss << "shape " << r.sizes() << ", the task declares " << dst.sizes();
+            else if (r.scalar_type() != dst.scalar_type()) ss << "dtype " << r.scalar_type() << ", the task declares " << dst.scalar_type();
+            else if (r.device() != dst.device()) ss << "a tensor on " << r.device() << ", expected " << dst.device();
+            else { dst.copy_(r); continue; }
+            throw std::runtime_error(ss.str());
         }
         return 0;
     } catch (const std::exception& e) {
@@ -159,10 +139,12 @@ extern "C" __attribute__((visibility("default"))) int kevo_ref_forward(const kev
     }
 }
 
-extern "C" __attribute__((visibility("default"))) int kevo_ref_call(const kevo_tensor* in, int n_in, cudaStream_t stream) {
-    using namespace kevo_ref_detail;
+// Runs the reference and keeps its results (what timing measures).
+template <class Precision>
+int call_kept(const kevo_tensor* in, int n_in, cudaStream_t stream) {
     try {
         StreamScope scope(stream);
+        Precision precision;
         if (n_in != KEVO_N_IN) throw std::runtime_error("wrong number of inputs");
         g_kept = kevo_ref_run(in, n_in);
         return 0;
@@ -171,18 +153,38 @@ extern "C" __attribute__((visibility("default"))) int kevo_ref_call(const kevo_t
         return 1;
     }
 }
+}  // namespace kevo_ref_detail
+
+// The task's precision policy and the TF32 flags kevo_ref_call (the speed baseline) runs with, e.g.
+// "pytorch (cuDNN TF32 on, cuBLAS TF32 off)"; the judge reports it beside "strict fp32" for correctness.
+extern "C" __attribute__((visibility("default"))) const char* kevo_ref_precision(void) {
+    return KEVO_REF_POLICY " (cuDNN TF32 " KEVO_REF_CUDNN_TEXT ", cuBLAS TF32 " KEVO_REF_CUBLAS_TEXT ")";
+}
+
+extern "C" __attribute__((visibility("default"))) const char* kevo_ref_error(void) {
+    return kevo_ref_detail::g_error.c_str();
+}
+
+// The outputs kernels are compared with: the reference in strict fp32.
+extern "C" __attribute__((visibility("default"))) int kevo_ref_forward(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, cudaStream_t stream) {
+    return kevo_ref_detail::forward_into<kevo_ref_detail::StrictFp32>(in, n_in, out, n_out, stream);
+}
+
+// The outputs of the reference as it is timed (under the policy): how far they are from
+// kevo_ref_forward's is the policy's own error on the problem, which the tolerance must admit.
+extern "C" __attribute__((visibility("default"))) int kevo_ref_forward_policy(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, cudaStream_t stream) {
+    return kevo_ref_detail::forward_into<kevo_ref_detail::PolicyTf32>(in, n_in, out, n_out, stream);
+}
+
+extern "C" __attribute__((visibility("default"))) int kevo_ref_call(const kevo_tensor* in, int n_in, cudaStream_t stream) {
+    return kevo_ref_detail::call_kept<kevo_ref_detail::PolicyTf32>(in, n_in, stream);
+}
 
 // The speed baseline in strict fp32 (what correctness is judged against), timed by the judge only
-// where LibTorch's defaults turn TF32 on: a kernel's speedup against it is reported beside the
-// speedup against the defaults, which alone ranks candidates.
+// where the policy turns TF32 on: a kernel's speedup against it is reported beside the speedup
+// against the policy's reference, which alone ranks candidates.
 extern "C" __attribute__((visibility("default"))) int kevo_ref_call_strict(const kevo_tensor* in, int n_in, cudaStream_t stream) {
-    try {
-        kevo_ref_detail::StrictFp32 strict;
-        return kevo_ref_call(in, n_in, stream);
-    } catch (const std::exception& e) {
-        kevo_ref_detail::g_error = e.what();
-        return 1;
-    }
+    return kevo_ref_detail::call_kept<kevo_ref_detail::StrictFp32>(in, n_in, stream);
 }
 
 extern "C" __attribute__((visibility("default"))) void kevo_ref_release(void) {
@@ -206,6 +208,37 @@ const char* kExtensionShim =
 }  // namespace
 
 std::string libtorch_version() { return torch_config().version; }
+
+fs::path reference_sha256_file(const fs::path& source) { return source.string() + ".sha256"; }
+
+void write_reference_sha256(const fs::path& source, const std::string& text) {
+    const std::string line = sha256_hex(text) + "  " + source.filename().string() + "\n";
+    const fs::path record = reference_sha256_file(source);
+    std::error_code ec;
+    if (!fs::exists(record, ec) || read_file(record) != line) write_file_atomic(record, line);
+}
+
+namespace {
+// A generated source is compiled (into the trusted, unsandboxed reference library) only with the
+// bytes recorded when it was generated.
+void check_reference_sha256(const Task& task, const std::string& text) {
+    const fs::path record = reference_sha256_file(task.reference_source);
+    std::error_code ec;
+    if (!fs::exists(record, ec) && !fs::is_symlink(record, ec)) return;
+    std::string recorded;
+    try {
+        recorded = read_file(record).substr(0, 64);
+    } catch (const UsageError&) {
+    }
+    const std::string now = sha256_hex(text);
+    if (recorded != now)
+        throw TaskError(task.file.string(), "reference.source",
+                        task.reference_source.string() + " changed since it was generated (sha256 " + now + ", recorded in " +
+                            record.string() + ": " + (recorded.empty() ? "unreadable" : recorded) +
+                            "); it is not built: generate it again (kernelevo import kernelbench), or delete the record "
+                            "to build your edit");
+}
+}  // namespace
 
 ReferenceSupport reference_support() {
     ReferenceSupport s;
@@ -247,6 +280,11 @@ std::string reference_wrapper_source(const Task& task) {
         for (size_t i = 0; i < task.inputs.size(); ++i) ss << (i ? ", " : "") << "wrap(in[" << i << "])";
         ss << "));\n}\n";
     }
+    // The precision policy (task.json "precision"): the TF32 flags the speed baseline runs with.
+    const Precision& p = task.precision;
+    ss << "#define KEVO_REF_POLICY \"" << p.name() << "\"\n#define KEVO_REF_CUDNN_TF32 " << int(p.cudnn_tf32)
+       << "\n#define KEVO_REF_CUBLAS_TF32 " << int(p.matmul_tf32) << "\n#define KEVO_REF_CUDNN_TEXT \""
+       << (p.cudnn_tf32 ? "on" : "off") << "\"\n#define KEVO_REF_CUBLAS_TEXT \"" << (p.matmul_tf32 ? "on" : "off") << "\"\n";
     ss << kWrapperEntry;
     if (!task.reference_setup.empty())
         ss << "extern \"C\" __attribute__((visibility(\"default\"))) int kevo_ref_setup(const char* arg) {\n"
@@ -274,6 +312,7 @@ ReferenceBuild build_reference(const Task& task, double timeout_s) {
     } catch (const UsageError&) {
         throw TaskError(task.file.string(), "reference.source", "cannot read " + task.reference_source.string());
     }
+    check_reference_sha256(task, reference_text);
     std::vector<std::string> argv = {cfg.cxx.empty() ? "c++" : cfg.cxx, "-std=c++17", "-O2", "-fPIC", "-shared",
                                      "-fvisibility=hidden", "-w"};
     if (!cfg.cxx_flags.empty()) argv.push_back(cfg.cxx_flags);

@@ -288,6 +288,7 @@ nlohmann::json Task::to_json() const {
         j["timing"] = timing;
     }
     if (!flops.empty()) j["flops"] = flops;
+    if (!precision.is_default()) j["precision"] = precision.to_json();  // the default keeps old hashes
     return j;
 }
 
@@ -579,6 +580,7 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         }
         if (const std::string why = tolerance_problem(t.atol, t.rtol); !why.empty()) p.fail("tolerance", why);
     }
+    if (j.contains("precision")) t.precision = parse_precision(j.at("precision"), label);
     if (j.contains("trials")) {
         int64_t n = p.int_at(j.at("trials"), "trials");
         if (n < 1 || n > 1000) p.fail("trials", "must be between 1 and 1000");

@@ -13,6 +13,7 @@
 
 #include "kernelevo/abi.h"
 #include "task/init_kind.h"
+#include "task/precision.h"
 
 namespace kevo {
 
@@ -57,6 +58,31 @@ struct TensorSpec {
 
 using ShapeSet = std::map<std::string, int64_t>;
 
+// task.json's "precision" (a KEVO_PRECISION_LIST policy, task/precision.h): what the timed reference
+// runs and which error the tolerance admits; correctness is judged against strict fp32 whatever it is.
+struct Precision {
+    kevo_precision policy = KEVO_PRECISION_PYTORCH;
+    // The TF32 flags the timed reference runs with: the table's for the policy; for "pytorch" those
+    // the user's code sets (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 /
+    // torch.set_float32_matmul_precision("high"|"medium")), PyTorch's defaults unless recorded.
+    bool cudnn_tf32 = true, matmul_tf32 = false;
+
+    const char* name() const { return kevo_precision_name(policy); }
+    // "pytorch" with PyTorch's own flags: what a task without the field means (left out of the hash).
+    bool is_default() const;
+    // The canonical form: "strict", or {"policy": "pytorch", "cudnn_tf32": .., "matmul_tf32": ..}
+    // when a "pytorch" task records flags other than PyTorch's defaults; null for the default.
+    nlohmann::json to_json() const;
+    // "cuDNN TF32 on, cuBLAS TF32 off": what the timed reference runs with.
+    std::string flags() const;
+    // One line for prompts and reports: the policy, what the reference is timed as, what correctness is judged against.
+    std::string describe() const;
+};
+// "pytorch, strict, tf32 or bf16": the accepted names, for messages.
+std::string precision_choices();
+// Parses task.json's "precision" (a name or an object); errors throw TaskError naming `file_label`.
+Precision parse_precision(const nlohmann::json& v, const std::string& file_label);
+
 struct Task {
     std::filesystem::path file;  // the task file (empty when built in memory)
     std::string name;
@@ -84,6 +110,7 @@ struct Task {
     std::vector<ShownFile> reference_show;
     std::vector<TensorSpec> inputs, outputs;
     std::vector<ShapeSet> shapes;  // at least one (empty when every dimension is literal)
+    Precision precision;  // "precision": part of hash() only when not the default (see Precision::to_json)
     double atol = 1e-4, rtol = 1e-4;
     bool tolerance_given = false;
     std::string tolerance_policy;  // tolerance.policy: how the tolerance was chosen (imported tasks); not hashed

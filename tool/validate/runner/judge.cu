@@ -813,7 +813,7 @@ void Judge::time_sets(const Job& job, JobResult& result) {
     result.timing = json{{"sets", timing}};
     if (ref_precision_)
         result.timing["reference_precision"] = {{"correctness", "strict fp32 (TF32 off)"},
-                                                {"timing", std::string("LibTorch defaults (") + ref_precision_() + ")"}};
+                                                {"timing", std::string("precision ") + ref_precision_()}};
     if (!timing.empty()) {  // the first timed set, as before
         result.timing["kernel"] = timing[0]["kernel"];
         result.timing["reference"] = timing[0]["reference"];
