@@ -509,7 +509,10 @@ TEST_F(LlmHttp, DestroyingTheClientCancelsRetryWaits) {
     EXPECT_LT(seconds_since(start), 3);
 }
 
-TEST_F(LlmHttp, TheKeyNeverReachesLogsTranscriptsOrErrors) {
+// The key never reaches a log or an error message; but what the model said is data, recorded and
+// replayed byte for byte even where it holds the key's text (issue 37: a reply altered by
+// redaction corrupts the kernel in it).
+TEST_F(LlmHttp, TheKeyNeverReachesLogsOrErrorsAndTheExchangeIsRecordedAsItWas) {
     TempDir dir("kevo-llm-test");
     const auto transcript = dir.path() / "t.jsonl";
     server.push({429, {{"Retry-After", "0"}}, R"({"error":{"message":"key )" + kKey + R"( is rate limited"}})"});
@@ -531,13 +534,18 @@ TEST_F(LlmHttp, TheKeyNeverReachesLogsTranscriptsOrErrors) {
         }
     }
     ASSERT_FALSE(errors.empty());
-    // ... but everything that is written down is.
+    // ... but every message and log line is.
     EXPECT_EQ(errors.find(kKey), std::string::npos) << errors;
     EXPECT_EQ(log.all().find(kKey), std::string::npos) << log.all();
     EXPECT_NE(log.all().find("HTTP 429"), std::string::npos) << log.all();
+    // The transcript holds the exchange as it was (its error message redacted), and replays it so.
     std::string recorded = read_file(transcript);
-    EXPECT_EQ(recorded.find(kKey), std::string::npos) << recorded;
-    EXPECT_NE(recorded.find("my key is ***"), std::string::npos) << recorded;
+    EXPECT_NE(recorded.find("my key is " + kKey), std::string::npos) << recorded;
+    EXPECT_NE(recorded.find("echo: " + kKey), std::string::npos) << recorded;
+    EXPECT_EQ(recorded.find("Incorrect API key provided: " + kKey), std::string::npos) << recorded;
+    EXPECT_NE(recorded.find("Incorrect API key provided: ***"), std::string::npos) << recorded;
+    ReplayProvider replay(transcript);
+    EXPECT_EQ(replay.chat(request("my key is " + kKey)).content, "echo: " + kKey);
     // The key was sent where it belongs.
     for (const auto& req : server.requests()) EXPECT_EQ(req.headers.at("authorization"), "Bearer " + kKey);
 }

@@ -9,8 +9,9 @@
 //   batch.h        the OpenAI Batch API: input files, output files, /v1/files and /v1/batches.
 //
 // Secrets: the API key goes only into the Authorization header. HttpProvider registers it with
-// kevo::register_secret(), and every log line, transcript line and error message passes through
-// kevo::redact().
+// kevo::register_secret(), and every log line and error message passes through kevo::redact().
+// What the model said is never redacted: a reply reaches the caller, the state and the transcript
+// byte for byte (the key's text in a reply is part of the kernel).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -150,7 +151,8 @@ ChatRequest request_from_json(const std::string& json);
 
 // Appends one JSON object per exchange to a file (created 0600): time, request_hash, request,
 // response (content, finish_reason, model), usage, latency_s, attempts, error (kind, message,
-// retryable, status). Each line is redacted and written with a single write(2): thread-safe and on
+// retryable, status). The exchange is recorded as it was, only the error message redacted; each
+// line is written with a single write(2): thread-safe and on
 // disk (in the page cache) as soon as record() returns.
 class Transcript {
 public:

@@ -139,11 +139,13 @@ void Transcript::record(const ChatRequest& request, const ChatResponse* response
     if (error) {
         const HttpError* http = dynamic_cast<const HttpError*>(error);
         line["error"] = {{"kind", error_kind(*error)},
-                         {"message", error->what()},
+                         {"message", redact(error->what())},
                          {"retryable", error->retryable},
                          {"status", http ? json(http->status) : json()}};
     }
-    std::string text = redact(dump(line)) + "\n";
+    // The exchange is recorded as it was (a reply is replayed byte for byte); only the error
+    // message, the tool's own text, is redacted.
+    std::string text = dump(line) + "\n";
     std::lock_guard<std::mutex> lock(impl_->mu);
     // O_APPEND + one write per line: lines never interleave, even across processes.
     for (size_t done = 0; done < text.size();) {

@@ -1,5 +1,5 @@
-// open_store(): parses a --state location, opens the backend and wraps it so that everything
-// written passes through kevo::redact().
+// open_store(): parses a --state location, opens the backend and wraps it so that the tool's own
+// texts (metadata, events, error messages) pass through kevo::redact(); data is stored as it is.
 #include <cstdlib>
 #include <filesystem>
 
@@ -125,14 +125,12 @@ nlohmann::json redact_json(const nlohmann::json& j) {
     }
 }
 
-Program redacted(Program p) {
-    p.source = redact(std::move(p.source));
-    p.feedback = redact(std::move(p.feedback));
-    p.details = redact_json(p.details);
-    return p;
-}
-
-// Every write goes through redact() before it reaches the backend; reads pass through.
+// What the tool itself writes (metadata such as the command line and the stop reason, events,
+// error messages, file names) goes through redact() before it reaches the backend, for these may
+// quote a URL or a message with a credential. Data (requests, replies, model names, kernel
+// sources, their feedback and details, island states) is stored byte for byte: a secret's text
+// that occurs in a model's reply is part of the reply, and replacing it would corrupt the kernel
+// compiled from it. Reads pass through.
 class RedactingStore : public Store {
 public:
     explicit RedactingStore(std::unique_ptr<Store> inner) : s_(std::move(inner)) {}
@@ -142,20 +140,13 @@ public:
         s_->put_meta(key, redact_json(value));
     }
     std::optional<LlmCall> find_llm_call(const std::string& key) override { return s_->find_llm_call(key); }
-    int64_t add_llm_call(const LlmCall& call) override {
-        LlmCall c = call;
-        c.request = redact_json(c.request);
-        c.reply = redact(std::move(c.reply));
-        c.model = redact(std::move(c.model));
-        return s_->add_llm_call(c);
-    }
+    int64_t add_llm_call(const LlmCall& call) override { return s_->add_llm_call(call); }
     Spent spent() override { return s_->spent(); }
     std::vector<LlmCall> llm_calls() override { return s_->llm_calls(); }
     void add_batch(const std::vector<BatchRequest>& requests) override {
         std::vector<BatchRequest> r = requests;
         for (BatchRequest& b : r) {
             b.file = redact(std::move(b.file));
-            b.request = redact_json(b.request);
             b.error = redact(std::move(b.error));
         }
         s_->add_batch(r);
@@ -166,29 +157,20 @@ public:
     }
     void import_batch_replies(const std::vector<LlmCall>& calls,
                               const std::vector<std::pair<std::string, std::string>>& failed) override {
-        std::vector<LlmCall> cs;
-        for (LlmCall c : calls) {
-            c.request = redact_json(c.request);
-            c.reply = redact(std::move(c.reply));
-            c.model = redact(std::move(c.model));
-            cs.push_back(std::move(c));
-        }
         std::vector<std::pair<std::string, std::string>> fs;
         for (const auto& [custom_id, error] : failed) fs.emplace_back(custom_id, redact(error));
-        s_->import_batch_replies(cs, fs);
+        s_->import_batch_replies(calls, fs);
     }
     std::optional<Program> find_program(const std::string& key) override { return s_->find_program(key); }
     std::optional<Program> get_program(int64_t id) override { return s_->get_program(id); }
-    Program claim_program(Program program) override { return s_->claim_program(redacted(std::move(program))); }
-    int64_t put_program(const Program& program) override { return s_->put_program(redacted(program)); }
+    Program claim_program(Program program) override { return s_->claim_program(std::move(program)); }
+    int64_t put_program(const Program& program) override { return s_->put_program(program); }
     std::vector<Program> programs() override { return s_->programs(); }
     void commit_generation(const Generation& g, const std::vector<nlohmann::json>& islands,
                            const std::vector<Event>& events) override {
-        std::vector<nlohmann::json> is;
-        for (const auto& j : islands) is.push_back(redact_json(j));
         std::vector<Event> ev;
         for (const Event& e : events) ev.push_back(Event{e.generation, redact(e.kind), redact_json(e.detail)});
-        s_->commit_generation(g, is, ev);
+        s_->commit_generation(g, islands, ev);
     }
     int last_generation() override { return s_->last_generation(); }
     std::vector<nlohmann::json> islands() override { return s_->islands(); }

@@ -166,8 +166,10 @@ bool redis_supported();
 // Throws UsageError when it cannot be opened or reached (naming the file or host:port) or is not
 // a KernelEvo state.
 //
-// Every text the store writes (prompts, requests, replies, sources, feedback, validation details,
-// metadata, events, island states) passes through kevo::redact() first, whatever the backend.
+// The tool's own texts (metadata such as the command line and the stop reason, events, error
+// messages, batch file names) pass through kevo::redact() first, whatever the backend; data
+// (requests, replies, model names, sources, feedback, validation details, island states) is stored
+// byte for byte, never altered: a secret's text in a model's reply is part of the kernel.
 //
 // An existing file is read first, without writing: an empty file, a damaged one ("malformed
 // database", SQLite's reason), another application's database ("not a KernelEvo state: it has
