@@ -17,6 +17,11 @@ namespace {
 
 using NodeP = std::shared_ptr<const Expr::Node>;
 
+// Bounds on what a task file may write: the parser and the evaluator recurse once per nesting
+// level, so a deeply nested expression would otherwise overflow the stack.
+constexpr size_t kMaxExprChars = 4096;
+constexpr int kMaxExprDepth = 64;
+
 class ExprParser {
 public:
     ExprParser(const std::string& t, std::set<std::string>& names) : t_(t), names_(names) {}
@@ -30,8 +35,18 @@ public:
 
 private:
     [[noreturn]] void fail(const std::string& what) const {
-        throw ExprError("cannot read the expression '" + t_ + "' at character " + std::to_string(pos_ + 1) + ": " + what);
+        const std::string shown = t_.size() > 80 ? t_.substr(0, 80) + "..." : t_;
+        throw ExprError("cannot read the expression '" + shown + "' at character " + std::to_string(pos_ + 1) + ": " + what);
     }
+    // One more level of nesting (parentheses, unary signs, powers) while it lives.
+    struct Nested {
+        explicit Nested(ExprParser& p) : p_(p) {
+            if (++p_.depth_ > kMaxExprDepth)
+                p_.fail("nested more than " + std::to_string(kMaxExprDepth) + " levels deep");
+        }
+        ~Nested() { --p_.depth_; }
+        ExprParser& p_;
+    };
     void skip() {
         while (pos_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[pos_]))) ++pos_;
     }
@@ -68,18 +83,28 @@ private:
     }
     NodeP power() {
         NodeP n = unary();
-        if (eat('^')) return binary('^', n, power());  // right-associative
+        if (eat('^')) {
+            Nested level(*this);
+            return binary('^', n, power());  // right-associative
+        }
         return n;
     }
     NodeP unary() {
-        if (eat('-')) return binary('u', unary(), nullptr);
-        if (eat('+')) return unary();
+        if (eat('-')) {
+            Nested level(*this);
+            return binary('u', unary(), nullptr);
+        }
+        if (eat('+')) {
+            Nested level(*this);
+            return unary();
+        }
         return atom();
     }
     NodeP atom() {
         skip();
         if (pos_ >= t_.size()) fail("expected a number, a dimension name or '('");
         if (eat('(')) {
+            Nested level(*this);
             NodeP n = sum();
             if (!eat(')')) fail("expected ')'");
             return n;
@@ -108,6 +133,7 @@ private:
     const std::string& t_;
     std::set<std::string>& names_;
     size_t pos_ = 0;
+    int depth_ = 0;
 };
 
 double eval_node(const Expr::Node& n, const std::map<std::string, int64_t>& dims) {
@@ -141,6 +167,9 @@ Expr parse_expr(const std::string& text) {
     bool blank = true;
     for (char c : text) blank = blank && std::isspace(static_cast<unsigned char>(c));
     if (blank) throw ExprError("the expression is empty");
+    if (text.size() > kMaxExprChars)
+        throw ExprError("the expression has " + std::to_string(text.size()) + " characters; at most " +
+                        std::to_string(kMaxExprChars) + " are read");
     e.root_ = ExprParser(e.text_, e.names_).parse();
     return e;
 }

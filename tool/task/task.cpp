@@ -13,6 +13,7 @@
 #include "common/suggest.h"
 #include "task/init_kind.h"
 #include "task/schema.h"
+#include "task/task_checks.h"
 
 namespace kevo {
 
@@ -415,7 +416,7 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
     Task t;
     t.file = task_file;
     t.name = p.string_at(p.require(j, "name", ""), "name");
-    if (!is_identifier(t.name)) p.fail("name", "'" + t.name + "' is not a C identifier (letters, digits, _)");
+    if (const std::string why = task_name_problem(t.name); !why.empty()) p.fail("name", why);
 
     const auto& ref = p.require(j, "reference", "");
     std::string source;
@@ -595,6 +596,7 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
                 if (!symbols.count(name))
                     p.fail("flops", "'" + name + "' is not a dimension of any input or output (dimensions: " +
                                         (symbols.empty() ? std::string("none") : join_names(symbols)) + ")");
+            if (const std::string why = flops_value_problem(e, t.shapes); !why.empty()) p.fail("flops", why);
         } catch (const ExprError& e) {
             p.fail("flops", e.what());
         }
@@ -627,9 +629,11 @@ Task load_task(const std::filesystem::path& task_file) {
     }
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(text);
+        j = parse_json_unique_keys(text);
     } catch (const nlohmann::json::parse_error& e) {
         throw TaskError(task_file.string(), "", std::string("not valid JSON: ") + e.what());
+    } catch (const std::runtime_error& e) {  // a key given twice
+        throw TaskError(task_file.string(), "", e.what());
     }
     return parse_task(j, task_file);
 }
