@@ -386,5 +386,33 @@ TEST(ServeHardening, FilesThatAreNotStatesAreShownAsErrorsAndLeftAsTheyWere) {
     EXPECT_EQ(listing(), files) << "files appeared beside them (-wal, -shm, -journal)";
 }
 
+// Two Host headers (which one did a proxy check?) are refused as a bad request, and a program id
+// too large for any program is "no program", not an internal error.
+TEST(ServeHardening, TwoHostHeadersAndAnIdBeyondAnyProgramAreRefusedPlainly) {
+    TempDir dir;
+    const fs::path state = dir.path() / "run.db";
+    search(state, 1);
+    Server s(loopback({state.string()}));
+    const int port = s.start();
+    const std::string id = the_run(s)["id"];
+    Raw raw(port);
+    ASSERT_TRUE(raw.connected());
+    raw.send("GET /api/overview HTTP/1.1\r\nHost: " + host_of(port) + "\r\nHost: evil.example\r\nConnection: close\r\n\r\n");
+    const std::string reply = raw.read_all(5);
+    EXPECT_EQ(status_of(reply), 400) << reply;
+    EXPECT_NE(reply.find("exactly one Host header"), std::string::npos) << reply;
+
+    httplib::Client c("127.0.0.1", port);
+    for (const std::string big : {"99999999999999999999999", "9223372036854775808"}) {
+        auto res = c.Get(("/api/runs/" + id + "/programs/" + big).c_str());
+        ASSERT_TRUE(res) << big;
+        EXPECT_EQ(res->status, 404) << big << res->body;
+        EXPECT_NE(res->body.find("no program " + big + " in run " + id), std::string::npos) << res->body;
+    }
+    auto ok = c.Get(("/api/runs/" + id + "/programs/1").c_str());
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
 }  // namespace
 }  // namespace kevo::serve

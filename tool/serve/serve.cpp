@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -411,6 +412,12 @@ int Server::start() {
     // checks, read-only methods without a body, then the token.
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         const HostCheck& hosts = *impl_->hosts;
+        // Two Host headers name two sites: which one a proxy or cache keyed on is anyone's guess.
+        if (req.get_header_value_count("Host") > 1) {
+            refuse(res, 400, "a request must have exactly one Host header");
+            GuardedServer::close_after_reply();
+            return Handled::Handled;
+        }
         std::string host = req.get_header_value("Host");
         if (!hosts.allows(host)) {
             refuse(res, 421, "this is kernelevo serve at " + hosts.shown + ", not '" + host + "': open http://" +
@@ -469,7 +476,15 @@ int Server::start() {
         json_reply(res, [&] { return programs(req.matches[1]); });
     });
     http.Get(R"(/api/runs/([0-9a-f]+)/programs/(\d+))", [this, json_reply](const httplib::Request& req, httplib::Response& res) {
-        json_reply(res, [&] { return program(req.matches[1], std::stoll(req.matches[2])); });
+        json_reply(res, [&] {
+            // Digits that do not fit a program id name no program (not an internal error).
+            const std::string digits = req.matches[2];
+            int64_t id = 0;
+            const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+            if (ec != std::errc() || end != digits.data() + digits.size())
+                throw UsageError("no program " + digits.substr(0, 40) + " in run " + std::string(req.matches[1]));
+            return program(req.matches[1], id);
+        });
     });
     http.Get(R"(/(|[a-zA-Z0-9_./-]+))", [](const httplib::Request& req, httplib::Response& res) {
         std::string path = req.matches[1];
