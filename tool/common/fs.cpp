@@ -88,11 +88,20 @@ std::string read_kernel_file(const fs::path& path, const std::string& option) {
     std::error_code ec;
     if (fs::is_directory(path, ec))
         throw UsageError(option + ": " + path.string() + " is a directory, not a kernel file (.cu, or a Triton .py)");
+    std::string text;
     try {
-        return read_input_file(path, "a kernel file");
+        text = read_input_file(path, "a kernel file");
     } catch (const UsageError& e) {
         throw UsageError(option + ": " + e.what());
     }
+    // Source text, never stored, compiled or shown as nothing or as bytes of a binary file.
+    if (text.find_first_not_of(" \t\r\n\f\v") == std::string::npos)
+        throw UsageError(option + ": " + path.string() + " is " + (text.empty() ? "empty" : "blank") +
+                         ", not a kernel file (.cu, or a Triton .py)");
+    if (const size_t nul = text.find('\0'); nul != std::string::npos)
+        throw UsageError(option + ": " + path.string() + " is a binary file (a NUL byte at offset " + std::to_string(nul) +
+                         "), not a kernel file (.cu, or a Triton .py)");
+    return text;
 }
 
 void write_file_atomic(const fs::path& path, const std::string& data) {
@@ -101,18 +110,30 @@ void write_file_atomic(const fs::path& path, const std::string& data) {
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     fs::path tmp = path;
     tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000);
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw UsageError("cannot write " + tmp.string());
-        out.write(data.data(), static_cast<std::streamsize>(data.size()));
-        out.flush();
-        if (!out) throw UsageError("cannot write " + tmp.string());
+    // A failure (a full disk, a quota, a read-only file system) names the file and the reason,
+    // and leaves neither a partial file nor the temp file behind.
+    auto fail = [&](int err, const std::string& what) {
+        ::unlink(tmp.c_str());
+        throw UsageError("cannot write " + path.string() + ": " + what + std::strerror(err) + " (nothing was written)");
+    };
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        const int err = errno;
+        throw UsageError("cannot write " + path.string() + ": " + std::strerror(err));
     }
+    for (size_t done = 0; done < data.size();) {
+        const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const int err = n < 0 ? errno : EIO;
+            ::close(fd);
+            fail(err, "");
+        }
+        done += static_cast<size_t>(n);
+    }
+    if (::close(fd) != 0) fail(errno, "");
     fs::rename(tmp, path, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw UsageError("cannot move a file into place at " + path.string());
-    }
+    if (ec) fail(ec.value(), "cannot move it into place: ");
 }
 
 void install_file_atomic(const fs::path& file, const fs::path& dest, const std::string& what) {

@@ -18,10 +18,12 @@ inline constexpr std::uintmax_t kMaxInputFileBytes = std::uintmax_t{16} << 20;
 // end), a file over max_bytes ("X is too large for WHAT (N MB; at most M MB)"), a missing one.
 std::string read_input_file(const fs::path& path, const std::string& what, std::uintmax_t max_bytes = kMaxInputFileBytes);
 // A kernel the user named with `option` (--kernel, --initial): read_input_file() with the option
-// in front of the reason ("--kernel: X is a directory, not a kernel file (.cu, or a Triton .py)").
+// in front of the reason ("--kernel: X is a directory, not a kernel file (.cu, or a Triton .py)");
+// an empty or blank file and a binary one (a NUL byte) are refused the same way.
 std::string read_kernel_file(const fs::path& path, const std::string& option = "--kernel");
 // Writes through a temp file in the same directory and renames it into place, so readers never
-// see a partial file. Creates parent directories.
+// see a partial file. Creates parent directories. A failure (a full disk: "cannot write PATH: No
+// space left on device") is a UsageError naming the path and the reason, and removes the temp file.
 void write_file_atomic(const fs::path& path, const std::string& data);
 
 // Copies `file` into place at `dest` atomically (copy beside it, then rename), creating parent
