@@ -70,7 +70,7 @@ TEST(Prompts, DefaultsRenderAndOverridesReplaceThem) {
     EXPECT_NE(seed.find("# Task: gelu"), std::string::npos);
     EXPECT_NE(seed.find("extern \"C\" int kevo_forward"), std::string::npos);  // the ABI and its example
     EXPECT_EQ(seed.find("{{"), std::string::npos);
-    vars.insert({{"parent_code", "P"}, {"parent_fence", "cuda"}, {"parent_metrics", "M"}, {"inspirations", "I"}, {"feedback", "F"},
+    vars.insert({{"parent_code", "P"}, {"parent_fence", "cuda"}, {"parent_metrics", "M"}, {"inspirations", "I"}, {"tried", "T"}, {"feedback", "F"},
                  {"code", "C"}, {"error", "E"}});
     for (const char* t : {"mutate_full", "mutate_diff", "repair"}) EXPECT_EQ(p.render(t, vars).find("{{"), std::string::npos);
     EXPECT_NE(p.render("mutate_diff", vars).find(">>>>>>> REPLACE"), std::string::npos);
@@ -123,7 +123,7 @@ TEST(PromptText, ShownFilesReplaceAWrapperReference) {
     std::map<std::string, std::string> vars = {{"task_name", "kb"}, {"task", describe_task(t)}, {"reference", ref}, {"abi", "A"},
                                                {"gpu", "G"}, {"language", "CUDA"}, {"fence", "cuda"}, {"speed_of_light", "S"},
                                                {"parent_code", "P"}, {"parent_fence", "cuda"}, {"parent_metrics", "M"}, {"inspirations", "I"},
-                                               {"feedback", "F"}, {"code", "C"}, {"error", "E"}};
+                                               {"tried", "T"}, {"feedback", "F"}, {"code", "C"}, {"error", "E"}};
     for (const char* name : {"seed", "mutate_full", "mutate_diff", "repair"}) {
         const std::string text = p.render(name, vars);
         EXPECT_NE(text.find("## As traced"), std::string::npos) << name;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "cache/cache.h"
@@ -127,9 +128,10 @@ nlohmann::json summary_json(const Task& task, const std::string& arch, const sto
             {"stop_reason", result.stop_reason},
             {"generations", result.generations_committed},
             {"best", best},
-            {"candidates", {{"ok", p.ok}, {"failed", p.failed}, {"duplicates", p.duplicates}}},
+            {"candidates", {{"ok", p.ok}, {"failed", p.failed}, {"duplicates", p.duplicates}, {"not_judged", p.not_judged}}},
             {"llm", {{"requests", spent.calls}, {"prompt_tokens", spent.prompt_tokens},
                      {"completion_tokens", spent.completion_tokens}, {"cost_usd", spent.cost_usd}}},
+            {"waste", result.waste.to_json()},
             {"elapsed_s", p.elapsed_s},
             {"resumable", resumable},
             {"exit_code", rc}};
@@ -349,6 +351,10 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     if (!quiet() || !result.best)
         std::cerr << "kernelevo: stopped (" << result.stop_reason << ") after " << result.generations_committed
                   << " generation(s): " << format_progress(p) << "\n";
+    if (!quiet()) {
+        std::istringstream lines(result.waste.text());
+        for (std::string line; std::getline(lines, line);) std::cerr << "kernelevo: " << line << "\n";
+    }
     if (result.best) {
         const store::Program& best = *result.best;
         // What enters a cache is validated twice: the best again, in a fresh sandbox with new seeds

@@ -17,8 +17,14 @@ struct Evaluation {
     double speedup = 0;
     std::string feedback;    // for prompts: timings when ok, else the compile log / error / first mismatch
     nlohmann::json details;  // the full result (ValidationResult::to_json() for the real validator)
-                             // "outside_kernel": true: a failure the kernel did not cause (a busy GPU);
-                             // its feedback says so, and its source may be evaluated again
+    // A failure the kernel did not cause (the GPU's memory taken by other processes, a GPU too busy
+    // to time it): the verdict says nothing about the kernel. A search runs the same candidate
+    // again itself (after retry_after_s, else its own back-off) and never asks the model about it.
+    bool outside_kernel = false;
+    double retry_after_s = 0;  // a hint for that wait; 0: the caller's own
+    // Seconds this evaluation held the GPU (the validator's job under its lock); 0: not reported,
+    // the caller times run() instead.
+    double gpu_s = 0;
     bool ok() const { return status == Status::ok; }
 };
 

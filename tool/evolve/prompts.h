@@ -8,9 +8,11 @@
 //   triton       (none)                      the Triton candidate format (KEVO_LAUNCH) with an example
 //   seed         task_name task reference abi gpu speed_of_light language fence
 //   mutate_full  task_name task reference abi gpu speed_of_light language fence parent_code parent_fence
-//                parent_metrics inspirations feedback
+//                parent_metrics inspirations tried feedback
 //   mutate_diff  the same as mutate_full; asks for SEARCH/REPLACE edits
 //   repair       task_name task reference abi gpu speed_of_light language fence code error
+// tried lists the approaches the island's archive holds (technique, speedup), so that a mutation
+// does not repeat one: a kernel identical to an earlier one is dropped unevaluated.
 // feedback holds the validation result: timings, the speed-of-light line, ptxas resources and, for
 // the best kernels, the profiler's summary.
 // For a Triton candidate {{abi}} is the triton template, {{language}} "Triton" and {{fence}}

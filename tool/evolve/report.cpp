@@ -1,5 +1,6 @@
 #include "common/text.h"
 #include "evolve/report.h"
+#include "evolve/waste.h"
 #include "sol/sol.h"
 
 #include <algorithm>
@@ -162,7 +163,7 @@ std::string legend(double x, double y, int islands, bool any_migration, bool any
 
 // The candidates by outcome (pending ones in no count) and the fastest correct one.
 struct Tally {
-    int64_t ok = 0, failed = 0, duplicates = 0, repairs = 0;
+    int64_t ok = 0, failed = 0, duplicates = 0, repairs = 0, not_judged = 0;
     const store::Program* best = nullptr;
 };
 
@@ -174,6 +175,8 @@ Tally tally_programs(const std::vector<store::Program>& programs) {
             if (!t.best || p.speedup > t.best->speedup) t.best = &p;
         } else if (p.status == "duplicate") {
             ++t.duplicates;
+        } else if (not_judged(p)) {
+            ++t.not_judged;
         } else if (p.status != "pending") {
             ++t.failed;
         }
@@ -205,6 +208,7 @@ std::string report_text(store::Store& st) {
     s << "LLM: " << spent.calls << " requests, " << tokens_str(static_cast<double>(spent.tokens())) << " tokens ("
       << tokens_str(static_cast<double>(spent.prompt_tokens)) << " prompt), $" << fmt("%.4f", spent.cost_usd) << "; time "
       << duration_str(elapsed) << "\n";
+    s << waste_of(programs, st.llm_calls()).text();
     if (auto batched = st.batch_requests(); !batched.empty()) {
         // Batch mode: which requests went into which file, and what became of them.
         int files = 0, answered = 0, failed_lines = 0, waiting = 0;
@@ -324,9 +328,11 @@ nlohmann::json report_json(store::Store& st) {
             {"islands", structure.value("islands", 0)},
             {"stop_reason", st.get_meta("stop_reason").value_or("").get<std::string>()},
             {"elapsed_s", st.get_meta("elapsed_s").value_or(0.0).get<double>()},
-            {"candidates", {{"ok", ok}, {"failed", failed}, {"duplicates", dup}, {"repairs", repairs}}},
+            {"candidates", {{"ok", ok}, {"failed", failed}, {"duplicates", dup}, {"repairs", repairs},
+                            {"not_judged", tally.not_judged}}},
             {"llm", {{"requests", spent.calls}, {"prompt_tokens", spent.prompt_tokens},
                      {"completion_tokens", spent.completion_tokens}, {"cost_usd", spent.cost_usd}}},
+            {"waste", waste_of(programs, st.llm_calls()).to_json()},
             {"best", best_json},
             {"generations", generations},
             {"migrations", migrations},

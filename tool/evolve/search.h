@@ -27,6 +27,7 @@
 
 #include "evaluate/evaluator.h"
 #include "evolve/prompts.h"
+#include "evolve/waste.h"
 #include "llm/llm.h"
 #include "store/store.h"
 #include "task/task.h"
@@ -45,6 +46,13 @@ struct SearchConfig {
     // Evolution.
     int generations = 50;          // evolution generations after the seed generation 0
     int repair_attempts = 6;       // per failing candidate
+    // A verdict outside the kernel (Evaluation::outside_kernel: the GPU's memory or time taken by
+    // other processes) never becomes a repair prompt: the same candidate is evaluated again, up to
+    // this many more times, after a back-off that starts at outside_kernel_backoff_s and doubles
+    // (or the evaluator's retry_after_s when longer). Still not judged then, it is stored as
+    // "not_judged" (no LLM request spent on it) and its slot ends; the search goes on.
+    int outside_kernel_retries = 4;
+    double outside_kernel_backoff_s = 10;
     int migration_interval = 10;   // generations between migrations (0: never)
     int migrants = 1;              // best programs each island sends to the next (ring)
     int restart_after = 30;        // generations without improvement before an island restarts (0: never)
@@ -92,6 +100,7 @@ struct Progress {
     double best_speedup = 0;
     double best_sol = 0;           // the best fraction of the speed of light reached (0: unknown)
     int64_t ok = 0, failed = 0, duplicates = 0;
+    int64_t not_judged = 0;        // candidates the evaluator could not judge, retries included
     int64_t tokens = 0;
     double cost_usd = 0, elapsed_s = 0;
 };
@@ -103,6 +112,7 @@ struct SearchResult {
     std::string best_model;              // the model whose reply produced it ("" for --initial)
     Progress progress;
     int generations_committed = 0;       // generations completed so far (0 included)
+    Waste waste;                         // requests spent for nothing, GPU use (waste.h); also meta "waste"
     // Stop reason "batch": the batch file written now ("" when none) and its request count, and
     // how many requests of earlier batches the run waited for.
     std::string batch_file;

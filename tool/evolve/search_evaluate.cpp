@@ -1,6 +1,8 @@
 #include "evolve/search_evaluate.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "tune/tune.h"
@@ -55,9 +57,9 @@ void EvaluationPipeline::finish(store::Program& p) {
         } else {
             p.id = claimed.id;
             evaluate(p);
-            // A failure outside the kernel (the judge could not attribute it) does not mark its
-            // source: the same kernel sent again is evaluated again, not dropped as a duplicate.
-            if (outside_kernel(p)) p.norm_hash.clear();
+            // Not judged (outside the kernel) does not mark its source: the same kernel sent again
+            // is evaluated again, not dropped as a duplicate.
+            if (not_judged(p)) p.norm_hash.clear();
             store.put_program(p);
         }
     }
@@ -68,26 +70,68 @@ void EvaluationPipeline::finish(store::Program& p) {
 
 void EvaluationPipeline::evaluate(store::Program& p) {
     s_.check_stop();
-    CompileResult compiled = s_.evaluator.compile(p.source);
     Evaluation ev;
-    if (!compiled.ok) {
-        ev.status = Status::compile_error;
-        ev.feedback = compiled.log;
-        ev.details = {{"status", status_name(ev.status)}, {"log", compiled.log}, {"compile_s", compiled.seconds}};
-    } else {
-        GpuSlot slot(*this);
-        s_.check_stop();
-        ev = s_.evaluator.run(compiled);
-        if (ev.ok() && s_.cfg.profile_best && s_.is_new_best(ev.speedup)) add_profile(ev, compiled);
+    double gpu_s = 0;
+    int runs = 0;
+    // A verdict outside the kernel is no verdict: the same candidate again, after a back-off,
+    // never a question to the model (SearchConfig::outside_kernel_retries).
+    for (int retry = 0;; ++retry) {
+        // Compiled again for each run: a cached result (compile caches by content), and an
+        // evaluator may hold one compiled candidate for one run only (the remote queue's).
+        CompileResult compiled = s_.evaluator.compile(p.source);
+        if (!compiled.ok) {
+            ev = Evaluation{};
+            ev.status = Status::compile_error;
+            ev.feedback = compiled.log.empty() ? "the compiler failed without a message" : compiled.log;
+            ev.details = {{"status", status_name(ev.status)}, {"log", compiled.log}, {"compile_s", compiled.seconds}};
+            break;
+        }
+        ev = run_once(compiled, gpu_s);
+        ++runs;
+        if (!ev.outside_kernel || ev.status == Status::no_device || retry >= s_.cfg.outside_kernel_retries) break;
+        wait_before_retry(p, ev, retry);
     }
     if (ev.status == Status::no_device) {  // not the candidate's fault: stop, re-evaluate on resume
         s_.request_stop("error: no GPU to validate on: " + ev.feedback);
         throw Stopped{};
     }
-    p.status = status_name(ev.status);  // the store's column also holds the search's own states
+    // The store's column also holds the search's own states: "not_judged" among them.
+    p.status = ev.outside_kernel ? kNotJudged : status_name(ev.status);
     p.speedup = ev.ok() ? ev.speedup : 0;
     p.feedback = ev.feedback;
-    p.details = ev.details;
+    // A judged failure always says something (a repair prompt never shows an empty error).
+    if (!ev.ok() && p.feedback.empty()) p.feedback = "the evaluator reported " + p.status + " without details";
+    p.details = ev.details.is_object() ? ev.details : nlohmann::json::object();
+    if (gpu_s > 0) p.details["gpu_s"] = gpu_s;
+    if (runs > 1) p.details["runs"] = runs;
+}
+
+// One run in a GPU slot; adds the GPU time it held (the evaluator's figure, else run()'s wall time).
+Evaluation EvaluationPipeline::run_once(const CompileResult& compiled, double& gpu_s) {
+    GpuSlot slot(*this);
+    s_.check_stop();
+    const auto t0 = std::chrono::steady_clock::now();
+    Evaluation ev = s_.evaluator.run(compiled);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    gpu_s += ev.gpu_s > 0 ? ev.gpu_s : wall;
+    if (ev.ok() && s_.cfg.profile_best && s_.is_new_best(ev.speedup)) add_profile(ev, compiled);
+    return ev;
+}
+
+// The back-off before running a candidate again that was not judged (the GPU slot is free
+// meanwhile); a stop ends the wait.
+void EvaluationPipeline::wait_before_retry(const store::Program& p, const Evaluation& ev, int retry) {
+    double wait = std::max(ev.retry_after_s, s_.cfg.outside_kernel_backoff_s * static_cast<double>(1 << std::min(retry, 16)));
+    if (s_.cfg.log)
+        s_.cfg.log("candidate " + p.key + " was not judged (" + ev.feedback.substr(0, 200) + "); evaluating it again in " +
+                   fixed(wait, 0) + " s (retry " + std::to_string(retry + 1) + " of " +
+                   std::to_string(s_.cfg.outside_kernel_retries) + "), no LLM request");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(wait * 1000));
+    for (auto now = std::chrono::steady_clock::now(); now < until; now = std::chrono::steady_clock::now()) {
+        s_.check_stop();
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(200), until - now));
+    }
+    s_.check_stop();
 }
 
 // What a profiler says about a new best kernel goes into its feedback, hence the next prompts.

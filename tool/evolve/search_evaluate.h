@@ -25,6 +25,8 @@ private:
     struct GpuSlot;
     struct LockedEvaluator;
     void evaluate(store::Program& p);
+    Evaluation run_once(const CompileResult& compiled, double& gpu_s);
+    void wait_before_retry(const store::Program& p, const Evaluation& ev, int retry);
     void add_profile(Evaluation& ev, const CompileResult& compiled);
 
     RunState& s_;

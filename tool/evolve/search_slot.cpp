@@ -1,5 +1,8 @@
 #include "evolve/search_slot.h"
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "evolve/prompt_text.h"
 #include "llm/reply.h"
 
@@ -22,8 +25,11 @@ SlotResult SlotRunner::run(const Slot& slot) {
             }
             break;
         }
+        // Nothing for the model to fix: a duplicate (of an earlier program or of a sibling) is
+        // dropped, and a candidate the evaluator could not judge (after its retries) is left as
+        // not judged; no request is spent on either.
+        if (p.status == "duplicate" || not_judged(p)) break;
         result.feedback = p.feedback;
-        if (p.status == "duplicate" && p.details.value("status", "") == "ok") break;  // nothing new
         if (n == s_.cfg.repair_attempts) break;
         ask_repair(plan, p, request);
         previous_id = p.id;
@@ -87,6 +93,7 @@ SlotRunner::Request SlotRunner::first_request(const Plan& plan) {
         if (double f = sol_fraction_of(parent->details); f > 0)
             r.vars["parent_metrics"] += ", " + fixed(100 * f, 0) + "% of the speed of light";
         r.vars["inspirations"] = inspirations_text(plan.inspirations);
+        r.vars["tried"] = tried_text(*plan.island);
         std::string fb = "Current kernel: " + parent->feedback;
         if (plan.translate)
             fb = "The current kernel is written in " + std::string(backend == "triton" ? "CUDA" : "Triton") +
@@ -132,6 +139,15 @@ store::Program SlotRunner::attempt(const Slot& slot, const Plan& plan, int n, co
     return p;
 }
 
+std::string repair_error(const store::Program& failed) {
+    if (failed.status == "duplicate" || not_judged(failed))
+        throw std::logic_error("internal: a repair prompt for " + failed.key + ", which is no fault of the kernel (" +
+                               failed.status + ")");
+    if (failed.feedback.find_first_not_of(" \t\r\n") == std::string::npos)
+        throw std::logic_error("internal: a repair prompt for " + failed.key + " (" + failed.status + ") without an error text");
+    return failed.status + ": " + failed.feedback;
+}
+
 // Asks for the smallest fix of what failed (or, for an unusable reply, of what it started from).
 void SlotRunner::ask_repair(const Plan& plan, const store::Program& p, Request& r) {
     std::string failing =
@@ -139,7 +155,7 @@ void SlotRunner::ask_repair(const Plan& plan, const store::Program& p, Request& 
     // The repair keeps the failing code's backend (or the island's, when there is no code).
     for (auto& [k, v] : base_vars(failing.empty() ? plan.backend : backend_of(failing))) r.vars[k] = v;
     r.vars["code"] = failing.empty() ? "(no kernel yet)" : failing;
-    r.vars["error"] = (outside_kernel(p) ? std::string() : p.status + ": ") + p.feedback;  // "rejected" would blame the kernel
+    r.vars["error"] = repair_error(p);
     r.messages = messages("repair", r.vars);
     r.edit_base = failing;
 }
@@ -211,6 +227,21 @@ std::string SlotRunner::inspirations_text(const std::vector<store::Program>& ins
         out += "### Kernel #" + std::to_string(p.id) + ": speedup " + fixed(p.speedup, 2) + "x, technique " +
                technique_of(p.source) + "\n\n```" + fence_of(backend_of(p.source)) + "\n" + p.source + "\n```\n\n";
     return out;
+}
+
+// {{tried}}: the island's archive, fastest first, one line per approach (its technique and speed).
+std::string tried_text(const Island& island) {
+    std::vector<Elite> elites = island.archive.elites();
+    std::stable_sort(elites.begin(), elites.end(), [](const Elite& a, const Elite& b) { return a.speedup > b.speedup; });
+    std::string out;
+    const size_t shown = std::min<size_t>(elites.size(), 12);
+    for (size_t i = 0; i < shown; ++i)
+        out += "- kernel #" + std::to_string(elites[i].id) + ": technique " + elites[i].technique + ", " +
+               fixed(elites[i].speedup, 2) + "x\n";
+    if (elites.size() > shown) out += "- and " + std::to_string(elites.size() - shown) + " slower ones\n";
+    if (out.empty()) out = "(none yet)\n";
+    return out + "Take a different approach from these, or a clear step beyond one of them: a kernel identical to an "
+                 "earlier one is dropped without being evaluated.";
 }
 
 std::map<std::string, std::string> SlotRunner::base_vars(const std::string& backend) const {

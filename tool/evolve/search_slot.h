@@ -14,6 +14,13 @@
 
 namespace kevo::evolve::detail {
 
+// The {{error}} of a repair prompt for the failed attempt: "STATUS: FEEDBACK". Throws
+// std::logic_error (a bug in the search) when there is nothing to fix: an empty error text, a
+// duplicate or a candidate that was not judged.
+std::string repair_error(const store::Program& failed);
+// The {{tried}} of a mutation prompt: the approaches in the island's archive.
+std::string tried_text(const Island& island);
+
 class SlotRunner {
 public:
     SlotRunner(RunState& state, EvaluationPipeline& pipeline, llm::Provider& provider)

@@ -23,13 +23,9 @@ Elite elite_of(const store::Program& p) {
 std::string backend_of(const std::string& source) { return triton::is_triton_source(source) ? "triton" : "cuda"; }
 std::string fence_of(const std::string& backend) { return backend == "triton" ? "python" : "cuda"; }
 
-bool outside_kernel(const store::Program& p) {
-    return p.details.is_object() && p.details.contains("outside_kernel") && p.details["outside_kernel"] == true;
-}
-
 namespace {
 bool counts_as_failed(const std::string& status) {
-    return status != "ok" && status != "pending" && status != "duplicate";
+    return status != "ok" && status != "pending" && status != "duplicate" && status != kNotJudged;
 }
 }  // namespace
 
@@ -70,6 +66,8 @@ void RunState::tally(const store::Program& p) {
         }
     } else if (p.status == "duplicate") {
         ++progress.duplicates;
+    } else if (not_judged(p)) {
+        ++progress.not_judged;
     } else if (counts_as_failed(p.status)) {
         ++progress.failed;
     }

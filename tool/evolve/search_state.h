@@ -18,6 +18,7 @@
 #include "evolve/batch_mode.h"
 #include "evolve/prompts.h"
 #include "evolve/search.h"
+#include "evolve/waste.h"
 #include "llm/budget.h"
 #include "store/store.h"
 #include "task/task.h"
@@ -50,8 +51,6 @@ std::string fixed(double v, int digits);
 Elite elite_of(const store::Program& p);
 std::string backend_of(const std::string& source);  // "triton" or "cuda"
 std::string fence_of(const std::string& backend);   // the Markdown fence of a backend's code
-// The evaluator could not judge the program (a busy GPU, evaluator.h's details "outside_kernel").
-bool outside_kernel(const store::Program& p);
 
 struct Slot {
     std::string key;  // "g0.seed", "g3.i1.c0"

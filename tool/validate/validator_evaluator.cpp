@@ -11,6 +11,7 @@ Evaluation to_evaluation(const ValidationResult& r) {
     e.status = r.status;
     e.speedup = r.speedup;
     e.details = r.to_json();
+    e.gpu_s = r.run_s;
     if (r.ok()) {
         char buf[256];
         std::snprintf(buf, sizeof buf,
@@ -28,7 +29,7 @@ Evaluation to_evaluation(const ValidationResult& r) {
         // The judge could not tell: the model hears that, never that its kernel misbehaved.
         e.feedback = "not judged: the validator could not measure this kernel reliably (" + outside +
                      "); this says nothing about the kernel, which may be sent again unchanged";
-        e.details["outside_kernel"] = true;  // the search does not hold the failure against its source
+        e.outside_kernel = true;  // the search runs it again itself and does not hold it against its source
     } else {
         e.feedback = std::string(status_name(r.status)) + ": " + r.log;
     }
