@@ -4,7 +4,7 @@
 # Task::reference_hash(): the same canonical JSON and SHA-256; tests/cache checks that both agree),
 # so configure needs no kernelevo binary.
 
-# The contract tables (KERNELEVO_DTYPE_*, KERNELEVO_INIT_KINDS), generated from the C headers when
+# The contract tables (KERNELEVO_DTYPE_*, KERNELEVO_INIT_KINDS, KERNELEVO_PRECISIONS), generated from the C headers when
 # KernelEvo was configured (cmake/KernelEvoTables.cmake). A macro: the lists land in the caller.
 macro(_kevo_load_tables)
   get_property(_kevo_tables GLOBAL PROPERTY KERNELEVO_TABLES_FILE)
@@ -301,7 +301,7 @@ endfunction()
 # _REF_FILE_HASH, _REF_DEPS (see _kevo_reference_hash), _SYMBOLS (dimension names in order), _INPUT_NAMES, _INPUT_SPECS / _OUTPUT_SPECS (C initializers of
 # kevo_tensor_spec), _N_IN, _N_OUT.
 function(_kevo_write_task NAME)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "FUNCTION;REFERENCE;TRIALS;OUT;FLOPS" "INPUTS;OUTPUTS;SHAPES;TOLERANCE;TIMING_SHAPES;TIMING_WEIGHTS")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "FUNCTION;REFERENCE;TRIALS;OUT;FLOPS;PRECISION" "INPUTS;OUTPUTS;SHAPES;TOLERANCE;TIMING_SHAPES;TIMING_WEIGHTS")
   set(_ref "${ARG_REFERENCE}")
   # ---- tensors, symbols, shapes -------------------------------------------------------------
   set(_symbols "")
@@ -492,10 +492,27 @@ function(_kevo_write_task NAME)
     set(_flops_text "\n  \"flops\": \"${ARG_FLOPS}\",")
   endif()
 
+  # The precision policy (KERNELEVO_PRECISION unless PRECISION): written and hashed only when it is
+  # not the default (the table's first), as Task::to_json() leaves it out.
+  _kevo_load_tables()
+  if("${ARG_PRECISION}" STREQUAL "")
+    set(ARG_PRECISION "${KERNELEVO_PRECISION}")
+  endif()
+  if(NOT ARG_PRECISION IN_LIST KERNELEVO_PRECISIONS)
+    list(JOIN KERNELEVO_PRECISIONS ", " _p)
+    message(FATAL_ERROR "kernelevo_optimize(${NAME}): PRECISION: unknown precision policy '${ARG_PRECISION}' (expected one of: ${_p})")
+  endif()
+  list(GET KERNELEVO_PRECISIONS 0 _p)
+  set(_precision_canon "")
+  set(_precision_text "")
+  if(NOT ARG_PRECISION STREQUAL _p)
+    set(_precision_canon ",\"precision\":\"${ARG_PRECISION}\"")
+    set(_precision_text "\n  \"precision\": \"${ARG_PRECISION}\",")
+  endif()
 
   # ---- the task file and its hashes ---------------------------------------------------------
   # Canonical form = Task::to_json() without reference.source, dumped compactly with sorted keys.
-  set(_canonical "{${_flops_canon}\"inputs\":[${_INPUTS_JSON}],\"name\":\"${NAME}\",\"outputs\":[${_OUTPUTS_JSON}],\"reference\":{\"function\":\"${ARG_FUNCTION}\"},\"shapes\":[${_shapes_json}]${_timing_canon},\"tolerance\":{\"atol\":${_atol_json},\"rtol\":${_rtol_json}},\"trials\":${ARG_TRIALS}}")
+  set(_canonical "{${_flops_canon}\"inputs\":[${_INPUTS_JSON}],\"name\":\"${NAME}\",\"outputs\":[${_OUTPUTS_JSON}]${_precision_canon},\"reference\":{\"function\":\"${ARG_FUNCTION}\"},\"shapes\":[${_shapes_json}]${_timing_canon},\"tolerance\":{\"atol\":${_atol_json},\"rtol\":${_rtol_json}},\"trials\":${ARG_TRIALS}}")
   string(SHA256 _task_hash "${_canonical}")
   _kevo_reference_hash("${_ref}" _ref_hash _ref_file_hash _ref_deps)
   string(REPLACE "\\" "\\\\" _ref_json "${_ref}")
@@ -511,6 +528,7 @@ function(_kevo_write_task NAME)
   set(KEVO_TASK_TRIALS "${ARG_TRIALS}")
   set(KEVO_TASK_FLOPS "${_flops_text}")
   set(KEVO_TASK_TIMING "${_timing_text}")
+  set(KEVO_TASK_PRECISION "${_precision_text}")
   set(_task_file "${CMAKE_BINARY_DIR}/kernelevo/${NAME}/task.json")
   _kevo_configure_template(task.json.in "${_task_file}")
 

@@ -118,6 +118,11 @@ TEST_F(CMakeProject, HashesAgreeWithTheToolAndHeadersHaveTheReferenceSignature) 
     Task tol = task("tol");
     EXPECT_EQ(tol.atol, 2.5e-7);
     EXPECT_EQ(tol.rtol, 0.123456789012);  // every digit kept (a tolerance of 1 or more is refused)
+    // PRECISION reaches the task (and its hash, compared above); the default is left out.
+    EXPECT_EQ(tol.precision.policy, KEVO_PRECISION_STRICT);
+    EXPECT_EQ(task("tiny").precision.policy, KEVO_PRECISION_TF32);
+    EXPECT_TRUE(mixed.precision.is_default());
+    EXPECT_FALSE(contains(read_file(build / "kernelevo" / "mixed" / "task.json"), "precision"));
     // Architectures: explicit list normalized, one line each.
     EXPECT_TRUE(contains(r.out, "KernelEvo: mixed sm_90a: missing")) << r.out;
     EXPECT_TRUE(contains(r.out, "KernelEvo: mixed sm_80: missing")) << r.out;
@@ -143,6 +148,29 @@ TEST_F(CMakeProject, HashesAgreeWithTheToolAndHeadersHaveTheReferenceSignature) 
         ASSERT_EQ(hr.rc, 0) << hr.out;
         EXPECT_EQ(nlohmann::json::parse(hr.out)["task_hash"], lookup("mixed")["task_hash"]);
     }
+}
+
+// KERNELEVO_PRECISION sets the policy of functions without PRECISION; an unknown policy, in the
+// option or in a function, fails configure with the valid names (the table's, generated).
+TEST_F(CMakeProject, PrecisionOptionAndUnknownPoliciesFailConfigure) {
+    Outcome r = configure({"-DKERNELEVO_PRECISION=strict", "-DCMAKE_CUDA_ARCHITECTURES=90"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    Task scale = task("scale");
+    EXPECT_EQ(scale.precision.policy, KEVO_PRECISION_STRICT);
+    EXPECT_EQ(lookup("scale")["task_hash"], scale.hash());
+    // CMake wraps an error's lines: compare with whitespace runs made one space.
+    auto flat = [](const std::string& text) { return std::regex_replace(text, std::regex("\\s+"), " "); };
+    r = configure({"-DKERNELEVO_PRECISION=half"});
+    EXPECT_NE(r.rc, 0);
+    EXPECT_TRUE(contains(flat(r.out), "KERNELEVO_PRECISION: unknown precision policy 'half' (expected one of: pytorch, strict, tf32, bf16)"))
+        << r.out;
+    r = configure({"-DKERNELEVO_PRECISION=pytorch", "-DKEVO_TEST_BAD_PRECISION=ON"});
+    EXPECT_NE(r.rc, 0);
+    EXPECT_TRUE(contains(flat(r.out), "kernelevo_optimize(bad_precision): PRECISION: unknown precision policy 'fp16' (expected one of: "
+                                "pytorch, strict, tf32, bf16)")) << r.out;
+    r = configure({"-DKEVO_TEST_BAD_PRECISION=OFF"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(task("scale").precision.is_default());
 }
 
 TEST_F(CMakeProject, ReportsMissingHitAndStale) {
