@@ -28,13 +28,16 @@ void register_import_command(CLI::App& app, int& rc) {
         "and buffers become file inputs, random inputs keep get_inputs()'s distribution. Each import verifies "
         "itself (the C++ reference on the recorded inputs against the Python model, on the GPU when this "
         "kernelevo's LibTorch has CUDA, else on the CPU). Problems that cannot be imported faithfully are refused "
-        "with a reason. The problems' Python runs sandboxed like a candidate's compile (bubblewrap: no network, "
-        "writes only to --out and a private /tmp, no home directory, allowlisted environment, Python and the "
-        "problem files read-only, the GPU's device nodes when importing on the GPU; --no-sandbox to opt out); on "
-        "the GPU each worker's Python holds the GPU lock that validations take, so workers take turns there and "
-        "never disturb a validation's timing. A line per problem and phase shows where the time goes. "
-        "Needs PyTorch at import time only. Writes OUT/NAME/{task.json,model.pt,*.bin,problem.py} "
-        "and OUT/import.json. Exit 0 when at least one problem was imported and none failed (refusals are "
+        "with a reason. Each problem's Python runs in a sandbox of its own like a candidate's compile (bubblewrap: no "
+        "network, writes only to a private folder of its own and a private /tmp, never to --out, no home directory, "
+        "allowlisted environment, Python and the problem files read-only, the GPU's device nodes when importing on "
+        "the GPU; --no-sandbox to opt out); kernelevo itself writes the suite: the shared reference (its sha256 "
+        "recorded beside it and checked before every build), and each task from its checked result, so a problem "
+        "cannot touch another's task, and a task is the same whatever batch it was imported with. On the GPU each "
+        "problem's Python holds the GPU lock that validations take, so problems take turns there and never disturb "
+        "a validation's timing. A line per problem and phase shows where the time goes. "
+        "Needs PyTorch at import time only. Writes OUT/NAME/{task.json,model.pt,*.bin,problem.py,graph.py}, "
+        "OUT/kernelbench_reference.cpp{,.sha256} and OUT/import.json. Exit 0 when at least one problem was imported and none failed (refusals are "
         "not failures), 1 otherwise, 2 on bad usage or setup.");
     kb->add_option("files", o->files, "Problem files (.py) or folders of them")->required();
     kb->add_option("--out", o->out, "Suite directory to write the tasks to")->required();

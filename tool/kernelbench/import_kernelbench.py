@@ -21,7 +21,9 @@ Prints a progress line per phase ({"progress": {"name", "phase", "seconds"}}) on
 Refusals (data-dependent control flow, randomness in forward, BatchNorm in training mode,
 unsupported dtypes, ...) get a one-line reason and the batch goes on.
 
-Prints one JSON object per problem on stdout.
+Prints one JSON object per problem on stdout (with "task_json", the task as JSON, when imported).
+`kernelevo import kernelbench` runs one problem per process, sandboxed, with --out a private folder
+of its own: it copies the checked files from there into the suite and writes task.json itself.
 """
 import argparse
 import contextlib
@@ -1302,7 +1304,9 @@ def _import_one(path, args, reference_source, src, mod, changed, phases, name=No
             return result
     shutil.rmtree(out_dir, ignore_errors=True)
     os.replace(tmp_dir, out_dir)
-    result.update({"status": "ok", "task": os.path.join(out_dir, "task.json"), "verify": verify,
+    # The task as JSON too: `kernelevo import kernelbench` writes the suite's task.json from it (after
+    # checking it), never the file written here, in the problem's private folder.
+    result.update({"status": "ok", "task": os.path.join(out_dir, "task.json"), "task_json": task, "verify": verify,
                    "inputs": len(input_specs), "parameters": len(slot_specs), "outputs": len(out_names), "notes": notes,
                    "tolerance": task["tolerance"], "flops": {"total": flops, "by_kind": flops_by_kind},
                    "phases": phases.seconds, "seconds": time.time() - t0})
@@ -1311,7 +1315,7 @@ def _import_one(path, args, reference_source, src, mod, changed, phases, name=No
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", required=True, help="where OUT/NAME/ is written (kernelevo: the problem's private folder)")
     ap.add_argument("--reference-source", required=True, help="the suite's copy of jit_reference.cpp")
     ap.add_argument("--device", default="cpu", help="torch device to build and run the model on (cpu, cuda)")
     ap.add_argument("--refcheck", default="", help="kernelevo-refcheck executable (empty: skip the C++ check)")

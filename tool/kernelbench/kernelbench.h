@@ -18,8 +18,9 @@ struct ImportOptions {
     int jobs = 0;              // 0: min(4, cores)
     double timeout_s = 900;    // per problem
     bool quiet = false;
-    // The problems' Python runs in the sandbox (tool/sandbox: bwrap, no network, writes only to `out`
-    // and a private /tmp, no home, allowlisted environment); true runs it with the user's rights
+    // Each problem's Python runs in a sandbox of its own (tool/sandbox: bwrap, no network, writes only
+    // to a private folder and a private /tmp, never to `out`, which the tool writes from the checked
+    // results; no home, allowlisted environment); true runs it with the user's rights
     // (--no-sandbox, documented as unsafe). Without bwrap the import is an error, never silently unconfined.
     bool no_sandbox = false;
 };

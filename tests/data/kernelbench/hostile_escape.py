@@ -1,9 +1,11 @@
 # A hostile problem file (tests/kernelbench/import_sandbox_test.cpp): when the importer loads it, it
 # tries to write to the home directory and outside the output dir, to run a shell command, to open a
 # socket to 127.0.0.1 and to read secrets from the environment. Each attempt's outcome goes to
-# hostile_probe.json in its working directory (the import's output dir, the one place it may write)
-# and to stdout/stderr, so the test sees what happened; none may take effect. It also prints lines
-# that look like the importer's own (a result, progress, a fatal error). Its Model is harmless.
+# hostile_probe.json in its working directory (its private folder, which the import never installs),
+# to stdout/stderr, and into its task as the bytes of a buffer ("probe", a file input of the task: a
+# channel the import installs), so the test sees what it saw inside; none may take effect, which the
+# test checks on the host. It also prints lines that look like the importer's own (a result,
+# progress, a fatal error). Its Model is harmless.
 import json
 import os
 import pwd
@@ -62,12 +64,16 @@ print(json.dumps({"fatal": "forged by a problem"}), flush=True)
 os.system("echo '{\"fatal\": \"forged by a child process\"}'")
 
 
+PROBE = json.dumps(tried).encode()
+
+
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
+        self.register_buffer("probe", torch.tensor(list(PROBE), dtype=torch.uint8))
 
     def forward(self, x):
-        return torch.relu(x) * 2
+        return torch.relu(x) * 2 + self.probe[:1].float() * 0
 
 
 def get_inputs():

@@ -1,0 +1,161 @@
+// The trusted side of a KernelBench import (internal/install.h): shared files, private folders, and
+// the installation of each problem's checked results.
+#include "kernelbench/internal/install.h"
+
+#include <stdlib.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+#include "common/fs.h"
+#include "reference/reference.h"
+#include "task/task.h"
+
+namespace kevo::kernelbench {
+
+const char* const kReferenceName = "kernelbench_reference.cpp";
+const char* const kReferenceFunction = "kevo_kb::forward";
+const char* const kReferenceSetup = "kevo_kb::setup";
+
+namespace {
+
+// Why an importer's result is not installed (one line).
+struct NotInstalled : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// A file the task names: a plain name in the task's own folder (no path, no "..", not task.json).
+std::string plain_file(const nlohmann::json& v, const std::string& field) {
+    static const std::regex plain("[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}");
+    if (!v.is_string()) throw NotInstalled(field + " is not a file name");
+    const std::string f = v.get<std::string>();
+    if (!std::regex_match(f, plain) || f == "task.json")
+        throw NotInstalled(field + " '" + f + "' is not a plain file name in the task's folder");
+    return f;
+}
+
+std::string text_or_empty(const nlohmann::json& obj, const char* key) {
+    return obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>() : "";
+}
+
+// The task to write, from the importer's result: its own name, the suite's generic reference (never
+// what the result says), and the files it names (`files`), each a plain name checked above.
+nlohmann::json checked_task(const nlohmann::json& result, const std::string& name, std::set<std::string>& files) {
+    if (!result.contains("task_json") || !result["task_json"].is_object()) throw NotInstalled("the result holds no task");
+    nlohmann::json task = result["task_json"];
+    if (text_or_empty(task, "name") != name)
+        throw NotInstalled("the result names task '" + text_or_empty(task, "name") + "', not " + name);
+    const nlohmann::json ref = task.contains("reference") && task["reference"].is_object() ? task["reference"] : nlohmann::json::object();
+    nlohmann::json r = {{"source", std::string("../") + kReferenceName}, {"function", kReferenceFunction}, {"signature", "vector"},
+                        {"setup", kReferenceSetup}};
+    r["arg"] = plain_file(ref.contains("arg") ? ref["arg"] : nlohmann::json(), "reference.arg");
+    files.insert(r["arg"].get<std::string>());
+    if (ref.contains("show")) {
+        if (!ref["show"].is_array()) throw NotInstalled("reference.show is not a list");
+        for (const auto& s : ref["show"]) {
+            if (!s.is_object()) throw NotInstalled("reference.show holds a non-object");
+            const std::string f = plain_file(s.contains("file") ? s["file"] : nlohmann::json(), "reference.show[].file");
+            files.insert(f);
+            r["show"].push_back({{"file", f}, {"language", text_or_empty(s, "language")}, {"title", text_or_empty(s, "title")}});
+        }
+    }
+    task["reference"] = r;
+    if (!task.contains("inputs") || !task["inputs"].is_array()) throw NotInstalled("the task has no inputs list");
+    for (const auto& in : task["inputs"]) {
+        if (!in.is_object() || !in.contains("init") || !in["init"].is_object()) continue;  // load_task says what is wrong
+        if (text_or_empty(in["init"], "kind") == "file")
+            files.insert(plain_file(in["init"].contains("path") ? in["init"]["path"] : nlohmann::json(), "inputs[].init.path"));
+    }
+    return task;
+}
+
+// Copies a file the sandbox wrote into a new file of the tool's (its own mode, never a link followed).
+void copy_checked(const fs::path& from, const fs::path& to) {
+    std::error_code ec;
+    if (fs::symlink_status(from, ec).type() != fs::file_type::regular)
+        throw NotInstalled(from.filename().string() + " is missing or not a regular file");
+    std::ifstream in(from, std::ios::binary);
+    std::ofstream out(to, std::ios::binary | std::ios::trunc);
+    if (!in || !out) throw NotInstalled("cannot copy " + from.filename().string());
+    out << in.rdbuf();
+    out.close();
+    if (!out) throw NotInstalled("cannot write " + to.string());
+}
+
+fs::path fresh_dir(const fs::path& parent, const std::string& prefix) {
+    std::string templ = (parent / (prefix + "XXXXXX")).string();
+    if (!mkdtemp(templ.data())) throw NotInstalled("cannot create a folder in " + parent.string());
+    return templ;
+}
+
+void make_removable(const fs::path& dir, int depth) {
+    std::error_code ec;
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);
+    if (depth > 64) return;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        if (it->symlink_status(ec).type() == fs::file_type::directory) make_removable(it->path(), depth + 1);
+}
+
+}  // namespace
+
+fs::path write_suite_reference(const fs::path& out, const std::string& text) {
+    const fs::path ref = fs::absolute(out / kReferenceName).lexically_normal();
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(ref, ec)) || read_file(ref) != text) write_file_atomic(ref, text);
+    write_reference_sha256(ref, text);
+    return ref;
+}
+
+std::string problem_task_name(const fs::path& file) {
+    std::smatch m;
+    const std::string abs = fs::absolute(file).string();
+    std::string name = std::regex_search(abs, m, std::regex("level[_-]?([0-9]+)")) ? "kb" + m[1].str() + "_" : "kb_";
+    for (char c : file.stem().string()) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    name = std::regex_replace(name, std::regex("_+$"), "");
+    return name;
+}
+
+fs::path make_private_dir(const fs::path& out, const std::string& name) { return fresh_dir(out, ".import-" + name + "-"); }
+
+void remove_private_dir(const fs::path& dir) {
+    make_removable(dir, 0);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+}
+
+void install_result(nlohmann::json& result, const fs::path& private_dir, const fs::path& out, const std::string& name) {
+    fs::path stage;
+    try {
+        std::set<std::string> files;
+        const nlohmann::json task = checked_task(result, name, files);
+        stage = fresh_dir(out, "." + name + ".install-");
+        for (const auto& f : files) copy_checked(private_dir / name / f, stage / f);
+        // Its name, description and reference first, as the importer writes a task.
+        nlohmann::ordered_json ordered;
+        for (const char* key : {"name", "description", "reference"})
+            if (task.contains(key)) ordered[key] = nlohmann::ordered_json::parse(task[key].dump());
+        for (const auto& [key, value] : task.items())
+            if (!ordered.contains(key)) ordered[key] = nlohmann::ordered_json::parse(value.dump());
+        write_file_atomic(stage / "task.json", ordered.dump(2) + "\n");
+        (void)load_task(stage / "task.json");  // sizes, names, shapes: it must load as a task
+        const fs::path dest = out / name;
+        std::error_code ec;
+        fs::remove_all(dest, ec);
+        fs::rename(stage, dest);
+        result["task"] = (dest / "task.json").string();
+    } catch (const std::exception& e) {
+        if (!stage.empty()) remove_private_dir(stage);
+        result["status"] = "failed";
+        // A reason names the task's place, not the staging folder's.
+        std::string why = e.what();
+        for (size_t at; !stage.empty() && (at = why.find(stage.string())) != std::string::npos;)
+            why.replace(at, stage.string().size(), (out / name).string());
+        result["reason"] = "the importer's result was not installed: " + why;
+        result.erase("task");
+    }
+    result.erase("task_json");
+}
+
+}  // namespace kevo::kernelbench

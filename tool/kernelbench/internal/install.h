@@ -1,0 +1,39 @@
+// The trusted side of a KernelBench import (kernelbench.cpp): a problem's Python runs sandboxed with
+// a private folder of its own as its only writable place; this code, outside any sandbox, writes the
+// suite's shared generated files and installs each problem's checked results into OUT/NAME/.
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kevo::kernelbench {
+
+// The suite's generic reference, shared by its tasks: OUT/kernelbench_reference.cpp, with its bytes'
+// sha256 recorded beside it (reference/reference.h: build_reference checks it before every build).
+extern const char* const kReferenceName;
+// The generic reference's entry points (jit_reference.cpp): what every installed task names.
+extern const char* const kReferenceFunction;
+extern const char* const kReferenceSetup;
+
+// Writes OUT/kernelbench_reference.cpp (when its bytes differ) and its sha256 record; returns its path.
+std::filesystem::path write_suite_reference(const std::filesystem::path& out, const std::string& text);
+
+// The task name of a problem file, as the importer gives it: kb<level>_<stem>, e.g. kb1_19_ReLU.
+// The tool names a problem's task itself; a result naming another task is refused.
+std::string problem_task_name(const std::filesystem::path& file);
+
+// A fresh private folder for one problem's sandbox (0700, under OUT, never a task's final place).
+std::filesystem::path make_private_dir(const std::filesystem::path& out, const std::string& name);
+// Removes it whatever the problem left there (read-only folders, links: never followed).
+void remove_private_dir(const std::filesystem::path& dir);
+
+// Installs an "ok" result of the importer run in `private_dir` as OUT/NAME/: checks its task
+// (result["task_json"]: the task's name, the files it names are plain files of PRIVATE/NAME/), sets
+// the reference to the suite's generic one, copies those files, writes task.json from the result and
+// loads it as a task; then replaces OUT/NAME/ with it. On any failure the result becomes "failed"
+// with the reason and OUT/NAME/ is left as it was. result["task"] becomes the installed task.json.
+void install_result(nlohmann::json& result, const std::filesystem::path& private_dir, const std::filesystem::path& out,
+                    const std::string& name);
+
+}  // namespace kevo::kernelbench

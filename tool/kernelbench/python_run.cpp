@@ -1,0 +1,249 @@
+// Running the importer's Python (internal/python_run.h): the sandbox, the protocol, the denials.
+#include "kernelbench/internal/python_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+#include "common/process.h"
+#include "reference/internal/torch_config.h"
+#include "sandbox/sandbox.h"
+
+namespace kevo::kernelbench {
+
+// Newlines and runs of blanks become one space: a reason is one line.
+std::string one_line(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        bool blank = c == '\n' || c == '\r' || c == '\t' || c == ' ';
+        if (blank && (out.empty() || out.back() == ' ')) continue;
+        out += blank ? ' ' : c;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+
+namespace {
+
+// Where the sandbox shows the reference library's folder: it is built under the user's cache
+// (~/.cache/kernelevo), and a bind at its real place would make the home directory's path appear.
+const char* const kLibraryMount = "/run/kernelevo-reference";
+
+const char* const kSandboxed =
+    "one sandbox per problem, no network, writes only to a private folder of its own (never the suite: kernelevo "
+    "installs the checked results) and a private /tmp, no home directory, allowlisted environment, Python and "
+    "problem files read-only";
+
+}  // namespace
+
+// Problem files are untrusted Python: the importer runs them in the same sandbox as a candidate's
+// compile (tool/sandbox), never silently without it. Visible read-only: the system, the Python
+// installation and its import path, LibTorch, the importer's files, kernelevo-refcheck and the
+// reference library it loads (at kLibraryMount), the problem files; writable: `workdir`, the one
+// problem's private folder (internal/install.h: never the suite, which no sandbox sees), and a private
+// /tmp (the verification tensors: --scratch /tmp; /dev/shm is the sandbox's own too).
+Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vector<fs::path>& readable, const fs::path& library,
+                     bool gpu, const fs::path& workdir) {
+    Confinement c;
+    c.library = library;
+    if (o.no_sandbox || sandbox_mode() == SandboxMode::off) {
+        c.label = o.no_sandbox ? "off (--no-sandbox)" : "off (--sandbox off)";
+        return c;
+    }
+    const SandboxLayers& l = sandbox_layers();
+    if (!l.namespaces)
+        throw UsageError("the import runs each problem file (untrusted Python) in a sandbox, which needs bubblewrap:\n" + l.why_not +
+                         "Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) and allow user "
+                         "namespaces, or pass --no-sandbox to run the problem files with your own rights (unsafe: only for "
+                         "files you trust)");
+    SandboxPolicy policy;
+    policy.workdir = workdir;  // as import_problems gives it to the Python
+    policy.gpu = gpu;
+    std::string pythonpath;
+    for (const auto& p : py.import_path) {
+        policy.read_only.push_back(p);
+        pythonpath += (pythonpath.empty() ? "" : ":") + p;
+    }
+    policy.read_only.insert(policy.read_only.end(), py.prefixes.begin(), py.prefixes.end());
+    policy.read_only.push_back(fs::path(py.executable).parent_path());
+    policy.read_only.insert(policy.read_only.end(), readable.begin(), readable.end());
+    // LibTorch, which the reference library loads (pip's torch/lib lies in the import path already).
+    if (!torch_config().libdir.empty()) policy.read_only.push_back(torch_config().libdir);
+    c.prefix = sandbox_prefix(policy);
+    if (c.prefix.empty() || c.prefix.back() != "--")
+        throw UsageError("the import sandbox could not be set up (bwrap: " + l.bwrap + ")");
+    c.prefix.pop_back();
+    c.library = fs::path(kLibraryMount) / library.filename();
+    c.prefix.insert(c.prefix.end(), {"--ro-bind", library.parent_path().string(), kLibraryMount});
+    // The new root is a tmpfs in which bwrap made the folders leading to each bind (/home/USER/...
+    // for a Python installed there): read-only, so the only writable places are the private folder
+    // and the sandbox's own /tmp, /run and /dev/shm (separate mounts, gone with it).
+    c.prefix.insert(c.prefix.end(), {"--remount-ro", "/", "--"});
+    // HOME in the private /tmp (bwrap sets it to the work dir): nothing of a problem's lands beside its results.
+    c.prefix.insert(c.prefix.end(), {"/usr/bin/env", "HOME=/tmp"});
+    c.env = sandbox_environment({{"PYTHONPATH", pythonpath},
+                                 {"PYTHONNOUSERSITE", "1"},
+                                 {"PYTHONDONTWRITEBYTECODE", "1"},
+                                 {"XDG_CACHE_HOME", "/tmp/.cache"},
+                                 {"TORCH_HOME", "/tmp/.torch"},
+                                 {"TRITON_CACHE_DIR", "/tmp/.triton"},
+                                 {"MPLCONFIGDIR", "/tmp"}});
+    c.label = std::string("bwrap (") + kSandboxed + (gpu ? ", GPU device nodes" : "") + ")";
+    return c;
+}
+
+namespace {
+struct Denial {
+    std::regex error;
+    const char* what;
+};
+}  // namespace
+
+// A problem stopped by the sandbox (a write outside its private folder, a socket, a home directory)
+// cannot be imported faithfully here: it is refused, and its reason says what it tried beside
+// Python's own error, and what the opt-out is. Without the sandbox the reason stays as it is.
+void note_sandbox_denial(nlohmann::json& result, bool sandboxed) {
+    if (!sandboxed || result.value("status", "") == "ok" || !result.contains("reason") || !result["reason"].is_string()) return;
+    static const std::vector<Denial> denials = {
+        {std::regex("Network is unreachable|Connection refused|Name or service not known|Temporary failure in name resolution|"
+                    "No address associated with hostname|getaddrinfo|urlopen error|Address family not supported"),
+         "the problem tried to use the network, which the sandbox does not have"},
+        {std::regex("Read-only file system"), "the problem tried to write outside its private folder"},
+        {std::regex("No such file or directory: '/(root|home)/"), "the problem reached for a home directory, which the sandbox does not show"},
+        {std::regex("Permission denied|Operation not permitted"), "the problem tried something the sandbox does not permit"},
+    };
+    const std::string reason = result["reason"].get<std::string>();
+    for (const auto& d : denials) {
+        if (!std::regex_search(reason, d.error)) continue;
+        result["status"] = "refused";
+        result["reason"] = reason + " [" + d.what + ": denied by the import sandbox (" + kSandboxed +
+                           "); --no-sandbox runs files you trust unconfined]";
+        return;
+    }
+}
+
+// Runs the importer (argv[1], then its arguments) so that only the importer's own protocol lines
+// reach stdout: its module-level print() (results, progress, fatal) writes to a copy of stdout,
+// while fd 1 and sys.stdout become stderr before any problem runs, so what a problem prints (from
+// Python, C or a child process) can never be taken for a result, a progress line or a fatal error.
+const char* const kProtocolWrapper = R"PY(
+import builtins, os, runpy, sys
+_proto = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+def _print(*args, **kw):
+    if kw.get("file") is not None:
+        return builtins.print(*args, **kw)
+    kw.pop("file", None)
+    kw["flush"] = True
+    builtins.print(*args, file=_proto, **kw)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], init_globals={"print": _print}, run_name="__main__")
+)PY";
+
+namespace {
+// One line on stderr for a progress record of the importer: "kb2_46_...: trace 1.2 s" (fields of
+// another type, which only a problem's code would print, show as "?").
+std::string progress_line(const nlohmann::json& p) {
+    auto text = [&](const char* key) { return p.contains(key) && p[key].is_string() ? one_line(p[key].get<std::string>()) : "?"; };
+    std::ostringstream os;
+    os << "kernelevo:   " << text("name") << ": " << text("phase");
+    if (p.contains("seconds") && p["seconds"].is_number()) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, " %.1f s", p["seconds"].get<double>());
+        os << buf;
+    }
+    return os.str();
+}
+
+// How the Python ended, in the same words with or without the sandbox: bwrap exits 128+N when the
+// process inside dies of signal N. The limits' signals name their limit.
+std::string describe_python_exit(Subprocess& proc, bool sandboxed) {
+    std::string exit = proc.describe_exit();
+    std::smatch m;
+    if (sandboxed && std::regex_match(exit, m, std::regex("exit code (1[3-5][0-9])")) && std::stoi(m[1]) > 128) {
+        int sig = std::stoi(m[1]) - 128;
+        exit = "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ") in the sandbox";
+    }
+    if (exit.find("signal 24 ") != std::string::npos) exit += ": its CPU-time limit";
+    if (exit.find("signal 25 ") != std::string::npos) exit += ": the 64 GiB file-size limit";
+    return exit;
+}
+
+}  // namespace
+
+// Runs the importer's Python on `files`, reading its stdout as it comes: a result line per problem
+// ({"source": ...}, kept only for a file of this run), a progress line per phase ({"progress": ...},
+// forwarded to stderr, never a result), anything else ignored (a problem's own prints).
+PythonRun run_python(const std::vector<std::string>& argv, const std::vector<std::string>& files, const Confinement& conf,
+                     double timeout_s, int64_t max_as, bool quiet, std::mutex& print_mu) {
+    ProcessOptions po;
+    po.argv = conf.prefix;
+    po.argv.insert(po.argv.end(), argv.begin(), argv.end());
+    po.argv.insert(po.argv.end(), files.begin(), files.end());
+    po.exact_env = conf.env;
+    po.max_file_bytes = 64L << 30;  // model weights and verification tensors can be many GiB
+    po.max_address_space = max_as;
+    // CPU time: a backstop behind the wall-clock deadline below (all of PyTorch's threads count).
+    po.max_cpu_s = static_cast<long>(timeout_s) * std::max(1u, std::thread::hardware_concurrency());
+    po.max_open_files = 4096;
+    PythonRun run;
+    std::optional<Subprocess> started;
+    try {
+        started.emplace(po);
+    } catch (const std::exception& e) {  // in a worker thread: a reason, never an escaping exception
+        run.exit = std::string("could not start: ") + e.what();
+        return run;
+    }
+    Subprocess& proc = *started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    for (std::string line;;) {
+        double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) {
+            proc.kill_now();
+            run.exit = "timed out after " + std::to_string(static_cast<long>(timeout_s)) + " s";
+            break;
+        }
+        Subprocess::Read got = proc.read_line(line, std::min(left, 1.0));
+        if (got == Subprocess::Read::closed) {
+            // Its stdout is closed: give it a moment to exit, then stop whatever is left.
+            for (int i = 0; i < 50 && proc.alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            proc.kill_now();
+            run.exit = describe_python_exit(proc, !conf.prefix.empty());
+            break;
+        }
+        if (got != Subprocess::Read::line || line.empty() || line[0] != '{') continue;
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(line);
+        } catch (const std::exception&) {
+            continue;
+        }
+        if (!j.is_object()) continue;
+        if (j.contains("progress") && j["progress"].is_object()) {
+            if (!quiet) {
+                std::lock_guard<std::mutex> lock(print_mu);
+                std::cerr << progress_line(j["progress"]) << "\n";
+            }
+        } else if (j.contains("fatal") && j["fatal"].is_string()) {
+            run.fatal = j["fatal"].get<std::string>();
+        } else if (j.contains("source") && j["source"].is_string() && j.contains("status")) {
+            const std::string src = j["source"].get<std::string>();
+            if (std::find(files.begin(), files.end(), src) == files.end()) continue;
+            if (run.by_source.count(src)) run.repeated.insert(src);
+            run.by_source[src] = j;
+        }
+    }
+    run.err = proc.err_tail(600);
+    // Two results for one problem: something besides the importer printed one (its problem's code).
+    for (const auto& src : run.repeated)
+        run.by_source[src] = {{"source", src}, {"status", "failed"}, {"reason", "the importer reported this problem more than once"}};
+    return run;
+}
+
+}  // namespace kevo::kernelbench
