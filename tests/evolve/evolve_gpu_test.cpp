@@ -58,8 +58,15 @@ TEST(SearchGpu, RepairsAndFindsAFasterKernel) {
     ProcessResult r = kernelevo({"search", "--task", (kData / "task.json").string(), "--out", out.string(), "--state",
                                  state.string(), "--replay", (dir.path() / "transcript.jsonl").string(),
                                  "--llm-replay-in-order", "--islands", "1", "--children", "1", "--jobs", "1",
-                                 "--generations", "3", "--mode", "full", "--seed", "1", "--timing-trials", "50"});
+                                 "--generations", "3", "--mode", "full", "--seed", "1", "--timing-trials", "50", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    // Issue 36: no request spent for nothing; the five candidates that compiled ran on the GPU.
+    const nlohmann::json summary = nlohmann::json::parse(r.out);
+    EXPECT_EQ(summary["waste"]["wasted"]["requests"], 0) << summary.dump(2);
+    EXPECT_EQ(summary["waste"]["gpu"]["candidates"], 5) << summary.dump(2);
+    EXPECT_GT(summary["waste"]["gpu"]["minutes"].get<double>(), 0) << summary.dump(2);
+    EXPECT_NE(r.err.find("kernelevo: Wasted LLM requests (replies that could not change the search): 0,"), std::string::npos) << r.err;
+    std::cout << "candidates per GPU-minute: " << summary["waste"]["gpu"]["candidates_per_minute"] << "\n";
 
     auto store = store::open_store(state.string());
     auto status = [&](const std::string& key) {
@@ -87,6 +94,7 @@ TEST(SearchGpu, RepairsAndFindsAFasterKernel) {
     ProcessResult rep = kernelevo({"report", "--state", state.string(), "--plot", (dir.path() / "run.svg").string()});
     EXPECT_EQ(rep.exit_code, 0) << rep.err;
     EXPECT_NE(rep.out.find("Best speedup by generation"), std::string::npos) << rep.out;
+    EXPECT_NE(rep.out.find("GPU: 5 candidate(s) in "), std::string::npos) << rep.out;
     EXPECT_TRUE(fs::exists(dir.path() / "run.svg"));
 }
 

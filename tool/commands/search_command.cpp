@@ -257,9 +257,11 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
                                               .string()
                                         : a.state;
     store::StoreLocation where = store::parse_store_location(state);  // registers a Redis password
-    // A file that is not a KernelEvo state (foreign, empty, damaged) is refused as it is, before
-    // even a lock file appears beside it.
-    if (!where.redis && store::store_exists(state)) store::open_store(state, store::Access::read_only);
+    // Whether a state is there is asked once (a Redis round trip), for this check and the message
+    // below. A file that is not a KernelEvo state (foreign, empty, damaged) is refused as it is,
+    // before even a lock file appears beside it.
+    const bool existed = store::store_exists(state);
+    if (!where.redis && existed) store::open_store(state, store::Access::read_only);
     if (!where.redis && fs::path(where.path).has_parent_path()) fs::create_directories(fs::path(where.path).parent_path());
     // One writer per state (store/writer.h): a second search on it stops here, before any LLM
     // request, and before its --fresh could delete what the first one writes. Held until return.
@@ -271,7 +273,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     auto lease = store::acquire_writer(state, writer);
     if (a.fresh) {
         store::remove_store(state);
-    } else if (store::store_exists(state) && !quiet()) {
+    } else if (existed && !quiet()) {
         std::cerr << "kernelevo: resuming the run in " << where.display() << "\n";
     }
     auto store = store::open_store(state);
