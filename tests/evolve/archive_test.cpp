@@ -118,6 +118,15 @@ TEST(PromptText, ShownFilesReplaceAWrapperReference) {
     EXPECT_EQ(describe_task(t).find("kb::forward"), std::string::npos) << describe_task(t);
     EXPECT_NE(describe_task(t).find("ten times the fp32 reference's error"), std::string::npos) << describe_task(t);
     EXPECT_NE(describe_reference(t, 20).find("[truncated"), std::string::npos);
+    // The precision policy line comes from the task's "precision" (default pytorch), not from a fixed text.
+    EXPECT_NE(describe_task(t).find("\nPrecision policy pytorch: as PyTorch and LibTorch run it by default"), std::string::npos)
+        << describe_task(t);
+    EXPECT_NE(describe_task(t).find("the reference is timed with cuDNN TF32 on, cuBLAS TF32 off; correctness is judged against the "
+                                    "reference in strict fp32 (TF32 off)."), std::string::npos) << describe_task(t);
+    j["precision"] = "strict";
+    const std::string strict = describe_task(parse_task(j, d.path() / "task.json"));
+    EXPECT_NE(strict.find("\nPrecision policy strict: strict fp32 everywhere (TF32 off); the reference is timed with cuDNN TF32 off, "
+                          "cuBLAS TF32 off"), std::string::npos) << strict;
     // Seed, mutate and repair prompts all carry the section.
     Prompts p;
     std::map<std::string, std::string> vars = {{"task_name", "kb"}, {"task", describe_task(t)}, {"reference", ref}, {"abi", "A"},

@@ -101,6 +101,7 @@ std::string describe_task(const Task& t) {
     }
     s << "\nTolerance: atol " << t.atol << ", rtol " << t.rtol << ".";
     if (!t.tolerance_policy.empty()) s << " (" << t.tolerance_policy << ")";
+    s << "\nPrecision policy " << t.precision.describe() << ".";
     return s.str();
 }
 

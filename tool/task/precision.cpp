@@ -46,7 +46,7 @@ std::string Precision::flags() const {
 }
 
 std::string Precision::describe() const {
-    std::string s = std::string("precision ") + name() + ": " + kevo_precision_meaning(policy);
+    std::string s = std::string(name()) + ": " + kevo_precision_meaning(policy);
     if (policy == KEVO_PRECISION_PYTORCH)
         s += std::string(" (here ") + (matmul_tf32 ? "True" : "False") + ")";
     return s + "; the reference is timed with " + flags() + "; correctness is judged against the reference in strict fp32 (TF32 off)";

@@ -75,7 +75,8 @@ struct Precision {
     nlohmann::json to_json() const;
     // "cuDNN TF32 on, cuBLAS TF32 off": what the timed reference runs with.
     std::string flags() const;
-    // One line for prompts and reports: the policy, what the reference is timed as, what correctness is judged against.
+    // One line for prompts and reports, "pytorch: as PyTorch ...; the reference is timed with cuDNN TF32
+    // on, cuBLAS TF32 off; correctness is judged against the reference in strict fp32 (TF32 off)".
     std::string describe() const;
 };
 // "pytorch, strict, tf32 or bf16": the accepted names, for messages.
