@@ -218,6 +218,7 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
         raise ExportError("%s: %s" % (name, result.get("reason", "import failed")))
     task_dir = os.path.join(out_dir, name)
     _finish(task_dir, result, examples, inputs, tolerance, path)
+    _save_program(model, examples, device, task_dir)
     task_json = os.path.join(task_dir, "task.json")
     if not quiet:
         print("kernelevo: wrote %s (%d input(s), %d weight tensor(s), %d output(s)); next:\n"
@@ -226,6 +227,28 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
                   task_json, result["inputs"], result["parameters"], result["outputs"], task_json, task_json,
                   os.path.join(out_dir, "kernels")))
     return task_json
+
+
+def _save_program(model, examples, device, task_dir):
+    """model.pt2: torch.export of the live module, which kernelevo's PyTorch baselines (tool/baseline:
+    eager and torch.compile) run; pytorch.json names it ("module_pt2"), or says why there is none."""
+    side_path = os.path.join(task_dir, SIDECAR)
+    side = _load_json(side_path)
+    side["module_pt2"], side["module_pt2_why"] = None, None
+    if not hasattr(torch, "export"):
+        side["module_pt2_why"] = ("exported with PyTorch %s, which has no torch.export: export again with PyTorch 2 for "
+                                  "the eager and torch.compile baselines" % torch.__version__)
+    else:
+        args = tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in examples)
+        try:
+            torch.export.save(torch.export.export(model, args), os.path.join(task_dir, "model.pt2"))
+            side["module_pt2"] = "model.pt2"
+        except Exception as e:
+            side["module_pt2_why"] = "torch.export could not export the module: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:300])
+    with open(side_path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(side, f, indent=2)
+        f.write("\n")
+    os.replace(side_path + ".tmp", side_path)
 
 
 def _plain(x):

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "bench/plots.h"
 
 namespace kevo::bench {
 
@@ -19,11 +20,8 @@ namespace {
 
 const double kFastP[] = {0, 1, 1.5, 2};
 
-std::string fmt(const char* f, double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, f, v);
-    return buf;
-}
+using detail::fmt;
+using detail::tokens_str;
 
 
 std::string md_cell(std::string s) {
@@ -37,12 +35,6 @@ std::string duration(double s) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
     return buf;
-}
-
-std::string tokens_str(double t) {
-    if (t >= 1e6) return fmt("%.2fM", t / 1e6);
-    if (t >= 1e3) return fmt("%.1fk", t / 1e3);
-    return fmt("%.0f", t);
 }
 
 std::string us_str(double us) {
@@ -118,8 +110,16 @@ nlohmann::json TaskResult::to_json() const {
                      {"kernel_us", kernel_us}, {"reference_us", reference_us}, {"tokens", tokens},
                      {"cost_usd", cost_usd}, {"wall_s", wall_s},     {"kernel", kernel},
                      {"note", note}};
-    j["torch_compile_us"] = torch_compile_us >= 0 ? nlohmann::json(torch_compile_us) : nlohmann::json();
-    j["torch_eager_us"] = torch_eager_us >= 0 ? nlohmann::json(torch_eager_us) : nlohmann::json();
+    // The PyTorch baselines: a time, or null and the reason in torch.not_run; never a zero.
+    j["torch"] = torch.to_json();
+    j["torch_eager_us"] = torch.to_json()["eager_us"];
+    j["torch_compile_us"] = torch.to_json()["compile_us"];
+    nlohmann::json over = nlohmann::json::object();
+    for (const auto& k : baseline::kinds()) {
+        auto it = speedup_over.find(k);
+        over[k] = it != speedup_over.end() && it->second > 0 ? nlohmann::json(it->second) : nlohmann::json();
+    }
+    j["speedup_over"] = over;
     if (baseline_eager_us >= 0) {
         j["baseline_eager_us"] = baseline_eager_us;
         j["baseline_compile_us"] = baseline_compile_us >= 0 ? nlohmann::json(baseline_compile_us) : nlohmann::json();
@@ -142,13 +142,53 @@ TaskResult TaskResult::from_json(const nlohmann::json& j) {
     r.wall_s = j.value("wall_s", 0.0);
     r.kernel = j.value("kernel", "");
     r.note = j.value("note", "");
-    if (j.contains("torch_compile_us") && j["torch_compile_us"].is_number()) r.torch_compile_us = j["torch_compile_us"];
-    if (j.contains("torch_eager_us") && j["torch_eager_us"].is_number()) r.torch_eager_us = j["torch_eager_us"];
+    if (j.contains("torch") && j["torch"].is_object()) r.torch = baseline::Result::from_json(j["torch"]);
+    if (j.contains("speedup_over") && j["speedup_over"].is_object())
+        for (auto it = j["speedup_over"].begin(); it != j["speedup_over"].end(); ++it)
+            if (it.value().is_number()) r.speedup_over[it.key()] = it.value().get<double>();
     if (j.contains("baseline_eager_us") && j["baseline_eager_us"].is_number()) r.baseline_eager_us = j["baseline_eager_us"];
     if (j.contains("baseline_compile_us") && j["baseline_compile_us"].is_number()) r.baseline_compile_us = j["baseline_compile_us"];
     r.baseline_note = j.value("baseline_note", "");
     return r;
 }
+
+double TaskResult::over(const std::string& kind) const {
+    auto it = speedup_over.find(kind);
+    return it == speedup_over.end() ? 0 : it->second;
+}
+
+namespace {
+
+double geomean(const std::vector<double>& v) {
+    double lg = 0;
+    for (double x : v) lg += std::log(std::max(x, 1e-12));
+    return v.empty() ? 0 : std::exp(lg / v.size());
+}
+
+// fast_p and the geometric mean over one baseline, among the tasks where it has a time.
+OverBaseline over_baseline(const std::vector<TaskResult>& results, const std::string& kind) {
+    OverBaseline o;
+    o.kind = kind;
+    std::vector<double> sp;
+    for (const auto& r : results) {
+        if (!r.torch.ran(kind)) {
+            if (o.not_run.empty()) o.not_run = r.torch.why_not(kind);
+            continue;
+        }
+        ++o.measured;
+        if (r.correct() && r.over(kind) > 0) ++o.correct, sp.push_back(r.over(kind));
+    }
+    for (double p : kFastP) {
+        int n = 0;
+        for (double v : sp) n += p == 0 || v > p;
+        o.fast_p.emplace_back(p, o.measured ? static_cast<double>(n) / o.measured : 0);
+    }
+    o.geomean_speedup = geomean(sp);
+    if (o.measured) o.not_run.clear();
+    return o;
+}
+
+}  // namespace
 
 Summary summarize(const std::vector<TaskResult>& results) {
     Summary s;
@@ -169,15 +209,89 @@ Summary summarize(const std::vector<TaskResult>& results) {
         for (const auto& r : results) n += r.correct() && (p == 0 || r.speedup > p);
         s.fast_p.emplace_back(p, s.tasks ? static_cast<double>(n) / s.tasks : 0);
     }
+    for (const auto& k : baseline::kinds()) s.baselines.push_back(over_baseline(results, k));
+    for (const auto& r : results) {
+        const std::string p = r.torch.precision.empty() ? "" : r.torch.precision;
+        if (p.empty()) continue;
+        s.precision = s.precision.empty() || s.precision == p ? p : "mixed (per task)";
+    }
     if (!sp.empty()) {
-        double lg = 0;
-        for (double v : sp) lg += std::log(std::max(v, 1e-12));
-        s.geomean_speedup = std::exp(lg / sp.size());
+        s.geomean_speedup = geomean(sp);
         std::sort(sp.begin(), sp.end());
         s.median_speedup = sp.size() % 2 ? sp[sp.size() / 2] : (sp[sp.size() / 2 - 1] + sp[sp.size() / 2]) / 2;
     }
     return s;
 }
+
+namespace {
+
+// The summary's rows, for the Markdown table and the page alike: over the reference, then over each
+// PyTorch baseline (among the tasks with its time; "not run: <reason>" when none has one).
+std::vector<std::pair<std::string, std::string>> metric_rows(const Summary& s) {
+    std::vector<std::pair<std::string, std::string>> rows;
+    for (auto [p, share] : s.fast_p)
+        rows.emplace_back(p_label(p), fmt("%.3f", share) + " (" + std::to_string(std::lround(share * s.tasks)) + "/" + std::to_string(s.tasks) + ")");
+    rows.emplace_back("geomean speedup (correct tasks)", s.correct ? fmt("%.3fx", s.geomean_speedup) : "-");
+    rows.emplace_back("median speedup (correct tasks)", s.correct ? fmt("%.3fx", s.median_speedup) : "-");
+    const std::string prec = s.precision.empty() ? "" : ", precision " + s.precision;
+    for (const auto& b : s.baselines) {
+        const std::string over = " over " + baseline::label(b.kind) + prec;
+        if (!b.measured) {
+            rows.emplace_back("speedup" + over, b.not_run.empty() ? "not run: no task" : b.not_run);
+            continue;
+        }
+        for (auto [p, share] : b.fast_p)
+            rows.emplace_back(p_label(p) + over, fmt("%.3f", share) + " (" + std::to_string(std::lround(share * b.measured)) + "/" +
+                                                     std::to_string(b.measured) + " tasks with its time)");
+        rows.emplace_back("geomean speedup" + over + " (correct tasks)", b.correct ? fmt("%.3fx", b.geomean_speedup) : "-");
+    }
+    rows.emplace_back("tokens", tokens_str(static_cast<double>(s.tokens)));
+    rows.emplace_back("cost", "$" + fmt("%.4f", s.cost_usd));
+    rows.emplace_back("wall time", duration(s.wall_s));
+    return rows;
+}
+
+const char* const kExplained =
+    "Speedup = LibTorch reference time / kernel time, both measured by kernelevo's validator in this run; over PyTorch eager "
+    "and torch.compile (Inductor, default mode): their time / the kernel's, timed in the same run on the validator's inputs "
+    "under the task's precision policy. fast_p = share of all tasks (of those with the baseline's time, for a baseline) "
+    "that are correct and more than p times faster.";
+
+// One task's row (plain text; the caller escapes): its headers first.
+std::vector<std::string> task_header(bool published) {
+    std::vector<std::string> h = {"task", "status", "speedup", "kernel", "LibTorch reference", "precision"};
+    for (const auto& k : baseline::kinds()) h.push_back(baseline::label(k)), h.push_back("speedup over " + (k == "eager" ? std::string("eager") : "torch.compile"));
+    if (published) h.push_back("baseline eager"), h.push_back("baseline compile");
+    for (const char* t : {"tokens", "cost", "wall", "note"}) h.push_back(t);
+    return h;
+}
+
+std::vector<std::string> task_cells(const TaskResult& r, bool published) {
+    std::vector<std::string> c = {r.name, r.status, r.correct() ? fmt("%.3fx", r.speedup) : "-", us_str(r.kernel_us), us_str(r.reference_us),
+                                  r.torch.precision.empty() ? "-" : r.torch.precision};
+    for (const auto& k : baseline::kinds()) {
+        c.push_back(r.torch.ran(k) ? us_str(r.torch.us(k)) : r.torch.why_not(k).substr(0, 160));
+        c.push_back(!r.torch.ran(k) ? "not run" : r.correct() && r.over(k) > 0 ? fmt("%.3fx", r.over(k)) : "-");
+    }
+    if (published) c.push_back(us_str(r.baseline_eager_us)), c.push_back(us_str(r.baseline_compile_us));
+    c.push_back(tokens_str(static_cast<double>(r.tokens)));
+    c.push_back("$" + fmt("%.4f", r.cost_usd));
+    c.push_back(duration(r.wall_s));
+    c.push_back((r.note + (r.baseline_note.empty() ? "" : (r.note.empty() ? "" : "; ") + ("baseline: " + r.baseline_note))).substr(0, 300));
+    return c;
+}
+
+bool any_published(const std::vector<TaskResult>& results) {
+    for (const auto& r : results)
+        if (r.baseline_eager_us >= 0) return true;
+    return false;
+}
+
+bool numeric(const std::string& cell) {
+    return !cell.empty() && (std::isdigit(static_cast<unsigned char>(cell[0])) || cell[0] == '$' || cell == "-");
+}
+
+}  // namespace
 
 std::string report_markdown(const std::vector<TaskResult>& results, const ReportInfo& info) {
     Summary s = summarize(results);
@@ -188,30 +302,19 @@ std::string report_markdown(const std::vector<TaskResult>& results, const Report
     if (s.not_run)
         o << "**" << s.not_run << " of " << s.tasks << " task(s) not run: no GPU of this architecture here** (the figures below count them as not correct).\n\n";
     o << "| metric | value |\n| --- | --- |\n";
-    for (auto [p, share] : s.fast_p)
-        o << "| " << p_label(p) << " | " << fmt("%.3f", share) << " (" << std::lround(share * s.tasks) << "/" << s.tasks << ") |\n";
-    o << "| geomean speedup (correct tasks) | " << (s.correct ? fmt("%.3fx", s.geomean_speedup) : "-") << " |\n";
-    o << "| median speedup (correct tasks) | " << (s.correct ? fmt("%.3fx", s.median_speedup) : "-") << " |\n";
-    o << "| tokens | " << tokens_str(static_cast<double>(s.tokens)) << " |\n";
-    o << "| cost | $" << fmt("%.4f", s.cost_usd) << " |\n";
-    o << "| wall time | " << duration(s.wall_s) << " |\n\n";
-    o << "Speedup = LibTorch eager time / kernel time, both measured by kernelevo's validator in this run. "
-         "fast_p = share of all tasks that are correct and more than p times faster.\n\n";
-    bool any_compile = false, any_base = false;
-    for (const auto& r : results) any_compile = any_compile || r.torch_compile_us >= 0, any_base = any_base || r.baseline_eager_us >= 0;
-    o << "| task | status | speedup | kernel | LibTorch eager |" << (any_compile ? " PyTorch eager | torch.compile |" : "")
-      << (any_base ? " baseline eager | baseline compile |" : "") << " tokens | cost | wall | note |\n";
-    o << "| --- | --- | ---: | ---: | ---: |" << (any_compile ? " ---: | ---: |" : "") << (any_base ? " ---: | ---: |" : "")
-      << " ---: | ---: | ---: | --- |\n";
+    for (const auto& [k, v] : metric_rows(s)) o << "| " << md_cell(k) << " | " << md_cell(v) << " |\n";
+    o << "\n" << kExplained << "\n\n";
+    const bool published = any_published(results);
+    const auto head = task_header(published);
+    o << "|";
+    for (const auto& h : head) o << " " << h << " |";
+    o << "\n|";
+    for (size_t i = 0; i < head.size(); ++i) o << (i < 2 || head[i] == "precision" || head[i] == "note" ? " --- |" : " ---: |");
+    o << "\n";
     for (const auto& r : results) {
-        o << "| " << md_cell(r.name) << " | " << r.status << " | " << (r.correct() ? fmt("%.3fx", r.speedup) : "-") << " | "
-          << us_str(r.kernel_us) << " | " << us_str(r.reference_us) << " |";
-        if (any_compile) o << " " << us_str(r.torch_eager_us) << " | " << us_str(r.torch_compile_us) << " |";
-        if (any_base) o << " " << us_str(r.baseline_eager_us) << " | " << us_str(r.baseline_compile_us) << " |";
-        o << " " << tokens_str(static_cast<double>(r.tokens)) << " | $" << fmt("%.4f", r.cost_usd) << " | "
-          << duration(r.wall_s) << " | "
-          << md_cell((r.note + (r.baseline_note.empty() ? "" : (r.note.empty() ? "" : "; ") + ("baseline: " + r.baseline_note))).substr(0, 200))
-          << " |\n";
+        o << "|";
+        for (const auto& c : task_cells(r, published)) o << " " << md_cell(c) << " |";
+        o << "\n";
     }
     return o.str();
 }
@@ -222,6 +325,15 @@ nlohmann::json report_json(const std::vector<TaskResult>& results, const ReportI
     for (auto [p, share] : s.fast_p) fp[fmt("%g", p)] = share;
     nlohmann::json tasks = nlohmann::json::array();
     for (const auto& r : results) tasks.push_back(r.to_json());
+    // Per PyTorch baseline: fast_p and the geometric mean among the tasks with its time, or why none has one.
+    nlohmann::json over = nlohmann::json::object();
+    for (const auto& b : s.baselines) {
+        nlohmann::json bfp = nlohmann::json::object();
+        for (auto [p, share] : b.fast_p) bfp[fmt("%g", p)] = share;
+        over[b.kind] = b.measured ? nlohmann::json{{"label", baseline::label(b.kind)}, {"tasks_measured", b.measured}, {"correct", b.correct},
+                                                   {"fast_p", bfp}, {"geomean_speedup", b.correct ? nlohmann::json(b.geomean_speedup) : nlohmann::json()}}
+                                  : nlohmann::json{{"label", baseline::label(b.kind)}, {"tasks_measured", 0}, {"not_run", b.not_run}};
+    }
     return {{"suite", info.suite},
             {"mode", info.mode},
             {"gpu", info.gpu},
@@ -233,146 +345,14 @@ nlohmann::json report_json(const std::vector<TaskResult>& results, const ReportI
             {"fast_p", fp},
             {"geomean_speedup", s.correct ? nlohmann::json(s.geomean_speedup) : nlohmann::json()},
             {"median_speedup", s.correct ? nlohmann::json(s.median_speedup) : nlohmann::json()},
+            {"over_baselines", over},
+            {"precision", s.precision},
             {"tokens", s.tokens},
             {"cost_usd", s.cost_usd},
             {"wall_s", s.wall_s},
             {"results", tasks}};
 }
 
-namespace {
-
-// Axes box: returns the SVG header part; px/py map data to pixels.
-struct Box {
-    double x0 = 60, y0 = 30, w = 640, h = 260;
-};
-
-std::string svg_open(double w, double h, const std::string& title) {
-    std::ostringstream s;
-    s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='" << h << "' viewBox='0 0 " << w << " " << h
-      << "' font-family='sans-serif' font-size='11'>\n<text x='" << w / 2 << "' y='18' text-anchor='middle' font-weight='bold'>"
-      << xml_escape(title) << "</text>\n";
-    return s.str();
-}
-
-// Log2 axis for speedups: ticks at powers of two.
-struct LogAxis {
-    double lo, hi;
-    LogAxis(double mn, double mx) {
-        lo = std::floor(std::log2(std::max(mn, 1.0 / 64)));
-        hi = std::ceil(std::log2(std::max(mx, 1.0)));
-        if (lo > -1) lo = -1;
-        if (hi < 1) hi = 1;
-    }
-    double frac(double v) const { return (std::log2(std::max(v, std::exp2(lo))) - lo) / (hi - lo); }
-};
-
-std::string speedup_bars(const std::vector<TaskResult>& results) {
-    std::vector<const TaskResult*> rs;
-    for (const auto& r : results) rs.push_back(&r);
-    std::sort(rs.begin(), rs.end(), [](auto* a, auto* b) {
-        double sa = a->correct() ? a->speedup : 0, sb = b->correct() ? b->speedup : 0;
-        return sa > sb;
-    });
-    Box b;
-    double mn = 1, mx = 1;
-    for (auto* r : rs)
-        if (r->correct()) mn = std::min(mn, r->speedup), mx = std::max(mx, r->speedup);
-    LogAxis ax(mn, mx);
-    auto py = [&](double v) { return b.y0 + b.h * (1 - ax.frac(v)); };
-    std::ostringstream s;
-    s << svg_open(b.x0 + b.w + 20, b.y0 + b.h + 50, "Speedup per task over LibTorch eager (sorted, log scale)");
-    for (double e = ax.lo; e <= ax.hi; ++e) {
-        double v = std::exp2(e);
-        s << "<line x1='" << b.x0 << "' x2='" << b.x0 + b.w << "' y1='" << py(v) << "' y2='" << py(v) << "' stroke='"
-          << (e == 0 ? "#444" : "#ddd") << "'/>\n<text x='" << b.x0 - 6 << "' y='" << py(v) + 4 << "' text-anchor='end'>"
-          << fmt("%g", v) << "x</text>\n";
-    }
-    double bw = rs.empty() ? 0 : b.w / rs.size();
-    for (size_t i = 0; i < rs.size(); ++i) {
-        const auto* r = rs[i];
-        double x = b.x0 + i * bw;
-        if (r->correct()) {
-            double y1 = py(r->speedup), y0 = py(1);
-            s << "<rect x='" << x + bw * 0.1 << "' width='" << std::max(bw * 0.8, 0.5) << "' y='" << std::min(y0, y1)
-              << "' height='" << std::max(std::fabs(y1 - y0), 0.5) << "' fill='" << (r->speedup >= 1 ? "#2a9d4b" : "#e08a1e")
-              << "'><title>" << xml_escape(r->name) << ": " << fmt("%.3fx", r->speedup) << "</title></rect>\n";
-        } else {
-            s << "<rect x='" << x + bw * 0.1 << "' width='" << std::max(bw * 0.8, 0.5) << "' y='" << b.y0 + b.h - 6
-              << "' height='6' fill='#bbb'><title>" << xml_escape(r->name) << ": " << xml_escape(r->status) << "</title></rect>\n";
-        }
-    }
-    s << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h + 20 << "' text-anchor='middle'>" << rs.size()
-      << " tasks, fastest first (grey: not correct)</text>\n</svg>\n";
-    return s.str();
-}
-
-std::string speedup_histogram(const std::vector<TaskResult>& results) {
-    const std::vector<std::pair<std::string, std::pair<double, double>>> bins = {
-        {"<0.5x", {0, 0.5}}, {"0.5-0.8x", {0.5, 0.8}}, {"0.8-1x", {0.8, 1}}, {"1-1.5x", {1, 1.5}},
-        {"1.5-2x", {1.5, 2}}, {"2-4x", {2, 4}},         {">=4x", {4, 1e300}}};
-    std::vector<int> count(bins.size() + 1, 0);
-    for (const auto& r : results) {
-        if (!r.correct()) {
-            ++count.back();
-            continue;
-        }
-        for (size_t i = 0; i < bins.size(); ++i)
-            if (r.speedup >= bins[i].second.first && r.speedup < bins[i].second.second) ++count[i];
-    }
-    Box b;
-    int mx = std::max(1, *std::max_element(count.begin(), count.end()));
-    std::ostringstream s;
-    s << svg_open(b.x0 + b.w + 20, b.y0 + b.h + 50, "Speedup distribution");
-    double bw = b.w / count.size();
-    for (size_t i = 0; i < count.size(); ++i) {
-        double hgt = b.h * count[i] / mx, x = b.x0 + i * bw;
-        std::string label = i < bins.size() ? bins[i].first : "not correct";
-        std::string color = i == bins.size() ? "#bbb" : bins[i].second.first >= 1 ? "#2a9d4b" : "#e08a1e";
-        s << "<rect x='" << x + bw * 0.1 << "' width='" << bw * 0.8 << "' y='" << b.y0 + b.h - hgt << "' height='" << hgt
-          << "' fill='" << color << "'/>\n<text x='" << x + bw / 2 << "' y='" << b.y0 + b.h - hgt - 4
-          << "' text-anchor='middle'>" << count[i] << "</text>\n<text x='" << x + bw / 2 << "' y='" << b.y0 + b.h + 16
-          << "' text-anchor='middle'>" << xml_escape(label) << "</text>\n";
-    }
-    s << "<line x1='" << b.x0 << "' x2='" << b.x0 + b.w << "' y1='" << b.y0 + b.h << "' y2='" << b.y0 + b.h
-      << "' stroke='#444'/>\n</svg>\n";
-    return s.str();
-}
-
-std::string speedup_vs_tokens(const std::vector<TaskResult>& results) {
-    Box b;
-    double tmax = 1, mn = 1, mx = 1;
-    for (const auto& r : results) {
-        tmax = std::max(tmax, static_cast<double>(r.tokens));
-        if (r.correct()) mn = std::min(mn, r.speedup), mx = std::max(mx, r.speedup);
-    }
-    LogAxis ax(mn, mx);
-    auto px = [&](double t) { return b.x0 + b.w * t / (tmax * 1.05); };
-    auto py = [&](double v) { return b.y0 + b.h * (1 - ax.frac(v)); };
-    std::ostringstream s;
-    s << svg_open(b.x0 + b.w + 20, b.y0 + b.h + 50, "Best speedup vs tokens spent (per task)");
-    for (double e = ax.lo; e <= ax.hi; ++e) {
-        double v = std::exp2(e);
-        s << "<line x1='" << b.x0 << "' x2='" << b.x0 + b.w << "' y1='" << py(v) << "' y2='" << py(v) << "' stroke='"
-          << (e == 0 ? "#444" : "#ddd") << "'/>\n<text x='" << b.x0 - 6 << "' y='" << py(v) + 4 << "' text-anchor='end'>"
-          << fmt("%g", v) << "x</text>\n";
-    }
-    for (int i = 0; i <= 4; ++i) {
-        double t = tmax * 1.05 * i / 4;
-        s << "<text x='" << px(t) << "' y='" << b.y0 + b.h + 16 << "' text-anchor='middle'>" << tokens_str(t) << "</text>\n";
-    }
-    for (const auto& r : results) {
-        double y = r.correct() ? py(r.speedup) : b.y0 + b.h;
-        s << "<circle cx='" << px(static_cast<double>(r.tokens)) << "' cy='" << y << "' r='4' fill='"
-          << (r.correct() ? (r.speedup >= 1 ? "#2a9d4b" : "#e08a1e") : "#bbb") << "' fill-opacity='0.8'><title>" << xml_escape(r.name)
-          << ": " << (r.correct() ? fmt("%.3fx", r.speedup) : xml_escape(r.status)) << ", " << tokens_str(static_cast<double>(r.tokens))
-          << " tokens</title></circle>\n";
-    }
-    s << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h + 34 << "' text-anchor='middle'>tokens"
-      << (tmax <= 1 ? " (none spent: ready kernels)" : "") << "</text>\n</svg>\n";
-    return s.str();
-}
-
-}  // namespace
 
 std::string report_html(const std::vector<TaskResult>& results, const ReportInfo& info) {
     Summary s = summarize(results);
@@ -387,34 +367,22 @@ std::string report_html(const std::vector<TaskResult>& results, const ReportInfo
         o << "<p class='warn'>" << s.not_run << " of " << s.tasks
           << " task(s) not run: no GPU of this architecture here (counted as not correct).</p>\n";
     o << "<table><tr><th>metric</th><th>value</th></tr>\n";
-    for (auto [p, share] : s.fast_p)
-        o << "<tr><td>" << p_label(p) << "</td><td class='n'>" << fmt("%.3f", share) << " (" << std::lround(share * s.tasks)
-          << "/" << s.tasks << ")</td></tr>\n";
-    o << "<tr><td>geomean speedup (correct tasks)</td><td class='n'>" << (s.correct ? fmt("%.3fx", s.geomean_speedup) : "-")
-      << "</td></tr>\n<tr><td>median speedup (correct tasks)</td><td class='n'>"
-      << (s.correct ? fmt("%.3fx", s.median_speedup) : "-") << "</td></tr>\n<tr><td>tokens</td><td class='n'>"
-      << tokens_str(static_cast<double>(s.tokens)) << "</td></tr>\n<tr><td>cost</td><td class='n'>$" << fmt("%.4f", s.cost_usd)
-      << "</td></tr>\n<tr><td>wall time</td><td class='n'>" << duration(s.wall_s) << "</td></tr></table>\n";
-    o << "<p>Speedup = LibTorch eager time / kernel time, both measured by kernelevo's validator in this run; fast_p = "
-         "share of all tasks correct and more than p&times; faster.</p>\n";
-    o << "<div>" << speedup_bars(results) << "</div>\n<div>" << speedup_histogram(results) << "</div>\n<div>"
-      << speedup_vs_tokens(results) << "</div>\n";
-    bool any_compile = false, any_base = false;
-    for (const auto& r : results) any_compile = any_compile || r.torch_compile_us >= 0, any_base = any_base || r.baseline_eager_us >= 0;
-    o << "<h2>Tasks</h2>\n<table><tr><th>task</th><th>status</th><th>speedup</th><th>kernel</th><th>LibTorch eager</th>"
-      << (any_compile ? "<th>PyTorch eager</th><th>torch.compile</th>" : "")
-      << (any_base ? "<th>baseline eager</th><th>baseline compile</th>" : "")
-      << "<th>tokens</th><th>cost</th><th>wall</th><th>note</th></tr>\n";
+    for (const auto& [k, v] : metric_rows(s))
+        o << "<tr><td>" << xml_escape(k) << "</td><td class='n'>" << xml_escape(v) << "</td></tr>\n";
+    o << "</table>\n<p>" << xml_escape(kExplained) << "</p>\n";
+    o << "<div>" << detail::speedup_bars(results) << "</div>\n<div>" << detail::speedup_histogram(results) << "</div>\n<div>"
+      << detail::speedup_vs_tokens(results) << "</div>\n";
+    const bool published = any_published(results);
+    o << "<h2>Tasks</h2>\n<table><tr>";
+    for (const auto& h : task_header(published)) o << "<th>" << xml_escape(h) << "</th>";
+    o << "</tr>\n";
     for (const auto& r : results) {
-        o << "<tr><td>" << xml_escape(r.name) << "</td><td" << (r.correct() ? "" : " class='bad'") << ">" << xml_escape(r.status)
-          << "</td><td class='n'>" << (r.correct() ? fmt("%.3fx", r.speedup) : "-") << "</td><td class='n'>"
-          << us_str(r.kernel_us) << "</td><td class='n'>" << us_str(r.reference_us) << "</td>";
-        if (any_compile)
-            o << "<td class='n'>" << us_str(r.torch_eager_us) << "</td><td class='n'>" << us_str(r.torch_compile_us) << "</td>";
-        if (any_base)
-            o << "<td class='n'>" << us_str(r.baseline_eager_us) << "</td><td class='n'>" << us_str(r.baseline_compile_us) << "</td>";
-        o << "<td class='n'>" << tokens_str(static_cast<double>(r.tokens)) << "</td><td class='n'>$" << fmt("%.4f", r.cost_usd)
-          << "</td><td class='n'>" << duration(r.wall_s) << "</td><td>" << xml_escape(r.note.substr(0, 300)) << "</td></tr>\n";
+        o << "<tr>";
+        const auto cells = task_cells(r, published);
+        for (size_t i = 0; i < cells.size(); ++i)
+            o << "<td" << (i == 1 && !r.correct() ? " class='bad'" : i > 1 && numeric(cells[i]) ? " class='n'" : "") << ">"
+              << xml_escape(cells[i]) << "</td>";
+        o << "</tr>\n";
     }
     o << "</table>\n</body></html>\n";
     return o.str();

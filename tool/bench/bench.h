@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "baseline/baseline.h"
+
 namespace kevo::bench {
 
 // The suite's tasks: DIR/*/task.json (sorted by folder name), or DIR itself when it holds a task.json.
@@ -25,8 +27,10 @@ struct TaskResult {
     bool done = false;        // finished: skipped on resume
     double speedup = 0;       // over LibTorch eager, as measured by our validator
     double kernel_us = 0, reference_us = 0;   // medians; reference = LibTorch eager, same run
-    double torch_compile_us = -1;             // the Python model under torch.compile (-1: not measured)
-    double torch_eager_us = -1;               // the Python model in eager PyTorch (-1: not measured)
+    // The PyTorch baselines (tool/baseline: eager, torch.compile) in this run, each with its time or
+    // why it was not run, and the kernel's speedup over each (kind -> speedup; absent: none).
+    baseline::Result torch;
+    std::map<std::string, double> speedup_over;
     double baseline_eager_us = -1, baseline_compile_us = -1;  // --baseline (KernelBench's published times), -1: none
     std::string baseline_note;                // the baseline file's notes (e.g. a stale entry)
     int64_t tokens = 0;
@@ -34,6 +38,7 @@ struct TaskResult {
     std::string kernel;       // the kernel validated or found
     std::string note;         // why not correct, or what was skipped
     bool correct() const { return status == "ok"; }
+    double over(const std::string& kind) const;  // speedup_over[kind], 0 when none
     nlohmann::json to_json() const;
     static TaskResult from_json(const nlohmann::json& j);
 };
@@ -47,10 +52,21 @@ struct Baseline {
 };
 std::map<std::string, Baseline> load_baseline(const std::filesystem::path& tsv);
 
+// fast_p and the geometric mean over one PyTorch baseline, among the tasks where it was measured.
+struct OverBaseline {
+    std::string kind;                               // baseline::kinds()
+    int measured = 0, correct = 0;                  // tasks with its time; of those, correct ones
+    std::vector<std::pair<double, double>> fast_p;  // (p, share of the measured tasks correct and > p x faster than it)
+    double geomean_speedup = 0;                     // over the correct measured tasks
+    std::string not_run;                            // when no task has its time: the first task's reason
+};
+
 struct Summary {
     int tasks = 0, correct = 0, not_run = 0;    // not_run: no GPU here
     std::vector<std::pair<double, double>> fast_p;  // (p, share of all tasks correct and > p x faster); p = 0 counts correct ones
     double geomean_speedup = 0, median_speedup = 0;  // over the correct tasks
+    std::vector<OverBaseline> baselines;             // one per baseline::kinds()
+    std::string precision;                           // the tasks' precision policy, or "mixed (per task)"
     int64_t tokens = 0;
     double cost_usd = 0, wall_s = 0;
 };

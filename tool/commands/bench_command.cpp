@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "baseline/baseline.h"
 #include "bench/bench.h"
 #include "cli/cli.h"
 #include "cache/cache.h"
@@ -17,7 +18,6 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "commands/search_command.h"
-#include "kernelbench/kernelbench.h"
 #include "store/writer.h"
 #include "task/task.h"
 #include "validate/validate.h"
@@ -55,36 +55,22 @@ fs::path find_kernel(const fs::path& dir, const std::string& folder, const std::
     return {};
 }
 
-// Times the Python model (eager and torch.compile) with the host's PyTorch; fills r or its note.
-void time_torch(const fs::path& task_dir, const std::string& python, bench::TaskResult& r) {
-    fs::path problem = task_dir / "problem.py";
-    std::error_code ec;
-    if (!fs::is_regular_file(problem, ec)) {
-        r.note += (r.note.empty() ? "" : "; ") + std::string("torch.compile not timed: no problem.py in the task folder");
+// The PyTorch baselines of the task (tool/baseline: eager and torch.compile, in the sandbox, under
+// the GPU lock) and the kernel's speedup over each; `kernel`: its timed sets (empty: none correct).
+void measure_baselines(const BenchArgs& a, const Task& task, const DeviceInfo& device, const std::vector<ShapeTiming>& kernel,
+                       bench::TaskResult& r) {
+    if (a.search.no_baselines) {
+        r.torch = baseline::Result{};
+        r.torch.precision = baseline::task_precision(task);
+        for (const auto& k : baseline::kinds()) r.torch.not_run[k] = "--no-baselines";
         return;
     }
-    std::string py;
-    try {
-        py = kernelbench::find_python(python);
-    } catch (const UsageError& e) {
-        r.note += (r.note.empty() ? "" : "; ") + std::string("torch.compile not timed: ") + e.what();
-        return;
-    }
-    ProcessOptions po;
-    po.argv = {py, (kernelbench::data_dir() / "time_torch.py").string(), problem.string()};
-    po.timeout_s = 1800;
-    ProcessResult p = run_process(po);
-    try {
-        auto j = nlohmann::json::parse(p.out.substr(p.out.rfind('{')));
-        if (j.contains("error")) {
-            r.note += (r.note.empty() ? "" : "; ") + ("torch.compile not timed: " + j["error"].get<std::string>());
-            return;
-        }
-        r.torch_eager_us = j.value("eager_us", -1.0);
-        r.torch_compile_us = j.value("compile_us", -1.0);
-    } catch (const std::exception&) {
-        r.note += (r.note.empty() ? "" : "; ") + ("torch.compile not timed: the timing script failed (" + p.describe() + ")");
-    }
+    baseline::Options o;
+    o.python = a.python;
+    o.trials = a.search.timing_trials;
+    r.torch = baseline::measure(task, o, device);
+    for (const auto& k : baseline::kinds())
+        if (r.torch.ran(k) && r.correct()) r.speedup_over[k] = baseline::speedup_over(r.torch, k, kernel);
 }
 
 void run_bench(BenchArgs& a, int& rc) {
@@ -178,6 +164,8 @@ void run_bench(BenchArgs& a, int& rc) {
 
     const auto t_start = std::chrono::steady_clock::now();
     std::optional<DeviceInfo> torch_device;  // queried once, for the lock around PyTorch's timings
+    std::vector<ShapeTiming> kernel_sets;     // the task's kernel timings, for its speedups over the baselines
+    nlohmann::json so_baselines;              // what the task's search measured of them
     int ran = 0;
     bool interrupted = false;
     for (size_t i = 0; i < tasks.size(); ++i) {
@@ -185,6 +173,8 @@ void run_bench(BenchArgs& a, int& rc) {
         const std::string folder = task_path.parent_path().filename().string();
         const std::string prefix = "[" + std::to_string(i + 1) + "/" + std::to_string(tasks.size()) + "] ";
         bench::TaskResult r;
+        kernel_sets.clear();
+        so_baselines = nullptr;
         r.task = task_path.string();
         r.name = folder;
         auto p = prior.find(folder);
@@ -215,6 +205,7 @@ void run_bench(BenchArgs& a, int& rc) {
                     r.speedup = vr.speedup;
                     r.kernel_us = vr.kernel_us;
                     r.reference_us = vr.reference_us;
+                    kernel_sets = vr.shapes;
                     if (!vr.ok()) r.note = vr.log.substr(0, 400);
                     if (!vr.gpu.empty()) info.gpu = vr.gpu;
                     info.arch = vr.arch.empty() ? arch : vr.arch;
@@ -231,13 +222,15 @@ void run_bench(BenchArgs& a, int& rc) {
                 if (s.python.empty()) s.python = a.python;  // --python: also the one with Triton (--backend triton|both)
                 evolve::SearchOutcome so = evolve::run_search(s, prefix + folder + " | ");
                 r.tokens = so.tokens;
+                so_baselines = so.baselines;
                 r.cost_usd = so.cost_usd;
                 info.arch = so.arch;
                 if (so.found) {
                     r.status = "ok";
-                    r.speedup = so.speedup;
+                    r.speedup = so.best_details.value("speedup", so.speedup);  // over the reference (so.speedup: the fitness)
                     r.kernel_us = so.best_details.value("kernel_us", 0.0);
                     r.reference_us = so.best_details.value("reference_us", 0.0);
+                    kernel_sets = ValidationResult::from_json(so.best_details).shapes;
                     if (so.best_details.contains("gpu")) info.gpu = so.best_details.value("gpu", std::string());
                     r.kernel = cache::source_path(s.out, task.name, so.arch).string();
                 } else {
@@ -254,12 +247,18 @@ void run_bench(BenchArgs& a, int& rc) {
         }
         double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         r.wall_s = prior_wall + wall;
-        if (a.torch_compile && r.done) {
-            // PyTorch's timings run on the GPU too: under its lock, as validations do, so that
-            // neither disturbs the other (a search or validation elsewhere on this GPU included).
+        if (mode == "search" && so_baselines.is_object()) {  // the search measured them already
+            r.torch = baseline::Result::from_json(so_baselines);
+            for (const auto& k : baseline::kinds())
+                if (r.torch.ran(k) && r.correct()) r.speedup_over[k] = baseline::speedup_over(r.torch, k, kernel_sets);
+        } else if ((r.done || r.status == "no_device") && r.status != "error") {  // no GPU: PyTorch says why too
+            // PyTorch's timings run on the GPU too: under its lock (baseline::measure takes it), as
+            // validations do, so that neither disturbs the other.
             if (!torch_device) torch_device = Validator(Task{}, vo).device();
-            auto gpu = lock_device(*torch_device, [](const std::string& line) { std::cerr << "kernelevo: " << line << "\n"; });
-            time_torch(task_path.parent_path(), a.python, r);
+            try {
+                measure_baselines(a, load_task(task_path), *torch_device, kernel_sets, r);
+            } catch (const TaskError&) {
+            }
         }
         apply_baseline(r);
         results[i] = r;
@@ -291,7 +290,13 @@ void run_bench(BenchArgs& a, int& rc) {
     std::cerr << "kernelevo: " << sum.correct << "/" << sum.tasks << " correct";
     for (auto [p, share] : sum.fast_p)
         if (p > 0) std::cerr << ", fast_" << p << " " << share;
-    if (sum.correct) std::cerr << ", geomean " << sum.geomean_speedup << "x";
+    if (sum.correct) std::cerr << ", geomean " << sum.geomean_speedup << "x over the LibTorch reference";
+    for (const auto& b : sum.baselines) {
+        std::cerr << "; over " << baseline::label(b.kind) << (sum.precision.empty() ? "" : " (precision " + sum.precision + ")") << ": ";
+        if (!b.measured) std::cerr << b.not_run;
+        else std::cerr << "geomean " << (b.correct ? std::to_string(b.geomean_speedup).substr(0, 5) + "x" : std::string("-")) << " over "
+                       << b.measured << " task(s) with its time";
+    }
     std::cerr << "; reports in " << out.string() << " (report.md, report.json, report.html)\n";
     if (sum.not_run) std::cerr << "kernelevo: " << sum.not_run << " task(s) not run: no GPU of this architecture here\n";
     if (interrupted) {
@@ -324,10 +329,11 @@ void register_bench_command(CLI::App& app, int& rc) {
                     "or the only .cu in DIR/NAME (only --arch, --timeout and --timing-trials apply then)");
     cmd->add_flag("--fresh", a->fresh, "Discard REPORT_DIR's previous bench and search states and start over");
     cmd->add_flag("--torch-compile", a->torch_compile,
-                  "Also time the Python model (the task folder's problem.py) in eager PyTorch and under torch.compile "
-                  "with the host's PyTorch (needs a CUDA GPU and PyTorch 2)");
+                  "Kept for older scripts: each task's PyTorch module (an imported problem.py, an exported model) is now timed by "
+                  "default in eager PyTorch and under torch.compile (Inductor, default mode) on the validator's inputs, in the "
+                  "import's sandbox under the GPU lock, and speedups, fast_p and geomeans are reported over each too (see --no-baselines)");
     cmd->add_option("--python", a->python,
-                    "Python with PyTorch for --torch-compile, and with Triton for --backend triton|both "
+                    "Python with PyTorch for the baselines, and with Triton for --backend triton|both "
                     "(default: python3 if it has torch, else /usr/bin/python3; for Triton $KERNELEVO_PYTHON, else python3)");
     cmd->add_option("--baseline", a->baseline,
                     "KernelBench's published timings (baseline_h100.tsv) to show beside ours, matched by task name "
@@ -337,8 +343,8 @@ void register_bench_command(CLI::App& app, int& rc) {
     cli::set_examples(*cmd, {
         {"Search every task of a suite, 10 minutes each",
          "kernelevo bench --suite suite --out bench-report --model openai/gpt-5-mini --max-time 10m"},
-        {"Validate ready kernels instead, with torch.compile beside them",
-         "kernelevo bench --suite suite --out bench-report --kernels kernels --torch-compile"},
+        {"Validate ready kernels instead (PyTorch eager and torch.compile timed beside them)",
+         "kernelevo bench --suite suite --out bench-report --kernels kernels"},
         {"Continue after an interruption: the same command again",
          "kernelevo bench --suite suite --out bench-report --model openai/gpt-5-mini --max-time 10m"},
     });

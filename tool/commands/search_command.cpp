@@ -10,9 +10,11 @@
 #include <fstream>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "baseline/baseline.h"
 #include "cache/cache.h"
 #include "cli/cli.h"
 #include "commands/commands.h"
@@ -169,6 +171,24 @@ void group_search_options(CLI::App& cmd) {
             if (CLI::Option* o = cmd.get_option_no_throw(name)) o->group(group);
 }
 
+
+// issue 35 (tool/baseline): the task's PyTorch baselines, timed once on this host's GPU (in the
+// import's sandbox, under the GPU lock), or "not run: --no-baselines".
+baseline::Result measure_torch_baselines(const evolve::SearchArgs& a, const Task& task, Validator& validator) {
+    baseline::Options o;
+    o.python = a.python;
+    o.trials = a.timing_trials;
+    if (!quiet() && baseline::no_module_reason(task.file.parent_path()).empty())
+        std::cerr << "kernelevo: timing the PyTorch baselines (eager, torch.compile) ...\n";
+    return baseline::measure(task, o, validator.device());
+}
+
+baseline::Result no_torch_baselines(const Task& task) {
+    baseline::Result b;
+    b.precision = baseline::task_precision(task);
+    for (const auto& k : baseline::kinds()) b.not_run[k] = "--no-baselines";
+    return b;
+}
 }  // namespace
 
 evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progress_prefix) {
@@ -245,6 +265,22 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     // requests, or imports replies without code); one that does stops with "no GPU" and resumes.
     const bool validates_here = a.workers.empty() && !cfg.llm_batch;
     if (validates_here) require_local_gpu(validator, arch);
+    // --fitness-baseline compile|eager (issue 35, tool/baseline): measured once, here, on the timed
+    // shapes; the search then optimizes and reports the speedup over it.
+    std::optional<baseline::Result> torch_baselines;
+    std::unique_ptr<Evaluator> fitness_evaluator;
+    if (a.fitness_baseline != "reference") {
+        if (!a.workers.empty())
+            throw UsageError("--fitness-baseline " + a.fitness_baseline + " times PyTorch on this host's GPU: not with --workers");
+        torch_baselines = measure_torch_baselines(a, task, validator);
+        if (!torch_baselines->ran(a.fitness_baseline))
+            throw UsageError("--fitness-baseline " + a.fitness_baseline + ": " + baseline::label(a.fitness_baseline) + " " +
+                             torch_baselines->why_not(a.fitness_baseline));
+        fitness_evaluator = baseline::fitness_over(*evaluator, *torch_baselines, a.fitness_baseline);
+        std::cerr << "kernelevo: fitness: speedup over " << baseline::label(a.fitness_baseline) << ", "
+                  << torch_baselines->us(a.fitness_baseline) << " us (precision " << torch_baselines->precision << ", PyTorch "
+                  << torch_baselines->torch_version << ")\n";
+    }
     // Batch mode: files named after the task and architecture, in the dialect of --llm-url.
     if (cfg.llm_batch && a.llm.models.size() != 1)
         throw UsageError("--llm-batch needs exactly one --model: a Batch API input file holds requests for one model");
@@ -253,7 +289,9 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
 
     // An SQLite file (default: one per task and architecture under the cache) or a Redis URL.
     std::string state = a.state.empty() ? (cache_root() / "search" /
-                                           (task.name + "-" + arch + "-" + task.hash().substr(0, 12) + ".db"))
+                                           (task.name + "-" + arch + "-" + task.hash().substr(0, 12) +
+                                            // a fitness over another baseline: another run (issue 35)
+                                            (a.fitness_baseline == "reference" ? "" : "-over-" + a.fitness_baseline) + ".db"))
                                               .string()
                                         : a.state;
     store::StoreLocation where = store::parse_store_location(state);  // registers a Redis password
@@ -281,7 +319,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     if (auto* remote = dynamic_cast<worker::RemoteEvaluator*>(evaluator.get())) remote->register_run(where.display());
 #endif
 
-    evolve::Search search(task, cfg, prompts, *provider, *evaluator, *store);
+    evolve::Search search(task, cfg, prompts, *provider, fitness_evaluator ? *fitness_evaluator : *evaluator, *store);
     const bool tty = ::isatty(STDERR_FILENO) && !verbose();
     // A live line on a terminal; in a log, one line per generation; --verbose: a line per
     // evaluation; --quiet: none.
@@ -393,6 +431,12 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
             std::cerr << "kernelevo: best kernel " << best.speedup << "x (program #" << best.id << ") written to "
                       << cache::source_path(a.out, task.name, arch).string() << "\n";
         }
+        // The best beside the PyTorch baselines (issue 35), each labelled, or why one was not run.
+        if (!torch_baselines) torch_baselines = a.no_baselines ? no_torch_baselines(task) : measure_torch_baselines(a, task, validator);
+        if (!quiet())
+            std::cerr << "kernelevo: the best kernel over the LibTorch reference: "
+                      << best.details.value("speedup", best.speedup) << "x; over the PyTorch baselines:\n"
+                      << baseline::speedup_lines(*torch_baselines, ValidationResult::from_json(best.details).shapes, "kernelevo:   ");
     } else {
         std::cerr << "kernelevo: no correct kernel found yet\n";
     }
@@ -419,13 +463,22 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
                           : "")
                   << "\n";
     rc = result.stop_reason.rfind("error: no GPU", 0) == 0 || llm_never_answered ? 2 : finished && result.best ? 0 : 1;
-    if (a.json) std::cout << summary_json(task, arch, where, result, a.out, *store, resumable, rc).dump(2) << std::endl;
+    if (a.json) {
+        nlohmann::json summary = summary_json(task, arch, where, result, a.out, *store, resumable, rc);
+        if (result.best && torch_baselines) {  // issue 35: the fitness's baseline and the best over each
+            summary["best"]["speedup_over_reference"] = result.best->details.value("speedup", result.best->speedup);
+            summary["best"]["fitness_baseline"] = a.fitness_baseline;
+            summary["best"]["baselines"] = baseline::speedups_json(*torch_baselines, ValidationResult::from_json(result.best->details).shapes);
+        }
+        std::cout << summary.dump(2) << std::endl;
+    }
     outcome.rc = rc;
     outcome.stop_reason = result.stop_reason;
     outcome.finished = finished;
     outcome.found = result.best.has_value();
     outcome.speedup = result.best ? result.best->speedup : 0;
     if (result.best) outcome.best_details = result.best->details;
+    if (torch_baselines) outcome.baselines = torch_baselines->to_json();
     store::Spent spent_total = store->spent();
     outcome.tokens = spent_total.prompt_tokens + spent_total.completion_tokens;
     outcome.cost_usd = spent_total.cost_usd;
@@ -467,6 +520,16 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     cmd.add_flag("--no-profile", a.no_profile, "Do not profile new best kernels with Nsight Compute (ncu)");
+    // issue 35 (tool/baseline):
+    cmd.add_option("--fitness-baseline", a.fitness_baseline,
+                   "What the fitness is a speedup over: reference (the task's LibTorch reference, measured with every "
+                   "candidate), compile (torch.compile, Inductor default mode) or eager (PyTorch eager) of the task's "
+                   "PyTorch module, timed once before the search on the timed shapes (exit 2 when it cannot be)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"reference", "compile", "eager"}));
+    cmd.add_flag("--no-baselines", a.no_baselines,
+                 "Do not time the PyTorch baselines (eager, torch.compile) of the task's PyTorch module for the summaries "
+                 "(they then say \"not run: --no-baselines\")");
     cmd.add_option("--prompts", a.prompts, "Directory overriding prompt templates (system.md abi.md triton.md seed.md mutate_full.md mutate_diff.md repair.md)");
     cmd.add_option("--jobs", a.cfg.jobs, "Candidates in progress at once (0: all of a generation, at least 2 per live worker with --workers)")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd.add_option("--schedule", a.schedule,

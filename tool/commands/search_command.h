@@ -17,6 +17,10 @@ struct SearchArgs {
     std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time, workers, schedule = "steady";
     std::string python;            // --python: the interpreter with Triton (--backend triton|both)
     bool fresh = false, json = false, no_profile = false;
+    // issue 35 (tool/baseline): the fitness's baseline (reference | compile | eager) and whether the
+    // PyTorch baselines are timed for the summary.
+    std::string fitness_baseline = "reference";
+    bool no_baselines = false;
     std::string batch_dir = ".";   // --llm-batch-dir
     double timeout = 30;
     int timing_trials = 100;
@@ -35,6 +39,7 @@ struct SearchOutcome {
     double cost_usd = 0;
     std::string arch;
     int generations = 0;
+    nlohmann::json baselines;   // the PyTorch baselines the search measured (baseline::Result::to_json()), or null
 };
 
 // The search options shared by `kernelevo search` and `kernelevo bench`.

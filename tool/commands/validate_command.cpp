@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "cli/cli.h"
 #include "commands/commands.h"
@@ -12,6 +13,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "compile/arch_support.h"
+#include "baseline/baseline.h"
 #include "triton/backends.h"
 #include "validate/annotate.h"
 #include "validate/validate.h"
@@ -21,7 +23,7 @@ namespace kevo {
 namespace {
 struct ValidateArgs {
     std::string task, kernel, arch, python, backend = "auto";
-    bool json = false, no_timing = false, keep = false;
+    bool json = false, no_timing = false, keep = false, no_baselines = false;
     double timeout = 30, suspicious = 10;
     int trials = 100, warmup = 10, copies = 64, repeat = 1;
     double extend_s = kevo::ValidateOptions{}.extend_timing_s;
@@ -58,7 +60,7 @@ void print_human(const Task& task, const ValidationResult& r) {
         if (!task.tolerance_policy.empty()) std::cout << "  tolerance    " << task.tolerance_policy << "\n";
         print_reference_precision(r.details);
         if (r.kernel_us > 0) {
-            std::snprintf(b, sizeof b, "  kernel       %s (spread %.1f%%)\n  reference    %s (spread %.1f%%)\n  speedup      %.3fx%s\n",
+            std::snprintf(b, sizeof b, "  kernel       %s (spread %.1f%%)\n  reference    %s (spread %.1f%%)\n  speedup      %.3fx over the LibTorch reference%s\n",
                           us(r.kernel_us).c_str(), 100 * r.kernel_spread, us(r.reference_us).c_str(), 100 * r.reference_spread,
                           r.speedup, r.suspicious ? "  (suspicious: check by hand)" : "");
             std::cout << b;
@@ -130,6 +132,25 @@ int repeat_runs(Validator& v, const CompileResult& c, int n, bool as_json, bool 
     }
     return failed ? 1 : 0;
 }
+// The PyTorch baselines beside a correct, timed kernel (tool/baseline): measured in the sandbox under
+// the GPU lock, or "not run: <reason>" (--no-baselines, a task without a PyTorch module, no PyTorch 2).
+baseline::Result baselines(const ValidateArgs& a, const Task& task, Validator& v, bool progress) {
+    baseline::Result b;
+    if (a.no_baselines) {
+        b.precision = baseline::task_precision(task);
+        for (const auto& k : baseline::kinds()) b.not_run[k] = "--no-baselines";
+        return b;
+    }
+    baseline::Options o;
+    o.python = a.python;
+    o.l2_flush = a.flush;
+    o.trials = a.trials;
+    o.warmup = a.warmup;
+    if (a.seed) o.seed = a.seed;
+    if (progress && baseline::no_module_reason(task.file.parent_path()).empty())
+        std::cerr << "kernelevo: timing the PyTorch baselines (eager, torch.compile) ...\n";
+    return baseline::measure(task, o, v.device());
+}
 }  // namespace
 
 void register_validate_command(CLI::App& app, int& rc) {
@@ -149,7 +170,13 @@ void register_validate_command(CLI::App& app, int& rc) {
     cmd->add_option("--backend", args->backend, "cuda, triton, or auto (Triton when the file is a Triton candidate)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cuda", "triton"}));
-    cmd->add_option("--python", args->python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
+    cmd->add_option("--python", args->python,
+                    "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3); also the Python with PyTorch "
+                    "for the baselines (default: python3 if it has torch, else /usr/bin/python3)");
+    cmd->add_flag("--no-baselines", args->no_baselines,
+                  "Do not time the PyTorch baselines. By default a correct kernel of a task with a PyTorch module (an imported "
+                  "problem.py, an exported model) is also compared with PyTorch eager and torch.compile (Inductor, default "
+                  "mode), timed on the validator's inputs under the task's precision policy; one that cannot run says why");
     cmd->add_option("--arch", args->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
     cmd->add_flag("--json", args->json, "Print one JSON object on stdout instead of a summary");
     cmd->add_option("--timeout", args->timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
@@ -225,8 +252,16 @@ void register_validate_command(CLI::App& app, int& rc) {
         annotate_resources(r, c);
         auto [gbs, source_of_gbs] = sol::bandwidth_of(v.device(), r.ok() ? v.measured_bandwidth_gbs() : 0.0);
         annotate_sol(r, task, gbs, source_of_gbs, v.device().sm_count);
-        if (args->json) std::cout << r.to_json().dump(2) << std::endl;
-        else print_human(task, r);
+        std::optional<baseline::Result> base;
+        if (r.ok() && r.kernel_us > 0) base = baselines(*args, task, v, progress);
+        if (args->json) {
+            nlohmann::json j = r.to_json();
+            if (base) j["baselines"] = baseline::speedups_json(*base, r.shapes);
+            std::cout << j.dump(2) << std::endl;
+        } else {
+            print_human(task, r);
+            if (base) std::cout << baseline::speedup_lines(*base, r.shapes, "  ");
+        }
         if (!args->json && verbose() && !r.details.is_null()) std::cerr << "kernelevo: details:\n" << r.details.dump(2) << "\n";
         rc = r.status == Status::ok ? 0 : r.status == Status::no_device ? 2 : 1;
     });

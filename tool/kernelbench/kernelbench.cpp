@@ -126,6 +126,11 @@ std::string find_python(const std::string& given, std::string* torch_version) {
                      "python3-torch, or PyTorch's pip package, or pass --python");
 }
 
+PythonInstall python_install(const std::string& python) {
+    PythonInfo i = probe_python(python);
+    return {i.torch, i.executable, i.import_path, i.prefixes};
+}
+
 fs::path data_dir() {
     fs::path installed = self_exe_dir().parent_path() / "share" / "kernelevo" / "kernelbench";
     if (fs::exists(installed / "import_kernelbench.py")) return installed;

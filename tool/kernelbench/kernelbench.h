@@ -37,6 +37,14 @@ std::filesystem::path data_dir();
 // if it has torch, else /usr/bin/python3 (Debian's python3-torch). Returns the interpreter and
 // fills `torch_version` ("2.11.0 cuda=True"); throws UsageError when none has torch.
 std::string find_python(const std::string& python, std::string* torch_version = nullptr);
+// A Python's installation as a sandbox must show it, read-only (what the import's own sandbox binds):
+// torch ("2.11.0 cuda=True", "" without torch), sys.executable, its import path, its prefixes.
+// tool/baseline runs the baseline script in the same kind of sandbox.
+struct PythonInstall {
+    std::string torch, executable;
+    std::vector<std::string> import_path, prefixes;
+};
+PythonInstall python_install(const std::string& python);
 // Throws UsageError for bad usage or setup (no Python with torch, no LibTorch, reference build failure).
 ImportSummary import_problems(const ImportOptions& options);
 

@@ -1,0 +1,90 @@
+// tool/baseline on a GPU host with PyTorch 2 (skips elsewhere): the baselines of a KernelBench-like
+// task (tests/data/baseline_relu_add) timed for real, and `kernelevo validate` / `kernelevo bench`
+// showing the kernel's speedup over the reference, PyTorch eager and torch.compile, each labelled.
+#include <gtest/gtest.h>
+
+#include "baseline/baseline.h"
+#include "common/fs.h"
+#include "common/process.h"
+
+namespace kevo {
+namespace {
+
+fs::path fixture() { return fs::path(KEVO_TEST_DATA_DIR) / "baseline_relu_add"; }
+
+const DeviceInfo& gpu() {
+    static DeviceInfo d = [] {
+        Validator v(load_task(fixture() / "task.json"), ValidateOptions{});
+        return v.device();
+    }();
+    return d;
+}
+
+ProcessResult kernelevo(std::vector<std::string> args) {
+    ProcessOptions po;
+    po.argv = {KEVO_EXE};
+    po.argv.insert(po.argv.end(), args.begin(), args.end());
+    po.timeout_s = 1800;
+    return run_process(po);
+}
+
+TEST(BaselineGpu, EagerAndCompileAreTimedOnTheValidatorsInputs) {
+    if (!gpu().present) GTEST_SKIP() << "no CUDA device here";
+    baseline::Options o;
+    o.trials = 30;
+    baseline::Result r = baseline::measure(load_task(fixture() / "task.json"), o, gpu());
+    ASSERT_TRUE(r.not_run.empty()) << r.to_json().dump(2);
+    EXPECT_GT(r.us("eager"), 0);
+    EXPECT_GT(r.us("compile"), 0);
+    EXPECT_EQ(r.precision, "pytorch");
+    EXPECT_EQ(r.module, "problem.py (KernelBench)");
+    EXPECT_FALSE(r.device.empty());
+    std::cout << r.to_json().dump(2) << "\n";
+}
+
+TEST(BaselineGpu, ValidatePrintsTheSpeedupOverEachBaseline) {
+    if (!gpu().present) GTEST_SKIP() << "no CUDA device here";
+    auto p = kernelevo({"validate", "--task", (fixture() / "task.json").string(), "--kernel", (fixture() / "kernel.cu").string(),
+                        "--timing-trials", "30"});
+    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+    EXPECT_NE(p.out.find("x over the LibTorch reference"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("  PyTorch eager: "), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("  torch.compile (Inductor, default mode): "), std::string::npos) << p.out;
+    EXPECT_EQ(p.out.find("not run"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("(precision pytorch, PyTorch 2."), std::string::npos) << p.out;
+    std::cout << p.out;
+
+    auto j = kernelevo({"validate", "--task", (fixture() / "task.json").string(), "--kernel", (fixture() / "kernel.cu").string(),
+                        "--timing-trials", "30", "--json"});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    auto v = nlohmann::json::parse(j.out);
+    for (const char* k : {"eager", "compile"}) {
+        EXPECT_GT(v["baselines"][k]["us"].get<double>(), 0) << v["baselines"].dump();
+        EXPECT_GT(v["baselines"][k]["speedup"].get<double>(), 0) << v["baselines"].dump();
+    }
+}
+
+TEST(BaselineGpu, BenchReportsFastPAndGeomeanOverEachBaseline) {
+    if (!gpu().present) GTEST_SKIP() << "no CUDA device here";
+    TempDir dir("kevo-baseline-bench");
+    fs::path suite = dir.path() / "suite", kernels = dir.path() / "kernels", out = dir.path() / "report";
+    fs::create_directories(suite / "relu_add");
+    fs::copy(fixture(), suite / "relu_add", fs::copy_options::recursive);
+    write_file_atomic(kernels / "relu_add.cu", read_file(fixture() / "kernel.cu"));
+    auto p = kernelevo({"bench", "--suite", suite.string(), "--out", out.string(), "--kernels", kernels.string(), "--timing-trials", "30"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    auto j = nlohmann::json::parse(read_file(out / "report.json"));
+    const auto& t = j["results"][0];
+    EXPECT_EQ(t["status"], "ok") << t.dump();
+    for (const char* k : {"eager", "compile"}) {
+        EXPECT_GT(t["speedup_over"][k].get<double>(), 0) << t.dump();
+        EXPECT_EQ(j["over_baselines"][k]["tasks_measured"], 1) << j["over_baselines"].dump();
+        EXPECT_TRUE(j["over_baselines"][k]["geomean_speedup"].is_number()) << j["over_baselines"].dump();
+    }
+    std::string md = read_file(out / "report.md");
+    EXPECT_NE(md.find("| geomean speedup over torch.compile (Inductor, default mode), precision pytorch (correct tasks) |"), std::string::npos) << md;
+    std::cout << md;
+}
+
+}  // namespace
+}  // namespace kevo

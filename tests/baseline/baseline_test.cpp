@@ -1,0 +1,125 @@
+// tool/baseline: the PyTorch baselines (eager, torch.compile) of a task, run for real in the import's
+// sandbox (bubblewrap) with the host's PyTorch. On a CPU host (PyTorch 1.x, no CUDA) every baseline
+// says why it was not run; the GPU half (baseline_gpu_test) times them.
+#include <gtest/gtest.h>
+
+#include "baseline/baseline.h"
+#include "common/fs.h"
+#include "sandbox/sandbox.h"
+
+namespace kevo {
+namespace {
+
+fs::path fixture() { return fs::path(KEVO_TEST_DATA_DIR) / "baseline_relu_add" / "task.json"; }
+
+DeviceInfo no_device() { return DeviceInfo{}; }
+
+TEST(Baseline, TheRunnerSaysWhyEachBaselineWasNotRunOnThisHost) {
+    if (!sandbox_layers().namespaces) GTEST_SKIP() << "no bubblewrap here: " << sandbox_layers().why_not;
+    baseline::Options o;
+    o.trials = 5;
+    o.warmup = 1;
+    baseline::Result r = baseline::measure(load_task(fixture()), o, no_device());
+    ASSERT_FALSE(r.torch_version.empty()) << r.to_json().dump(2);  // the script ran (in the sandbox) and answered
+    EXPECT_EQ(r.precision, "pytorch");
+    if (r.torch_version[0] == '1') {  // PyTorch 1.x: no torch.compile, and it says so
+        ASSERT_TRUE(r.not_run.count("compile"));
+        EXPECT_EQ(r.not_run["compile"], "PyTorch " + r.torch_version + " has no torch.compile (needs PyTorch 2)");
+        EXPECT_EQ(r.why_not("compile"), "not run: PyTorch " + r.torch_version + " has no torch.compile (needs PyTorch 2)");
+    }
+    if (r.not_run.count("eager")) {  // no CUDA for this PyTorch: neither baseline has a time, both say why
+        EXPECT_NE(r.not_run["eager"].find("no CUDA device for PyTorch " + r.torch_version), std::string::npos) << r.not_run["eager"];
+        for (const auto& k : baseline::kinds()) EXPECT_LT(r.us(k), 0) << k;
+    }
+    // JSON: a baseline without a time is null with its reason, never 0.
+    nlohmann::json j = r.to_json();
+    for (const auto& k : baseline::kinds())
+        if (!r.ran(k)) EXPECT_TRUE(j[k + "_us"].is_null()) << j.dump();
+    EXPECT_EQ(baseline::Result::from_json(j).not_run, r.not_run);
+}
+
+TEST(Baseline, ALibTorchTaskHasNoModuleToRun) {
+    baseline::Result r = baseline::measure(load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json"), {}, no_device());
+    for (const auto& k : baseline::kinds()) {
+        ASSERT_TRUE(r.not_run.count(k)) << k;
+        EXPECT_NE(r.why_not(k).find("not run: the task has no PyTorch module"), std::string::npos) << r.why_not(k);
+    }
+    std::string lines = baseline::speedup_lines(r, {}, "  ");
+    EXPECT_NE(lines.find("  torch.compile (Inductor, default mode): not run: the task has no PyTorch module"), std::string::npos) << lines;
+    EXPECT_NE(lines.find("  PyTorch eager: not run: "), std::string::npos) << lines;
+}
+
+TEST(Baseline, ABrokenModuleIsNotRunWithPythonsReason) {
+    if (!sandbox_layers().namespaces) GTEST_SKIP() << "no bubblewrap here";
+    TempDir dir("kevo-baseline-test");
+    fs::copy(fixture().parent_path(), dir.path(), fs::copy_options::recursive);
+    write_file_atomic(dir.path() / "problem.py", "import torch\nraise RuntimeError('boom at import')\n");
+    baseline::Result r = baseline::measure(load_task(dir.path() / "task.json"), {}, no_device());
+    for (const auto& k : baseline::kinds()) ASSERT_TRUE(r.not_run.count(k)) << r.to_json().dump();
+    // Without CUDA the script stops before loading the module; with it, the module's error is the reason.
+    if (r.not_run["eager"].find("no CUDA") == std::string::npos)
+        EXPECT_NE(r.not_run["eager"].find("boom at import"), std::string::npos) << r.not_run["eager"];
+}
+
+// Speedups over a baseline: per timed set, baseline time / kernel time, their weighted geometric mean.
+TEST(Baseline, SpeedupOverABaselineIsTheWeightedGeomeanOfItsSets) {
+    baseline::Result b;
+    b.precision = "pytorch";
+    b.torch_version = "2.11.0";
+    b.sets = {{0, "a", 400, 200}, {2, "b", 90, 30}};
+    b.not_run.clear();
+    std::vector<ShapeTiming> k(2);
+    k[0].set = 0, k[0].kernel_us = 100, k[0].weight = 1;
+    k[1].set = 2, k[1].kernel_us = 60, k[1].weight = 3;
+    EXPECT_NEAR(baseline::speedup_over(b, "eager", k), std::pow(4.0 * std::pow(1.5, 3), 0.25), 1e-12);
+    EXPECT_NEAR(baseline::speedup_over(b, "compile", k), std::pow(2.0 * std::pow(0.5, 3), 0.25), 1e-12);
+    std::string lines = baseline::speedup_lines(b, k, "  ");
+    EXPECT_NE(lines.find("  torch.compile (Inductor, default mode): 200.00 us (precision pytorch, PyTorch 2.11.0); speedup 0.707x over it"),
+              std::string::npos)
+        << lines;
+    nlohmann::json j = baseline::speedups_json(b, k);
+    EXPECT_NEAR(j["eager"]["speedup"].get<double>(), 1.917, 1e-3);
+    EXPECT_EQ(j["compile"]["us"].get<double>(), 200);
+    // A set the baseline has no time for: no speedup (0), never a made-up one.
+    k[1].set = 5;
+    EXPECT_EQ(baseline::speedup_over(b, "compile", k), 0);
+}
+
+// --fitness-baseline: the evaluator's speedup becomes the one over the baseline; the validator's
+// (over the reference) stays in the details, where confirm() and the cache read it.
+struct Scripted : Evaluator {
+    DeviceInfo device() override { return {}; }
+    std::string arch() override { return "sm_90"; }
+    CompileResult compile(const std::string&) override { return {}; }
+    Evaluation run(const CompileResult&) override {
+        ValidationResult v;
+        v.status = Status::ok;
+        v.speedup = 2.5;
+        v.kernel_us = 80;
+        v.reference_us = 200;
+        v.shapes = {ShapeTiming{0, "a", 80, 200, 2.5, 1}};
+        Evaluation e;
+        e.status = Status::ok;
+        e.speedup = v.speedup;
+        e.details = v.to_json();
+        e.feedback = "correct; speedup 2.500x";
+        return e;
+    }
+};
+
+TEST(Baseline, FitnessOverCompileRescalesTheSpeedupAndKeepsTheReferences) {
+    baseline::Result b;
+    b.precision = "pytorch";
+    b.sets = {{0, "a", 150, 40}};
+    Scripted inner;
+    auto fit = baseline::fitness_over(inner, b, "compile");
+    Evaluation e = fit->run({});
+    EXPECT_DOUBLE_EQ(e.speedup, 0.5);  // 40 us / 80 us
+    EXPECT_DOUBLE_EQ(e.details["speedup"].get<double>(), 2.5);
+    EXPECT_DOUBLE_EQ(e.details["speedup_over_reference"].get<double>(), 2.5);
+    EXPECT_EQ(e.details["fitness_baseline"]["baseline"], "compile");
+    EXPECT_EQ(e.feedback.rfind("fitness: speedup 0.500x over torch.compile (Inductor, default mode)", 0), 0u) << e.feedback;
+}
+
+}  // namespace
+}  // namespace kevo

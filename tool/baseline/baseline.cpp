@@ -1,0 +1,262 @@
+// The PyTorch baselines (baseline.h): baseline_torch.py in the import's sandbox, its answer parsed.
+#include "baseline/baseline.h"
+
+#include <cstdio>
+#include <optional>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/process.h"
+#include "device/fill.h"
+#include "kernelbench/kernelbench.h"
+#include "sandbox/sandbox.h"
+#include "task/fitness.h"
+
+namespace kevo::baseline {
+
+namespace {
+
+fs::path script_path() {
+    fs::path installed = self_exe_dir().parent_path() / "share" / "kernelevo" / "baseline" / "baseline_torch.py";
+    if (fs::exists(installed)) return installed;
+#ifdef KEVO_BASELINE_SOURCE_DIR
+    if (fs::exists(fs::path(KEVO_BASELINE_SOURCE_DIR) / "baseline_torch.py")) return fs::path(KEVO_BASELINE_SOURCE_DIR) / "baseline_torch.py";
+#endif
+    throw UsageError("the baseline script is missing (looked for " + installed.string() + ")");
+}
+
+double num_or(const nlohmann::json& j, const char* key, double scale) {
+    return j.contains(key) && j[key].is_number() ? j[key].get<double>() * scale : -1;
+}
+
+// The task's timed sets as the script reads them: every input's concrete shape and how the
+// validator draws it (the seeds of copy c: tensor_seed(seed + c, k), a validation's first trial at seed + c).
+nlohmann::json sets_spec(const Task& task, const Options& o) {
+    nlohmann::json sets = nlohmann::json::array();
+    for (int s : task.timed_sets()) {
+        nlohmann::json ins = nlohmann::json::array();
+        for (size_t k = 0; k < task.inputs.size(); ++k) {
+            const TensorSpec& t = task.inputs[k];
+            nlohmann::json seeds = nlohmann::json::array();
+            for (int c = 0; c < std::max(1, o.copies); ++c) seeds.push_back(kevo_device::tensor_seed(o.seed + c, k));
+            ins.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", task.concrete_shape(t, s)}, {"kind", t.init.kind},
+                           {"a", t.init.a}, {"b", t.init.b}, {"seeds", seeds}, {"file", t.init.file.string()}});
+        }
+        sets.push_back({{"set", s}, {"label", std::to_string(s)}, {"inputs", ins}});
+    }
+    return sets;
+}
+
+// The sandbox the script runs in: the import's (no network, writes only to its own work dir and a
+// private /tmp, no home, allowlisted environment), with the GPU's device nodes; visible read-only:
+// the Python installation, the script, the importer (its filler) and the task's folder and files.
+// Empty argv prefix with `why` set: no sandbox here (bwrap missing), so the module is not run.
+std::vector<std::string> confine(const kernelbench::PythonInstall& py, const Task& task, const fs::path& work,
+                                 std::optional<std::map<std::string, std::string>>& env, std::string& why) {
+    if (sandbox_mode() == SandboxMode::off) return {py.executable};
+    const SandboxLayers& l = sandbox_layers();
+    if (!l.namespaces) {
+        why = "the task's Python module runs only in the sandbox, which needs bubblewrap here (" + l.why_not + ")";
+        return {};
+    }
+    SandboxPolicy policy;
+    policy.workdir = work;
+    policy.gpu = true;
+    std::string pythonpath;
+    for (const auto& p : py.import_path) {
+        policy.read_only.push_back(p);
+        pythonpath += (pythonpath.empty() ? "" : ":") + p;
+    }
+    policy.read_only.insert(policy.read_only.end(), py.prefixes.begin(), py.prefixes.end());
+    policy.read_only.push_back(fs::path(py.executable).parent_path());
+    policy.read_only.push_back(script_path().parent_path());
+    policy.read_only.push_back(kernelbench::data_dir());
+    policy.read_only.push_back(task.file.parent_path());
+    for (const auto& t : task.inputs)
+        if (!t.init.file.empty()) policy.read_only.push_back(t.init.file);
+    std::vector<std::string> argv = sandbox_prefix(policy);
+    if (argv.empty() || argv.back() != "--") {
+        why = "the sandbox could not be set up (bwrap: " + l.bwrap + ")";
+        return {};
+    }
+    argv.pop_back();
+    argv.insert(argv.end(), {"--remount-ro", "/", "--", "/usr/bin/env", "HOME=/tmp", py.executable});
+    env = sandbox_environment({{"PYTHONPATH", pythonpath},
+                               {"PYTHONNOUSERSITE", "1"},
+                               {"PYTHONDONTWRITEBYTECODE", "1"},
+                               {"XDG_CACHE_HOME", "/tmp/.cache"},
+                               {"TORCH_HOME", "/tmp/.torch"},
+                               {"TORCHINDUCTOR_CACHE_DIR", "/tmp/.inductor"},
+                               {"TRITON_CACHE_DIR", "/tmp/.triton"},
+                               {"MPLCONFIGDIR", "/tmp"}});
+    return argv;
+}
+
+Result not_run_all(const std::string& why, const std::string& precision) {
+    Result r;
+    r.precision = precision;
+    for (const auto& k : kinds()) r.not_run[k] = why;
+    return r;
+}
+
+std::string fixed(double v, const char* f) {
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+std::string time_str(double us) { return us >= 1000 ? fixed(us / 1000, "%.3f ms") : fixed(us, "%.2f us"); }
+
+}  // namespace
+
+const std::vector<std::string>& kinds() {
+    static const std::vector<std::string> k = {"eager", "compile"};
+    return k;
+}
+
+std::string label(const std::string& kind) {
+    if (kind == "eager") return "PyTorch eager";
+    if (kind == "compile") return "torch.compile (Inductor, default mode)";
+    if (kind == "reference") return "the LibTorch reference";
+    throw UsageError("unknown baseline '" + kind + "' (expected reference, compile or eager)");
+}
+
+std::string task_precision(const Task& task) {
+    // task.json "precision" (issue 35): read from the file until Task carries it.
+    std::error_code ec;
+    if (task.file.empty() || !fs::is_regular_file(task.file, ec)) return "pytorch";
+    try {
+        auto j = nlohmann::json::parse(read_file(task.file));
+        if (j.contains("precision") && j["precision"].is_string()) return j["precision"].get<std::string>();
+    } catch (const std::exception&) {
+    }
+    return "pytorch";
+}
+
+double Result::us(const std::string& kind) const { return sets.empty() ? -1 : sets.front().us(kind); }
+
+std::string Result::why_not(const std::string& kind) const {
+    if (auto it = not_run.find(kind); it != not_run.end()) return "not run: " + it->second;
+    return us(kind) > 0 ? "" : "not run: not measured";
+}
+
+nlohmann::json Result::to_json() const {
+    nlohmann::json s = nlohmann::json::array();
+    auto opt = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); };
+    for (const auto& t : sets) s.push_back({{"set", t.set}, {"label", t.label}, {"eager_us", opt(t.eager_us)}, {"compile_us", opt(t.compile_us)}});
+    return {{"eager_us", opt(us("eager"))}, {"compile_us", opt(us("compile"))}, {"sets", s}, {"not_run", not_run},
+            {"torch_version", torch_version}, {"device", device}, {"precision", precision}, {"module", module}};
+}
+
+// Reads both tool/baseline's JSON (*_us) and the script's (*_ms).
+Result Result::from_json(const nlohmann::json& j) {
+    Result r;
+    auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+    r.torch_version = str("torch_version");
+    r.device = str("device");
+    r.precision = str("precision");
+    r.module = str("module");
+    if (j.contains("not_run") && j["not_run"].is_object())
+        for (auto it = j["not_run"].begin(); it != j["not_run"].end(); ++it)
+            if (it.value().is_string()) r.not_run[it.key()] = it.value().get<std::string>();
+    for (const auto& t : j.value("sets", nlohmann::json::array())) {
+        SetTime st;
+        st.set = t.value("set", 0);
+        st.label = t.contains("label") && t["label"].is_string() ? t["label"].get<std::string>() : "";
+        st.eager_us = std::max(num_or(t, "eager_us", 1), num_or(t, "eager_ms", 1000));
+        st.compile_us = std::max(num_or(t, "compile_us", 1), num_or(t, "compile_ms", 1000));
+        r.sets.push_back(st);
+    }
+    return r;
+}
+
+std::string no_module_reason(const fs::path& task_dir) {
+    std::error_code ec;
+    if (fs::is_regular_file(task_dir / "pytorch.json", ec) || fs::is_regular_file(task_dir / "problem.py", ec)) return "";
+    return "the task has no PyTorch module (neither an imported KernelBench problem.py nor export_task's pytorch.json): "
+           "its reference is LibTorch C++ only";
+}
+
+Result measure(const Task& task, const Options& o, const DeviceInfo& device) {
+    const std::string precision = task_precision(task);
+    if (std::string why = no_module_reason(task.file.parent_path()); !why.empty()) return not_run_all(why, precision);
+    std::string python;
+    try {
+        python = kernelbench::find_python(o.python);
+    } catch (const UsageError& e) {
+        return not_run_all(e.what(), precision);
+    }
+    const kernelbench::PythonInstall py = kernelbench::python_install(python);
+    TempDir work("kernelevo-baseline");
+    nlohmann::json spec{{"task_dir", task.file.parent_path().string()}, {"importer_dir", kernelbench::data_dir().string()},
+                        {"precision", precision}, {"l2_flush", o.l2_flush}, {"warmup", o.warmup}, {"trials", o.trials},
+                        {"which", o.which}, {"sets", sets_spec(task, o)}};
+    write_file_atomic(work.path() / "spec.json", spec.dump());
+    ProcessOptions po;
+    std::string why;
+    po.argv = confine(py, task, work.path(), po.exact_env, why);
+    if (po.argv.empty()) return not_run_all(why, precision);
+    po.argv.insert(po.argv.end(), {script_path().string(), (work.path() / "spec.json").string()});
+    po.timeout_s = o.timeout_s;
+    po.cwd = work.path();
+    ProcessResult p;
+    {
+        std::unique_ptr<GpuLock> held = device.present ? lock_device(device) : nullptr;  // not beside another timing
+        p = run_process(po);
+    }
+    Result r;
+    try {
+        const size_t brace = p.out.rfind("\n{");
+        r = Result::from_json(nlohmann::json::parse(p.out.substr(brace == std::string::npos ? 0 : brace + 1)));
+    } catch (const std::exception&) {
+        std::string err = p.err.size() > 300 ? "..." + p.err.substr(p.err.size() - 300) : p.err;
+        return not_run_all("the baseline script failed (" + p.describe() + (err.empty() ? "" : ": " + err) + ")", precision);
+    }
+    if (r.precision.empty()) r.precision = precision;
+    for (const auto& k : kinds())
+        if (!r.not_run.count(k) && r.us(k) <= 0) r.not_run[k] = "not measured";
+    return r;
+}
+
+double speedup_over(const Result& b, const std::string& kind, const std::vector<ShapeTiming>& kernel) {
+    std::vector<double> s, w;
+    for (const auto& k : kernel) {
+        double base = -1;
+        for (const auto& t : b.sets)
+            if (t.set == k.set) base = t.us(kind);
+        if (base <= 0 || k.kernel_us <= 0) return 0;
+        s.push_back(base / k.kernel_us);
+        w.push_back(k.weight);
+    }
+    return weighted_geomean(s, w);
+}
+
+std::string speedup_lines(const Result& b, const std::vector<ShapeTiming>& kernel, const std::string& indent) {
+    std::string out;
+    for (const auto& k : kinds()) {
+        out += indent + label(k) + ": ";
+        if (!b.ran(k)) {
+            out += b.why_not(k) + "\n";
+            continue;
+        }
+        const double s = speedup_over(b, k, kernel);
+        out += time_str(b.us(k)) + " (precision " + b.precision + ", PyTorch " + b.torch_version + "); speedup " +
+               (s > 0 ? fixed(s, "%.3fx") : std::string("- (no kernel time)")) + " over it\n";
+    }
+    return out;
+}
+
+nlohmann::json speedups_json(const Result& b, const std::vector<ShapeTiming>& kernel) {
+    nlohmann::json j{{"precision", b.precision}, {"torch_version", b.torch_version}, {"device", b.device}};
+    for (const auto& k : kinds()) {
+        if (!b.ran(k)) {
+            j[k] = {{"label", label(k)}, {"not_run", b.why_not(k).substr(9)}};
+            continue;
+        }
+        const double s = speedup_over(b, k, kernel);
+        j[k] = {{"label", label(k)}, {"us", b.us(k)}, {"speedup", s > 0 ? nlohmann::json(s) : nlohmann::json()}};
+    }
+    return j;
+}
+
+}  // namespace kevo::baseline

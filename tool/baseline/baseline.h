@@ -1,0 +1,84 @@
+// The baselines users pick instead of a kernel: the task's PyTorch module in eager PyTorch and under
+// torch.compile (Inductor, default mode), timed in the same run on the validator's inputs
+// (baseline_torch.py, run in the import's sandbox: the module is someone else's Python), and a
+// kernel's speedup over each. A baseline that could not run carries its reason ("not run: ..."),
+// never a zero.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluate/evaluator.h"
+#include "task/task.h"
+#include "validate/validate.h"
+
+namespace kevo::baseline {
+
+// The baselines, by the names options and JSON use: "eager", "compile".
+const std::vector<std::string>& kinds();
+// What each is, for people: "PyTorch eager", "torch.compile (Inductor, default mode)"; "reference"
+// is "the LibTorch reference".
+std::string label(const std::string& kind);
+// The task's precision policy (task.json "precision"; "pytorch" when it names none).
+std::string task_precision(const Task& task);
+
+struct Options {
+    std::string python;             // empty: python3 if it has torch, else /usr/bin/python3
+    std::vector<std::string> which = kinds();
+    std::string l2_flush = "read";  // as the judge times the reference (ValidateOptions::l2_flush)
+    int warmup = 10, trials = 100;  // calls before timing (torch.compile compiles on the first), timed calls
+    uint64_t seed = 42;             // copy c of a set draws the validator's inputs of seed + c
+    int copies = 2;                 // input copies cycled through the timed calls
+    double timeout_s = 1800;
+};
+
+struct SetTime {
+    int set = 0;
+    std::string label;
+    double eager_us = -1, compile_us = -1;  // -1: not measured
+    double us(const std::string& kind) const { return kind == "eager" ? eager_us : kind == "compile" ? compile_us : -1; }
+};
+
+struct Result {
+    std::vector<SetTime> sets;                     // the task's timed shape sets
+    std::map<std::string, std::string> not_run;    // kind -> why it has no time
+    std::string torch_version, device, precision, module;
+    // The first timed set's time (-1: not run).
+    double us(const std::string& kind) const;
+    bool ran(const std::string& kind) const { return !not_run.count(kind) && us(kind) > 0; }
+    // "not run: <reason>" for a kind without a time, else "".
+    std::string why_not(const std::string& kind) const;
+    nlohmann::json to_json() const;
+    static Result from_json(const nlohmann::json& j);
+};
+
+// Whether the task has a PyTorch module to run (an imported KernelBench task's problem.py, an
+// exported task's pytorch.json); else why not.
+std::string no_module_reason(const std::filesystem::path& task_dir);
+
+// Measures the baselines of `task` on its timed shape sets, under the device's GPU lock when
+// `device` is present. Never throws for a baseline that cannot run: its reason is in not_run.
+Result measure(const Task& task, const Options& options, const DeviceInfo& device);
+
+// A kernel's speedup over a baseline: the weighted geometric mean over its timed sets of
+// baseline time / kernel time (task/fitness.h); 0 when a set has no baseline time.
+double speedup_over(const Result& b, const std::string& kind, const std::vector<ShapeTiming>& kernel);
+
+// Lines for people: each baseline's time and the kernel's speedup over it, labelled with what it is
+// and the precision ("  torch.compile (Inductor, default mode)  1.94 ms (precision pytorch): 0.43x"),
+// or "not run: <reason>". `indent` starts each line.
+std::string speedup_lines(const Result& b, const std::vector<ShapeTiming>& kernel, const std::string& indent);
+// {"eager": {"us", "speedup"} | {"not_run"}, "compile": ..., "precision", "torch_version", "device"}.
+nlohmann::json speedups_json(const Result& b, const std::vector<ShapeTiming>& kernel);
+
+// `kernelevo search --fitness-baseline compile|eager`: the search's fitness is the speedup over that
+// baseline (measured once, before the search) instead of over the reference. Wraps the evaluator:
+// each correct candidate's speedup is recomputed from its per-set kernel times; the speedup over the
+// reference stays in its details ("speedup_over_reference").
+std::unique_ptr<Evaluator> fitness_over(Evaluator& inner, const Result& b, const std::string& kind);
+
+}  // namespace kevo::baseline

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""The baselines users pick instead of a kernel: the task's PyTorch module in eager PyTorch and under
+torch.compile (Inductor, default mode), timed on the validator's inputs. Run by `kernelevo` (tool/baseline)
+in the import's sandbox: the module is someone else's code.
+
+Usage: baseline_torch.py SPEC.json, where SPEC (written by tool/baseline/baseline.cpp) holds
+  task_dir, importer_dir (import_kernelbench.py: its filler_values, the validator's filler bit for bit),
+  precision (pytorch | strict | tf32 | bf16), l2_flush (read | none), warmup, trials, which
+  (["eager", "compile"]) and sets: [{"set", "label", "inputs": [{"name", "dtype", "shape", "kind",
+  "a", "b", "seeds": [one per copy], "file"}]}] (the task's timed shape sets, inputs in task order).
+
+The module: an imported KernelBench task's problem.py (Model built as KernelBench and the importer
+build it: torch.manual_seed(42), get_init_inputs(), torch.manual_seed(42), Model(*init) on the CPU,
+then moved to the GPU), or what export_task saved (model.pt2, a torch.export program of the live
+module, named in pytorch.json). The module's own weights are the task's file inputs (the same values),
+so only its call arguments are drawn: with the validator's filler and seeds, one set per copy.
+Timing as the judge times the reference: each call after a read of a buffer 4x the L2 cache (l2_flush
+read), CUDA events around the call only, warm-up calls (and torch.compile's compilation) excluded,
+the median of `trials` calls.
+
+Prints one JSON object: {"eager_ms", "compile_ms" (the first timed set; null when not run),
+"sets": [{"set", "label", "eager_ms", "compile_ms"}], "torch_version", "device", "precision",
+"module", "not_run": {"eager"|"compile": "reason"}}. Never exits non-zero for a baseline that cannot
+run: the reason says why.
+"""
+import contextlib
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import types
+
+KINDS = ("eager", "compile")
+
+
+def one_line(text, limit=300):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def emit(out):
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+def importer(spec):
+    """import_kernelbench.py as a module: its filler_values and DTYPES are the one source."""
+    path = os.path.join(spec["importer_dir"], "import_kernelbench.py")
+    mod_spec = importlib.util.spec_from_file_location("kernelevo_import_kernelbench", path)
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    return mod
+
+
+def set_precision(torch, policy):
+    """torch's flags for the task's precision policy; returns the context the calls run in.
+    pytorch: PyTorch's own defaults (and whatever the module's code sets), untouched."""
+    if policy == "pytorch":
+        return contextlib.nullcontext
+    if policy not in ("strict", "tf32", "bf16"):
+        raise ValueError("unknown precision policy %r (expected pytorch, strict, tf32 or bf16)" % policy)
+    loose = policy != "strict"
+    torch.backends.cuda.matmul.allow_tf32 = loose
+    torch.backends.cudnn.allow_tf32 = loose
+    torch.set_float32_matmul_precision("high" if loose else "highest")
+    if policy == "bf16":
+        return lambda: torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext
+
+
+def draw_inputs(torch, kb, spec_inputs, copy, device):
+    """Input tensors of one copy: the validator's filler (generated kinds) or the task's file."""
+    by_name = {v[0]: k for k, v in kb.DTYPES.items()}
+    out = []
+    for s in spec_inputs:
+        dtype = by_name[s["dtype"]]
+        if s["kind"] == "file":
+            n = 1
+            for d in s["shape"]:
+                n *= d
+            out.append(torch.from_file(s["file"], size=n, dtype=dtype).reshape(s["shape"]).to(device))
+        else:
+            gen = {"kind": s["kind"], "seed": s["seeds"][copy], "a": s["a"], "b": s["b"]}
+            out.append(kb.refcheck_values(gen, s["shape"], dtype, device))
+    return out
+
+
+def kernelbench_module(torch, kb, task_dir, device):
+    """(model, template): problem.py's Model as KernelBench builds it, and get_inputs()'s list drawn on
+    meta (its plain numbers are the call's constants; its tensors are replaced by the task's inputs)."""
+    _, mod = kb.load_problem(os.path.join(task_dir, "problem.py"))
+    torch.manual_seed(42)
+    init = mod.get_init_inputs()
+    torch.manual_seed(42)
+    model = mod.Model(*init).to(device)
+    torch.manual_seed(42)
+    try:
+        with kb.on_meta():
+            template = list(mod.get_inputs())
+    except Exception:
+        template = list(mod.get_inputs())
+    return model, template
+
+
+def exported_module(torch, task_dir, side):
+    """(module, template): export_task's model.pt2 (torch.export of the live module) and its arguments."""
+    saved = side.get("module_pt2")
+    if not saved:
+        raise LookupError(side.get("module_pt2_why") or "export_task saved no Python module (model.pt2) for this task; "
+                          "export it again with PyTorch 2")
+    if not hasattr(torch, "export"):
+        raise LookupError("PyTorch %s cannot load model.pt2 (torch.export needs PyTorch 2)" % torch.__version__)
+    program = torch.export.load(os.path.join(task_dir, saved))
+    template = [TENSOR if "tensor" in a else a["constant"] for a in side["args"]]
+    return program.module(), template
+
+
+TENSOR = object()  # a tensor argument of an exported module (pytorch.json names it, not its shape)
+
+
+def is_tensor_slot(torch, x):
+    return x is TENSOR or isinstance(x, torch.Tensor)
+
+
+def call_args(torch, template, tensors):
+    """The module's arguments: the template's constants, its tensors replaced in order."""
+    it = iter(tensors)
+    return [next(it) if is_tensor_slot(torch, x) else x for x in template]
+
+
+def check_template(torch, template, spec_inputs):
+    """The number of tensor arguments; the shapes get_inputs() gives must be the task's."""
+    slots = [x for x in template if is_tensor_slot(torch, x)]
+    shapes = [list(x.shape) for x in slots if isinstance(x, torch.Tensor)]
+    want = [s["shape"] for s in spec_inputs[: len(shapes)]]
+    if len(slots) > len(spec_inputs) or shapes != want:
+        raise LookupError("the module's inputs %s are not the task's %s (imported with --max-numel, or edited?)" % (shapes, want))
+    return len(slots)
+
+
+def make_flush(torch, mode, device):
+    if mode == "none":
+        return lambda: None
+    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or (64 << 20)
+    buf = torch.ones(4 * l2 // 4, dtype=torch.int32, device=device)
+    return lambda: buf.sum()
+
+
+def time_calls(torch, fn, arg_sets, warmup, trials, flush, ctx):
+    """Median ms of `trials` calls, each after the flush, events around the call only."""
+    with torch.no_grad(), ctx():
+        for k in range(warmup):
+            fn(*arg_sets[k % len(arg_sets)])
+        torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for t in range(trials):
+            args = arg_sets[t % len(arg_sets)]
+            flush()
+            e0.record()
+            fn(*args)
+            e1.record()
+            e1.synchronize()
+            times.append(e0.elapsed_time(e1))
+    return statistics.median(times)
+
+
+def run(spec, torch, out):
+    device = torch.device(spec.get("device", "cuda"))
+    out["device"] = torch.cuda.get_device_name(device) if device.type == "cuda" else str(device)
+    ctx = set_precision(torch, spec["precision"])
+    kb = importer(spec)
+    task_dir = spec["task_dir"]
+    side_path = os.path.join(task_dir, "pytorch.json")
+    if os.path.isfile(side_path):
+        with open(side_path, encoding="utf-8") as f:
+            side = json.load(f)
+        model, template = exported_module(torch, task_dir, side)
+        model = model.to(device)
+        out["module"] = "model.pt2 (export_task)"
+    else:
+        model, template = kernelbench_module(torch, kb, task_dir, device)
+        out["module"] = "problem.py (KernelBench)"
+    compiled = None
+    if "compile" in spec["which"] and "compile" not in out["not_run"]:
+        compiled = torch.compile(model)  # Inductor, default mode; compiles on its first (warm-up) calls
+    flush = make_flush(torch, spec["l2_flush"], device)
+    warmup, trials = max(1, int(spec["warmup"])), max(1, int(spec["trials"]))
+    for s in spec["sets"]:
+        n_args = check_template(torch, template, s["inputs"])
+        copies = len(s["inputs"][0]["seeds"]) if s["inputs"] and "seeds" in s["inputs"][0] else 1
+        arg_sets = [call_args(torch, template, draw_inputs(torch, kb, s["inputs"][:n_args], c, device)) for c in range(copies)]
+        row = {"set": s["set"], "label": s.get("label", ""), "eager_ms": None, "compile_ms": None}
+        if "eager" in spec["which"] and "eager" not in out["not_run"]:
+            row["eager_ms"] = time_calls(torch, model, arg_sets, warmup, trials, flush, ctx)
+        if compiled is not None and "compile" not in out["not_run"]:
+            try:
+                row["compile_ms"] = time_calls(torch, compiled, arg_sets, max(warmup, 3), trials, flush, ctx)
+            except Exception as e:  # Inductor could not compile this module: say so, keep eager
+                out["not_run"]["compile"] = "torch.compile failed: %s: %s" % (type(e).__name__, one_line(e))
+        out["sets"].append(row)
+        del arg_sets
+        torch.cuda.empty_cache()
+
+
+def main():
+    with open(sys.argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
+    out = {"eager_ms": None, "compile_ms": None, "sets": [], "torch_version": None, "device": None,
+           "precision": spec.get("precision", "pytorch"), "module": None, "not_run": {}}
+
+    def not_run(reason, kinds=KINDS):
+        for k in kinds:
+            out["not_run"].setdefault(k, reason)
+
+    for k in KINDS:
+        if k not in spec.get("which", KINDS):
+            not_run("not asked for", [k])
+    try:
+        import torch
+    except Exception as e:
+        not_run("no PyTorch in this Python (%s)" % one_line(e))
+        return emit(out)
+    out["torch_version"] = torch.__version__
+    if not hasattr(torch, "compile"):
+        not_run("PyTorch %s has no torch.compile (needs PyTorch 2)" % torch.__version__, ["compile"])
+    if not torch.cuda.is_available():
+        not_run("no CUDA device for PyTorch %s%s" % (torch.__version__, "" if torch.version.cuda else " (a CPU-only build)"))
+        return emit(out)
+    try:
+        run(spec, torch, out)
+    except LookupError as e:
+        not_run(one_line(e.args[0] if e.args else e))
+    except Exception as e:
+        not_run("the module could not be run: %s: %s" % (type(e).__name__, one_line(e)))
+    if out["sets"]:
+        out["eager_ms"], out["compile_ms"] = out["sets"][0]["eager_ms"], out["sets"][0]["compile_ms"]
+    for k in KINDS:  # a baseline without a time has a reason, never a silent gap
+        if out["%s_ms" % k] is None:
+            not_run("not measured", [k])
+    return emit(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
