@@ -174,7 +174,8 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
     const EntryMeta& m = *r.meta;
     if (m.function != function || m.arch != arch) {
         r.state = State::invalid;
-        r.reason = "the metadata describes " + m.function + " " + m.arch + ", not " + function + " " + arch;
+        // (names read from a file anyone could have committed: escaped for terminals)
+        r.reason = "the metadata describes " + printable(m.function) + " " + printable(m.arch) + ", not " + function + " " + arch;
         return r;
     }
     std::vector<std::string> why;
@@ -263,6 +264,27 @@ void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta,
     }
     write_file_atomic(source_path(cache_dir, meta.function, meta.arch), source);
     write_file_atomic(metadata_path(cache_dir, meta.function, meta.arch), meta.to_json().dump(2) + "\n");
+}
+
+std::string linked_folder(const fs::path& cache_dir, const std::string& function) {
+    std::error_code ec;
+    const fs::path folder = cache_dir / function;
+    if (!fs::is_symlink(folder, ec)) return "";
+    return printable(folder.string()) + " is a symbolic link (to " + printable(fs::read_symlink(folder, ec).string()) + ")";
+}
+
+void remove_entry(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
+    if (std::string why = linked_folder(cache_dir, function); !why.empty())
+        throw UsageError("cache: " + why + ": kernelevo never deletes through a link; remove the link itself if the "
+                         "entry is not wanted");
+    // A file that is a link is removed itself, never what it points to (std::filesystem::remove).
+    std::error_code ec;
+    for (const fs::path& f : {source_path(cache_dir, function, arch), metadata_path(cache_dir, function, arch),
+                              triton_source_path(cache_dir, function, arch)}) {
+        fs::remove(f, ec);
+        if (ec) throw UsageError("cache: cannot remove " + f.string() + ": " + ec.message());
+    }
+    if (fs::is_empty(cache_dir / function, ec)) fs::remove(cache_dir / function, ec);
 }
 
 std::vector<EntryName> list_entries(const fs::path& cache_dir) {

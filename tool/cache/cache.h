@@ -101,6 +101,14 @@ struct EntryName {
 };
 std::vector<EntryName> list_entries(const std::filesystem::path& cache_dir);
 
+// "" or, when the entry folder cache_dir/function is a symbolic link, why nothing is deleted
+// through it ("DIR/NAME is a symbolic link (to TARGET)"): the cache never follows a link out of it.
+std::string linked_folder(const std::filesystem::path& cache_dir, const std::string& function);
+// Deletes one entry's files (NAME/sm_XX.cu, .json and a Triton entry's .py) and NAME/ when left
+// empty. Never through a symbolic link: a file that is a link is removed itself, not what it points
+// to, and an entry whose folder is a link is refused (UsageError, linked_folder()'s reason).
+void remove_entry(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
+
 // One entry as the cache commands see it: its lookup() against its function's task (when
 // `tasks` has one) and the bytes of its files (.cu, .json and a Triton entry's .py).
 struct EntryReport {

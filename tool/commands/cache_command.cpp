@@ -198,7 +198,7 @@ void run_status(const StatusArgs& a, int& rc) {
                         printable(r.value("date", std::string("-"))).c_str(), origin.empty() ? "-" : origin.c_str());
             if (!r.value("summary", std::string()).empty()) std::printf("    %s\n", printable(r["summary"].get<std::string>()).c_str());
             if (!r["reason"].get<std::string>().empty() && r["state"] != "valid")
-                std::printf("    %s\n", r["reason"].get<std::string>().c_str());
+                std::printf("    %s\n", printable(r["reason"].get<std::string>()).c_str());
         }
         if (tasks.empty())
             std::cout << "(staleness not checked: pass --task T.json or --build-dir BUILD to compare with the current tasks; "
@@ -400,15 +400,6 @@ void run_stats(const StatsArgs& a, int& rc) {
     rc = 0;
 }
 
-// Deletes one entry's files (and the function's folder when it is left empty).
-void remove_entry(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
-    fs::remove(cache::source_path(cache_dir, function, arch));
-    fs::remove(cache::metadata_path(cache_dir, function, arch));
-    std::error_code ec;
-    fs::remove(cache::triton_source_path(cache_dir, function, arch), ec);  // a Triton entry's .py
-    if (fs::is_empty(cache_dir / function, ec)) fs::remove(cache_dir / function, ec);
-}
-
 void run_remove(const RemoveArgs& a, int& rc) {
     if (!fs::is_directory(a.cache_dir)) throw UsageError("--cache-dir: " + a.cache_dir + " is not a directory");
     std::set<std::string> functions, arches;
@@ -432,7 +423,7 @@ void run_remove(const RemoveArgs& a, int& rc) {
         targets.push_back(arch);
     }
     for (const auto& arch : targets) {
-        if (!a.dry_run) remove_entry(a.cache_dir, a.function, arch);
+        if (!a.dry_run) cache::remove_entry(a.cache_dir, a.function, arch);
         std::cout << (a.dry_run ? "would remove " : "removed ") << cache::source_path(a.cache_dir, a.function, arch).string()
                   << " (+ .json)\n";
     }
@@ -461,22 +452,29 @@ void run_prune(const PruneArgs& a, int& rc) {
             if (w == wanted.end()) why = "unused: the build has no kernelevo_optimize(" + e.function + ")";
             else if (!w->second.count(e.arch)) why = "unused: the build does not target " + e.arch;
         }
+        // Never through a link out of the cache: such an entry is kept, with the reason.
+        if (std::string linked = cache::linked_folder(a.cache_dir, e.function); !why.empty() && !linked.empty()) {
+            ++kept;
+            std::cout << "kept " << e.function << " " << e.arch << " (" << why << "; but " << linked
+                      << ": kernelevo never deletes through a link; remove the link itself if it is not wanted)\n";
+            continue;
+        }
         if (why.empty()) {
             if (plain.state != cache::State::valid) {
                 ++kept;
                 if (!quiet())
-                    std::cout << "kept " << e.function << " " << e.arch << " (" << plain.reason
+                    std::cout << "kept " << e.function << " " << e.arch << " (" << printable(plain.reason)
                               << "; remove it with kernelevo cache remove if it is not wanted)\n";
             }
             continue;
         }
-        if (!a.dry_run) remove_entry(a.cache_dir, e.function, e.arch);
+        if (!a.dry_run) cache::remove_entry(a.cache_dir, e.function, e.arch);
         ++removed;
-        std::cout << (a.dry_run ? "would remove " : "removed ") << e.function << " " << e.arch << " (" << why << ")\n";
+        std::cout << (a.dry_run ? "would remove " : "removed ") << e.function << " " << e.arch << " (" << printable(why) << ")\n";
     }
     if (!quiet())
         std::cout << (a.dry_run ? "would remove " : "removed ") << removed << " entr" << (removed == 1 ? "y" : "ies")
-                  << (kept ? ", kept " + std::to_string(kept) + " broken or hand-edited" : std::string()) << "\n";
+                  << (kept ? ", kept " + std::to_string(kept) + " broken, hand-edited or behind a link" : std::string()) << "\n";
     rc = 0;
 }
 
