@@ -732,8 +732,12 @@ def _prod(xs):
 
 
 def graph_flops(graph):
-    """2 * multiply-adds of the convolutions (transposed and grouped too) and matmuls, from the shapes
-    the trace recorded. Returns (total, {kind: flops})."""
+    """The task's "flops": the fewest floating-point operations of the known algorithms (tool/sol/sol.h),
+    2 * multiply-adds of the matmuls and convolutions (transposed and grouped too), from the shapes the
+    trace recorded. A convolution counts at Winograd's limit, one multiply-add per output and input
+    channel of its group (per input and output channel for a transposed one): its direct count divided
+    by its kernel window, so that the compute floor stays a lower bound for Winograd and FFT kernels.
+    Returns (total, {kind: flops})."""
     by_kind = {}
     for node in graph_nodes(graph):
         kind = node.kind()
@@ -751,8 +755,9 @@ def graph_flops(graph):
             transposed = "transpose" in kind
             if kind in ("aten::_convolution", "aten::convolution"):
                 transposed = constant_value(list(node.inputs())[6]) is True
-            # weight: [C_out, C_in/groups, k...] (transposed: [C_in, C_out/groups, k...])
-            macs = (_prod(x) if transposed else _prod(out)) * w[1] * _prod(w[2:])
+            # weight: [C_out, C_in/groups, k...] (transposed: [C_in, C_out/groups, k...]); the window
+            # w[2:] is left out (Winograd's limit, see above)
+            macs = (_prod(x) if transposed else _prod(out)) * w[1]
             kind = "conv_transpose" if transposed else "conv"
         elif kind == "aten::einsum":
             continue  # the contraction is not in the shapes alone
@@ -934,7 +939,8 @@ def graph_file(name, path, traced, specs, outputs, shape_of, bound, kinds):
         lines.append("# (the arguments below are in the order above: %s)" % ", ".join(s["name"] for s in specs))
     lines.append("# Comparisons with the reference run in strict fp32 (TF32 off).")
     if kinds:
-        lines.append("# Convolution/matmul FLOPs: " + ", ".join("%s %d" % kv for kv in sorted(kinds.items())))
+        lines.append("# Convolution/matmul FLOPs (the fewest of the known algorithms; a convolution at Winograd's limit, "
+                     "one multiply-add per output and input channel): " + ", ".join("%s %d" % kv for kv in sorted(kinds.items())))
     return "\n".join(lines) + "\n" + code.rstrip() + "\n"
 
 

@@ -82,6 +82,40 @@ bool admits_tf32(const Task& task) {
     return compute_dtype(task) == DType::FLOAT32 && std::min(task.atol, task.rtol) >= kTf32Tolerance;
 }
 
+std::string task_precision(const Task& task) {
+    const char* name = task.precision.name();
+    return name ? name : "";
+}
+
+ComputePeak compute_peak(const std::string& arch, int sms, DType dtype, const std::string& precision, bool admits) {
+    const double fp16 = peak_flops(arch, sms, DType::FLOAT16);
+    if (fp16 <= 0) return {};
+    switch (dtype) {
+        case DType::FLOAT64: return {peak_flops(arch, sms, dtype), "float64"};
+        case DType::FLOAT16:
+        case DType::BFLOAT16: return {fp16, std::string(dtype_name(dtype)) + " tensor cores"};
+        case DType::INT8:
+        case DType::UINT8: return {peak_flops(arch, sms, dtype), "int8 tensor cores"};
+        default: break;
+    }
+    const bool known = precision.empty() || precision == "strict" || precision == "pytorch" || precision == "tf32";
+    if (precision == "bf16" || !known)
+        return {fp16, known ? "float32 computed in bfloat16 on tensor cores (the bf16 policy)"
+                            : "bfloat16 tensor cores (precision policy '" + precision + "' unknown here: the fastest peak)"};
+    const double tf32 = peak_flops(arch, sms, DType::FLOAT32, true);
+    if (precision == "pytorch" || precision == "tf32" || (precision.empty() && admits)) {
+        const std::string why = precision == "pytorch" ? " (the pytorch policy: cuDNN and the user's matmuls may use TF32)"
+                                : precision == "tf32" ? " (the tf32 policy)"
+                                                      : " (the tolerance admits TF32's rounding)";
+        return {tf32, "float32 on TF32 tensor cores" + why};
+    }
+    // strict fp32: CUDA cores, or fp32 emulated on tensor cores, whichever is faster.
+    const double fp32 = peak_flops(arch, sms, DType::FLOAT32), x3 = tf32 / 3, x6 = fp16 / 6;
+    if (fp32 >= x3 && fp32 >= x6) return {fp32, "float32 CUDA cores"};
+    if (x3 >= x6) return {x3, "float32 emulated on TF32 tensor cores (3xTF32: the TF32 peak / 3)"};
+    return {x6, "float32 emulated on bfloat16 tensor cores (bf16x6: the bf16 peak / 6)"};
+}
+
 DType compute_dtype(const Task& task) {
     // Lowest precision first: the fastest rate any correct kernel could use.
     for (DType d : {DType::FLOAT16, DType::BFLOAT16, DType::FLOAT32, DType::FLOAT64})
@@ -103,7 +137,8 @@ int64_t min_bytes(const Task& task, size_t set) {
 
 double flops(const Task& task, size_t set) {
     if (task.flops.empty()) return 0;
-    return parse_expr(task.flops).eval(task.shapes.at(set));
+    // A task whose dimensions are all literal has no shape sets: its expression names none.
+    return parse_expr(task.flops).eval(set < task.shapes.size() ? task.shapes[set] : ShapeSet());
 }
 
 std::string shape_label(const Task& task, size_t set) {
@@ -114,18 +149,21 @@ std::string shape_label(const Task& task, size_t set) {
 }
 
 Limits limits(const Task& task, double gbs, const std::string& source, const std::string& arch, int sm_count) {
+    return limits(task, gbs, source, arch, sm_count, task_precision(task));
+}
+
+Limits limits(const Task& task, double gbs, const std::string& source, const std::string& arch, int sm_count,
+              const std::string& precision) {
     Limits l;
     l.bandwidth_gbs = gbs > 0 ? gbs : 0;
     l.bandwidth_source = source;
     l.arch = arch;
-    const DType dt = compute_dtype(task);
-    const bool tf32 = admits_tf32(task);
-    l.peak_flops = task.flops.empty() ? 0 : peak_flops(arch, sm_count, dt, tf32);
-    if (l.peak_flops > 0)
-        l.peak = tf32                     ? "float32 on TF32 tensor cores"
-                 : dt == DType::FLOAT32 ? "float32 CUDA cores"
-                 : dt == DType::FLOAT64 ? "float64"
-                                        : std::string(dtype_name(dt)) + " tensor cores";
+    l.precision = precision;
+    if (!task.flops.empty()) {
+        ComputePeak p = compute_peak(arch, sm_count, compute_dtype(task), precision, admits_tf32(task));
+        l.peak_flops = p.flops;
+        l.peak = p.name;
+    }
     l.weights = task.weights();
     for (int s : task.timed_sets()) {
         SetFloor f;
@@ -143,6 +181,13 @@ Limits limits(const Task& task, double gbs, const std::string& source, const std
     return l;
 }
 
+std::string binding(const Limits& l, const SetFloor& f) {
+    const std::string b = f.bound();
+    if (b == "launch") return us(f.launch_us);
+    if (b == "compute") return fmt("%.0f TFLOP/s, ", l.peak_flops / 1e12) + l.peak + " of " + l.arch;
+    return rate_text(l.bandwidth_gbs) + ", " + l.bandwidth_source;
+}
+
 Sol measure(const Limits& limits, const std::vector<std::pair<int, double>>& kernel_us) {
     Sol s;
     s.limits = limits;
@@ -155,7 +200,10 @@ Sol measure(const Limits& limits, const std::vector<std::pair<int, double>>& ker
             ss.floor = f;
             ss.kernel_us = t;
             ss.achieved_gbs = static_cast<double>(f.bytes) / (t * 1e3);
-            ss.fraction = f.floor_us() > 0 ? f.floor_us() / t : 0;
+            ss.floor_ratio = f.floor_us() > 0 ? f.floor_us() / t : 0;
+            ss.floor_beaten = ss.floor_ratio > 1;
+            ss.fraction = ss.floor_beaten ? 0 : ss.floor_ratio;
+            s.floor_beaten = s.floor_beaten || ss.floor_beaten;
             s.sets.push_back(ss);
             if (ss.fraction > 0) {
                 fractions.push_back(ss.fraction);
@@ -164,7 +212,7 @@ Sol measure(const Limits& limits, const std::vector<std::pair<int, double>>& ker
             break;
         }
     }
-    s.fraction = weighted_geomean(fractions, weights);
+    s.fraction = s.floor_beaten ? 0 : weighted_geomean(fractions, weights);
     return s;
 }
 
@@ -180,15 +228,24 @@ nlohmann::json Sol::to_json() const {
                           {"launch_floor_us", ss.floor.launch_us},
                           {"floor_us", ss.floor.floor_us()},
                           {"bound", ss.floor.bound()},
+                          {"binding", binding(limits, ss.floor)},
                           {"kernel_us", ss.kernel_us},
                           {"achieved_gbs", ss.achieved_gbs},
+                          {"floor_ratio", ss.floor_ratio},
+                          {"floor_beaten", ss.floor_beaten},
                           {"fraction", ss.fraction}});
-    return {{"bandwidth_gbs", limits.bandwidth_gbs},
-            {"bandwidth_source", limits.bandwidth_source},
-            {"peak_flops", limits.peak_flops},
-            {"peak", limits.peak},
-            {"fraction", fraction},
-            {"sets", sets_j}};
+    nlohmann::json j = {{"bandwidth_gbs", limits.bandwidth_gbs},
+                        {"bandwidth_source", limits.bandwidth_source},
+                        {"peak_flops", limits.peak_flops},
+                        {"peak", limits.peak},
+                        {"precision", limits.precision},
+                        {"floor_beaten", floor_beaten},
+                        {"fraction", fraction},
+                        {"sets", sets_j}};
+    if (floor_beaten)
+        j["note"] = "floor under-estimated: a measured time is below its floor, so that floor is not a bound for this kernel "
+                    "(a rate or an algorithm the peak table does not know); no fraction is given";
+    return j;
 }
 
 std::string limits_text(const Task& task, const Limits& l) {
@@ -200,11 +257,12 @@ std::string limits_text(const Task& task, const Limits& l) {
         s << "The device bandwidth is unknown here, so no memory floors; each call must move at least the bytes below.";
     if (l.peak_flops > 0) {
         s << " Compute floors assume " << fmt("%.0f", l.peak_flops / 1e12) << " TFLOP/s (" << l.peak << " peak of " << l.arch;
-        // Say why float32 gets the rate it gets: whether the tolerance admits TF32's rounding.
+        // Say why float32 gets the rate it gets: the policy, and whether the tolerance admits TF32.
         if (compute_dtype(task) == DType::FLOAT32)
-            s << (admits_tf32(task) ? "; the tolerance admits TF32, " : "; the tolerance is tighter than TF32's rounding, ")
-              << fmt("atol %g", task.atol) << fmt(" rtol %g", task.rtol);
-        s << ").";
+            s << "; precision policy " << (l.precision.empty() ? "not stated" : l.precision) << fmt(", atol %g", task.atol)
+              << fmt(" rtol %g", task.rtol);
+        s << ") over the fewest FLOPs of the known algorithms (a convolution at Winograd's limit: one multiply-add per "
+             "output and input channel).";
     }
     s << "\n";
     for (size_t i = 0; i < l.sets.size(); ++i) {
@@ -215,11 +273,13 @@ std::string limits_text(const Task& task, const Limits& l) {
         const char* sep = "; ";
         if (f.memory_us > 0) s << std::exchange(sep, ", ") << "memory floor " << us(f.memory_us);
         if (f.compute_us > 0) s << sep << "compute floor " << us(f.compute_us);
-        if (f.floor_us() > 0 && std::string(f.bound()) == "launch") s << " (below the launch floor of " << us(f.launch_us) << ")";
+        const std::string bound = f.bound();
+        if (f.floor_us() > 0 && bound == "launch") s << " (below the launch floor of " << us(f.launch_us) << ")";
+        else if (f.memory_us > 0 && f.compute_us > 0) s << " (" << bound << " binds)";
         if (l.sets.size() > 1 && i < l.weights.size() && l.weights[i] != 1.0) s << " (weight " << l.weights[i] << ")";
         s << "\n";
     }
-    s << "A kernel at a floor cannot get faster; the fraction of it a kernel reaches says how much is left to win.";
+    s << "Each floor is a lower bound: no correct kernel is faster. The fraction of it a kernel reaches says how much is left to win.";
     return s.str();
 }
 
@@ -232,9 +292,13 @@ std::string sol_line(const nlohmann::json& j) {
         if (!(t > 0)) continue;
         std::string clause = sets.size() > 1 ? ss.value("label", std::string()) + ": " : std::string();
         clause += us(t);
-        if (floor > 0)
-            clause += "; the " + ss.value("bound", std::string("memory")) + " floor is " + us(floor) + ": " +
-                      fmt("%.0f%%", 100 * ss.value("fraction", 0.0)) + " of the limit";
+        if (floor > 0) {
+            const std::string bound = ss.value("bound", std::string("memory")), why = ss.value("binding", std::string());
+            clause += "; the " + bound + " floor" + (why.empty() || bound == "launch" ? "" : " (" + why + ")") + " is " + us(floor);
+            clause += ss.value("floor_beaten", false)
+                          ? ", yet the kernel ran in " + us(t) + ": the floor is under-estimated, not a bound for this kernel"
+                          : ": " + fmt("%.0f%%", 100 * ss.value("fraction", 0.0)) + " of the limit";
+        }
         clause += " (" + rate_text(ss.value("achieved_gbs", 0.0)) + " achieved)";
         out += (out.empty() ? "" : "; ") + clause;
     }
@@ -244,8 +308,10 @@ std::string sol_line(const nlohmann::json& j) {
 }
 
 std::pair<double, std::string> bandwidth_of(const DeviceInfo& d, double measured_gbs) {
-    if (measured_gbs > 0) return {measured_gbs, "measured copy bandwidth"};
-    if (d.present && d.mem_bandwidth_gbs > 0) return {d.mem_bandwidth_gbs, "datasheet peak"};
+    const double sheet = d.present ? d.mem_bandwidth_gbs : 0;
+    if (measured_gbs > 0 && measured_gbs >= sheet) return {measured_gbs, "measured copy bandwidth"};
+    if (sheet > 0)
+        return {sheet, measured_gbs > 0 ? "datasheet peak; a copy measured " + rate_text(measured_gbs) : std::string("datasheet peak")};
     return {0, "unknown"};
 }
 
@@ -265,6 +331,8 @@ std::string result_summary(const nlohmann::json& v) {
     }
     if (d.contains("sol") && d["sol"].is_object() && d["sol"].value("fraction", 0.0) > 0)
         out += (out.empty() ? "" : "; ") + fmt("%.0f%% of the speed of light", 100 * d["sol"].value("fraction", 0.0));
+    else if (d.contains("sol") && d["sol"].is_object() && d["sol"].value("floor_beaten", false))
+        out += (out.empty() ? "" : "; ") + std::string("faster than a speed-of-light floor (the floor is under-estimated)");
     return out;
 }
 
