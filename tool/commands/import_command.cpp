@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/cli.h"
+#include "cli/validators.h"
 #include "commands/commands.h"
 #include "kernelbench/kernelbench.h"
 
@@ -51,7 +52,7 @@ void register_import_command(CLI::App& app, int& rc) {
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     kb->add_option("--jobs", o->jobs, "Problems imported at once on the CPU (0: min(4, cores)); on the GPU one Python at a time holds the GPU lock")->capture_default_str()->check(CLI::NonNegativeNumber);
-    kb->add_option("--timeout", o->timeout_s, "Seconds allowed per problem")->capture_default_str()->check(CLI::PositiveNumber);
+    kb->add_option("--timeout", o->timeout_s, "Seconds allowed per problem")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
     kb->add_flag("--no-sandbox", o->no_sandbox,
                  "Run the problem files' Python with your own rights (network, home directory, environment): UNSAFE, "
                  "only for files you trust or where bubblewrap cannot run");

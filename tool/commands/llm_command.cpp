@@ -46,6 +46,7 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
     struct BatchOptions {
         llm::LlmOptions llm;
         std::string file, id, out;
+        bool force = false;
     };
     static BatchOptions o;
     CLI::App* batch = llm_cmd.add_subcommand(
@@ -85,14 +86,19 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
         "`kernelevo search --llm-batch-replies`.\nExit codes: 0 written, 1 the batch is not finished yet or has no "
         "replies, 2 bad usage.");
     fetch->add_option("BATCH_ID", o.id, "The id `submit` printed")->required();
-    fetch->add_option("--out", o.out, "Where to write the replies (JSONL)")->required();
+    fetch->add_option("--out", o.out, "Where to write the replies (JSONL); an existing file only with --force")->required();
+    fetch->add_flag("--force", o.force, "Replace --out if it exists");
     llm::add_llm_connection_options(*fetch, o.llm);
     fetch->callback([&rc] {
+        // Replies fetched before (perhaps not imported yet) are not overwritten by mistake.
+        std::error_code ec;
+        if (!o.force && (fs::exists(o.out, ec) || fs::is_symlink(o.out, ec)))
+            throw UsageError("--out " + o.out + " exists: give another file, or --force to replace it");
         llm::BatchApi api(llm::http_config(o.llm, log_line));
         llm::BatchInfo b = api.get(o.id);
         print_batch(b);
         if (!b.finished()) {
-            std::cerr << "kernelevo: llm batch fetch: batch " << b.id << " is " << b.status
+            std::cerr << "kernelevo: llm batch fetch: batch " << printable(b.id) << " is " << printable(b.status)
                       << "; fetch it again once it is completed\n";
             rc = 1;
             return;

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "cli/validators.h"
+
 namespace kevo::llm {
 
 void add_llm_connection_options(CLI::App& app, LlmOptions& o) {
@@ -13,21 +15,22 @@ void add_llm_connection_options(CLI::App& app, LlmOptions& o) {
                    "calls to URL/files and URL/batches (OpenRouter, https://api.openai.com/v1, vLLM/SGLang http://host:8000/v1, "
                    "Ollama http://localhost:11434/v1, llama.cpp server http://localhost:8080/v1)")
         ->capture_default_str()->type_name("URL")->group(g)
+        ->check(kevo::cli::NonEmpty)->check(kevo::cli::NoControlCharacters)  // CR/LF would split a request
         ->each([](const std::string& url) { register_url_secrets(url); });  // before anything can print it
     app.add_option("--llm-key-env", o.key_env,
                    "Environment variable holding the API key (default: KERNELEVO_API_KEY, else "
                    "OPENROUTER_API_KEY for openrouter.ai, else OPENAI_API_KEY; none: no key is sent)")
         ->type_name("VAR")->group(g);
     app.add_option("--llm-connect-timeout", o.connect_timeout_s, "Seconds to wait for a connection")
-        ->capture_default_str()->check(CLI::PositiveNumber)->type_name("S")->group(g);
+        ->capture_default_str()->check(kevo::cli::FiniteNumber)->check(CLI::PositiveNumber)->type_name("S")->group(g);
     app.add_option("--llm-timeout", o.read_timeout_s, "Seconds one attempt may take once connected (read timeout)")
-        ->capture_default_str()->check(CLI::PositiveNumber)->type_name("S")->group(g);
+        ->capture_default_str()->check(kevo::cli::FiniteNumber)->check(CLI::PositiveNumber)->type_name("S")->group(g);
     app.add_option("--llm-attempts", o.max_attempts,
                    "Attempts per request; 429, 5xx and network errors are retried with exponential backoff "
                    "and jitter, honouring Retry-After")
         ->capture_default_str()->check(CLI::PositiveNumber)->type_name("N")->group(g);
     app.add_option("--llm-retry-max-wait", o.retry_total_max_s, "Cap on the seconds one request spends waiting between retries")
-        ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("S")->group(g);
+        ->capture_default_str()->check(kevo::cli::FiniteNumber)->check(CLI::NonNegativeNumber)->type_name("S")->group(g);
 }
 
 void add_llm_options(CLI::App& app, LlmOptions& o) {
@@ -48,7 +51,7 @@ void add_llm_options(CLI::App& app, LlmOptions& o) {
                    "Cap on the cost in US dollars that the provider reports, or --llm-price gives (0: no cap). "
                    "Each request reserves its most possible cost (at --llm-price, else at the highest price per "
                    "token a reply reported) before it is sent")
-        ->capture_default_str()->check(CLI::NonNegativeNumber)->type_name("USD")->group(g);
+        ->capture_default_str()->check(kevo::cli::FiniteNumber)->check(CLI::NonNegativeNumber)->type_name("USD")->group(g);
     app.add_option("--llm-price", o.price,
                    "The model's price in USD per million prompt:completion tokens (e.g. 0.30:2.50; with --llm-batch "
                    "the batch price). It bounds what each request may cost before it is sent, and prices replies "

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "cli/validators.h"
 #include "commands/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -27,7 +28,7 @@ void register_report_command(CLI::App& app, int& rc) {
         "Print a search's history, plot it and export its candidates. The history: best speedup by generation and "
         "by tokens, migrations, restarts. Reads the state only: it never writes to it or creates one.");
     rep->add_option("--state", r->state, "The search's state store: SQLite file or redis://... URL (as for search)")
-        ->required();
+        ->required()->check(cli::NonEmpty);
     rep->add_option("--plot", r->plot, "Write a plot: FILE.svg, or FILE.html with the report");
     rep->add_option("--candidates", r->candidates,
                     "Write every candidate (id, generation, island, origin, status, speedup, timings, ...): FILE.csv, "

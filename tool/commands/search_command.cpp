@@ -17,6 +17,7 @@
 #include "baseline/baseline.h"
 #include "cache/cache.h"
 #include "cli/cli.h"
+#include "cli/validators.h"
 #include "commands/commands.h"
 #include "commands/llm_options.h"
 #include "commands/search_command.h"
@@ -505,16 +506,16 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_option("--migration-interval", a.cfg.migration_interval, "Generations between migrations (0: never)")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd.add_option("--migrants", a.cfg.migrants, "Programs each island sends to the next at a migration")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd.add_option("--restart-after", a.cfg.restart_after, "Restart an island after this many generations without improvement (0: never)")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd.add_option("--temperature", a.cfg.temperature, "Parent selection temperature (1: fitness-proportional; lower: greedier)")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd.add_option("--temperature", a.cfg.temperature, "Parent selection temperature (1: fitness-proportional; lower: greedier)")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
     cmd.add_option("--mode", a.mode, "Mutation: full (rewrite), diff (SEARCH/REPLACE edits) or mixed")->capture_default_str()->check(CLI::IsMember({"full", "diff", "mixed"}));
     cmd.add_option("--inspirations", a.cfg.inspirations, "Other programs shown in each mutation prompt")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd.add_option("--seed", a.cfg.seed, "Random seed (selection, model choice, request seeds)")->capture_default_str();
+    cmd.add_option("--seed", a.cfg.seed, "Random seed (selection, model choice, request seeds)")->capture_default_str()->check(cli::Seed);
     cmd.add_option("--max-time", a.max_time, "Stop after this wall time (e.g. 900, 30m, 2h)");
-    cmd.add_option("--target-speedup", a.cfg.target_speedup, "Stop once a kernel is this much faster than the reference")->check(CLI::PositiveNumber);
+    cmd.add_option("--target-speedup", a.cfg.target_speedup, "Stop once a kernel is this much faster than the reference")->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
     cmd.add_option("--target-sol", a.cfg.target_sol,
                     "Stop once a kernel reaches this fraction of the speed of light (e.g. 0.9: its time is within 1/0.9 of "
                     "the floor set by the bytes it must move and, where the task gives flops, the arithmetic)")
-        ->check(CLI::Range(0.0, 1.0));
+        ->check(cli::FiniteNumber)->check(CLI::Range(0.0, 1.0));
     cmd.add_option("--tune-evals", a.cfg.tune_evals,
                     "Validations spent tuning the KEVO_TUNABLE parameters of a promising candidate, without the LLM (0: never)")
         ->capture_default_str()
@@ -540,13 +541,16 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
         ->check(CLI::IsMember({"steady", "generations"}));
     cmd.add_option("--workers", a.workers,
                     "Validate through `kernelevo worker`s on a Redis queue instead of the local GPU: "
-                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] (the workers' --redis)");
-    cmd.add_option("--llm-temperature", a.cfg.llm_temperature, "Sampling temperature of the LLM")->capture_default_str();
+                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] (the workers' --redis)")
+        ->check(cli::NonEmpty);
+    cmd.add_option("--llm-temperature", a.cfg.llm_temperature, "Sampling temperature of the LLM (0 to 2)")
+        ->capture_default_str()->check(cli::FiniteNumber)->check(CLI::Range(0.0, 2.0));
     cmd.add_option("--max-tokens", a.cfg.max_tokens, "Completion token limit per LLM request")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd.add_option("--timeout", a.timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd.add_option("--timeout", a.timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
     cmd.add_option("--timing-trials", a.timing_trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
     llm::add_llm_options(cmd, a.llm);
-    cmd.add_option("--replay", a.llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)");
+    cmd.add_option("--replay", a.llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)")
+        ->check(CLI::ExistingFile.description(""))->excludes("--llm-replay");  // one transcript: both would be one lost
     cmd.add_flag("--json", a.json, "Print the final summary as one JSON object on stdout (schema: README, JSON output)");
     cli::add_verbosity_flags(cmd, "Print a progress line after every evaluation, not one per generation (no live line)");
     cmd.add_flag("--llm-batch", a.cfg.llm_batch,
@@ -579,7 +583,8 @@ void register_search_command(CLI::App& app, int& rc) {
                     "for a run that spans machines (port 6379, DB 0 and prefix kernelevo by default; every key "
                     "of the run starts with {NAME}:, so runs with different prefixes share a server; password "
                     "also from $KERNELEVO_REDIS_PASSWORD). Rerunning with the same state resumes "
-                    "(default: a file per task and architecture under the kernelevo cache)");
+                    "(default: a file per task and architecture under the kernelevo cache)")
+        ->check(cli::NonEmpty);
     cmd->add_flag("--fresh", a->fresh,
                   "Discard the state store's previous run and start over (Redis: deletes the prefix's keys)");
     cmd->add_option("--initial", a->initial, "Seed kernel (.cu, or a Triton .py); default: the LLM writes a straightforward one");

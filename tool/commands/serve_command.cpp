@@ -9,6 +9,7 @@
 
 #include "commands/commands.h"
 #include "cli/cli.h"
+#include "cli/validators.h"
 #include "serve/serve.h"
 
 namespace kevo {
@@ -38,7 +39,7 @@ void register_serve_command(CLI::App& app, int& rc) {
     cmd->add_option("--redis", o->queue_url,
                     "The workers' queue (the searches' --workers URL): shows the queue, the workers and the runs "
                     "that validate through it");
-    cmd->add_option("--state", o->states, "A run's state (SQLite file or redis:// URL) to show; repeatable");
+    cmd->add_option("--state", o->states, "A run's state (SQLite file or redis:// URL) to show; repeatable")->check(cli::NonEmpty);
     cmd->add_flag("!--no-cache-runs", o->scan_cache, "Do not list the SQLite runs under this host's kernelevo cache");
     cmd->callback([o, &rc] {
         serve::Server server(*o);

@@ -8,6 +8,7 @@
 
 #include "commands/commands.h"
 #include "cli/cli.h"
+#include "cli/validators.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "sol/sol.h"
@@ -51,11 +52,11 @@ void register_tune_command(CLI::App& app, int& rc) {
     cmd->add_option("--max-evals", a->opt.max_evals, "Variants validated at most (the default values included)")
         ->capture_default_str()
         ->check(CLI::Range(1, 100000));
-    cmd->add_option("--seed", a->opt.seed, "Random seed (random and tpe)")->capture_default_str();
+    cmd->add_option("--seed", a->opt.seed, "Random seed (random and tpe)")->capture_default_str()->check(cli::Seed);
     cmd->add_option("--jobs", a->opt.compile_jobs, "Compiles at once (0: the machine's cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd->add_option("--out", a->out, "Write the tuned kernel (the best values as defaults) to this .cu file");
     cmd->add_flag("--json", a->json, "Print the tuning result as one JSON object on stdout");
-    cmd->add_option("--timeout", a->timeout, "Watchdog for running one variant, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--timeout", a->timeout, "Watchdog for running one variant, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
     cmd->add_option("--timing-trials", a->timing_trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
     cli::set_examples(*cmd, {
         {"Try every combination, or a Bayesian search when there are too many",

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/cli.h"
+#include "cli/validators.h"
 #include "commands/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -179,12 +180,12 @@ void register_validate_command(CLI::App& app, int& rc) {
                   "mode), timed on the validator's inputs under the task's precision policy; one that cannot run says why");
     cmd->add_option("--arch", args->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
     cmd->add_flag("--json", args->json, "Print one JSON object on stdout instead of a summary");
-    cmd->add_option("--timeout", args->timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--timeout", args->timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
     cmd->add_option("--timing-trials", args->trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
     cmd->add_option("--timing-extend", args->extend_s,
                     "Seconds a shape set still imprecise at --timing-trials may spend on more calls (up to 10x as many); 0: none")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 60.0));
+        ->check(cli::FiniteNumber)->check(CLI::Range(0.0, 60.0));
     cmd->add_option("--warmup", args->warmup, "Warm-up calls per implementation")->capture_default_str()->check(CLI::Range(0, 10000));
     cmd->add_option("--l2-flush", args->flush,
                     "How L2 is flushed before each timed call: read (a proven read of a buffer 4x L2, leaving clean lines) or none")
@@ -193,12 +194,12 @@ void register_validate_command(CLI::App& app, int& rc) {
     cmd->add_option("--timing-copies", args->copies, "Copies of the inputs and outputs, one per call of a timed batch (fewer where GPU memory is short)")
         ->capture_default_str()
         ->check(CLI::Range(1, 64));
-    cmd->add_option("--suspicious", args->suspicious, "Flag speedups above this factor")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--suspicious", args->suspicious, "Flag speedups above this factor")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
     cmd->add_flag("--no-timing", args->no_timing, "Check correctness only");
     cmd->add_option("--seed", args->seed,
                     "The inputs' seed, to repeat a validation (its result's details carry the seed it used); "
                     "default: a fresh random seed every validation")
-        ->check(CLI::PositiveNumber);
+        ->check(cli::Seed)->check(CLI::PositiveNumber);
     cmd->add_option("--repeat", args->repeat,
                     "Validate the kernel N times in one run, as a search does (one runner; the reference timed on the first "
                     "and reused), and print each speedup and their largest deviation from the median: the timing's repeatability")

@@ -81,6 +81,9 @@ size_t count_batch_input(const std::filesystem::path& file) {
 }
 
 BatchOutputLine parse_batch_output_line(const std::string& text, const std::string& where) {
+    if (text.size() > kMaxReplyBytes)  // as large as no reply online may be
+        throw UsageError(where + ": a reply line of " + std::to_string(text.size() >> 20) + " MB; a reply is at most " +
+                         std::to_string(kMaxReplyBytes >> 20) + " MB, in a file as online");
     json j = json::parse(text, nullptr, false);
     if (!j.is_object() || string_field(j, "custom_id").empty())
         throw UsageError(where + ": not a Batch API output line (no custom_id): " + printable(snippet(text, 120)));

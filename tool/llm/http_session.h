@@ -24,7 +24,7 @@ struct HttpExchange {
         std::string name, data, filename;   // filename empty: a plain field
     };
     std::vector<Part> parts;
-    size_t max_reply_bytes = 64u << 20;   // a longer reply aborts the transfer: "reply too large", not retried
+    size_t max_reply_bytes = kMaxReplyBytes;   // a longer reply aborts the transfer: "reply too large", not retried
 };
 
 // Thrown by a send() check to retry a 2xx reply (an error reported inside it).

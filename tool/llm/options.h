@@ -13,6 +13,9 @@
 namespace kevo::llm {
 
 inline constexpr const char* kDefaultLlmUrl = "https://openrouter.ai/api/v1";
+// The most one reply may hold: a longer one is refused online ("reply too large") and in a Batch
+// API replies file alike.
+inline constexpr size_t kMaxReplyBytes = size_t{64} << 20;
 
 struct LlmOptions {
     std::string url = kDefaultLlmUrl;        // --llm-url

@@ -75,6 +75,19 @@ const char* kInitScript = R"lua(
 local P = ARGV[1]
 local t = redis.call('TYPE', P .. 'meta')['ok']
 if t == 'none' then
+  -- No state here yet: the prefix must hold nothing else (another application's keys), apart from
+  -- the writer lease taken just before.
+  local cursor = '0'
+  repeat
+    local r = redis.call('SCAN', cursor, 'MATCH', P .. '*', 'COUNT', 1000)
+    cursor = r[1]
+    for _, k in ipairs(r[2]) do
+      if k ~= P .. 'writer' and k ~= P .. 'writer:held' then
+        return redis.error_reply('the prefix ' .. P .. ' holds keys that are not a KernelEvo state (' .. k ..
+          ', and no ' .. P .. 'meta): they were left as they are; pass another prefix (?prefix=NAME)')
+      end
+    end
+  until cursor == '0'
   redis.call('HSET', P .. 'meta', 'schema_version', ARGV[2])
   return ARGV[2]
 elseif t ~= 'hash' then
@@ -466,20 +479,31 @@ void detail::redis_remove(const StoreLocation& where) {
     Connection c(where);
     // The prefix has no glob characters (parse_store_location refuses them), and no other prefix's
     // keys can start with "{NAME}:".
+    // The writer lease (writer.h) belongs to the process that runs --fresh: it stays. The meta hash,
+    // which marks the prefix as a state, goes last, so that a --fresh killed halfway leaves a state.
+    const std::string P = where.key_prefix();
+    std::vector<std::string> keys;
     std::string cursor = "0";
     do {
-        Reply r = c.command({"SCAN", cursor, "MATCH", where.key_prefix() + "*", "COUNT", "1000"});
+        Reply r = c.command({"SCAN", cursor, "MATCH", P + "*", "COUNT", "1000"});
         cursor = str(r->element[0]);
-        const redisReply* keys = r->element[1];
-        if (keys->elements == 0) continue;
-        std::vector<std::string> del{"DEL"};
-        for (size_t i = 0; i < keys->elements; ++i) {
-            std::string k = str(keys->element[i]);
-            // The writer lease (writer.h) belongs to the process that runs --fresh: it stays.
-            if (k != where.key_prefix() + "writer" && k != where.key_prefix() + "writer:held") del.push_back(k);
-        }
-        if (del.size() > 1) c.command(del);
+        for (size_t i = 0; i < r->element[1]->elements; ++i) keys.push_back(str(r->element[1]->element[i]));
     } while (cursor != "0");
+    const bool marked = std::find(keys.begin(), keys.end(), P + "meta") != keys.end();
+    std::vector<std::string> del{"DEL"};
+    for (const std::string& k : keys) {
+        if (k == P + "writer" || k == P + "writer:held" || k == P + "meta") continue;
+        if (!marked)  // another application's keys: never deleted
+            throw UsageError("Redis state store at " + c.where() + ": the prefix " + P + " holds keys that are not a KernelEvo state (" + k +
+                             ", and no " + P + "meta): they were left as they are; pass another prefix (?prefix=NAME)");
+        del.push_back(k);
+        if (del.size() == 1001) {
+            c.command(del);
+            del.resize(1);
+        }
+    }
+    if (del.size() > 1) c.command(del);
+    if (marked) c.command({"DEL", P + "meta"});
 }
 
 }  // namespace kevo::store

@@ -209,6 +209,13 @@ void check_existing_state(const std::string& path) {
     if (version != std::to_string(kSchemaVersion))
         throw UsageError("the state " + path + " has schema version " + version + ", this kernelevo reads version " +
                          std::to_string(kSchemaVersion) + untouched);
+    // Every state of this version has had these tables from its first write (batch_requests came
+    // later and is added to older states): one missing is damage, never re-created empty.
+    std::string missing;
+    for (const char* name : {"events", "generations", "islands", "llm_calls", "meta", "programs"})
+        if (std::find(tables.begin(), tables.end(), name) == tables.end()) missing += (missing.empty() ? "" : ", ") + std::string(name);
+    if (!missing.empty())
+        throw UsageError(path + " is a damaged KernelEvo state: its table(s) " + missing + " are missing" + untouched);
 }
 
 class SqliteStore : public Store {
