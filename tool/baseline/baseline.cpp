@@ -121,17 +121,7 @@ std::string label(const std::string& kind) {
     throw UsageError("unknown baseline '" + kind + "' (expected reference, compile or eager)");
 }
 
-std::string task_precision(const Task& task) {
-    // task.json "precision" (issue 35): read from the file until Task carries it.
-    std::error_code ec;
-    if (task.file.empty() || !fs::is_regular_file(task.file, ec)) return "pytorch";
-    try {
-        auto j = nlohmann::json::parse(read_file(task.file));
-        if (j.contains("precision") && j["precision"].is_string()) return j["precision"].get<std::string>();
-    } catch (const std::exception&) {
-    }
-    return "pytorch";
-}
+std::string task_precision(const Task& task) { return task.precision.name(); }
 
 double Result::us(const std::string& kind) const { return sets.empty() ? -1 : sets.front().us(kind); }
 
@@ -189,7 +179,8 @@ Result measure(const Task& task, const Options& o, const DeviceInfo& device) {
     const kernelbench::PythonInstall py = kernelbench::python_install(python);
     TempDir work("kernelevo-baseline");
     nlohmann::json spec{{"task_dir", task.file.parent_path().string()}, {"importer_dir", kernelbench::data_dir().string()},
-                        {"precision", precision}, {"l2_flush", o.l2_flush}, {"warmup", o.warmup}, {"trials", o.trials},
+                        {"precision", precision}, {"cudnn_tf32", task.precision.cudnn_tf32},
+                        {"matmul_tf32", task.precision.matmul_tf32}, {"l2_flush", o.l2_flush}, {"warmup", o.warmup}, {"trials", o.trials},
                         {"which", o.which}, {"sets", sets_spec(task, o)}};
     write_file_atomic(work.path() / "spec.json", spec.dump());
     ProcessOptions po;

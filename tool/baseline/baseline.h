@@ -23,7 +23,7 @@ const std::vector<std::string>& kinds();
 // What each is, for people: "PyTorch eager", "torch.compile (Inductor, default mode)"; "reference"
 // is "the LibTorch reference".
 std::string label(const std::string& kind);
-// The task's precision policy (task.json "precision"; "pytorch" when it names none).
+// The task's precision policy's name (task.json "precision", task/precision.h).
 std::string task_precision(const Task& task);
 
 struct Options {

@@ -5,7 +5,8 @@ in the import's sandbox: the module is someone else's code.
 
 Usage: baseline_torch.py SPEC.json, where SPEC (written by tool/baseline/baseline.cpp) holds
   task_dir, importer_dir (import_kernelbench.py: its filler_values, the validator's filler bit for bit),
-  precision (pytorch | strict | tf32 | bf16), l2_flush (read | none), warmup, trials, which
+  precision (pytorch | strict | tf32 | bf16) with the TF32 flags the timed reference runs with
+  (cudnn_tf32, matmul_tf32), l2_flush (read | none), warmup, trials, which
   (["eager", "compile"]) and sets: [{"set", "label", "inputs": [{"name", "dtype", "shape", "kind",
   "a", "b", "seeds": [one per copy], "file"}]}] (the task's timed shape sets, inputs in task order).
 
@@ -53,17 +54,17 @@ def importer(spec):
     return mod
 
 
-def set_precision(torch, policy):
-    """torch's flags for the task's precision policy; returns the context the calls run in.
-    pytorch: PyTorch's own defaults (and whatever the module's code sets), untouched."""
-    if policy == "pytorch":
-        return contextlib.nullcontext
-    if policy not in ("strict", "tf32", "bf16"):
+def set_precision(torch, spec):
+    """torch's TF32 flags as the task's timed reference runs (its precision policy's, task/precision.h;
+    for "pytorch" PyTorch's defaults or those the user's code set, as recorded in task.json), set after
+    the module is loaded; returns the context the calls run in: bf16 runs them under
+    torch.autocast(bfloat16), as a user who accepts bf16 would."""
+    policy = spec["precision"]
+    if policy not in ("pytorch", "strict", "tf32", "bf16"):
         raise ValueError("unknown precision policy %r (expected pytorch, strict, tf32 or bf16)" % policy)
-    loose = policy != "strict"
-    torch.backends.cuda.matmul.allow_tf32 = loose
-    torch.backends.cudnn.allow_tf32 = loose
-    torch.set_float32_matmul_precision("high" if loose else "highest")
+    torch.backends.cudnn.allow_tf32 = bool(spec["cudnn_tf32"])
+    torch.backends.cuda.matmul.allow_tf32 = bool(spec["matmul_tf32"])
+    torch.set_float32_matmul_precision("high" if spec["matmul_tf32"] else "highest")
     if policy == "bf16":
         return lambda: torch.autocast(device_type="cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext
@@ -169,7 +170,6 @@ def time_calls(torch, fn, arg_sets, warmup, trials, flush, ctx):
 def run(spec, torch, out):
     device = torch.device(spec.get("device", "cuda"))
     out["device"] = torch.cuda.get_device_name(device) if device.type == "cuda" else str(device)
-    ctx = set_precision(torch, spec["precision"])
     kb = importer(spec)
     task_dir = spec["task_dir"]
     side_path = os.path.join(task_dir, "pytorch.json")
@@ -182,6 +182,7 @@ def run(spec, torch, out):
     else:
         model, template = kernelbench_module(torch, kb, task_dir, device)
         out["module"] = "problem.py (KernelBench)"
+    ctx = set_precision(torch, spec)
     compiled = None
     if "compile" in spec["which"] and "compile" not in out["not_run"]:
         compiled = torch.compile(model)  # Inductor, default mode; compiles on its first (warm-up) calls
