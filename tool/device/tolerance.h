@@ -24,6 +24,11 @@
 
 namespace kevo_device {
 
+// The rule in words, for prompts and reports.
+constexpr const char* kToleranceRule =
+    "every element within atol * min(1, s) + rtol * |expected|, and rms(got - expected) within max(atol * min(1, s), rtol * s), "
+    "s the RMS of the expected output: the absolute term shrinks with outputs smaller than 1";
+
 constexpr double kKernelBenchTolerance = 1e-2;
 constexpr double kNearToleranceFraction = 0.5;
 

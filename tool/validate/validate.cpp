@@ -19,6 +19,7 @@
 #include "triton/backends.h"
 #include "sandbox/confine.h"
 #include "sandbox/sandbox.h"
+#include "device/tolerance.h"
 #include "validate/accuracy.h"
 #include "validate/gpu_lock.h"
 #include "validate/job.h"
@@ -548,7 +549,7 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     }
     out.details["gpu_lock_wait_s"] = gpu->waited_s();
     out.details["seed"] = job.seed;
-    out.details["tolerance"] = {{"atol", task_.atol}, {"rtol", task_.rtol}};
+    out.details["tolerance"] = {{"atol", task_.atol}, {"rtol", task_.rtol}, {"rule", kevo_device::kToleranceRule}};
     if (!task_.tolerance_policy.empty()) out.details["tolerance"]["policy"] = task_.tolerance_policy;
     // The judge sends each side's precision with the timing; it describes the whole validation.
     if (auto t = out.details.find("timing"); t != out.details.end() && t->contains("reference_precision")) {
