@@ -140,6 +140,33 @@ TEST_F(LlmCheckCli, CredentialsInTheUrlAreNeverPrinted) {
     EXPECT_TRUE(server.requests().size() == 1u) << "only the check's request reached the server";
 }
 
+// Issue 37: what a Batch API server chooses never reaches the terminal raw nor a command to paste
+// unquoted. A batch id that is not one (here a shell command substitution) is refused as a
+// malformed reply; a status with terminal controls is shown escaped.
+TEST_F(LlmCheckCli, AServersBatchIdAndStatusAreCheckedAndEscaped) {
+    TempDir dir("kevo-llm-cli");
+    const fs::path input = dir.path() / "batch.jsonl", marker = dir.path() / "pwned";
+    write_file_atomic(input, R"({"custom_id":"r1","method":"POST","url":"/v1/chat/completions","body":{"model":"m"}})" "\n");
+    server.push({200, {}, R"({"id":"file-1","object":"file"})"});
+    server.push({200, {}, nlohmann::json{{"id", "batch_$(touch " + marker.string() + ")"}, {"status", "validating"}}.dump()});
+    auto r = run({"llm", "batch", "submit", input.string(), "--llm-url", server.base_url()});
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.out.find("$(touch"), std::string::npos) << "an unchecked server id was printed:\n" << r.out;
+    EXPECT_NE(r.err.find("gives a batch id that is not one"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(marker));
+
+    const std::string status = "in_progress\x1b]0;owned\x07\x1b[2J";
+    for (const char* command : {"status", "fetch"}) {
+        server.push({200, {}, nlohmann::json{{"id", "batch_1"}, {"status", status}}.dump()});
+        std::vector<std::string> args{"llm", "batch", command, "batch_1", "--llm-url", server.base_url()};
+        if (std::string(command) == "fetch") args.insert(args.end(), {"--out", (dir.path() / "replies.jsonl").string()});
+        auto s = run(args);
+        EXPECT_EQ((s.out + s.err).find('\x1b'), std::string::npos) << command << ": a raw ESC reached the terminal";
+        EXPECT_EQ((s.out + s.err).find('\x07'), std::string::npos) << command << ": a raw BEL reached the terminal";
+        EXPECT_NE((s.out + s.err).find("in_progress\\x1b]0;owned"), std::string::npos) << command << ": " << s.out << s.err;
+    }
+}
+
 // The whole batch loop through the real binary: `search --llm-batch` writes the requests,
 // `llm batch submit|status|fetch` run them through the loopback server's Batch API, and
 // `search --llm-batch-replies` imports the replies and writes the next batch. The model answers

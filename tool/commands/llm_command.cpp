@@ -62,11 +62,12 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
         size_t n = llm::count_batch_input(o.file);
         llm::BatchApi api(llm::http_config(o.llm, log_line));
         std::string file_id = api.upload(o.file);
-        std::cout << "file:     " << file_id << " (" << n << " requests from " << o.file << ")\n";
+        std::cout << "file:     " << printable(file_id) << " (" << n << " requests from " << printable(o.file) << ")\n";
         llm::BatchInfo b = api.create(file_id);
         print_batch(b);
-        std::cout << "\nnext:     kernelevo llm batch status " << b.id << connection_args(o.llm) << "\n"
-                  << "          kernelevo llm batch fetch " << b.id << " --out REPLIES.jsonl" << connection_args(o.llm)
+        // Commands to paste: the id quoted for the shell (the API checked it is letters, digits, -_.: only).
+        std::cout << "\nnext:     kernelevo llm batch status " << shell_quote(b.id) << connection_args(o.llm) << "\n"
+                  << "          kernelevo llm batch fetch " << shell_quote(b.id) << " --out REPLIES.jsonl" << connection_args(o.llm)
                   << "\n          then run the search again with --llm-batch-replies REPLIES.jsonl\n";
         rc = 0;
     });
@@ -111,7 +112,8 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
             replies += part;
         }
         if (replies.empty()) {
-            std::cerr << "kernelevo: llm batch fetch: batch " << b.id << " is " << b.status << " and has no replies\n";
+            std::cerr << "kernelevo: llm batch fetch: batch " << printable(b.id) << " is " << printable(b.status)
+                      << " and has no replies\n";
             rc = 1;
             return;
         }

@@ -22,12 +22,24 @@ std::string string_field(const json& j, const char* field) {
     return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>() : "";
 }
 
-// Ids go into URL paths: refuse anything but the characters providers use.
+// Ids go into URL paths and into commands printed for users to paste: only the characters
+// providers use.
+bool valid_id(const std::string& id) {
+    return !id.empty() && id.size() <= 200 &&
+           id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") == std::string::npos;
+}
+
 const std::string& checked_id(const std::string& id, const char* what) {
-    if (id.empty() || id.size() > 200 ||
-        id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != std::string::npos)
-        throw UsageError(std::string("not a valid ") + what + " id: '" + redact(id) + "'");
+    if (!valid_id(id)) throw UsageError(std::string("not a valid ") + what + " id: '" + printable(redact(id)) + "'");
     return id;
+}
+
+// An id the server chose (`field` of its reply `j`): a reply whose id is not one is refused.
+std::string server_id(const json& j, const char* field, const char* what, const std::string& from, bool required) {
+    std::string id = string_field(j, field);
+    if ((!required && id.empty()) || valid_id(id)) return id;
+    throw MalformedReply(redact("the reply from " + from + " gives a " + what + " id that is not one (letters, digits, "
+                                "- _ . : only): '" + printable(snippet(id)) + "'"));
 }
 
 BatchInfo batch_info(const std::string& body, const std::string& from) {
@@ -35,11 +47,11 @@ BatchInfo batch_info(const std::string& body, const std::string& from) {
     if (!j.is_object() || string_field(j, "id").empty())
         throw MalformedReply(redact("the reply from " + from + " is not a batch object: " + snippet(body)));
     BatchInfo b;
-    b.id = string_field(j, "id");
+    b.id = server_id(j, "id", "batch", from, true);
     b.status = string_field(j, "status");
-    b.input_file_id = string_field(j, "input_file_id");
-    b.output_file_id = string_field(j, "output_file_id");
-    b.error_file_id = string_field(j, "error_file_id");
+    b.input_file_id = server_id(j, "input_file_id", "file", from, false);
+    b.output_file_id = server_id(j, "output_file_id", "file", from, false);
+    b.error_file_id = server_id(j, "error_file_id", "file", from, false);
     if (j.contains("request_counts") && j["request_counts"].is_object()) {
         const json& c = j["request_counts"];
         b.total = c.value("total", int64_t{0});
@@ -148,10 +160,9 @@ std::string BatchApi::upload(const std::filesystem::path& input_file) {
     ex.parts = {{"purpose", "batch", ""}, {"file", read_file(input_file), input_file.filename().string()}};
     std::string body = impl_->session.send(ex, "");
     json j = json::parse(body, nullptr, false);
-    std::string id = string_field(j, "id");
-    if (id.empty())
+    if (string_field(j, "id").empty())
         throw MalformedReply(redact("the reply from " + impl_->session.url("/files") + " is not a file object: " + snippet(body)));
-    return id;
+    return server_id(j, "id", "file", impl_->session.url("/files"), true);
 }
 
 BatchInfo BatchApi::create(const std::string& input_file_id) {

@@ -58,7 +58,8 @@ struct BatchInfo {
 
 // A client of /files and /batches under HttpConfig::base_url, with its timeouts and retries.
 // Every failure is an LlmError (HttpError with the status; 404 says that the provider may not
-// have a Batch API).
+// have a Batch API). An id the server gives (a batch's, a file's) that is not letters, digits and
+// - _ . : is a MalformedReply: ids go into URL paths and into commands printed to paste.
 class BatchApi {
 public:
     explicit BatchApi(HttpConfig config);
