@@ -23,6 +23,7 @@
 #include "evolve/search.h"
 #include "llm/llm.h"
 #include "scripted.h"
+#include "store/store.h"
 #include "worker/queue.h"
 #include "worker/remote_evaluator.h"
 
@@ -510,6 +511,65 @@ TEST_F(QueueTest, TheSearchCommandValidatesThroughWorkers) {
     r = run_process(o);
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("cannot connect to the Redis queue at 127.0.0.1:1"), std::string::npos) << r.err;
+}
+
+// Issue 37: `search --workers` with no worker at all stops. A transcript of seed kernels; the
+// compile jobs wait on a real redis-server that no worker serves.
+class NoWorker : public QueueTest {
+protected:
+    std::vector<std::string> search(const std::vector<std::string>& extra) {
+        fs::path transcript = dir.path() / "t.jsonl";
+        {
+            llm::Transcript t(transcript);
+            for (int i = 0; i < 8; ++i) {
+                llm::ChatRequest req;
+                req.messages = {{"user", "request " + std::to_string(i)}};
+                llm::ChatResponse resp;
+                resp.content = "```cuda\n" + evolve::testing::kernel_source(i, 1.0) + "```\n";
+                resp.finish_reason = "stop";
+                t.record(req, &resp, nullptr, 0.01);
+            }
+        }
+        std::vector<std::string> a{KEVO_EXE, "search", "--task", (fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json").string(),
+                                   "--out", (dir.path() / "kernels").string(), "--state", (dir.path() / "run.db").string(),
+                                   "--replay", transcript.string(), "--llm-replay-in-order", "--islands", "2",
+                                   "--children", "2", "--generations", "3", "--arch", "sm_90", "--workers", url};
+        a.insert(a.end(), extra.begin(), extra.end());
+        return a;
+    }
+    static size_t count(const std::string& hay, const std::string& needle) {
+        size_t n = 0;
+        for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+        return n;
+    }
+    const std::string warning = "no live worker serves compile:sm_90 on ";
+};
+
+TEST_F(NoWorker, MaxTimeStopsTheSearchWithOneWarning) {
+    ProcessOptions o;
+    o.argv = search({"--max-time", "5"});
+    o.timeout_s = 60;  // (today's bound: it never stopped)
+    const auto t0 = Clock::now();
+    ProcessResult r = run_process(o);
+    const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+    EXPECT_EQ(r.exit_code, 1) << r.err;  // stopped by the time limit without a kernel
+    EXPECT_LT(took, 30) << r.err;
+    EXPECT_EQ(count(r.err, warning), 1u) << r.err;
+    EXPECT_NE(r.err.find("kernelevo: stopped (time)"), std::string::npos) << r.err;
+    // Nothing was judged: the candidates wait for a worker in a resumed run.
+    auto s = store::open_store((dir.path() / "run.db").string(), store::Access::read_only);
+    for (const auto& p : s->programs()) EXPECT_NE(p.status, "compile_error") << p.key;
+}
+
+TEST_F(NoWorker, CtrlCStopsTheSearch) {
+    Child search_process(search({}), log("search"));
+    ASSERT_TRUE(eventually([&] { return fs::exists(log("search")) && read_file(log("search")).find(warning) != std::string::npos; }, 60))
+        << read_file(log("search"));
+    search_process.signal(SIGINT);
+    ASSERT_TRUE(eventually([&] { return search_process.exited(); }, 20)) << "a Ctrl-C did not stop it:\n" << read_file(log("search"));
+    const std::string err = read_file(log("search"));
+    EXPECT_NE(err.find("kernelevo: stopped (interrupted)"), std::string::npos) << err;
+    EXPECT_EQ(count(err, warning), 1u) << err;
 }
 
 TEST(WorkerCli, RefusesBadUsage) {

@@ -361,6 +361,19 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
     });
+#ifdef KEVO_WITH_WORKERS
+    // A wait for a worker honours the stop too (issue 37): given up when no live worker serves the
+    // job once the search stops (Ctrl-C, --max-time), and at once on a second Ctrl-C.
+    if (auto* remote = dynamic_cast<worker::RemoteEvaluator*>(evaluator.get())) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const double max_time = cfg.max_time_s;
+        remote->stop_when([&stop, t0, max_time] {
+            if (g_sigints.load() >= 2) return 2;
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            return stop.load() || (max_time > 0 && s > max_time + 1) ? 1 : 0;  // (+1: after the search's own deadline)
+        });
+    }
+#endif
     evolve::SearchResult result;
     try {
         result = search.run(&stop);

@@ -12,6 +12,7 @@ namespace kevo::worker {
 namespace {
 
 constexpr const char* kObjectScheme = "queue-object:";  // CompileResult::library of a remote compile
+constexpr const char* kStoppedObject = "queue-stopped:";  // ... of a compile whose wait gave up
 
 double steady_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -127,7 +128,20 @@ void RemoteEvaluator::listen() {
     }
 }
 
-nlohmann::json RemoteEvaluator::wait(const JobSpec& s) {
+bool RemoteEvaluator::served(const std::string& kind) {
+    const std::string stream = Queue::stream_name(kind, arch_);
+    for (const auto& w : live_workers())
+        for (const auto& st : w.value("streams", nlohmann::json::array()))
+            if (st.is_string() && st.get<std::string>() == stream) return true;
+    return false;
+}
+
+void RemoteEvaluator::stop_when(std::function<int()> stopping) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = std::move(stopping);
+}
+
+std::optional<nlohmann::json> RemoteEvaluator::wait(const JobSpec& s) {
     std::string id = s.id();
     auto w = std::make_shared<Waiter>();
     {
@@ -140,31 +154,44 @@ nlohmann::json RemoteEvaluator::wait(const JobSpec& s) {
         std::lock_guard<std::mutex> lock(mu_);  // ops_ is shared by the search's threads
         r = ops_->submit(s, client_);
     }
-    double last_note = steady_s();
+    double last_note = steady_s(), last_poll = 0;
+    bool serving = true;
     std::unique_lock<std::mutex> lock(mu_);
     while (!r) {
-        if (w->cv.wait_for(lock, std::chrono::seconds(2), [&] { return w->result.has_value(); })) {
+        // Short waits: a stop (Ctrl-C, the deadline) is seen within a fraction of a second.
+        if (w->cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return w->result.has_value(); })) {
             r = w->result;
             break;
         }
+        const int stop = stopping_ ? stopping_() : 0;
+        if (steady_s() - last_poll < 2 && stop == 0) continue;
+        last_poll = steady_s();
         r = ops_->result(id);  // a lost notification (e.g. a broken connection) is not a lost result
-        if (!r && log_ && steady_s() - last_note > 60) {
+        if (r) break;
+        lock.unlock();
+        serving = served(s.kind);
+        const std::string stream = Queue::stream_name(s.kind, arch_);
+        if (!serving && log_ && !warned_.exchange(true))
+            log_("no live worker serves " + stream + " on " + ops_->display() + ": the " + s.kind +
+                 " jobs wait until one starts (`kernelevo worker --redis " + ops_->display() +
+                 (s.kind == "compile" ? " --compile-only --arch " + arch_ + "`, or a GPU worker" : " --gpu N` on a " + arch_ + " GPU") +
+                 "; Ctrl-C or --max-time stops the search meanwhile)");
+        if (serving && log_ && steady_s() - last_note > 60) {
             last_note = steady_s();
-            lock.unlock();
-            bool any = capacity() > 0 && !live_workers().empty();
-            log_("still waiting for " + s.kind + " job " + id.substr(0, 8) + " on " + ops_->display() +
-                 (any ? "" : " (no live worker: start `kernelevo worker --redis ...`)"));
-            lock.lock();
+            log_("still waiting for " + s.kind + " job " + id.substr(0, 8) + " on " + ops_->display());
         }
+        lock.lock();
+        if (stop >= 2 || (stop == 1 && !serving)) break;  // given up: no verdict (the job stays queued)
     }
     waiters_.erase(id);
+    if (!r) return std::nullopt;
     double seen = steady_s() - t0;
     if (r->contains("job_s")) {
         const double queued = r->value("queued_s", 0.0);
         overhead_ms_.push_back(std::max(0.0, seen - r->value("job_s", 0.0) - queued) * 1000);
         queued_ms_.push_back(queued * 1000);
     }
-    return *r;
+    return r;
 }
 
 void RemoteEvaluator::register_run(const std::string& state_display) {
@@ -182,8 +209,26 @@ std::vector<double> RemoteEvaluator::queued_ms() {
     return queued_ms_;
 }
 
+// A job given up (stop_when()): no device answered, so nothing is said about the candidate.
+Evaluation RemoteEvaluator::stopped_evaluation(const std::string& kind) {
+    Evaluation e;
+    e.status = Status::no_device;
+    e.feedback = "the search stopped while its " + kind + " job waited" +
+                 (served(kind) ? "" : ": no live worker serves " + Queue::stream_name(kind, arch_) + " on " + ops_->display());
+    e.details = {{"status", status_name(e.status)}, {"error", e.feedback}};
+    return e;
+}
+
 CompileResult RemoteEvaluator::compile(const std::string& source) {
-    nlohmann::json r = wait(spec("compile", source));
+    std::optional<nlohmann::json> waited = wait(spec("compile", source));
+    if (!waited) {  // the search stops: a handle whose run() says so, never a verdict on the source
+        CompileResult c;
+        c.ok = true;
+        c.arch = arch_;
+        c.library = kStoppedObject;
+        return c;
+    }
+    const nlohmann::json& r = *waited;
     if (r.value("status", "") == "error")
         throw UsageError("worker " + r.value("worker", std::string("?")) + ": " + r.value("log", std::string()));
     CompileResult c = compile_result_from_json(r);
@@ -199,6 +244,7 @@ CompileResult RemoteEvaluator::compile(const std::string& source) {
 
 Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
     std::string lib = compiled.library.string(), source, toolkit;
+    if (lib == kStoppedObject) return stopped_evaluation("compile");
     {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = sources_.find(lib);
@@ -210,7 +256,9 @@ Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
     JobSpec s = spec("run", source);
     std::string rest = lib.substr(std::string(kObjectScheme).size());
     s.object_sha256 = rest.substr(0, rest.find('/'));
-    nlohmann::json r = wait(s);
+    std::optional<nlohmann::json> waited = wait(s);
+    if (!waited) return stopped_evaluation("run");
+    const nlohmann::json& r = *waited;
     if (r.value("status", "") == "error")
         throw UsageError("worker " + r.value("worker", std::string("?")) + ": " + r.value("log", std::string()));
     ValidationResult v = ValidationResult::from_json(r);

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -38,8 +39,9 @@ public:
     int parallel_runs() override { return 1 << 20; }  // the workers take turns per GPU
     int capacity() override;                          // 2 per live worker of this architecture
 
-    // Submits a job and waits for its result (thread-safe).
-    nlohmann::json wait(const JobSpec& spec);
+    // Submits a job and waits for its result (thread-safe); nullopt when the wait gave up
+    // (stop_when()). The first job that no live worker serves logs one warning saying so.
+    std::optional<nlohmann::json> wait(const JobSpec& spec);
     // Queue overhead of the jobs so far: submit -> result seen, minus the time the job waited for a
     // free worker and the worker's time on it (ms).
     std::vector<double> overhead_ms();
@@ -48,6 +50,15 @@ public:
     const std::string& display() const { return ops_->display(); }
     // Tells `kernelevo serve` about the run (its state location, task, architecture).
     void register_run(const std::string& state_display);
+    // How the search stops this evaluator's waits (kernelevo search: Ctrl-C, --max-time).
+    // `stopping` answers 0 while the search runs, 1 once it stops (the first Ctrl-C, or past its
+    // deadline), 2 when it aborts (a second Ctrl-C). A job's wait then gives up: at 1 when no live
+    // worker serves its stream (none would ever answer), at 2 at once. Given up, run() reports no
+    // device and compile() a result whose run() does (a stopping search never runs it): no verdict
+    // on the candidate, which a resumed run evaluates.
+    void stop_when(std::function<int()> stopping);
+    // Whether a live worker (heartbeat within 3 leases) takes jobs of `kind` for this architecture.
+    bool served(const std::string& kind);
 
 private:
     struct Waiter {
@@ -57,6 +68,7 @@ private:
     void listen();
     std::vector<nlohmann::json> live_workers();
     JobSpec spec(const std::string& kind, const std::string& source) const;
+    Evaluation stopped_evaluation(const std::string& kind);
 
     const Task& task_;
     ValidateOptions options_;
@@ -69,7 +81,8 @@ private:
     // Compiled object handle -> {source, the compiling worker's toolkit}, until run().
     std::map<std::string, std::pair<std::string, std::string>> sources_;
     std::vector<double> overhead_ms_, queued_ms_;
-    std::atomic<bool> done_{false};
+    std::atomic<bool> done_{false}, warned_{false};
+    std::function<int()> stopping_;
     std::thread listen_thread_;
 };
 
