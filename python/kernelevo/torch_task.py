@@ -5,6 +5,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import shutil
 import sys
 import types
@@ -132,8 +133,49 @@ class _QuietPhases:
         pass
 
 
+def precision_table():
+    """The precision policies, name -> (cudnn_tf32, matmul_tf32) the timed reference runs with, in the
+    table's order (the first is the default): KEVO_PRECISION_LIST of tool/task/precision.h (installed
+    beside the importer), the one table."""
+    here = _kernelbench_dir()
+    for path in (os.path.join(here, "precision.h"), os.path.join(here, "..", "task", "precision.h")):
+        if os.path.isfile(path):
+            rows = re.findall(r'X\((\w+),\s*"(\w+)",\s*([01]),\s*([01]),', _read_text(path))
+            if rows:
+                return {n: (c == "1", m == "1") for _, n, c, m in rows}
+    raise ExportError("the precision table (precision.h) was not found beside the importer in " + here)
+
+
+def live_precision():
+    """The precision policy this process runs PyTorch under: "pytorch" with the TF32 flags it has set
+    (torch.backends.cudnn.allow_tf32; torch.backends.cuda.matmul.allow_tf32, on too when
+    torch.get_float32_matmul_precision() is "high" or "medium"), as task.json's "precision"."""
+    cudnn = bool(torch.backends.cudnn.allow_tf32)
+    matmul = bool(torch.backends.cuda.matmul.allow_tf32)
+    get = getattr(torch, "get_float32_matmul_precision", None)
+    if get is not None:
+        matmul = matmul or get() in ("high", "medium")
+    return {"policy": "pytorch", "cudnn_tf32": cudnn, "matmul_tf32": matmul}
+
+
+def _precision(spec):
+    """The importer's --precision object for a policy name or {"policy", "cudnn_tf32", "matmul_tf32"}:
+    its flags and its task.json form (None for the default, the name where the flags are the table's)."""
+    table = precision_table()
+    spec = {"policy": spec} if isinstance(spec, str) else dict(spec)
+    name = spec.get("policy")
+    if name not in table:
+        raise ValueError("precision: unknown precision policy %r (expected one of: %s)" % (name, ", ".join(table)))
+    cudnn, matmul = bool(spec.get("cudnn_tf32", table[name][0])), bool(spec.get("matmul_tf32", table[name][1]))
+    if name != "pytorch" and (cudnn, matmul) != table[name]:
+        raise ValueError("precision: only the pytorch policy records the user's TF32 flags; %s fixes them" % name)
+    form = None if (name, cudnn, matmul) == ("pytorch",) + table["pytorch"] else (
+        name if (cudnn, matmul) == table[name] else {"policy": name, "cudnn_tf32": cudnn, "matmul_tf32": matmul})
+    return {"task": form, "policy": name, "cudnn_tf32": cudnn, "matmul_tf32": matmul}
+
+
 def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None, inputs="random", device=None,
-                quiet=False):
+                quiet=False, precision=None):
     """Writes the task OUT_DIR/NAME/ for `kernelevo validate` / `kernelevo search` and returns the path
     of its task.json.
 
@@ -151,6 +193,13 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
         merged into task.json's "tolerance" (e.g. {"atol": 1e-3, "rtol": 1e-3}).
     device: where the model is traced and checked ("cuda" when this PyTorch sees a GPU, else "cpu",
         as `kernelevo import kernelbench` chooses).
+    precision: the task's precision policy (task.json "precision"): None (default) reads it from this
+        process as the user's code has set it (live_precision(): "pytorch" with the TF32 flags of
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 and
+        torch.get_float32_matmul_precision()); or "pytorch", "strict", "tf32", "bf16" (the names of
+        tool/task/precision.h), or {"policy": "pytorch", "matmul_tf32": True, ...}. The reference is
+        timed under it; correctness is judged against strict fp32 with a tolerance that admits the
+        policy's own error on this problem (measured here).
 
     This runs the KernelBench importer's own functions (_import_one: trace to model.pt, weights as
     file inputs, graph.py, tolerance, checks for data-dependent control flow, randomness and
@@ -163,6 +212,7 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
     checks the reference it builds against these files. Raises ExportError with the reason.
     """
     kb = _importer()
+    chosen = _precision(live_precision() if precision is None else precision)
     if inputs not in ("random", "examples"):
         raise ValueError("inputs: 'random' or 'examples', not %r" % (inputs,))
     examples = list(example_inputs) if isinstance(example_inputs, (tuple, list)) else [example_inputs]
@@ -200,7 +250,7 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
             f.write(text)
         os.replace(reference + ".tmp", reference)
     args = types.SimpleNamespace(out=out_dir, device=device, device_kind="cuda" if device.startswith("cuda") else "cpu",
-                                 refcheck="", library="", max_numel=0, timeout=900, scratch="")
+                                 refcheck="", library="", max_numel=0, timeout=900, scratch="", precision=chosen)
     problem_text = _problem_text(src, examples, inputs)
     saved = (torch.is_grad_enabled(), torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     # As the importer's main(): no autograd, strict fp32 (comparisons are judged against it).

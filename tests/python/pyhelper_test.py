@@ -249,6 +249,62 @@ class Gpu(unittest.TestCase):
         shutil.rmtree(d, ignore_errors=True)
 
 
+class Precision(unittest.TestCase):
+    """export_task's precision policy (task.json "precision", issue 35): read from this process's TF32
+    flags unless given, the default left out, names from tool/task/precision.h, and the tolerance
+    widened to admit the policy's own error on the problem (measured: bf16 on the CPU)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kevo-pyhelper-")
+        self.saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+        self.model = nn.Sequential(nn.Linear(64, 48), nn.GELU()).eval()
+        self.x = torch.randn(16, 64)
+
+    def tearDown(self):
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = self.saved
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def export(self, name, **kw):
+        path = kernelevo.export_task(self.model, (self.x,), self.dir, name=name, device="cpu", quiet=True, **kw)
+        return _load_json(path)
+
+    def test_pytorchs_defaults_are_the_default_policy_left_out(self):
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False
+        self.assertNotIn("precision", self.export("plain"))
+        # The flags are the user's again afterwards (the import itself runs strict fp32).
+        self.assertEqual((torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32), (True, False))
+
+    def test_the_live_flags_are_read(self):
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = False, True
+        task = self.export("live")
+        self.assertEqual(task["precision"], {"policy": "pytorch", "cudnn_tf32": False, "matmul_tf32": True})
+        self.assertEqual((torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32), (False, True))
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False
+        if hasattr(torch, "set_float32_matmul_precision"):
+            before = torch.get_float32_matmul_precision()
+            try:
+                torch.set_float32_matmul_precision("high")
+                self.assertEqual(self.export("high")["precision"], {"policy": "pytorch", "cudnn_tf32": True, "matmul_tf32": True})
+            finally:
+                torch.set_float32_matmul_precision(before)
+
+    def test_a_given_policy_wins_and_an_unknown_one_lists_the_names(self):
+        torch.backends.cuda.matmul.allow_tf32 = True
+        self.assertEqual(self.export("strict", precision="strict")["precision"], "strict")
+        with self.assertRaisesRegex(ValueError, "unknown precision policy 'fp16' \\(expected one of: pytorch, strict, tf32, bf16\\)"):
+            self.export("bad", precision="fp16")
+        with self.assertRaisesRegex(ValueError, "only the pytorch policy records"):
+            self.export("bad", precision={"policy": "strict", "matmul_tf32": True})
+
+    def test_bf16_widens_the_tolerance_to_its_own_measured_error(self):
+        strict = self.export("strict_t", precision="strict")["tolerance"]
+        bf16 = self.export("bf16_t", precision="bf16")
+        self.assertEqual(bf16["precision"], "bf16")
+        self.assertGreater(bf16["tolerance"]["atol"], strict["atol"])
+        self.assertLess(bf16["tolerance"]["atol"], 0.5)
+        self.assertIn("for precision bf16: 3x its own error against strict fp32", bf16["tolerance"]["policy"])
+
+
 class Lines(unittest.TextTestResult):
     """Also one line per test on stdout: PASS/FAIL/SKIP Class.test (what scripts/pyhelper_check.sh shows)."""
 

@@ -828,6 +828,54 @@ def tolerance_from(outputs, measured):
                   "(KernelBench checks at 1e-2)" % measured)
 
 
+# The precision policy (task.json "precision", KEVO_PRECISION_LIST in tool/task/precision.h): kernelevo
+# passes it with its TF32 flags as --precision; the default is PyTorch's own.
+DEFAULT_PRECISION = {"task": None, "policy": "pytorch", "cudnn_tf32": True, "matmul_tf32": False}
+POLICY_MARGIN = 3  # a kernel computing as the policy does may differ from strict fp32 by this times its error
+
+
+def policy_error(model, call_args, strict, precision):
+    """The policy's own error on this problem: the model as the timed reference runs it (the policy's
+    TF32 flags; bf16: the model and inputs in bfloat16) against the strict fp32 outputs, in the judge's
+    terms (allclose_t). None where it cannot be measured."""
+    if not all(o.dtype == torch.float32 for o in strict):
+        return None
+    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    try:
+        torch.backends.cudnn.allow_tf32 = bool(precision["cudnn_tf32"])
+        torch.backends.cuda.matmul.allow_tf32 = bool(precision["matmul_tf32"])
+        with torch.no_grad():
+            if precision["policy"] == "bf16":
+                import copy
+                low = copy.deepcopy(model).to(torch.bfloat16)
+                out = flat_outputs(low(*[x.to(torch.bfloat16) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                                         for x in call_args]))
+                del low
+            else:
+                out = flat_outputs(model(*call_args))
+        if len(out) != len(strict):
+            return None
+        return max([allclose_t(a.float(), b.double())[0] for a, b in zip(out, strict)] + [0.0])
+    except Exception:
+        return None
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def with_policy(atol, rtol, text, policy_err, precision):
+    """The tolerance widened to admit the policy's own error (POLICY_MARGIN times it, one digit up),
+    never narrowed; the text says so."""
+    name = precision["policy"]
+    if atol is None or not policy_err:
+        return atol, rtol, text + ("; precision %s: its own error against strict fp32 is %s" % (
+            name, "0 here" if policy_err == 0 else "not measured")) if atol is not None else text
+    t = min(one_digit_up(POLICY_MARGIN * policy_err), 0.5)
+    if t <= max(atol, rtol):
+        return atol, rtol, text + "; precision %s: its own error against strict fp32 (t %.2g) fits" % (name, policy_err)
+    return t, t, text + ("; widened to %g for precision %s: %dx its own error against strict fp32 (t %.2g by the judge's "
+                         "rule), rounded up to one digit" % (t, name, POLICY_MARGIN, policy_err))
+
+
 def fp64_error(model, call_args, eager):
     """The fp32 model's error against itself in fp64 on the same inputs: (allclose t, max |diff|, reason).
     When the fp64 copies do not fit (a multi-GiB problem), the first 1/8 (then 1/64) of a leading
@@ -1166,6 +1214,11 @@ def _import_one(path, args, reference_source, src, mod, changed, phases, name=No
     else:
         verify["fp64"] = "skipped: " + why
     atol, rtol, policy = tolerance_from(eager, measured)
+    precision = getattr(args, "precision", None) or DEFAULT_PRECISION
+    perr = policy_error(model, call_args, eager, precision)
+    if perr is not None:
+        verify["precision_allclose_t"] = perr
+    atol, rtol, policy = with_policy(atol, rtol, policy, perr, precision)
     if args.device_kind == "cuda":
         torch.cuda.empty_cache()
     phases.done("fp64")
@@ -1212,6 +1265,7 @@ def _import_one(path, args, reference_source, src, mod, changed, phases, name=No
                    for s in input_specs + slot_specs],
         "outputs": [{"name": n, "dtype": DTYPES[o.dtype][0], "shape": shape_json(o)} for n, o in zip(out_names, eager)],
         "tolerance": {"policy": policy},
+        **({"precision": precision["task"]} if precision.get("task") is not None else {}),
     }
     task["reference"]["show"] = [
         {"file": "problem.py", "language": "python",
@@ -1329,8 +1383,11 @@ def main():
     ap.add_argument("--max-numel", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=900, help="seconds per problem")
     ap.add_argument("--scratch", default="")
+    ap.add_argument("--precision", default=json.dumps(DEFAULT_PRECISION),
+                    help="the tasks' precision policy as JSON: {task: its task.json form or null, policy, cudnn_tf32, matmul_tf32}")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
+    args.precision = json.loads(args.precision)
     args.device_kind = "cuda" if args.device.startswith("cuda") else "cpu"
     if args.device_kind == "cuda" and not torch.cuda.is_available():
         print(json.dumps({"fatal": "this PyTorch (%s) sees no CUDA device, but the tool's LibTorch runs references on "
