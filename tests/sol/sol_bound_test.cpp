@@ -198,14 +198,14 @@ TEST_F(SolBound, AFloorAKernelBeatsIsNotABound) {
     EXPECT_EQ(s.fraction, 0);
     json j = s.to_json();
     EXPECT_TRUE(j["floor_beaten"].get<bool>());
-    EXPECT_NE(j.value("note", "").find("floor under-estimated"), std::string::npos) << j.dump();
+    EXPECT_NE(j.value("note", "").find("floor too high"), std::string::npos) << j.dump();
     const std::string line = sol::sol_line(j);
-    EXPECT_NE(line.find("is 833 us, yet the kernel ran in 266 us: the floor is under-estimated, not a bound for this kernel"),
+    EXPECT_NE(line.find("is 833 us, yet the kernel ran in 266 us: the floor is too high, not a bound for this kernel"),
               std::string::npos)
         << line;
     EXPECT_TRUE(percentages(line).empty()) << line;
     json v = {{"details", {{"sol", j}}}};
-    EXPECT_EQ(sol::result_summary(v), "faster than a speed-of-light floor (the floor is under-estimated)");
+    EXPECT_EQ(sol::result_summary(v), "faster than a speed-of-light floor (the floor is too high)");
 
     // Two sets, one beaten: no overall fraction either, the other set keeps its own.
     json two = json::parse(R"({"name": "mm2", "reference": "ref.cpp",
@@ -224,6 +224,21 @@ TEST_F(SolBound, AFloorAKernelBeatsIsNotABound) {
     sol::Sol at = sol::measure(l, {{0, floor}});
     EXPECT_FALSE(at.floor_beaten);
     EXPECT_DOUBLE_EQ(at.fraction, 1.0);
+}
+
+// A tiny set's launch floor is never above the judge's own empty call in that run: a kernel as
+// fast as an empty call is at the limit, not above it.
+TEST_F(SolBound, TheLaunchFloorIsNeverAboveAnEmptyCall) {
+    Task t = matmul32(64);
+    sol::Limits l = sol::limits(t, 4800, "datasheet peak", "sm_90", 0, "strict");
+    ASSERT_STREQ(l.sets[0].bound(), "launch");
+    EXPECT_TRUE(sol::measure(l, {{0, 1.6}}).floor_beaten);  // below the 2 us estimate
+    sol::Sol s = sol::measure(l, {{0, 1.6}}, {{0, 1.5}});
+    EXPECT_FALSE(s.floor_beaten);
+    EXPECT_NEAR(s.fraction, 1.5 / 1.6, 1e-12);
+    EXPECT_DOUBLE_EQ(s.sets[0].floor.launch_us, 1.5);
+    EXPECT_DOUBLE_EQ(sol::measure(l, {{0, 3}}, {{0, 2.6}}).sets[0].floor.launch_us, sol::kLaunchFloorUs);  // never raised
+    EXPECT_DOUBLE_EQ(sol::measure(l, {{0, 3}}, {{1, 1.0}}).sets[0].floor.launch_us, sol::kLaunchFloorUs);  // another set's
 }
 
 // The memory floor assumes the highest bandwidth known: a kernel that mostly reads can beat a

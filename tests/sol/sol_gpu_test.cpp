@@ -2,7 +2,8 @@
 // A strict fp32 matmul computed as 3xTF32 on tensor cores (tests/data/matmul_strict) is validated by
 // `kernelevo validate --json`, as a user runs it; its floor must be a bound for it: the fraction in
 // (0, 1], no set marked floor_beaten, and no percentage above 100 in the printed line. Skips
-// without a CUDA device; on the H200: build/tests/sol/sol_gpu_test (scripts/device_build.sh first).
+// without a CUDA device; on the H200: build-gpu/tests/sol/sol_gpu_test (scripts/device_build.sh first).
+// SolAnnotate (no GPU): the annotation bounds the launch floor by the judge's own empty call.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "task/task.h"
+#include "validate/annotate.h"
 #include "validate/validate.h"
 
 using namespace kevo;
@@ -65,4 +67,23 @@ TEST(SolGpu, A3xTf32GemmIsNeverAboveTheSpeedOfLight) {
     for (auto it = std::sregex_iterator(human.out.begin(), human.out.end(), pct); it != std::sregex_iterator(); ++it)
         EXPECT_LE(std::atoi((*it)[1].str().c_str()), 100) << human.out;
     EXPECT_NE(human.out.find("speed of light"), std::string::npos) << human.out;
+}
+
+// No GPU needed: the annotation reads the judge's empty call per set (details.timing.sets[].launch_cost)
+// so that a tiny set's launch floor is never above it.
+TEST(SolAnnotate, TheJudgesEmptyCallBoundsTheLaunchFloor) {
+    Task task = load_task(kTaskDir / "task.json");
+    task.shapes[0] = {{"M", 64}, {"N", 64}, {"K", 64}};  // 48 KiB: launch-bound
+    ValidationResult r;
+    r.status = Status::ok;
+    r.arch = "sm_90";
+    r.kernel_us = 1.6;
+    r.details = {{"timing", {{"sets", {{{"shape_set", 0}, {"launch_cost", {{"judge_empty_us", 1.5}}}}}}}}};
+    annotate_sol(r, task, 4800, "datasheet peak", 132);
+    ASSERT_TRUE(r.details.contains("sol")) << r.details.dump();
+    const json& set = r.details["sol"]["sets"][0];
+    EXPECT_EQ(set.value("bound", ""), "launch") << set.dump();
+    EXPECT_DOUBLE_EQ(set.value("launch_floor_us", 0.0), 1.5) << set.dump();
+    EXPECT_FALSE(set.value("floor_beaten", true)) << set.dump();
+    EXPECT_NEAR(r.details["sol"].value("fraction", 0.0), 1.5 / 1.6, 1e-12);
 }

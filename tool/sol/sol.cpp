@@ -188,12 +188,15 @@ std::string binding(const Limits& l, const SetFloor& f) {
     return rate_text(l.bandwidth_gbs) + ", " + l.bandwidth_source;
 }
 
-Sol measure(const Limits& limits, const std::vector<std::pair<int, double>>& kernel_us) {
+Sol measure(const Limits& limits, const std::vector<std::pair<int, double>>& kernel_us,
+            const std::vector<std::pair<int, double>>& empty_call_us) {
     Sol s;
     s.limits = limits;
     std::vector<double> fractions, weights;
     for (size_t i = 0; i < limits.sets.size(); ++i) {
-        const SetFloor& f = limits.sets[i];
+        SetFloor f = limits.sets[i];
+        for (const auto& [set, empty] : empty_call_us)
+            if (set == f.set && empty > 0 && f.launch_us > 0) f.launch_us = std::min(f.launch_us, empty);
         for (const auto& [set, t] : kernel_us) {
             if (set != f.set || !(t > 0)) continue;
             SetSol ss;
@@ -243,7 +246,7 @@ nlohmann::json Sol::to_json() const {
                         {"fraction", fraction},
                         {"sets", sets_j}};
     if (floor_beaten)
-        j["note"] = "floor under-estimated: a measured time is below its floor, so that floor is not a bound for this kernel "
+        j["note"] = "floor too high: a measured time is below its floor, so that floor is not a bound for this kernel "
                     "(a rate or an algorithm the peak table does not know); no fraction is given";
     return j;
 }
@@ -296,7 +299,7 @@ std::string sol_line(const nlohmann::json& j) {
             const std::string bound = ss.value("bound", std::string("memory")), why = ss.value("binding", std::string());
             clause += "; the " + bound + " floor" + (why.empty() || bound == "launch" ? "" : " (" + why + ")") + " is " + us(floor);
             clause += ss.value("floor_beaten", false)
-                          ? ", yet the kernel ran in " + us(t) + ": the floor is under-estimated, not a bound for this kernel"
+                          ? ", yet the kernel ran in " + us(t) + ": the floor is too high, not a bound for this kernel"
                           : ": " + fmt("%.0f%%", 100 * ss.value("fraction", 0.0)) + " of the limit";
         }
         clause += " (" + rate_text(ss.value("achieved_gbs", 0.0)) + " achieved)";
@@ -332,7 +335,7 @@ std::string result_summary(const nlohmann::json& v) {
     if (d.contains("sol") && d["sol"].is_object() && d["sol"].value("fraction", 0.0) > 0)
         out += (out.empty() ? "" : "; ") + fmt("%.0f%% of the speed of light", 100 * d["sol"].value("fraction", 0.0));
     else if (d.contains("sol") && d["sol"].is_object() && d["sol"].value("floor_beaten", false))
-        out += (out.empty() ? "" : "; ") + std::string("faster than a speed-of-light floor (the floor is under-estimated)");
+        out += (out.empty() ? "" : "; ") + std::string("faster than a speed-of-light floor (the floor is too high)");
     return out;
 }
 

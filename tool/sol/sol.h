@@ -41,8 +41,8 @@
 // "binding" in the JSON, and the text). A kernel's fraction of the speed of light is floor /
 // measured time (1.0 = at the limit); over several timed shape sets the fraction is the weighted
 // geometric mean of the sets' fractions, as for speedups. Where a measured kernel is FASTER than a
-// set's floor, that floor is not a bound for it (under-estimated: a rate or an algorithm the table
-// does not know): the set's fraction and the overall one are 0 (unknown, never above 100%), the
+// set's floor, that floor is not a bound for it (too high: a rate or an algorithm the table does not
+// know): the set's fraction and the overall one are 0 (unknown, never above 100%), the
 // set is marked "floor_beaten" with the raw floor / time in "floor_ratio", and the text says so
 // instead of printing a percentage.
 #pragma once
@@ -174,15 +174,18 @@ struct Sol {
 };
 
 // Figures for measured kernel times: (shape set, kernel us) pairs; sets without a floor or a time
-// are left out.
-Sol measure(const Limits& limits, const std::vector<std::pair<int, double>>& kernel_us);
+// are left out. `empty_call_us`: (shape set, the judge's time for an empty call in that run) where
+// known; a set's launch floor is then the lower of kLaunchFloorUs and it (an empty call is the
+// fastest any call can be; the constant is an estimate that a fast launch path can beat).
+Sol measure(const Limits& limits, const std::vector<std::pair<int, double>>& kernel_us,
+            const std::vector<std::pair<int, double>>& empty_call_us = {});
 
 // For prompts, before any kernel: one line per timed shape set with bytes, FLOPs and floors.
 std::string limits_text(const Task& task, const Limits& limits);
 // For feedback and reports: "127 us; the memory floor (4.80 TB/s, datasheet peak) is 112 us: 88% of
 // the limit (3.9 TB/s achieved)", one such clause per timed set ("M=4096 N=4096: ..."), empty when
 // nothing is known. A beaten floor gives no percentage: "...; the compute floor (...) is 130 us, yet
-// the kernel ran in 100 us: the floor is under-estimated, not a bound for this kernel".
+// the kernel ran in 100 us: the floor is too high, not a bound for this kernel".
 // Reads the JSON form (Sol::to_json(), as stored in validation details under "sol").
 std::string sol_line(const nlohmann::json& sol_json);
 inline std::string sol_line(const Sol& sol) { return sol_line(sol.to_json()); }
