@@ -6,6 +6,7 @@
 #include "baseline/baseline.h"
 #include "common/fs.h"
 #include "common/process.h"
+#include "gpu_kernels.h"  // write_transcript (tests/evolve)
 
 namespace kevo {
 namespace {
@@ -84,6 +85,42 @@ TEST(BaselineGpu, BenchReportsFastPAndGeomeanOverEachBaseline) {
     std::string md = read_file(out / "report.md");
     EXPECT_NE(md.find("| geomean speedup over torch.compile (Inductor, default mode), precision pytorch (correct tasks) |"), std::string::npos) << md;
     std::cout << md;
+}
+
+// `search --fitness-baseline compile`: the fitness (and the best's speedup) is over torch.compile,
+// measured once at the start; the speedup over the reference stays beside it.
+TEST(BaselineGpu, SearchWithFitnessOverTorchCompile) {
+    if (!gpu().present) GTEST_SKIP() << "no CUDA device here";
+    TempDir dir("kevo-baseline-search");
+    const std::string kernel = read_file(fixture() / "kernel.cu");
+    write_transcript(dir.path() / "t.jsonl", {kernel, kernel, kernel, kernel});
+    auto p = kernelevo({"search", "--task", (fixture() / "task.json").string(), "--out", (dir.path() / "kernels").string(), "--state",
+                        (dir.path() / "s.db").string(), "--replay", (dir.path() / "t.jsonl").string(), "--llm-replay-in-order",
+                        "--islands", "1", "--children", "1", "--generations", "0", "--mode", "full", "--timing-trials", "20",
+                        "--no-profile", "--fitness-baseline", "compile", "--json"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.err.find("kernelevo: fitness: speedup over torch.compile (Inductor, default mode), "), std::string::npos) << p.err;
+    auto j = nlohmann::json::parse(p.out);
+    const auto& best = j["best"];
+    EXPECT_EQ(best["fitness_baseline"], "compile") << best.dump(2);
+    EXPECT_GT(best["speedup_over_reference"].get<double>(), 0) << best.dump(2);
+    EXPECT_NEAR(best["speedup"].get<double>(), best["baselines"]["compile"]["speedup"].get<double>(), 1e-9) << best.dump(2);
+    EXPECT_GT(best["baselines"]["eager"]["speedup"].get<double>(), 0) << best.dump(2);
+}
+
+// A task without a PyTorch module cannot be searched over torch.compile: exit 2, before any request.
+TEST(BaselineGpu, FitnessOverCompileOfALibTorchTaskIsExitTwo) {
+    if (!gpu().present) GTEST_SKIP() << "no CUDA device here";
+    TempDir dir("kevo-baseline-search");
+    write_transcript(dir.path() / "t.jsonl", {read_file(fixture() / "kernel.cu")});
+    auto p = kernelevo({"search", "--task", (fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json").string(), "--out",
+                        (dir.path() / "kernels").string(), "--state", (dir.path() / "s.db").string(), "--replay",
+                        (dir.path() / "t.jsonl").string(), "--llm-replay-in-order", "--fitness-baseline", "compile"});
+    EXPECT_EQ(p.exit_code, 2) << p.err;
+    EXPECT_NE(p.err.find("--fitness-baseline compile: torch.compile (Inductor, default mode) not run: the task has no PyTorch module"),
+              std::string::npos)
+        << p.err;
+    EXPECT_FALSE(fs::exists(dir.path() / "s.db"));
 }
 
 }  // namespace
