@@ -58,9 +58,11 @@ std::string failure_words(const kevo::JobTensor& d, const void* got, const void*
     if (!v.elements_ok) {
         ss << st.mismatches << " of " << d.numel() << " elements ";
         if (exact) ss << "differ (compared exactly).\n";
-        else
+        else if (t.scale > 0 && std::isfinite(t.scale))
             ss << "outside atol " << fmt(t.abs) << " + rtol " << fmt(t.rtol) << "*|expected| (the task's atol " << fmt(atol)
                << " times min(1, " << fmt(t.scale) << "), the RMS of the expected output: tolerances follow each output's scale).\n";
+        else
+            ss << "outside atol " << fmt(t.abs) << " + rtol " << fmt(t.rtol) << "*|expected| (the task's own atol: the expected output is all zero, or too large for its RMS).\n";
         ss << element("first mismatch", st.first_bad, d, got, expected) << "\n";
         if (st.worst != ~0ull)
             ss << element("worst element", st.worst, d, got, expected) << " (|diff| " << fmt(bits_float(st.max_diff_bits)) << ")";
