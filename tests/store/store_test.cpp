@@ -59,9 +59,13 @@ TEST_P(StoreContract, MetaCallsAndBudgetPersistAcrossReopen) {
         c.cost_usd = 0.5;
         EXPECT_GT(s->add_llm_call(c), 0);
         c.key = "g1.i0.c0.a0";
-        const int64_t id = s->add_llm_call(c);
+        bool inserted = false;
+        const int64_t id = s->add_llm_call(c, &inserted);
+        EXPECT_TRUE(inserted);
         c.reply = "a second reply";
         EXPECT_EQ(s->add_llm_call(c), id);  // keys are unique: the stored call stands, nothing is added
+        EXPECT_EQ(s->add_llm_call(c, &inserted), id);
+        EXPECT_FALSE(inserted) << "the caller must read the stored call back";
     }
     auto s = open_store(redis() ? where : "sqlite:" + where);
     EXPECT_TRUE(store_exists(where));

@@ -186,10 +186,12 @@ store::LlmCall SlotRunner::llm_call(const std::string& key, const std::string& k
     call.completion_tokens = resp.usage.completion_tokens;
     call.cost_usd = resp.usage.cost_usd;
     call.latency_s = resp.latency_s;
-    call.id = s_.store.add_llm_call(call);
+    bool ours = false;
+    call.id = s_.store.add_llm_call(call, &ours);
     // The stored call is the one that stands: ours, or one a second writer stored first under
-    // this key (the store keeps the first and never fails on the second).
-    if (auto stored = s_.store.find_llm_call(key)) call = *stored;
+    // this key (the store keeps the first and never fails on the second), read back only then.
+    if (!ours)
+        if (auto stored = s_.store.find_llm_call(key)) call = *stored;
     std::lock_guard<std::mutex> lock(s_.mu);
     s_.progress.tokens += call.prompt_tokens + call.completion_tokens;
     s_.progress.cost_usd += call.cost_usd;

@@ -104,7 +104,7 @@ return v
 const char* kAddCallScript = R"lua(
 local P = ARGV[1]
 local stored = redis.call('HGET', P .. 'llm:ids', ARGV[2])
-if stored then return tonumber(stored) end  -- stored first by another writer: that one stands
+if stored then return -tonumber(stored) end  -- stored first by another writer: that one stands (negated)
 local id = redis.call('INCR', P .. 'llm:seq')
 redis.call('HSET', P .. 'llm:ids', ARGV[2], id)
 redis.call('HSET', P .. 'llm:' .. id, 'id', id, 'key', ARGV[2], 'kind', ARGV[3], 'request', ARGV[4],
@@ -275,12 +275,13 @@ public:
         if (r->type != REDIS_REPLY_ARRAY) return std::nullopt;
         return call_of(fields(r.get()));
     }
-    int64_t add_llm_call(const LlmCall& c) override {
+    int64_t add_llm_call(const LlmCall& c, bool* inserted = nullptr) override {
         std::lock_guard<std::mutex> lock(mu_);
         Reply r = eval(kAddCallScript, {c.key, c.kind, dumps(c.request), c.reply, c.model, num(c.prompt_tokens),
                                         num(c.completion_tokens), num(finite(c.cost_usd)), num(finite(c.latency_s)),
                                         num(c.created ? c.created : now_unix())});
-        return r->integer;
+        if (inserted) *inserted = r->integer > 0;
+        return r->integer > 0 ? r->integer : -r->integer;
     }
     Spent spent() override {
         std::lock_guard<std::mutex> lock(mu_);

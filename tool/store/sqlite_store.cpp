@@ -271,9 +271,11 @@ public:
         while (s.step()) out.push_back(read_call(s));
         return out;
     }
-    int64_t add_llm_call(const LlmCall& c) override {
+    int64_t add_llm_call(const LlmCall& c, bool* inserted = nullptr) override {
         std::lock_guard<std::mutex> lock(mu_);
-        if (insert_call(c)) return sqlite3_last_insert_rowid(db_);
+        const bool ours = insert_call(c);
+        if (inserted) *inserted = ours;
+        if (ours) return sqlite3_last_insert_rowid(db_);
         Stmt s(db_, "SELECT id FROM llm_calls WHERE key=?");  // stored first by another writer: that one stands
         s.bind(1, c.key);
         s.step();

@@ -140,7 +140,7 @@ public:
         s_->put_meta(key, redact_json(value));
     }
     std::optional<LlmCall> find_llm_call(const std::string& key) override { return s_->find_llm_call(key); }
-    int64_t add_llm_call(const LlmCall& call) override { return s_->add_llm_call(call); }
+    int64_t add_llm_call(const LlmCall& call, bool* inserted = nullptr) override { return s_->add_llm_call(call, inserted); }
     Spent spent() override { return s_->spent(); }
     std::vector<LlmCall> llm_calls() override { return s_->llm_calls(); }
     void add_batch(const std::vector<BatchRequest>& requests) override {

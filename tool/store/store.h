@@ -101,7 +101,8 @@ public:
     // Inserts the call; returns its id. The budget spent grows with it. When a call with that key is
     // stored already (a second writer got there first), writes nothing and returns the stored call's
     // id: the caller reads that call back with find_llm_call() and uses it, never a second copy.
-    virtual int64_t add_llm_call(const LlmCall& call) = 0;
+    // `inserted` (when given) says which: true when `call` itself was stored (no need to read it back).
+    virtual int64_t add_llm_call(const LlmCall& call, bool* inserted = nullptr) = 0;
     virtual Spent spent() = 0;
     virtual std::vector<LlmCall> llm_calls() = 0;  // by id
 
