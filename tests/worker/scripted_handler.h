@@ -2,6 +2,7 @@
 //   COMPILE_ERROR  the compile fails          MISMATCH     the run finds a wrong output
 //   SPEEDUP=<x>    correct, x times faster    DELAY_MS=<n> the run (or compile) takes n ms
 //   CRASH          the worker process dies (SIGKILL) while running it
+//   THROW          the job fails with an error that quotes the source
 // Compile jobs put the source's bytes in the queue as the "object"; run jobs fetch and verify it.
 // Every job a handler finishes is appended as "<kind> <job id> <worker>" to log_path when set.
 #pragma once
@@ -32,6 +33,7 @@ public:
     nlohmann::json handle(const Claimed& job, Queue& queue, const std::function<void(const std::string&)>& log) override {
         const std::string& src = job.spec.source;
         if (src.find("CRASH") != std::string::npos) ::kill(::getpid(), SIGKILL);
+        if (src.find("THROW") != std::string::npos) throw UsageError("scripted failure of: " + src);
         std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(marker(src, "DELAY_MS", default_delay_ms))));
         nlohmann::json r;
         if (job.spec.kind == "compile") {

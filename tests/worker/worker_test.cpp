@@ -572,6 +572,21 @@ TEST_F(NoWorker, CtrlCStopsTheSearch) {
     EXPECT_EQ(count(err, warning), 1u) << err;
 }
 
+// Issue 37: a job's error quotes text about an untrusted kernel; the worker's log escapes it.
+TEST_F(QueueTest, AWorkersLogEscapesTerminalControlsFromAJob) {
+    Child w(driver("w1"), log("w1"));
+    Queue q(url);
+    JobSpec s{"compile", "sm_90", "t", "r", "THROW \x1b]0;owned\x07\x1b[2J", ""};
+    EXPECT_FALSE(q.submit(s, "c1"));
+    auto got = collect(q, "c1", {s.id()}, 30);
+    ASSERT_EQ(got.size(), 1u) << read_file(log("w1"));
+    ASSERT_TRUE(eventually([&] { return read_file(log("w1")).find("scripted failure of") != std::string::npos; }, 10));
+    const std::string text = read_file(log("w1"));
+    EXPECT_EQ(text.find('\x1b'), std::string::npos) << "a raw ESC reached the worker's terminal";
+    EXPECT_EQ(text.find('\x07'), std::string::npos) << "a raw BEL reached the worker's terminal";
+    EXPECT_NE(text.find("THROW \\x1b]0;owned\\x07"), std::string::npos) << text;
+}
+
 TEST(WorkerCli, RefusesBadUsage) {
     auto run = [](std::vector<std::string> args) {
         ProcessOptions o;

@@ -25,6 +25,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "compile/arch_support.h"
 #include "evolve/search.h"
 #include "llm/budget.h"
@@ -213,11 +214,11 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     a.llm.model_seed = cfg.seed;
     if (a.llm.models.size() == 1) cfg.model = llm::parse_model_choice(a.llm.models[0]).name;
     if (!a.llm.price.empty()) cfg.price = llm::parse_price(a.llm.price);
-    cfg.log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
+    cfg.log = [](const std::string& line) { std::cerr << "\nkernelevo: " << printable(line) << "\n"; };
 
     // Usage and setup errors (exit 2) come before any LLM request and before the state store is
     // touched: the LLM configuration (URL, models, key), the architecture, the GPU.
-    auto log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
+    auto log = [](const std::string& line) { std::cerr << "\nkernelevo: " << printable(line) << "\n"; };
     std::shared_ptr<llm::Provider> provider;
     std::unique_ptr<llm::Client> client;
     if (!a.llm.replay.empty()) {
@@ -245,13 +246,13 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
 #ifdef KEVO_WITH_WORKERS
         store::parse_store_location(a.workers);  // registers a Redis password before anything is printed
         evaluator = std::make_unique<worker::RemoteEvaluator>(
-            a.workers, task, vo, [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; });
+            a.workers, task, vo, [](const std::string& line) { std::cerr << "\nkernelevo: " << printable(line) << "\n"; });
 #else
         throw UsageError("--workers: this kernelevo was built without Redis support (install libhiredis-dev and rebuild)");
 #endif
     } else {
         auto local = std::make_unique<ValidatorEvaluator>(validator);
-        local->log = [](const std::string& line) { std::cerr << "\nkernelevo: " << line << "\n"; };
+        local->log = [](const std::string& line) { std::cerr << "\nkernelevo: " << printable(line) << "\n"; };
         if (cfg.profile_best) {  // new best kernels run once more, alone, under ncu (kernelevo-bench)
             local->profile_options = profile::bench_profile_options();
             local->profile_command = [&task, bench = profile::default_bench()](const CompileResult& c) {

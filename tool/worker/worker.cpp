@@ -13,6 +13,7 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
+#include "common/text.h"
 
 namespace kevo::worker {
 namespace {
@@ -192,7 +193,8 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
     nlohmann::json dev = handler.device();
     auto log = [&](const std::string& line) {
         std::string l = clock_text() + " " + line;
-        std::cerr << "kernelevo worker " << opt.name << ": " << line << "\n";
+        // Job errors quote compiler output about untrusted kernels: escaped for the terminal.
+        std::cerr << "kernelevo worker " << opt.name << ": " << printable(redact(line)) << "\n";
         std::lock_guard<std::mutex> lock(mu);
         logs.push_back(redact(l));
         while (static_cast<int>(logs.size()) > opt.log_lines) logs.pop_front();
