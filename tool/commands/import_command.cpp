@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/validators.h"
+#include "task/task.h"
 #include "commands/commands.h"
 #include "kernelbench/kernelbench.h"
 
@@ -53,6 +54,11 @@ void register_import_command(CLI::App& app, int& rc) {
         ->check(CLI::NonNegativeNumber);
     kb->add_option("--jobs", o->jobs, "Problems imported at once on the CPU (0: min(4, cores)); on the GPU one Python at a time holds the GPU lock")->capture_default_str()->check(CLI::NonNegativeNumber);
     kb->add_option("--timeout", o->timeout_s, "Seconds allowed per problem")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    kb->add_option("--precision", o->precision,
+                   "Precision policy of the tasks: " + precision_choices() + " (pytorch: the reference is timed as "
+                   "PyTorch runs it by default, cuDNN convolutions in TF32; strict: fp32 everywhere). Correctness is judged "
+                   "against strict fp32 with a tolerance that admits the policy's own error, measured per problem")
+        ->capture_default_str();
     kb->add_flag("--no-sandbox", o->no_sandbox,
                  "Run the problem files' Python with your own rights (network, home directory, environment): UNSAFE, "
                  "only for files you trust or where bubblewrap cannot run");

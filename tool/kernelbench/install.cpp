@@ -42,7 +42,8 @@ std::string text_or_empty(const nlohmann::json& obj, const char* key) {
 
 // The task to write, from the importer's result: its own name, the suite's generic reference (never
 // what the result says), and the files it names (`files`), each a plain name checked above.
-nlohmann::json checked_task(const nlohmann::json& result, const std::string& name, std::set<std::string>& files) {
+nlohmann::json checked_task(const nlohmann::json& result, const std::string& name, std::set<std::string>& files,
+                            const nlohmann::json& precision) {
     if (!result.contains("task_json") || !result["task_json"].is_object()) throw NotInstalled("the result holds no task");
     nlohmann::json task = result["task_json"];
     if (text_or_empty(task, "name") != name)
@@ -62,6 +63,8 @@ nlohmann::json checked_task(const nlohmann::json& result, const std::string& nam
         }
     }
     task["reference"] = r;
+    task.erase("precision");  // the tool's choice, not the sandboxed importer's
+    if (!precision.is_null()) task["precision"] = precision;
     if (!task.contains("inputs") || !task["inputs"].is_array()) throw NotInstalled("the task has no inputs list");
     for (const auto& in : task["inputs"]) {
         if (!in.is_object() || !in.contains("init") || !in["init"].is_object()) continue;  // load_task says what is wrong
@@ -125,11 +128,12 @@ void remove_private_dir(const fs::path& dir) {
     fs::remove_all(dir, ec);
 }
 
-void install_result(nlohmann::json& result, const fs::path& private_dir, const fs::path& out, const std::string& name) {
+void install_result(nlohmann::json& result, const fs::path& private_dir, const fs::path& out, const std::string& name,
+                    const nlohmann::json& precision) {
     fs::path stage;
     try {
         std::set<std::string> files;
-        const nlohmann::json task = checked_task(result, name, files);
+        const nlohmann::json task = checked_task(result, name, files, precision);
         stage = fresh_dir(out, "." + name + ".install-");
         for (const auto& f : files) copy_checked(private_dir / name / f, stage / f);
         // Its name, description and reference first, as the importer writes a task.

@@ -196,7 +196,7 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
     j["name"] = name;  // the tool's name for it, whatever the result said
     if (!r.fatal.empty()) j["fatal"] = r.fatal;
     note_sandbox_denial(j, s.sandboxed);
-    if (j.value("status", "") == "ok") install_result(j, priv, s.out, name);
+    if (j.value("status", "") == "ok") install_result(j, priv, s.out, name, parse_precision(s.o->precision, "--precision").to_json());
     j.erase("task_json");
     return j;
 }
@@ -334,6 +334,12 @@ ImportSummary import_problems(const ImportOptions& o) {
     const std::vector<fs::path> files = expand(o.files);
     if (files.empty()) throw UsageError("no problem files given");
     if (o.out.empty()) throw UsageError("--out: required");
+    // The policy and its flags for the importer (it measures the policy's error; "task" is what task.json says).
+    if (kevo_precision_from_name(o.precision.c_str()) < 0)
+        throw UsageError("--precision " + o.precision + ": unknown precision policy (expected one of: " + precision_choices() + ")");
+    const Precision precision = parse_precision(o.precision, "--precision");
+    const nlohmann::json precision_arg = {{"task", precision.to_json()}, {"policy", precision.name()},
+                                          {"cudnn_tf32", precision.cudnn_tf32}, {"matmul_tf32", precision.matmul_tf32}};
     const std::vector<std::string> sources = problem_sources(files);
     const ReferenceSupport refs = reference_support();
     if (!refs.available) throw UsageError("this kernelevo was built without LibTorch: it cannot build the generic reference");
@@ -383,7 +389,8 @@ ImportSummary import_problems(const ImportOptions& o) {
     s.executable = s.sandboxed ? s.py.executable : s.python;
     s.importer_args = {(dir / "import_kernelbench.py").string(), "--reference-source", (s.out / kReferenceName).string(),
                        "--device", s.device, "--refcheck", refcheck.string(), "--library", conf.library.string(),
-                       "--max-numel", std::to_string(o.max_numel), "--timeout", std::to_string(static_cast<long>(o.timeout_s))};
+                       "--max-numel", std::to_string(o.max_numel), "--timeout", std::to_string(static_cast<long>(o.timeout_s)),
+                       "--precision", precision_arg.dump()};
     std::vector<nlohmann::json> results = run_all(s, sources, jobs, t0);
     return summarize(o, s, rb, torch_version, conf.label, results, t0);
 }

@@ -2,6 +2,7 @@
 // directories that validate without Python (a TorchScript model run by one generic C++ reference,
 // the model's weights as file inputs), and verifies each import against the Python model.
 #pragma once
+#include "task/task.h"
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct ImportOptions {
     // results; no home, allowlisted environment); true runs it with the user's rights
     // (--no-sandbox, documented as unsafe). Without bwrap the import is an error, never silently unconfined.
     bool no_sandbox = false;
+    // The tasks' precision policy (task.json "precision", a KEVO_PRECISION_LIST name): what their
+    // reference is timed as; the importer widens the tolerance to admit the policy's own error.
+    std::string precision = kevo_precision_name(KEVO_PRECISION_PYTORCH);
 };
 
 struct ImportSummary {

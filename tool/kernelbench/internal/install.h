@@ -33,7 +33,9 @@ void remove_private_dir(const std::filesystem::path& dir);
 // the reference to the suite's generic one, copies those files, writes task.json from the result and
 // loads it as a task; then replaces OUT/NAME/ with it. On any failure the result becomes "failed"
 // with the reason and OUT/NAME/ is left as it was. result["task"] becomes the installed task.json.
+// `precision` is the task's "precision" as the tool chose it (Precision::to_json(); null: the
+// default), never what the result says.
 void install_result(nlohmann::json& result, const std::filesystem::path& private_dir, const std::filesystem::path& out,
-                    const std::string& name);
+                    const std::string& name, const nlohmann::json& precision = nullptr);
 
 }  // namespace kevo::kernelbench
