@@ -333,8 +333,6 @@ std::string collapse_whitespace(const std::string& text) {
     return out;
 }
 
-ProcessResult run_cxx(std::vector<std::string> args, const std::filesystem::path& cwd) {
-    ProcessOptions o;
 // Why a tolerance is no check (empty: it is one). At 1 or more, atol or rtol lets an all-zero output
 // pass the judge's rule (tool/device/tolerance.h: |0 - y| = |y| <= rtol * |y|, and atol applies up to
 // atol times the output's scale), so the task is refused rather than judged by it.
@@ -350,6 +348,8 @@ std::string tolerance_problem(double atol, double rtol) {
     return "";
 }
 
+ProcessResult run_cxx(std::vector<std::string> args, const std::filesystem::path& cwd) {
+    ProcessOptions o;
     o.argv = {"c++"};
     o.argv.insert(o.argv.end(), args.begin(), args.end());
     o.cwd = cwd;
