@@ -269,8 +269,10 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     if (validates_here) require_local_gpu(validator, arch);
     // --fitness-baseline compile|eager (issue 35, tool/baseline): measured once, here, on the timed
     // shapes; the search then optimizes and reports the speedup over it.
+    // Without it they are still timed here, before the judge holds GPU memory, for the summary.
     std::optional<baseline::Result> torch_baselines;
     std::unique_ptr<Evaluator> fitness_evaluator;
+    if (a.fitness_baseline == "reference" && validates_here && !a.no_baselines) torch_baselines = measure_torch_baselines(a, task, validator);
     if (a.fitness_baseline != "reference") {
         if (!a.workers.empty())
             throw UsageError("--fitness-baseline " + a.fitness_baseline + " times PyTorch on this host's GPU: not with --workers");
@@ -449,7 +451,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
         // The best beside the PyTorch baselines (issue 35), each labelled, or why one was not run.
         if (!torch_baselines) torch_baselines = a.no_baselines ? no_torch_baselines(task) : measure_torch_baselines(a, task, validator);
         if (!quiet())
-            std::cerr << "kernelevo: the best kernel over the LibTorch reference: "
+            std::cerr << "kernelevo: the best kernel over the LibTorch reference (precision " << task.precision.label() << "): "
                       << best.details.value("speedup", best.speedup) << "x; over the PyTorch baselines:\n"
                       << baseline::speedup_lines(*torch_baselines, ValidationResult::from_json(best.details).shapes, "kernelevo:   ");
     } else {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include "cli/cli.h"
@@ -54,16 +55,16 @@ void print_reference_precision(const nlohmann::json& details) {
 void print_human(const Task& task, const ValidationResult& r) {
     std::cout << task.name << " on " << (r.gpu.empty() ? "(no GPU)" : r.gpu) << " (" << r.arch << "): " << status_name(r.status) << "\n";
     if (r.status == Status::ok) {
-        char b[256];
+        char b[512];
         std::snprintf(b, sizeof b, "  correctness  %d trials over %zu shape set(s), max |diff| %.3g (atol %g, rtol %g)\n", r.trials,
                       task.shapes.size(), r.max_abs_diff, task.atol, task.rtol);
         std::cout << b;
         if (!task.tolerance_policy.empty()) std::cout << "  tolerance    " << task.tolerance_policy << "\n";
         print_reference_precision(r.details);
         if (r.kernel_us > 0) {
-            std::snprintf(b, sizeof b, "  kernel       %s (spread %.1f%%)\n  reference    %s (spread %.1f%%)\n  speedup      %.3fx over the LibTorch reference%s\n",
+            std::snprintf(b, sizeof b, "  kernel       %s (spread %.1f%%)\n  reference    %s (spread %.1f%%)\n  speedup      %.3fx over the LibTorch reference (precision %s)%s\n",
                           us(r.kernel_us).c_str(), 100 * r.kernel_spread, us(r.reference_us).c_str(), 100 * r.reference_spread,
-                          r.speedup, r.suspicious ? "  (suspicious: check by hand)" : "");
+                          r.speedup, task.precision.label().c_str(), r.suspicious ? "  (suspicious: check by hand)" : "");
             std::cout << b;
             // Where LibTorch's defaults run TF32, the reference in strict fp32 (what correctness is
             // judged against) was timed too; the speedup above stays the one against the defaults.
@@ -135,7 +136,7 @@ int repeat_runs(Validator& v, const CompileResult& c, int n, bool as_json, bool 
 }
 // The PyTorch baselines beside a correct, timed kernel (tool/baseline): measured in the sandbox under
 // the GPU lock, or "not run: <reason>" (--no-baselines, a task without a PyTorch module, no PyTorch 2).
-baseline::Result baselines(const ValidateArgs& a, const Task& task, Validator& v, bool progress) {
+baseline::Result baselines(const ValidateArgs& a, const Task& task, const DeviceInfo& device, bool progress) {
     baseline::Result b;
     if (a.no_baselines) {
         b.precision = baseline::task_precision(task);
@@ -150,7 +151,7 @@ baseline::Result baselines(const ValidateArgs& a, const Task& task, Validator& v
     if (a.seed) o.seed = a.seed;
     if (progress && baseline::no_module_reason(task.file.parent_path()).empty())
         std::cerr << "kernelevo: timing the PyTorch baselines (eager, torch.compile) ...\n";
-    return baseline::measure(task, o, v.device());
+    return baseline::measure(task, o, device);
 }
 }  // namespace
 
@@ -231,14 +232,14 @@ void register_validate_command(CLI::App& app, int& rc) {
         opt.compile.backend = args->backend;
         opt.compile.python = args->python;
         opt.compile.task = std::make_shared<const Task>(task);
-        Validator v(task, opt);
+        auto v = std::make_unique<Validator>(task, opt);  // ended before the baselines run (below)
         // An architecture the toolkit cannot compile is a setup error, not a failed candidate.
-        require_toolkit_arch(v.arch(), opt.compile);
+        require_toolkit_arch(v->arch(), opt.compile);
         const bool progress = !args->json && !quiet();
         if (progress)
-            std::cerr << "kernelevo: compiling " << args->kernel << " for " << v.arch()
+            std::cerr << "kernelevo: compiling " << args->kernel << " for " << v->arch()
                       << (candidate_backend(source, opt.compile) == "triton" ? " (Triton, ahead of time)" : "") << " ...\n";
-        CompileResult c = v.compile(source);
+        CompileResult c = v->compile(source);
         if (progress && c.ok) {
             char b[64];
             std::snprintf(b, sizeof b, "%.2f s", c.seconds);
@@ -246,15 +247,20 @@ void register_validate_command(CLI::App& app, int& rc) {
             if (verbose() && !c.log.empty()) std::cerr << "kernelevo: compiler output:\n" << c.log << "\n";
         }
         if (args->repeat > 1 && c.ok) {  // a compile error is reported once, below
-            rc = repeat_runs(v, c, args->repeat, args->json, progress);
+            rc = repeat_runs(*v, c, args->repeat, args->json, progress);
             return;
         }
-        ValidationResult r = v.run(c);
+        ValidationResult r = v->run(c);
         annotate_resources(r, c);
-        auto [gbs, source_of_gbs] = sol::bandwidth_of(v.device(), r.ok() ? v.measured_bandwidth_gbs() : 0.0);
-        annotate_sol(r, task, gbs, source_of_gbs, v.device().sm_count);
+        auto [gbs, source_of_gbs] = sol::bandwidth_of(v->device(), r.ok() ? v->measured_bandwidth_gbs() : 0.0);
+        annotate_sol(r, task, gbs, source_of_gbs, v->device().sm_count);
         std::optional<baseline::Result> base;
-        if (r.ok() && r.kernel_us > 0) base = baselines(*args, task, v, progress);
+        if (r.ok() && r.kernel_us > 0) {
+            // The judge keeps GPU memory (its timing copies) while it lives: it ends before PyTorch runs.
+            const DeviceInfo device = v->device();
+            v.reset();
+            base = baselines(*args, task, device, progress);
+        }
         if (args->json) {
             nlohmann::json j = r.to_json();
             if (base) j["baselines"] = baseline::speedups_json(*base, r.shapes);

@@ -221,8 +221,12 @@ std::string report_text(store::Store& st) {
         s << "Batches: " << files << " file(s), " << batched.size() << " requests: " << answered << " answered, "
           << failed_lines << " failed, " << waiting << " waiting (last: " << batched.back().file << ")\n";
     }
+    // Over what, at which precision: the judge's words for the timed reference ("precision pytorch (cuDNN TF32 on, ...)").
+    const nlohmann::json* rp = best && best->details.contains("reference_precision") ? &best->details["reference_precision"] : nullptr;
+    const std::string timed = rp && rp->is_object() ? rp->value("timing", std::string()) : std::string();
     if (best)
-        s << "Best: " << fmt("%.3f", best->speedup) << "x (program #" << best->id << ", generation " << best->generation
+        s << "Best: " << fmt("%.3f", best->speedup) << "x over the LibTorch reference" << (timed.empty() ? "" : " (" + timed + ")")
+          << " (program #" << best->id << ", generation " << best->generation
           << ", island " << best->island << ", " << best->origin << ")"
           << (sol::result_summary(best->details).empty() ? "" : ": " + sol::result_summary(best->details)) << "\n";
     else

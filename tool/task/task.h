@@ -75,6 +75,9 @@ struct Precision {
     nlohmann::json to_json() const;
     // "cuDNN TF32 on, cuBLAS TF32 off": what the timed reference runs with.
     std::string flags() const;
+    // "pytorch (cuDNN TF32 on, cuBLAS TF32 off)": the policy and its flags, as the reference library's
+    // kevo_ref_precision() says them (reports: "speedup over the LibTorch reference (precision <label>)").
+    std::string label() const { return std::string(name()) + " (" + flags() + ")"; }
     // One line for prompts and reports, "pytorch: as PyTorch ...; the reference is timed with cuDNN TF32
     // on, cuBLAS TF32 off; correctness is judged against the reference in strict fp32 (TF32 off)".
     std::string describe() const;
