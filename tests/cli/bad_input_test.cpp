@@ -128,6 +128,9 @@ TEST(BadInput, OutOfRangeAndNonFiniteOptionsAreRefusedBeforeAnyState) {
         {{"--llm-replay", (dir.path() / "a.jsonl").string(), "--replay", (dir.path() / "b.jsonl").string()}, "--llm-replay excludes --replay"},
         {{"--llm-url", "http://127.0.0.1:9/v1\r\nX-Injected: 1"}, "--llm-url: must not contain control characters (\\x0d at character 22)"},
         {{"--llm-url", "http://127.0.0.1:9/v1\n"}, "--llm-url: must not contain control characters (\\x0a"},
+        {{"--llm-replay", (dir.path() / "a.jsonl").string(), "--llm-replay", (dir.path() / "b.jsonl").string()},
+         "--llm-replay is given 2 times: give it once"},
+        {{"--seed", "1", "--seed", "2"}, "--seed is given 2 times: give it once"},
     };
     for (const auto& [extra, why] : cases) {
         auto r = kernelevo(batch_search(state, dir.path(), extra), kEnv);

@@ -157,6 +157,8 @@ std::string validation_message(const CLI::App& root, const std::string& what) {
     }
     if (std::regex_match(rest, r, missing)) return name + ": no such " + (r[1] == "Directory" ? "directory" : "file") + ": " + std::string(r[2]);
     if (std::regex_match(rest, r, std::regex(R"(^\d+ required .* missing$)"))) return name + " needs a value";
+    if (std::regex_match(rest, r, std::regex(R"(^At Most 1 required but received (\d+)$)")))
+        return name + " is given " + std::string(r[1]) + " times: give it once";  // the last would win silently
     return name + ": " + rest;
 }
 
