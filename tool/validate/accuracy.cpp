@@ -64,7 +64,9 @@ std::vector<std::string> summarize_accuracy(json& details) {
     for (auto& [name, a] : acc.items()) {
         kernelbench = kernelbench && a["kernelbench_check"] == "pass";
         const double used = a.contains("tolerance_used") ? figure(a, "tolerance_used") : 0.0;
-        a["near_tolerance"] = a["pass"].get<bool>() && used > kevo_device::kNearToleranceFraction;
+        const double norm_used = a.contains("rel_l2") && a.contains("rel_l2_bound")
+                                     ? kevo_device::fraction(figure(a, "rel_l2"), figure(a, "rel_l2_bound")) : 0.0;
+        a["near_tolerance"] = kevo_device::is_near_tolerance(a["pass"].get<bool>(), used, norm_used);
         if (a["near_tolerance"].get<bool>())
             warnings.push_back("output '" + name + "' is right only to about its tolerance: it used " + percent(used) +
                                " of it (largest |diff| " + g(figure(a, "max_abs_diff")) + ", relative L2 error " + g(figure(a, "rel_l2")) +
