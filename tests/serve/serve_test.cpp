@@ -112,6 +112,36 @@ TEST(ServeCli, RefusesAnOpenAddressWithoutATokenAndAMalformedOne) {
     EXPECT_NE(r.err.find("expected HOST:PORT"), std::string::npos) << r.err;
 }
 
+// A candidate the judge could not place (GPU memory taken by others) is counted as not judged, not
+// as a failed kernel; so is one stored as a failure marked outside_kernel (states from before).
+TEST(ServeOverview, CountsNotJudgedCandidatesApartFromFailures) {
+    TempDir dir;
+    const fs::path state = dir.path() / "run.db";
+    search(state, 1);
+    ServeOptions o;
+    o.listen = "127.0.0.1:0";
+    o.states = {state.string()};
+    o.scan_cache = false;
+    const nlohmann::json before = Server(o).overview()["runs"][0];
+    {
+        auto store = store::open_store(state.string());
+        store::Program p;
+        p.key = "extra.not_judged";
+        p.source = "// not judged";
+        p.norm_hash = "nj1";
+        p.status = "not_judged";
+        store->put_program(p);
+        p.key = "extra.outside_kernel";
+        p.norm_hash = "nj2";
+        p.status = "runtime_error";
+        p.details = {{"outside_kernel", true}};
+        store->put_program(p);
+    }
+    const nlohmann::json after = Server(o).overview()["runs"][0];
+    EXPECT_EQ(after.value("failed", -1), before.value("failed", -1)) << after.dump(2);
+    EXPECT_EQ(after.value("not_judged", -1), before.value("not_judged", 0) + 2) << after.dump(2);
+}
+
 class ServeRun : public ::testing::Test {
 protected:
     void SetUp() override {

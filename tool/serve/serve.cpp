@@ -23,6 +23,7 @@
 #include "common/hash.h"
 #include "common/process.h"
 #include "common/text.h"
+#include "evolve/waste.h"
 #include "serve/http_guard.h"
 #include "store/store.h"
 #ifdef KEVO_WITH_WORKERS
@@ -290,7 +291,7 @@ struct Server::Impl {
             r["llm_calls"] = spent.calls;
             r["generation"] = s->last_generation();
             std::vector<store::Program> programs = s->programs();
-            int64_t ok = 0, failed = 0, pending = 0;
+            int64_t ok = 0, failed = 0, pending = 0, unjudged = 0;
             double best = 0, t0 = 0;
             int64_t best_id = 0;
             nlohmann::json timeline = nlohmann::json::array();  // [seconds since the first program, best so far]
@@ -306,6 +307,8 @@ struct Server::Impl {
                     timeline.push_back({p.created - t0, best});
                 } else if (p.status == "pending") {
                     ++pending;
+                } else if (evolve::not_judged(p)) {
+                    ++unjudged;  // the judge could not place it (not a kernel failure)
                 } else if (p.status != "duplicate") {
                     ++failed;
                 }
@@ -313,6 +316,7 @@ struct Server::Impl {
             r["ok"] = ok;
             r["failed"] = failed;
             r["pending"] = pending;
+            r["not_judged"] = unjudged;
             r["programs"] = programs.size();
             r["best_speedup"] = best;
             r["best_program"] = best_id;

@@ -9,21 +9,21 @@ const fmt = (v, d = 3) => (typeof v === "number" ? v.toFixed(d) : "");
 const age = (s) => s < 60 ? Math.round(s) + " s ago" : Math.round(s / 60) + " min ago";
 let selectedRun = null, selectedProgram = null, chart = null, chartRun = null, refreshes = 0;
 
-function statusClass(s) { return s === "ok" ? "ok" : (s === "pending" || s === "duplicate" || !s) ? "muted" : "bad"; }
+function statusClass(s) { return s === "ok" ? "ok" : (s === "pending" || s === "duplicate" || s === "not_judged" || !s) ? "muted" : "bad"; }
 
 function renderRuns(runs) {
   const body = $("#runs tbody");
   body.innerHTML = "";
-  if (!runs.length) body.innerHTML = '<tr><td colspan="11" class="muted">no runs yet</td></tr>';
+  if (!runs.length) body.innerHTML = '<tr><td colspan="12" class="muted">no runs yet</td></tr>';
   if (!selectedRun && runs.length) selectedRun = runs.find((r) => !r.error)?.id || runs[0].id;
   for (const r of runs) {
     const tr = document.createElement("tr");
     tr.dataset.run = r.id;
     if (r.id === selectedRun) tr.className = "sel";
     tr.innerHTML = r.error
-      ? `<td>${esc(r.registered?.task || "?")}</td><td colspan="8" class="bad">${esc(r.error)}</td><td>${esc(r.state)}</td><td></td>`
+      ? `<td>${esc(r.registered?.task || "?")}</td><td colspan="9" class="bad">${esc(r.error)}</td><td>${esc(r.state)}</td><td></td>`
       : `<td>${esc(r.task)}</td><td>${esc(r.arch)}</td><td>${r.generation} / ${r.generations}</td>` +
-        `<td class="ok">${fmt(r.best_speedup)}x</td><td>${r.ok}</td><td>${r.failed}</td><td>${r.pending}</td>` +
+        `<td class="ok">${fmt(r.best_speedup)}x</td><td>${r.ok}</td><td>${r.failed}</td><td class="muted">${r.not_judged ?? 0}</td><td>${r.pending}</td>` +
         `<td>${(r.tokens / 1000).toFixed(1)}k</td><td>$${fmt(r.cost_usd, 4)}</td><td>${esc(r.state)}</td>` +
         `<td>${esc(r.stop_reason)}</td>`;
     tr.onclick = () => { selectedRun = r.id; selectedProgram = null; refresh(); };
