@@ -48,11 +48,14 @@ TEST(TuneGpu, FindsTheBestOfAnExhaustiveSweep) {
         if (x.speedup > sweep_best) sweep_best = x.speedup, sweep_point = t.point;
     }
     double tuned_again = v.validate(r.best_source).speedup;
-    std::printf("tuner best %s %.3fx (again %.3fx); sweep best %s %.3fx; tuner GPU %.1f s, wall %.1f s; sweep GPU %.1f s\n",
+    // Informational (a figure, not an assertion: timing belongs in benchmarks): the tuner's time in
+    // Evaluator::run against the sweep's judge job time, and where the tuner's time went.
+    std::printf("tuner best %s %.3fx (again %.3fx); sweep best %s %.3fx; tuner run %.1f s, wall %.1f s; sweep job %.1f s\n%s\n",
                 tune::point_text(r.best_trial()->point).c_str(), r.best_trial()->speedup, tuned_again,
-                tune::point_text(sweep_point).c_str(), sweep_best, r.run_s, r.wall_s, sweep_run_s);
+                tune::point_text(sweep_point).c_str(), sweep_best, r.run_s, r.wall_s, sweep_run_s, r.split.text().c_str());
     EXPECT_GE(tuned_again, 0.97 * sweep_best);  // the same point, or one within timing noise of it
-    EXPECT_LE(r.run_s, 1.2 * sweep_run_s);      // at most 16 validations' GPU time
+    EXPECT_EQ(r.split.points, 16);              // every point's time is accounted for
+    EXPECT_NEAR(r.split.wall_s, r.run_s, 1e-6);
 }
 
 TEST(TuneGpu, CommandWritesTheTunedKernelAndSpeedOfLight) {

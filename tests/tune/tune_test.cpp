@@ -63,6 +63,7 @@ public:
         Evaluation e;
         e.status = Status::ok;
         e.speedup = f_(p);
+        e.details = {{"gpu_lock_wait_s", 0.0005}, {"run_s", 0.001}, {"annotate_s", 0.0002}};  // as the validator reports them
         runs.push_back(p);
         --running_;
         return e;
@@ -210,4 +211,22 @@ TEST(Tune, BadInputIsATuneError) {
     o = TuneOptions{};
     o.max_evals = 0;
     EXPECT_THROW(tune::tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128)\n"), ev, o), TuneError);
+}
+
+TEST(Tune, ResultSplitsTheTimeInsideRun) {
+    FnEvaluator ev(landscape);
+    TuneResult r = tune::tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128 256 512)\nKEVO_TUNABLE(UNROLL, 1, 1 2 4 8)\n"), ev, TuneOptions{});
+    ASSERT_EQ(r.trials.size(), 16u);
+    EXPECT_EQ(r.split.points, 16);
+    EXPECT_NEAR(r.split.wall_s, r.run_s, 1e-9);
+    EXPECT_NEAR(r.split.job_s, 16 * 0.001, 1e-9);
+    EXPECT_NEAR(r.split.lock_wait_s, 16 * 0.0005, 1e-9);
+    EXPECT_NEAR(r.split.annotate_s, 16 * 0.0002, 1e-9);
+    // Each run sleeps 2 ms, more than its reported parts: the rest is 'other' and the parts add up.
+    EXPECT_GT(r.split.other_s, 0);
+    EXPECT_NEAR(r.split.job_s + r.split.lock_wait_s + r.split.annotate_s + r.split.other_s, r.split.wall_s, 1e-9);
+    for (const auto& t : r.trials) EXPECT_GT(t.run_wall_s, 0);
+    nlohmann::json j = r.to_json();
+    EXPECT_EQ(j["run_split"]["points"], 16);
+    EXPECT_NE(r.split.text().find("judge job"), std::string::npos) << r.split.text();
 }

@@ -113,6 +113,7 @@ void register_tune_command(CLI::App& app, int& rc) {
         std::snprintf(b, sizeof b, "%zu variant(s) in %.1f s (%.1f s on the GPU), strategy %s", r.trials.size(), r.wall_s, r.run_s,
                       r.strategy.c_str());
         std::cerr << "kernelevo: " << b << "\n";
+        if (r.split.points > 0) std::cerr << "kernelevo: " << r.split.text() << "\n";
         if (std::all_of(r.trials.begin(), r.trials.end(), [](const tune::Trial& t) { return t.status == Status::no_device; })) {
             std::cerr << "kernelevo: no variant could run here (no_device: " << r.trials[0].feedback << ")\n";
             rc = 2;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <condition_variable>
 #include <mutex>
 #include <regex>
@@ -222,14 +223,41 @@ std::string point_text(const Point& point) {
     return s;
 }
 
+void RunTimeSplit::add(double wall, const nlohmann::json& d) {
+    auto num = [&](const char* k) {
+        auto it = d.is_object() ? d.find(k) : d.end();
+        return it != d.end() && it->is_number() ? it->get<double>() : 0.0;
+    };
+    const double lock = num("gpu_lock_wait_s"), job = num("run_s"), ann = num("annotate_s");
+    ++points;
+    wall_s += wall;
+    lock_wait_s += lock;
+    job_s += job;
+    annotate_s += ann;
+    other_s += std::max(0.0, wall - lock - job - ann);
+}
+
+nlohmann::json RunTimeSplit::to_json() const {
+    return {{"points", points}, {"wall_s", wall_s}, {"lock_wait_s", lock_wait_s}, {"job_s", job_s}, {"annotate_s", annotate_s}, {"other_s", other_s}};
+}
+
+std::string RunTimeSplit::text() const {
+    const double n = points > 0 ? static_cast<double>(points) : 1.0;
+    char b[256];
+    std::snprintf(b, sizeof b, "per point: %.3f s wall = %.3f s judge job + %.3f s GPU lock wait + %.3f s annotation + %.3f s other (hash check, set-up)",
+                  wall_s / n, job_s / n, lock_wait_s / n, annotate_s / n, other_s / n);
+    return b;
+}
+
 nlohmann::json TuneResult::to_json() const {
     nlohmann::json t = nlohmann::json::array();
     for (const auto& x : tunables) t.push_back({{"name", x.name}, {"default", x.default_value}, {"values", x.values}});
     nlohmann::json tr = nlohmann::json::array();
     for (const auto& x : trials)
-        tr.push_back({{"point", x.point}, {"status", status_name(x.status)}, {"speedup", x.speedup}, {"compile_s", x.compile_s}});
+        tr.push_back({{"point", x.point}, {"status", status_name(x.status)}, {"speedup", x.speedup}, {"compile_s", x.compile_s},
+                      {"run_wall_s", x.run_wall_s}});
     nlohmann::json j{{"tunables", t}, {"strategy", strategy}, {"space", space}, {"trials", tr},
-                     {"wall_s", wall_s}, {"run_s", run_s}};
+                     {"wall_s", wall_s}, {"run_s", run_s}, {"run_split", split.to_json()}};
     if (const Trial* b = best_trial()) {
         j["best"] = b->point;
         j["best_speedup"] = b->speedup;
@@ -298,7 +326,9 @@ TuneResult tune(const std::string& source, Evaluator& evaluator, const TuneOptio
                 } else {
                     auto r0 = std::chrono::steady_clock::now();
                     Evaluation ev = evaluator.run(c);
-                    res.run_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
+                    tr.run_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
+                    res.run_s += tr.run_wall_s;
+                    res.split.add(tr.run_wall_s, ev.details);
                     tr.status = ev.status;
                     tr.speedup = ev.ok() ? ev.speedup : 0;
                     tr.feedback = ev.feedback;

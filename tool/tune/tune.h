@@ -61,6 +61,18 @@ struct Trial {
     std::string feedback;
     nlohmann::json details;
     double compile_s = 0;
+    double run_wall_s = 0;  // wall time of Evaluator::run for this point (0 when it did not compile)
+};
+
+// Where the tuner's time inside Evaluator::run goes, summed over the trials (from each evaluation's
+// details: gpu_lock_wait_s, run_s (the judge's job), annotate_s); `other_s` is the rest (the compiled
+// library's hash check, the job's set-up, reading the result back).
+struct RunTimeSplit {
+    int points = 0;  // evaluations run
+    double wall_s = 0, lock_wait_s = 0, job_s = 0, annotate_s = 0, other_s = 0;
+    void add(double wall, const nlohmann::json& details);
+    nlohmann::json to_json() const;
+    std::string text() const;  // "per point: 1.05 s wall = 0.50 s job + 0.01 s lock wait + ..."
 };
 
 struct TuneResult {
@@ -71,6 +83,7 @@ struct TuneResult {
     int best = -1;               // index of the fastest correct trial (-1: none was correct)
     std::string best_source;     // the source with the best point's values as defaults
     double wall_s = 0, run_s = 0;  // whole tuning; time inside Evaluator::run
+    RunTimeSplit split;            // run_s broken down
     const Trial* best_trial() const { return best >= 0 ? &trials[static_cast<size_t>(best)] : nullptr; }
     nlohmann::json to_json() const;
 };
