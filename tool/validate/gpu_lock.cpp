@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "validate/gpu_ledger.h"
 
 namespace kevo {
 
@@ -26,10 +27,7 @@ double now_s() {
 }
 }  // namespace
 
-std::string GpuLock::lock_dir() {
-    if (const char* d = std::getenv("KERNELEVO_LOCK_DIR"); d && *d) return d;
-    return "/tmp/kernelevo-locks";
-}
+std::string GpuLock::lock_dir() { return gpu_state_dir(); }
 
 GpuLock::GpuLock(const std::string& device_key, const std::string& label, const std::function<void(const std::string&)>& waiting) {
     std::string dir = lock_dir();
