@@ -279,7 +279,8 @@ std::string BatchMode::finish(SearchResult& result) {
         b.request = nlohmann::json::parse(llm::request_json(d.request));
         b.reserved_tokens = d.reservation.tokens();
         b.reserved_cost_usd = d.reservation.cost_usd;
-        text += redact(llm::batch_input_line(b.custom_id, d.request, cfg_.batch_url)) + "\n";
+        // Byte for byte: what is sent is never redacted (issue 37; only what is shown or logged is).
+        text += llm::batch_input_line(b.custom_id, d.request, cfg_.batch_url) + "\n";
         rows.push_back(std::move(b));
     }
     // The file first: a kill before the store knows of it only means writing the same file again.
