@@ -43,6 +43,19 @@ std::vector<bench::TaskResult> suite() {
             not_run("c", 1.5, "the task has no PyTorch module (neither an imported KernelBench problem.py nor export_task's pytorch.json)")};
 }
 
+// An interrupted import leaves OUT/.NAME.install-*/task.json: never a task of the suite.
+TEST(BenchSuite, SkipsHiddenFoldersSuchAsAnInterruptedImport) {
+    TempDir dir;
+    for (const char* name : {"b_task", "a_task", ".c_task.install-1234", ".hidden"}) {
+        fs::create_directories(dir.path() / name);
+        write_file_atomic(dir.path() / name / "task.json", "{}");
+    }
+    std::vector<fs::path> tasks = bench::suite_tasks(dir.path());
+    ASSERT_EQ(tasks.size(), 2u);
+    EXPECT_EQ(tasks[0], dir.path() / "a_task" / "task.json");
+    EXPECT_EQ(tasks[1], dir.path() / "b_task" / "task.json");
+}
+
 TEST(BenchBaselines, FastPAndGeomeanOverEachBaselineAmongTheTasksWithItsTime) {
     bench::Summary s = bench::summarize(suite());
     ASSERT_EQ(s.baselines.size(), 2u);

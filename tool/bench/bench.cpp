@@ -52,8 +52,11 @@ std::vector<fs::path> suite_tasks(const fs::path& suite) {
     if (!fs::is_directory(suite, ec)) throw UsageError("--suite " + suite.string() + ": not a directory");
     if (fs::is_regular_file(suite / "task.json", ec)) return {suite / "task.json"};
     std::vector<fs::path> tasks;
-    for (const auto& e : fs::directory_iterator(suite))
+    for (const auto& e : fs::directory_iterator(suite)) {
+        // ".NAME.install-*" is what an interrupted import leaves; hidden folders are never tasks.
+        if (e.path().filename().string().rfind('.', 0) == 0) continue;
         if (e.is_directory() && fs::is_regular_file(e.path() / "task.json", ec)) tasks.push_back(e.path() / "task.json");
+    }
     std::sort(tasks.begin(), tasks.end());
     if (tasks.empty())
         throw UsageError("--suite " + suite.string() + ": no task folders (DIR/NAME/task.json), e.g. from `kernelevo import kernelbench`");

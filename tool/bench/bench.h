@@ -15,7 +15,8 @@
 
 namespace kevo::bench {
 
-// The suite's tasks: DIR/*/task.json (sorted by folder name), or DIR itself when it holds a task.json.
+// The suite's tasks: DIR/*/task.json (sorted by folder name; folders named ".*", such as an interrupted
+// import's ".NAME.install-*", are skipped), or DIR itself when it holds a task.json.
 std::vector<std::filesystem::path> suite_tasks(const std::filesystem::path& suite);
 
 // One task's outcome, as stored in REPORT_DIR/bench.json and reported.
