@@ -23,7 +23,9 @@
 #      KEVO_PP_JOBS (validations at once, default 2: the judge and the baselines take the GPU lock, so
 #        timings never overlap; a second job overlaps compiles and process start-up),
 #      KEVO_PP_MAX_NUMEL (--max-numel for the imports: a dry run at small sizes, NOT the proof),
-#      KEVO_PP_WORK (scratch: suites, JSONs; default /tmp/precision_proof_work), KEVO_PP_KERNELEVO.
+#      KEVO_PP_WORK (scratch: suites, JSONs; default /tmp/precision_proof_work), KEVO_PP_KERNELEVO,
+#      KEVO_PP_RESUME=1 (a second call on the same host when the first ran out of budget: keeps KEVO_PP_WORK,
+#        reuses its complete imports and every validation that ended ok or rejected, runs the rest).
 # Exit 0 only when every honest kernel is ok under both policies, every attack is rejected under both, and
 # no SOL fraction is above 100%.
 set -uo pipefail
@@ -68,12 +70,16 @@ kernel_of() { local k=$honest/$1.cu; [ -f "$k" ] || k=$honest/${1}_plain.cu; ech
 # $1 task, $2 id, $3 kernel, $4 limit, rest: extra options.
 run_validate() {
   local task=$1 id=$2 kernel=$3 lim=$4; shift 4
+  if [ "${KEVO_PP_RESUME:-0}" = 1 ] && grep -qE '^  "status": "(ok|mismatch|rejected)"' "$work/json/$id.json" 2>/dev/null; then
+    echo "$id: kept from the earlier run"; return
+  fi
   local p alive
   while :; do  # count only validations (the imports run beside them)
     alive=0; for p in "${vpids[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
     [ "$alive" -lt "$jobs" ] && break
     wait -n
   done
+  echo "$id: started (limit $lim s)"
   (
     s=$(date +%s)
     timeout "$lim" "$ke" validate --task "$task" --kernel "$kernel" --json --timeout 60 "$@" \
@@ -84,6 +90,8 @@ run_validate() {
 }
 vpids=()
 
+all_imported() { local f; for f in "${problems[@]}"; do [ -f "$work/suite_$1/$(task_name "$f")/task.json" ] || return 1; done; }
+
 import_suites() {
   local numel=() pol lim
   [ -n "${KEVO_PP_MAX_NUMEL:-}" ] && numel=(--max-numel "$KEVO_PP_MAX_NUMEL")
@@ -91,6 +99,10 @@ import_suites() {
   lim=$(limit 240 150)  # leaves time for the validations
   for pol in "${policies[@]}"; do
     [ "$lim" -gt 0 ] || { echo "import $pol: skipped (budget spent)"; continue; }
+    if [ "${KEVO_PP_RESUME:-0}" = 1 ] && [ -f "$work/suite_$pol/import.json" ] && all_imported "$pol"; then
+      echo "import $pol: kept from the earlier run" > "$work/import_$pol.summary"; continue
+    fi
+    rm -rf "$work/suite_$pol"
     ( s=$(date +%s)
       timeout "$lim" "$ke" import kernelbench "${problems[@]}" --out "$work/suite_$pol" --precision "$pol" "${numel[@]}" \
         > "$work/import_$pol.log" 2>&1
@@ -119,7 +131,9 @@ PY
 
 main() {
   [ -x "$ke" ] || { echo "FAIL: no kernelevo built (scripts/device_build.sh)"; return 1; }
-  rm -rf "$work/json" "$work/attacks" "$work"/suite_* "$work"/import_*; mkdir -p "$work/json"  # only what it writes
+  if [ "${KEVO_PP_RESUME:-0}" = 1 ]; then rm -f "$work"/json/*.skip "$work"/import_*.pid
+  else rm -rf "$work/json" "$work/attacks" "$work"/suite_* "$work"/import_*; fi  # only what it writes
+  mkdir -p "$work/json"
   echo "precision_proof: $ke, budget $budget s, $jobs validation(s) at once, outputs in $outdir, scratch in $work"
   git log -1 --format='commit %h %s' 2>/dev/null | cut -c1-120
 
@@ -155,7 +169,6 @@ main() {
       lim=$(limit 150 10)
       [ "$lim" -gt 0 ] || { echo "not validated: the ${budget} s budget was spent" > "$work/json/honest.$pol.$n.skip"; continue; }
       run_validate "$t" "honest.$pol.$n" "$k" "$lim" --timing-trials 30 --timing-extend 0
-      echo "started $n under $pol (limit $lim s)"
     done
   done
   wait
