@@ -81,7 +81,7 @@ TEST(Search, SeedsRepairsAndImproves) {
     auto mutation = std::find_if(reqs.begin(), reqs.end(), [](const auto& q) { return prompt_kind(q) != "repair" && prompt_kind(q) != "seed"; });
     ASSERT_NE(mutation, reqs.end());
     for (const char* part : {"gelu_bias", "float32[M, N]", "M=4096", "kevo_forward", "Scripted GPU", "132 SMs",
-                             "speedup 1.000x", "kVariant", "Latest validation feedback"})
+                             "speedup 1.000x over the LibTorch reference", "kVariant", "Latest validation feedback"})
         EXPECT_NE(user_prompt(*mutation).find(part), std::string::npos) << part;
 
     ASSERT_TRUE(res.best);

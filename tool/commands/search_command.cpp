@@ -281,6 +281,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
             throw UsageError("--fitness-baseline " + a.fitness_baseline + ": " + baseline::label(a.fitness_baseline) + " " +
                              torch_baselines->why_not(a.fitness_baseline));
         fitness_evaluator = baseline::fitness_over(*evaluator, *torch_baselines, a.fitness_baseline);
+        cfg.speedup_label = baseline::label(a.fitness_baseline);  // what the prompts say the speedup is over
         std::cerr << "kernelevo: fitness: speedup over " << baseline::label(a.fitness_baseline) << ", "
                   << torch_baselines->us(a.fitness_baseline) << " us (precision " << torch_baselines->precision << ", PyTorch "
                   << torch_baselines->torch_version << ")\n";

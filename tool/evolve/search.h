@@ -83,6 +83,9 @@ struct SearchConfig {
     // which parents a slot sees depends on what finished first. false: generations with a barrier.
     bool steady = false;
     std::string initial_source;    // --initial kernel (empty: the LLM writes the seed)
+    // What the fitness is a speedup over, as the prompts name it ("speedup 1.234x over <label>"):
+    // search --fitness-baseline compile|eager sets baseline::label() of it.
+    std::string speedup_label = "the LibTorch reference";
     // LLM costs: the budget reserves each request's most possible usage (llm/budget.h).
     std::optional<llm::Price> price;   // --llm-price
     // Batch mode (--llm-batch, evolve/batch_mode.h): requests are not sent but written to OpenAI

@@ -89,7 +89,7 @@ SlotRunner::Request SlotRunner::first_request(const Plan& plan) {
         const std::string& backend = plan.backend;
         r.vars["parent_code"] = parent->source;
         r.vars["parent_fence"] = fence_of(backend_of(parent->source));
-        r.vars["parent_metrics"] = "speedup " + fixed(parent->speedup, 3) + "x over the reference";
+        r.vars["parent_metrics"] = "speedup " + fixed(parent->speedup, 3) + "x over " + s_.cfg.speedup_label;
         if (double f = sol_fraction_of(parent->details); f > 0)
             r.vars["parent_metrics"] += ", " + fixed(100 * f, 0) + "% of the speed of light";
         r.vars["inspirations"] = inspirations_text(plan.inspirations);
