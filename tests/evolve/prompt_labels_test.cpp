@@ -1,8 +1,10 @@
 // What the prompts say: the parent's speedup names what it is over (search --fitness-baseline sets
-// SearchConfig::speedup_label).
+// SearchConfig::speedup_label), and the task's tolerance states the judge's rule (one source,
+// kevo_device::kToleranceRule) beside its numbers.
 #include <gtest/gtest.h>
 
 #include "common/fs.h"
+#include "device/tolerance.h"
 #include "evolve/prompt_text.h"
 #include "evolve/search.h"
 #include "scripted.h"
@@ -41,6 +43,14 @@ TEST(PromptLabels, TheParentsSpeedupNamesWhatItIsOver) {
     const std::string u = first_mutation_prompt(eager);
     EXPECT_NE(u.find("x over PyTorch eager"), std::string::npos) << u;
     EXPECT_EQ(u.find("x over the LibTorch reference"), std::string::npos) << u;
+}
+
+TEST(PromptLabels, TheToleranceStatesTheJudgesRuleWithItsNumbers) {
+    const Task t = gelu();
+    const std::string text = describe_task(t);
+    std::ostringstream numbers;
+    numbers << "Tolerance: atol " << t.atol << ", rtol " << t.rtol << "; the rule: ";
+    EXPECT_NE(text.find(numbers.str() + kevo_device::kToleranceRule + "."), std::string::npos) << text;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/fs.h"
+#include "device/tolerance.h"
 #include "evolve/archive.h"
 #include "sol/sol.h"
 #include "task/init_kind.h"
@@ -99,7 +100,7 @@ std::string describe_task(const Task& t) {
             s << "\n";
         }
     }
-    s << "\nTolerance: atol " << t.atol << ", rtol " << t.rtol << ".";
+    s << "\nTolerance: atol " << t.atol << ", rtol " << t.rtol << "; the rule: " << kevo_device::kToleranceRule << ".";
     if (!t.tolerance_policy.empty()) s << " (" << t.tolerance_policy << ")";
     s << "\nPrecision policy " << t.precision.describe() << ".";
     return s.str();
