@@ -592,7 +592,9 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
         // per-call times to FILE (JSON lines); KEVO_GATE_KERNEL gates the correctness check with the
         // spinning kernel instead of a stream-memory wait; KEVO_FAULT_WALL_CHECK (tests) fails the
         // wall-clock cross-check's first attempt at each set, so its retry is exercised.
-        for (const char* name : {"KEVO_TIMING_DUMP", "KEVO_GATE_KERNEL", "KEVO_FAULT_WALL_CHECK"})
+        // The GPU memory ledger's place and its test hooks (gpu_ledger.h) reach the judge too.
+        for (const char* name : {"KEVO_TIMING_DUMP", "KEVO_GATE_KERNEL", "KEVO_FAULT_WALL_CHECK", "KERNELEVO_LOCK_DIR", "KERNELEVO_GPU_MEMORY_BYTES",
+                                 "KERNELEVO_GPU_MEMORY_MARGIN_BYTES"})
             if (const char* v = std::getenv(name)) extra[name] = v;
         po.exact_env = sandbox_environment(extra);
         impl_->judge = std::make_unique<Subprocess>(po);

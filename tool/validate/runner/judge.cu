@@ -681,6 +681,10 @@ json Judge::correctness_trial(size_t set, Tensors& in, uint64_t seed, unsigned c
 // costs nobody time; a job that cannot allocate fails outside the kernel: validate.cpp.) A judge
 // alone on its GPU keeps them, as timing.cu wants.
 void Judge::release_copies_if_crowded() {
+    if (ledger_)  // copies the device's bound did not cover were made for this job only (ledger_use.cu)
+        for (auto it = timing_copies_.begin(); it != timing_copies_.end();)
+            if (!it->second.kept) release_copies(it->second), it = timing_copies_.erase(it);
+            else ++it;
     size_t free_bytes = 0, total_bytes = 0;
     if (timing_copies_.empty() || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return;
     if (free_bytes >= total_bytes / 4) return;
@@ -713,6 +717,7 @@ JobResult Judge::run(const Job& job) {
                 return result;
             }
             lap("context");
+            reserve_job_memory(job);  // before anything of the job is allocated (ledger_use.cu)
             load_reference(job);
         }
         start_candidate(job, result);
@@ -759,6 +764,7 @@ void Judge::end_job(JobResult& result) {
     trial_inputs_.clear();
     stop_candidate(result);
     release_copies_if_crowded();
+    job_reserved_.reset();  // the job's buffers are freed
 }
 
 // The correctness trials. False where a trial's outputs were wrong (the verdict is in `result`).

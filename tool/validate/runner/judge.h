@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "channel.h"
 #include "context_fence.h"
 #include "device_ops.cuh"
+#include "validate/gpu_ledger.h"
 #include "runner.h"
 #include "shared_buffer.h"
 #include "validate/trials.h"
@@ -163,8 +165,19 @@ private:
         int arena_id = -1;  // its id in the current candidate process (-1: not mapped there yet)
         std::vector<Tensors> ins, outs;  // views into the arena
         int requested = 0;
+        // Its bytes in the device's memory ledger (gpu_ledger.h) while kept between jobs; null: made
+        // for this job only (the device's kept copies were at their bound), given back at its end.
+        std::unique_ptr<kevo::MemoryLedger::Reservation> kept;
     };
     std::map<size_t, TimingCopies> timing_copies_;
+    // The device's memory ledger (null until the device is known, or when its directory is unusable):
+    // the job's buffers are reserved there before they are allocated, and all judges' kept timing
+    // copies on this device together stay within a quarter of its budget.
+    std::unique_ptr<kevo::MemoryLedger> ledger_;
+    std::unique_ptr<kevo::MemoryLedger::Reservation> job_reserved_;
+    kevo::MemoryLedger* ledger();
+    void reserve_job_memory(const Job& job);
+    int copies_within_ledger(TimingCopies& tc, int64_t set_bytes, int copies);
     TimingCopies& timing_copies(size_t set);
     void share_copies(TimingCopies& tc);    // maps the arena in the candidate process (once per process) and points the views at it
     void release_copies(TimingCopies& tc);

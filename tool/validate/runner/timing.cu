@@ -92,8 +92,9 @@ Judge::TimingCopies& Judge::timing_copies(size_t set) {
     int64_t kept_bytes = 0;
     for (const auto& [other, copies_of_other] : timing_copies_) kept_bytes += static_cast<int64_t>(copies_of_other.arena.size);
     const int64_t room = std::min<int64_t>(static_cast<int64_t>(free_mem / 4), static_cast<int64_t>(total_mem / 4) - kept_bytes);
-    const int copies = static_cast<int>(std::max<int64_t>(
+    int copies = static_cast<int>(std::max<int64_t>(
         1, std::min<int64_t>({static_cast<int64_t>(job.timing_copies), static_cast<int64_t>(kMaxBatch), room / std::max<int64_t>(set_bytes, 1)})));
+    copies = copies_within_ledger(tc, set_bytes, copies);  // and all judges' kept copies on this device within their bound
     std::string e = create_shared(tc.arena, static_cast<size_t>(set_bytes) * copies, device_);
     if (!e.empty()) {
         release(tc.arena);
@@ -136,6 +137,7 @@ void Judge::release_copies(TimingCopies& tc) {
     for (auto* group : {&tc.ins, &tc.outs})
         for (auto& t : *group) t.free();
     release(tc.arena);
+    tc.kept.reset();  // its bytes back in the ledger
     tc = TimingCopies{};
 }
 

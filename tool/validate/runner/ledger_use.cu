@@ -1,0 +1,74 @@
+// The judge's side of the device's memory ledger (validate/gpu_ledger.h, issue 36): what a job will
+// allocate is reserved before it is allocated, and the timing copies a judge keeps between jobs are
+// bounded for the whole device (all judges, every search and worker on it), not per judge.
+// A ledger that cannot be used (its directory unwritable) leaves the judge as it was: sizes from
+// cudaMemGetInfo alone.
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include "judge.h"
+
+namespace kevo_runner {
+
+// All judges' kept copies on one device together: at most this share of the ledger's budget.
+constexpr uint64_t kKeptShareDivisor = 4;
+
+kevo::MemoryLedger* Judge::ledger() {
+    if (ledger_) return ledger_.get();
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return nullptr;
+    // The same key as the validator's GPU lock (validate.cpp lock_device): the device's UUID.
+    std::string key = device_json_.value("uuid", std::string());
+    if (key.empty()) key = "gpu" + std::to_string(device_);
+    try {
+        ledger_ = std::make_unique<kevo::MemoryLedger>(key, total_bytes);
+    } catch (const std::exception&) {
+        return nullptr;
+    }
+    return ledger_.get();
+}
+
+// The job's own buffers (every set's outputs and expected outputs, its inputs and the previous
+// set's, which the trials keep alive), reserved before the trials allocate them. Jobs on one GPU
+// take turns under its lock, so this waits only for users outside it; after the wait it goes on
+// unreserved (as before the ledger: an allocation that fails is reported outside the kernel).
+void Judge::reserve_job_memory(const Job& job) {
+    job_reserved_.reset();
+    kevo::MemoryLedger* l = ledger();
+    if (!l) return;
+    uint64_t bytes = 0, largest_inputs = 0;
+    for (const auto& set : job.sets) {
+        uint64_t in = 0, out = 0;
+        for (const auto& t : set.inputs) in += static_cast<uint64_t>(std::max<int64_t>(t.bytes(), 1));
+        for (const auto& t : set.outputs) out += static_cast<uint64_t>(std::max<int64_t>(t.bytes(), 1));
+        bytes += in + 2 * out;
+        largest_inputs = std::max(largest_inputs, in);
+    }
+    bytes += largest_inputs;
+    kevo::LedgerWait w;
+    w.timeout_s = std::max(5.0, job.call_timeout_s);
+    try {
+        job_reserved_ = l->reserve(std::min(bytes, l->budget()), bytes, "job", w);
+    } catch (const std::exception&) {
+    }
+}
+
+// How many timing copies of `set_bytes` each this judge may keep: as many as the device's bound on
+// kept copies still allows (fewer under pressure), at least one (the timing needs one). When not
+// even one fits in the bound, the one copy is made for this job only and given back at its end.
+int Judge::copies_within_ledger(TimingCopies& tc, int64_t set_bytes, int copies) {
+    tc.kept.reset();
+    kevo::MemoryLedger* l = ledger();
+    if (!l || set_bytes <= 0) return copies;
+    const uint64_t one = static_cast<uint64_t>(set_bytes);
+    try {
+        tc.kept = l->reserve(one, one * static_cast<uint64_t>(copies), "kept", {}, l->budget() / kKeptShareDivisor);
+    } catch (const std::exception&) {
+        return copies;
+    }
+    if (!tc.kept) return 1;
+    return std::max(1, std::min(copies, static_cast<int>(tc.kept->bytes() / one)));
+}
+
+}  // namespace kevo_runner
