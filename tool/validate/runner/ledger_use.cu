@@ -49,7 +49,11 @@ void Judge::reserve_job_memory(const Job& job) {
     kevo::LedgerWait w;
     w.timeout_s = std::max(5.0, job.call_timeout_s);
     try {
-        job_reserved_ = l->reserve(std::min(bytes, l->budget()), bytes, "job", w);
+        // Idle judges' kept copies do not shrink while this one waits: it waits only for what can
+        // be given back (other jobs' reservations), never longer than the call timeout.
+        const uint64_t kept = l->reserved("kept");
+        const uint64_t ceiling = l->budget() > kept ? l->budget() - kept : 0;
+        if (ceiling > 0) job_reserved_ = l->reserve(std::min(bytes, ceiling), bytes, "job", w);
     } catch (const std::exception&) {
     }
 }
