@@ -27,6 +27,7 @@
 #include "common/process.h"
 #include "common/text.h"
 #include "compile/arch_support.h"
+#include "evolve/report.h"
 #include "evolve/search.h"
 #include "llm/budget.h"
 #include "llm/options.h"
@@ -190,6 +191,25 @@ baseline::Result no_torch_baselines(const Task& task) {
     b.precision = baseline::task_precision(task);
     for (const auto& k : baseline::kinds()) b.not_run[k] = "--no-baselines";
     return b;
+}
+
+// For `kernelevo report`: the best's speedups over the PyTorch baselines timed here, or why none
+// were (kept when an earlier invocation stored them for this same best).
+void store_best_baselines(store::Store& st, const store::Program& best, const std::optional<baseline::Result>& b,
+                          const evolve::SearchArgs& a, bool batch) {
+    nlohmann::json j;
+    if (b) {
+        j = baseline::speedups_json(*b, ValidationResult::from_json(best.details).shapes);
+        j["program"] = best.id;
+    } else {
+        auto stored = st.get_meta(evolve::kBestBaselinesMeta);
+        if (stored && stored->is_object() && stored->value("program", int64_t{0}) == best.id) return;
+        j = {{"not_run", a.no_baselines ? "--no-baselines"
+                         : !a.workers.empty() ? "the candidates were judged by workers (PyTorch is timed on this host's GPU only)"
+                         : batch ? "a batch round judges no candidate here (PyTorch is timed by a search that does)"
+                                 : "no GPU here to time PyTorch on"}};
+    }
+    st.put_meta(evolve::kBestBaselinesMeta, j);
 }
 }  // namespace
 
@@ -481,6 +501,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
                           : "")
                   << "\n";
     rc = result.stop_reason.rfind("error: no GPU", 0) == 0 || llm_never_answered ? 2 : finished && result.best ? 0 : 1;
+    if (result.best) store_best_baselines(*store, *result.best, torch_baselines, a, cfg.llm_batch);
     if (a.json) {
         nlohmann::json summary = summary_json(task, arch, where, result, a.out, *store, resumable, rc);
         if (result.best && torch_baselines) {  // issue 35: the fitness's baseline and the best over each

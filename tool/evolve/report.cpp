@@ -187,6 +187,48 @@ Tally tally_programs(const std::vector<store::Program>& programs) {
 
 }  // namespace
 
+nlohmann::json best_baselines(store::Store& st, int64_t best_program) {
+    nlohmann::json stored = st.get_meta(kBestBaselinesMeta).value_or(nlohmann::json::object());
+    if (!stored.is_object()) stored = nlohmann::json::object();
+    if (best_program > 0 && stored.value("program", int64_t{0}) == best_program) {
+        stored.erase("program");
+        return stored;
+    }
+    if (best_program > 0 && stored.contains("not_run") && !stored.contains("program")) return stored;
+    return {{"not_run", best_program > 0 ? "this state records no PyTorch baseline times for its best program (a search "
+                                           "that timed none, or one from before they were stored)"
+                                         : "no correct kernel yet"}};
+}
+
+namespace {
+// What a program's speedup is over: the fitness's baseline (search --fitness-baseline) or the reference.
+std::string over_what(const store::Program& p) {
+    const nlohmann::json& d = p.details;
+    if (d.is_object() && d.contains("fitness_baseline") && d["fitness_baseline"].is_object())
+        return d["fitness_baseline"].value("label", std::string("the fitness baseline"));
+    return "the LibTorch reference";
+}
+
+// "PyTorch baselines (precision P, PyTorch V): PyTorch eager 1.234x (56.7 us), torch.compile ... not run: WHY\n"
+std::string baselines_line(const nlohmann::json& b) {
+    if (b.contains("not_run") && b["not_run"].is_string()) return "PyTorch baselines: not run: " + b["not_run"].get<std::string>() + "\n";
+    std::string line = "PyTorch baselines (precision " + b.value("precision", std::string("?")) + ", PyTorch " +
+                       b.value("torch_version", std::string("?")) + "):";
+    bool first = true;
+    for (const auto& [kind, v] : b.items()) {
+        if (!v.is_object() || !v.contains("label")) continue;
+        line += (first ? " " : "; ") + v.value("label", kind) + " ";
+        first = false;
+        if (v.contains("speedup") && v["speedup"].is_number())
+            line += fmt("%.3f", v["speedup"].get<double>()) + "x (" + fmt("%.2f", v.value("us", 0.0)) + " us)";
+        else
+            line += "not run: " + (v.contains("not_run") && v["not_run"].is_string() ? v["not_run"].get<std::string>()
+                                                                                  : std::string("no speedup on the timed shapes"));
+    }
+    return line + "\n";
+}
+}  // namespace
+
 std::string report_text(store::Store& st) {
     std::ostringstream s;
     auto history = st.history();
@@ -223,14 +265,19 @@ std::string report_text(store::Store& st) {
     }
     // Over what, at which precision: the judge's words for the timed reference ("precision pytorch (cuDNN TF32 on, ...)").
     const nlohmann::json* rp = best && best->details.contains("reference_precision") ? &best->details["reference_precision"] : nullptr;
-    const std::string timed = rp && rp->is_object() ? rp->value("timing", std::string()) : std::string();
+    std::string timed = rp && rp->is_object() ? rp->value("timing", std::string()) : std::string();
+    // Over the fitness's baseline (search --fitness-baseline): its precision, not the reference's.
+    const nlohmann::json* fb = best && best->details.is_object() && best->details.contains("fitness_baseline")
+                                   ? &best->details["fitness_baseline"] : nullptr;
+    if (fb && fb->is_object()) timed = "precision " + fb->value("precision", std::string("?"));
     if (best)
-        s << "Best: " << fmt("%.3f", best->speedup) << "x over the LibTorch reference" << (timed.empty() ? "" : " (" + timed + ")")
+        s << "Best: " << fmt("%.3f", best->speedup) << "x over " << over_what(*best) << (timed.empty() ? "" : " (" + timed + ")")
           << " (program #" << best->id << ", generation " << best->generation
           << ", island " << best->island << ", " << best->origin << ")"
           << (sol::result_summary(best->details).empty() ? "" : ": " + sol::result_summary(best->details)) << "\n";
     else
         s << "Best: no correct kernel yet\n";
+    if (best) s << baselines_line(best_baselines(st, best->id));
 
     s << "\nBest speedup by generation:\n  gen     best   correct  failed    tokens      cost   elapsed\n";
     for (const auto& g : history) {
@@ -326,7 +373,7 @@ nlohmann::json report_json(store::Store& st) {
     nlohmann::json best_json = nullptr;
     if (best)
         best_json = {{"program", best->id}, {"speedup", best->speedup}, {"generation", best->generation},
-                     {"island", best->island}, {"origin", best->origin}};
+                     {"island", best->island}, {"origin", best->origin}, {"baselines", best_baselines(st, best->id)}};
     return {{"task", st.get_meta("task_name").value_or("").get<std::string>()},
             {"arch", structure.value("arch", "")},
             {"islands", structure.value("islands", 0)},

@@ -8,6 +8,15 @@
 
 namespace kevo::evolve {
 
+// Meta key: the best program's speedups over the PyTorch baselines, stored by `kernelevo search`
+// (tool/commands: it times them) at its end: {"program": ID, "eager"|"compile": {"label", "us",
+// "speedup"} or {"label", "not_run"}, "precision", "torch_version", "device"} (baseline::speedups_json
+// plus the program), or {"not_run": REASON} when none were timed.
+inline constexpr const char* kBestBaselinesMeta = "best_baselines";
+// The best program's speedups over the PyTorch baselines, as the report shows them: each baseline
+// {"label", "us", "speedup"} or {"label", "not_run"}, or {"not_run": REASON} for all (never a 0).
+nlohmann::json best_baselines(store::Store& store, int64_t best_program);
+
 // Summary, best speedup by generation and by tokens spent, migrations and restarts.
 std::string report_text(store::Store& store);
 // Two charts (best speedup by generation, with every correct candidate as a dot coloured by its
