@@ -23,7 +23,9 @@ export KERNELEVO_CACHE_HOME=/tmp/kevo-test-cache
 # (triton_gpu_test skips without Triton; scripts/triton_check.sh runs it with figures.)
 exes=(validate/validate_gpu_test sandbox/sandbox_test runtime/runtime_gpu_test validate/validate_test
       evolve/evolve_gpu_test tune/tune_gpu_test "tune/tune_cli_test" profile/profile_test sol/sol_test sol/sol_gpu_test@600
-      cli/cli_gpu_test worker/worker_gpu_test@360 kernelbench/kernelbench_gpu_test@240 triton/triton_gpu_test)
+      cli/cli_gpu_test worker/worker_gpu_test@360 kernelbench/kernelbench_gpu_test@240 triton/triton_gpu_test
+      validate/validate_attacks_gpu_test validate/gpu_ledger_test validate/validate_ledger_gpu_test
+      reference/jit_precision_test baseline/baseline_gpu_test@360 device/device_gpu_test)
 # KEVO_SUITE_EXES="exe[@seconds][:gtest_filter] ..." replaces the list (a rerun of chosen tests).
 [ -n "${KEVO_SUITE_EXES:-}" ] && read -r -a exes <<< "$KEVO_SUITE_EXES"
 log="$out/tests.log"
