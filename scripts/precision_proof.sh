@@ -47,14 +47,14 @@ attacks=(CONSTANT ZEROS SKIP_K_TILE SKIP_BIAS WRONG_ROWS BF16)
 problems=(tests/data/kernelbench_problems/level1/83_conv_depthwise_2D_square_input_asymmetric_kernel.py
           tests/data/kernelbench_problems/level2/57_Conv2d_ReLU_HardSwish.py
           tests/data/kb_concurrent/level2/46_Conv2d_Subtract_Tanh_Subtract_AvgPool.py
-          tests/data/kernelbench_problems/level1/1_Square_matrix_multiplication_.py
-          tests/data/kernelbench_problems/level2/12_Gemm_Multiply_LeakyReLU.py
+          tests/data/kernelbench/level1/1_Square_matrix_multiplication_.py
+          tests/data/kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py
           tests/data/kernelbench_problems/level2/40_Matmul_Scaling_ResidualAdd.py
           tests/data/kernelbench_problems/level2/9_Matmul_Subtract_Multiply_ReLU.py
           tests/data/kernelbench_problems/level2/63_Gemm_ReLU_Divide.py
           tests/data/kernelbench_problems/level2/56_Matmul_Sigmoid_Sum.py
-          tests/data/kernelbench_problems/level1/40_LayerNorm.py
-          tests/data/kernelbench_problems/level1/48_Mean_reduction_over_a_dimension.py)
+          tests/data/kernelbench/level1/40_LayerNorm.py
+          tests/data/kernelbench/level1/48_Mean_reduction_over_a_dimension.py)
 
 step() { echo; echo "== $* == ($(date +%T), $(( $(date +%s) - t0 )) s)"; }
 # Seconds a step may take: its own limit ($1), cut to what is left of the budget less a reserve ($2); 0: skip.
