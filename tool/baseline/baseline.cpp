@@ -59,36 +59,18 @@ std::vector<std::string> confine(const kernelbench::PythonInstall& py, const Tas
         why = "the task's Python module runs only in the sandbox, which needs bubblewrap here (" + l.why_not + ")";
         return {};
     }
-    SandboxPolicy policy;
-    policy.workdir = work;
-    policy.gpu = true;
-    std::string pythonpath;
-    for (const auto& p : py.import_path) {
-        policy.read_only.push_back(p);
-        pythonpath += (pythonpath.empty() ? "" : ":") + p;
-    }
-    policy.read_only.insert(policy.read_only.end(), py.prefixes.begin(), py.prefixes.end());
-    policy.read_only.push_back(fs::path(py.executable).parent_path());
-    policy.read_only.push_back(script_path().parent_path());
-    policy.read_only.push_back(kernelbench::data_dir());
-    policy.read_only.push_back(task.file.parent_path());
+    std::vector<fs::path> readable = {script_path().parent_path(), kernelbench::data_dir(), task.file.parent_path()};
     for (const auto& t : task.inputs)
-        if (!t.init.file.empty()) policy.read_only.push_back(t.init.file);
-    std::vector<std::string> argv = sandbox_prefix(policy);
+        if (!t.init.file.empty()) readable.push_back(t.init.file);
+    kernelbench::PythonSandbox box = kernelbench::python_sandbox(py, work, true, readable, {{"TORCHINDUCTOR_CACHE_DIR", "/tmp/.inductor"}});
+    std::vector<std::string> argv = sandbox_prefix(box.policy);
     if (argv.empty() || argv.back() != "--") {
         why = "the sandbox could not be set up (bwrap: " + l.bwrap + ")";
         return {};
     }
     argv.pop_back();
     argv.insert(argv.end(), {"--remount-ro", "/", "--", "/usr/bin/env", "HOME=/tmp", py.executable});
-    env = sandbox_environment({{"PYTHONPATH", pythonpath},
-                               {"PYTHONNOUSERSITE", "1"},
-                               {"PYTHONDONTWRITEBYTECODE", "1"},
-                               {"XDG_CACHE_HOME", "/tmp/.cache"},
-                               {"TORCH_HOME", "/tmp/.torch"},
-                               {"TORCHINDUCTOR_CACHE_DIR", "/tmp/.inductor"},
-                               {"TRITON_CACHE_DIR", "/tmp/.triton"},
-                               {"MPLCONFIGDIR", "/tmp"}});
+    env = std::move(box.env);
     return argv;
 }
 

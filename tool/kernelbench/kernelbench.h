@@ -2,8 +2,10 @@
 // directories that validate without Python (a TorchScript model run by one generic C++ reference,
 // the model's weights as file inputs), and verifies each import against the Python model.
 #pragma once
+#include "sandbox/sandbox.h"
 #include "task/task.h"
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,17 @@ struct PythonInstall {
     std::vector<std::string> import_path, prefixes;
 };
 PythonInstall python_install(const std::string& python);
+// The sandbox an untrusted Python module runs in (an imported problem, tool/baseline's module): the
+// Python's installation and `readable` visible read-only, `workdir` writable, the GPU's device nodes
+// when `gpu`; and the environment inside (PYTHONPATH = the import path, caches in the private /tmp,
+// plus `extra`). Callers add their own binds and the command after sandbox_prefix(policy).
+struct PythonSandbox {
+    SandboxPolicy policy;
+    std::map<std::string, std::string> env;
+};
+PythonSandbox python_sandbox(const PythonInstall& py, const std::filesystem::path& workdir, bool gpu,
+                             const std::vector<std::filesystem::path>& readable,
+                             const std::map<std::string, std::string>& extra = {});
 // Throws UsageError for bad usage or setup (no Python with torch, no LibTorch, reference build failure).
 ImportSummary import_problems(const ImportOptions& options);
 

@@ -47,6 +47,31 @@ const char* const kSandboxed =
 // reference library it loads (at kLibraryMount), the problem files; writable: `workdir`, the one
 // problem's private folder (internal/install.h: never the suite, which no sandbox sees), and a private
 // /tmp (the verification tensors: --scratch /tmp; /dev/shm is the sandbox's own too).
+PythonSandbox python_sandbox(const PythonInstall& py, const fs::path& workdir, bool gpu, const std::vector<fs::path>& readable,
+                             const std::map<std::string, std::string>& extra) {
+    PythonSandbox box;
+    box.policy.workdir = workdir;
+    box.policy.gpu = gpu;
+    std::string pythonpath;
+    for (const auto& p : py.import_path) {
+        box.policy.read_only.push_back(p);
+        pythonpath += (pythonpath.empty() ? "" : ":") + p;
+    }
+    box.policy.read_only.insert(box.policy.read_only.end(), py.prefixes.begin(), py.prefixes.end());
+    box.policy.read_only.push_back(fs::path(py.executable).parent_path());
+    box.policy.read_only.insert(box.policy.read_only.end(), readable.begin(), readable.end());
+    std::map<std::string, std::string> env = {{"PYTHONPATH", pythonpath},
+                                              {"PYTHONNOUSERSITE", "1"},
+                                              {"PYTHONDONTWRITEBYTECODE", "1"},
+                                              {"XDG_CACHE_HOME", "/tmp/.cache"},
+                                              {"TORCH_HOME", "/tmp/.torch"},
+                                              {"TRITON_CACHE_DIR", "/tmp/.triton"},
+                                              {"MPLCONFIGDIR", "/tmp"}};
+    for (const auto& [k, v] : extra) env[k] = v;
+    box.env = sandbox_environment(env);
+    return box;
+}
+
 Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vector<fs::path>& readable, const fs::path& library,
                      bool gpu, const fs::path& workdir) {
     Confinement c;
@@ -61,20 +86,11 @@ Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vec
                          "Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) and allow user "
                          "namespaces, or pass --no-sandbox to run the problem files with your own rights (unsafe: only for "
                          "files you trust)");
-    SandboxPolicy policy;
-    policy.workdir = workdir;  // as import_problems gives it to the Python
-    policy.gpu = gpu;
-    std::string pythonpath;
-    for (const auto& p : py.import_path) {
-        policy.read_only.push_back(p);
-        pythonpath += (pythonpath.empty() ? "" : ":") + p;
-    }
-    policy.read_only.insert(policy.read_only.end(), py.prefixes.begin(), py.prefixes.end());
-    policy.read_only.push_back(fs::path(py.executable).parent_path());
-    policy.read_only.insert(policy.read_only.end(), readable.begin(), readable.end());
+    std::vector<fs::path> visible = readable;
     // LibTorch, which the reference library loads (pip's torch/lib lies in the import path already).
-    if (!torch_config().libdir.empty()) policy.read_only.push_back(torch_config().libdir);
-    c.prefix = sandbox_prefix(policy);
+    if (!torch_config().libdir.empty()) visible.push_back(torch_config().libdir);
+    PythonSandbox box = python_sandbox(py, workdir, gpu, visible);  // workdir as import_problems gives it to the Python
+    c.prefix = sandbox_prefix(box.policy);
     if (c.prefix.empty() || c.prefix.back() != "--")
         throw UsageError("the import sandbox could not be set up (bwrap: " + l.bwrap + ")");
     c.prefix.pop_back();
@@ -86,13 +102,7 @@ Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vec
     c.prefix.insert(c.prefix.end(), {"--remount-ro", "/", "--"});
     // HOME in the private /tmp (bwrap sets it to the work dir): nothing of a problem's lands beside its results.
     c.prefix.insert(c.prefix.end(), {"/usr/bin/env", "HOME=/tmp"});
-    c.env = sandbox_environment({{"PYTHONPATH", pythonpath},
-                                 {"PYTHONNOUSERSITE", "1"},
-                                 {"PYTHONDONTWRITEBYTECODE", "1"},
-                                 {"XDG_CACHE_HOME", "/tmp/.cache"},
-                                 {"TORCH_HOME", "/tmp/.torch"},
-                                 {"TRITON_CACHE_DIR", "/tmp/.triton"},
-                                 {"MPLCONFIGDIR", "/tmp"}});
+    c.env = std::move(box.env);
     c.label = std::string("bwrap (") + kSandboxed + (gpu ? ", GPU device nodes" : "") + ")";
     return c;
 }

@@ -20,11 +20,7 @@ namespace fs = std::filesystem;
 // What the import needs to know of a Python: its torch ("1.13.1 cuda=False") and, to run it in the
 // sandbox with its installation read-only, where it lives (as the Triton compile's probe does:
 // sys.executable, the import path that becomes PYTHONPATH inside, the prefixes).
-struct PythonInfo {
-    std::string torch;  // "" when it has no torch
-    std::string executable;
-    std::vector<std::string> import_path, prefixes;
-};
+using PythonInfo = PythonInstall;
 
 // How the importer's Python runs: the command prefix (bwrap ... --) and the environment, or the
 // user's own rights under --no-sandbox.
