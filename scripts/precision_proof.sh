@@ -22,6 +22,8 @@
 #        validations not started when it is spent are listed as such),
 #      KEVO_PP_JOBS (validations at once, default 2: the judge and the baselines take the GPU lock, so
 #        timings never overlap; a second job overlaps compiles and process start-up),
+#      KEVO_PP_IMPORT_LIMIT (seconds per import, default 420), KEVO_PP_VALIDATE_LIMIT (per honest validation,
+#        lock waits included, default 240),
 #      KEVO_PP_MAX_NUMEL (--max-numel for the imports: a dry run at small sizes, NOT the proof),
 #      KEVO_PP_WORK (scratch: suites, JSONs; default /tmp/precision_proof_work), KEVO_PP_KERNELEVO,
 #      KEVO_PP_RESUME=1 (a second call on the same host when the first ran out of budget: keeps KEVO_PP_WORK,
@@ -96,7 +98,7 @@ import_suites() {
   local numel=() pol lim
   [ -n "${KEVO_PP_MAX_NUMEL:-}" ] && numel=(--max-numel "$KEVO_PP_MAX_NUMEL")
   [ -n "${KEVO_PP_MAX_NUMEL:-}" ] && echo "NOTE: --max-numel $KEVO_PP_MAX_NUMEL: shrunk problems, not KernelBench's sizes"
-  lim=$(limit 240 150)  # leaves time for the validations
+  lim=$(limit "${KEVO_PP_IMPORT_LIMIT:-420}" 150)  # leaves time for the validations (on the H200 each import of the 11 took 251-276 s)
   for pol in "${policies[@]}"; do
     [ "$lim" -gt 0 ] || { echo "import $pol: skipped (budget spent)"; continue; }
     if [ "${KEVO_PP_RESUME:-0}" = 1 ] && [ -f "$work/suite_$pol/import.json" ] && all_imported "$pol"; then
@@ -166,7 +168,7 @@ main() {
       t=$work/suite_$pol/$n/task.json; k=$(kernel_of "$n")
       [ -f "$k" ] || { echo "no kernel $k" > "$work/json/honest.$pol.$n.skip"; continue; }
       [ -f "$t" ] || { echo "not imported (see import_$pol.log in details.tar.gz)" > "$work/json/honest.$pol.$n.skip"; continue; }
-      lim=$(limit 150 10)
+      lim=$(limit "${KEVO_PP_VALIDATE_LIMIT:-240}" 10)  # a validation may wait for the GPU lock behind the others
       [ "$lim" -gt 0 ] || { echo "not validated: the ${budget} s budget was spent" > "$work/json/honest.$pol.$n.skip"; continue; }
       run_validate "$t" "honest.$pol.$n" "$k" "$lim" --timing-trials 30 --timing-extend 0
     done
