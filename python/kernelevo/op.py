@@ -10,9 +10,10 @@ import warnings
 import torch
 from torch import nn
 
+from . import library
 from .torch_task import SIDECAR, _importer, _load_json, _read_bytes
 
-_LOADED = {}  # NAME -> sha256 of the kernel registered as torch.ops.kernelevo.NAME in this process
+_LOADED = {}  # (NAME, ARCH, digest) -> the compiled kernel's forward(inputs, outputs), once per process
 
 
 def _torch_dtype(name):
@@ -35,20 +36,25 @@ def _shape(spec, task):
 
 
 class KernelEvoOp(nn.Module):
-    """forward(*inputs) -> the task's outputs (one tensor, or a tuple). Runs the cached kernel when one
-    was loaded (`kernel` names it) and the call is one it was validated for: CUDA tensors of the
-    task's shapes and dtypes, no autograd (kernels have no backward); every other call runs the
-    reference, the traced model (`reason` says why no kernel was loaded)."""
+    """forward(*inputs) -> the task's outputs (one tensor, or a tuple), through the operator
+    torch.ops.kernelevo.NAME (library.py: typed schema, fake kernel, backward) where this PyTorch has
+    torch.library. The operator runs the cached kernel when one was loaded (`kernel` names it) and the
+    call is one it was validated for: CUDA tensors of one of the task's shape sets and its dtypes;
+    every other call runs the reference, the traced model (`reason` says why no kernel was loaded).
+    `kernel_calls` counts the calls the kernel ran."""
 
     def __init__(self, task_dir, task, side, reference, weights, op=None, kernel=None, reason=""):
         super().__init__()
         self.task_dir, self.task, self.kernel, self.reason = task_dir, task, kernel, reason
         self.reference = reference
+        self.kernel_calls = 0
         self._weights = weights
-        self._op = op
+        self._op = op  # the compiled kernel: op(inputs, outputs), outputs allocated by the caller
         self._args = side.get("args") if side else None
-        n = len(side["inputs"]) if side else len(task["inputs"])
-        self._specs = [(_torch_dtype(s["dtype"]), _shape(s, task)) for s in task["inputs"][:n]]
+        self._dtypes = [_torch_dtype(s["dtype"]) for s in task["inputs"]]
+        self._out_dtypes = [_torch_dtype(s["dtype"]) for s in task["outputs"]]
+        self.schema = "kernelevo::%s%s" % (task["name"], library.schema_of(task))
+        self.operator = None  # "torch.library.custom_op", "torch.library.Library", or None (no operator)
 
     def _weights_on(self, device):
         key = str(device)
@@ -72,25 +78,61 @@ class KernelEvoOp(nn.Module):
                     k, spec["constant"], a))
         return [a for a in args if isinstance(a, torch.Tensor)]
 
-    def _fits(self, tensors):
-        if self._op is None or len(tensors) != len(self._specs):
-            return False
-        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            return False
+    def _kernel_outputs(self, tensors):
+        """The output shapes when the kernel may run this call (validated for it), else None."""
+        if self._op is None or not tensors:
+            return None
+        k, shapes = library.output_shapes(self.task, [t.shape for t in tensors])
         dev = tensors[0].device
-        return dev.type == "cuda" and all(t.device == dev and t.dtype == d and list(t.shape) == s
-                                          for t, (d, s) in zip(tensors, self._specs))
+        if k is None or dev.type != "cuda" or any(t.device != dev or t.dtype != d for t, d in zip(tensors, self._dtypes)):
+            return None
+        return shapes
+
+    def _reference(self, tensors):
+        outs = self.reference(*tensors)
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        # An operator's outputs never alias its inputs (custom_op checks): a reference that returns
+        # an input (or a view of one) gives a copy.
+        ptrs = {t.data_ptr() for t in tensors if t.numel()}
+        return [o.clone() if o.numel() and (o._base is not None or o.data_ptr() in ptrs) else o for o in outs]
+
+    def _run(self, tensors):
+        """The operator's implementation (inputs then weights, as its schema)."""
+        tensors = list(tensors)
+        shapes = self._kernel_outputs(tensors)
+        if shapes is None:
+            outs = self._reference(tensors)
+        else:
+            outs = [torch.empty(s, dtype=d, device=tensors[0].device) for s, d in zip(shapes, self._out_dtypes)]
+            self._op([t.contiguous() for t in tensors], outs)
+            self.kernel_calls += 1
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _fake(self, tensors):
+        """The operator's fake (meta) kernel: empty tensors of the output shapes task.json gives."""
+        _, shapes = library.output_shapes(self.task, [t.shape for t in tensors])
+        if shapes is None:
+            raise RuntimeError("kernelevo::%s: the output shapes for inputs of shapes %s are not derivable from task.json "
+                               "(its inputs: %s; its shape sets: %s; output shapes follow other input sizes only through the "
+                               "dimension names inputs and outputs share)" % (
+                                   self.task["name"], [list(t.shape) for t in tensors],
+                                   [s["shape"] for s in self.task["inputs"]], self.task.get("shapes") or "none, literal sizes"))
+        device = tensors[0].device if tensors else torch.device("meta")
+        outs = [torch.empty(s, dtype=d, device=device) for s, d in zip(shapes, self._out_dtypes)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def forward(self, *args):
         tensors = self._tensors(args)
         device = tensors[0].device if tensors else torch.device("cpu")
-        weights = self._weights_on(device)
-        if self._fits(tensors):
-            outs = self._op([t.contiguous() for t in tensors] + weights)
-        else:
-            outs = self.reference(*tensors, *weights)
-            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        full = tensors + self._weights_on(device)
+        grad = torch.is_grad_enabled() and any(t.requires_grad for t in full)
+        entry = library.registered(self.task["name"])
+        if entry is not None and entry["module"] is self and (entry["autograd"] or not grad):
+            return getattr(torch.ops.kernelevo, self.task["name"])(*full)
+        if grad:  # no backward through the operator (PyTorch < 2.4) or the kernel: the reference
+            outs = self._reference(full)
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        return self._run(full)
 
 
 def _find_kernelevo(given):
@@ -104,10 +146,11 @@ def _find_kernelevo(given):
 
 
 def _include_dir():
-    """runtime/include (kernelevo/abi.h): installed prefix/include, else the source tree's."""
+    """runtime/include (kernelevo/abi.h): installed prefix/include, the copy `pip install` put in the
+    package (kernelevo/_share/include), else the source tree's."""
     here = os.path.dirname(os.path.abspath(__file__))
     for c in (os.environ.get("KERNELEVO_INCLUDE_DIR", ""), os.path.join(here, "..", "..", "..", "..", "include"),
-              os.path.join(here, "..", "..", "runtime", "include")):
+              os.path.join(here, "_share", "include"), os.path.join(here, "..", "..", "runtime", "include")):
         if c and os.path.isfile(os.path.join(c, "kernelevo", "abi.h")):
             return os.path.abspath(c)
     return None
@@ -139,11 +182,12 @@ def _usable_entry(task_json, name, cache_dir, arch, kernelevo):
     return cu, None
 
 
+# The binding of every task's kernel (the same text for all: the entry point's name comes from -D):
+# forward(inputs, outputs) calls the cached kernel through the kernel ABI
+# (runtime/include/kernelevo/abi.h) on torch's current stream; Python allocates the outputs of the
+# shapes task.json gives (library.output_shapes) and checks the call is one the kernel was validated for.
 _BINDING = r"""
-// Generated by kernelevo.load_op(): torch.ops.kernelevo.@NAME@ (CUDA) calls the cached kernel through
-// the kernel ABI (runtime/include/kernelevo/abi.h) on torch's current stream.
-#include <ATen/ATen.h>
-#include <torch/library.h>
+#include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include "kernelevo/abi.h"
@@ -161,7 +205,8 @@ int32_t dtype_of(at::ScalarType s) {
 }
 
 kevo_tensor view_of(const at::Tensor& a) {
-    TORCH_CHECK(a.is_cuda() && a.dim() <= KEVO_MAX_DIMS && dtype_of(a.scalar_type()) >= 0, "kernelevo::@NAME@: bad tensor");
+    TORCH_CHECK(a.is_cuda() && a.dim() <= KEVO_MAX_DIMS && dtype_of(a.scalar_type()) >= 0,
+                "kernelevo: a CUDA tensor of a kernel ABI dtype with at most KEVO_MAX_DIMS dimensions expected");
     kevo_tensor t{};
     t.data = const_cast<void*>(a.data_ptr());
     t.ndim = static_cast<int32_t>(a.dim());
@@ -170,35 +215,20 @@ kevo_tensor view_of(const at::Tensor& a) {
     return t;
 }
 
-std::vector<at::Tensor> run(at::TensorList inputs) {
-    TORCH_CHECK(inputs.size() == @N_IN@, "kernelevo::@NAME@: @N_IN@ inputs expected");
+void run(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
+    TORCH_CHECK(!inputs.empty(), "kernelevo: no inputs");
     const c10::cuda::CUDAGuard guard(inputs[0].device());
-    std::vector<kevo_tensor> in;
+    std::vector<kevo_tensor> in, out;
     for (const auto& a : inputs) in.push_back(view_of(a));
-    std::vector<at::Tensor> outs = {@OUTPUTS@};
-    std::vector<kevo_tensor> out;
-    for (const auto& o : outs) out.push_back(view_of(o));
+    for (const auto& o : outputs) out.push_back(view_of(o));
     const int rc = kevo_forward(in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
                                 at::cuda::getCurrentCUDAStream().stream());
-    TORCH_CHECK(rc == 0, "kernelevo::@NAME@: the kernel returned ", rc);
-    return outs;
+    TORCH_CHECK(rc == 0, "kernelevo: the kernel returned ", rc);
 }
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(kernelevo, m) { m.def("@NAME@(Tensor[] inputs) -> Tensor[]"); }
-TORCH_LIBRARY_IMPL(kernelevo, CUDA, m) { m.impl("@NAME@", TORCH_FN(run)); }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &run, "the cached kernel: forward(inputs, outputs)"); }
 """
-
-_ATEN = {"float32": "kFloat", "float16": "kHalf", "bfloat16": "kBFloat16", "int32": "kInt", "int64": "kLong",
-         "bool": "kBool", "float64": "kDouble", "int8": "kChar", "uint8": "kByte"}
-
-
-def _binding(task):
-    outs = ", ".join("at::empty({%s}, inputs[0].options().dtype(at::%s))" % (
-        ", ".join(str(d) for d in _shape(o, task)), _ATEN[o["dtype"]]) for o in task["outputs"])
-    return (_BINDING.replace("@NAME@", task["name"]).replace("@N_IN@", str(len(task["inputs"])))
-            .replace("@OUTPUTS@", outs))
-
 
 # As the validator compiles a kernel (tool/compile/compile.cpp: -O3, no fast math; the C++ standard torch picks), minus
 # what torch.utils.cpp_extension adds for its own sources: the half/bfloat16 operators it disables
@@ -207,43 +237,41 @@ _NVCC_FLAGS = ["-O3", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSI
                "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__"]
 
 
+def _build_root():
+    """torch's documented extension folder: $TORCH_EXTENSIONS_DIR, else ~/.cache/torch_extensions."""
+    return os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions")
+
+
 def _compile(task, cu, arch, build_root, verbose):
-    """Builds and loads the binding + kernel; returns torch.ops.kernelevo.NAME."""
+    """Builds and loads the binding + kernel (once per kernel and process); returns its forward(inputs, outputs)."""
     from torch.utils import cpp_extension
     name = task["name"]
-    source = _binding(task)
-    digest = hashlib.sha256(_read_bytes(cu) + source.encode()).hexdigest()[:12]
-    if name in _LOADED:
-        if _LOADED[name] != digest:
-            raise RuntimeError("torch.ops.kernelevo.%s is already registered in this process with another kernel" % name)
-        return getattr(torch.ops.kernelevo, name)
+    digest = hashlib.sha256(_read_bytes(cu) + _BINDING.encode()).hexdigest()[:12]
+    key = (name, arch, digest)
+    if key in _LOADED:
+        return _LOADED[key]
     include = _include_dir()
     if include is None:
         raise RuntimeError("kernelevo/abi.h not found (set KERNELEVO_INCLUDE_DIR)")
-    # Not in the cache folder (users commit it; `kernelevo cache` refuses what it did not write):
-    # torch's extension folder ($TORCH_EXTENSIONS_DIR, ~/.cache/torch_extensions) unless given.
-    if build_root is None:
-        try:
-            build_root = os.path.dirname(cpp_extension._get_build_directory("kernelevo", verbose=False))
-        except Exception:  # a private function of torch: its documented default otherwise
-            build_root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.expanduser("~/.cache/torch_extensions")
-    build = os.path.abspath(os.path.join(build_root, "kevo_op_%s_%s_%s" % (name, arch, digest)))
+    # Not in the cache folder (users commit it; `kernelevo cache` refuses what it did not write).
+    build = os.path.abspath(os.path.join(build_root or _build_root(), "kevo_op_%s_%s_%s" % (name, arch, digest)))
     os.makedirs(build, exist_ok=True)
     binding = os.path.join(build, "binding.cpp")
     kernel = os.path.join(build, "kernel.cu")
     with open(binding, "w") as f:
-        f.write(source)
+        f.write(_BINDING)
     shutil.copyfile(cu, kernel)
     # The kernel's entry point gets a name of its own (as kernelevo_optimize() does), so that two
     # tasks' kernels can live in one process.
-    entry = ["-Dkevo_forward=kevo_forward_%s" % name]
+    entry = ["-Dkevo_forward=kevo_forward_%s_%s" % (name, digest)]
     num = arch.replace("sm_", "")
-    cpp_extension.load(name="kevo_op_%s_%s" % (name, digest), sources=[binding, kernel], build_directory=build,
-                       extra_include_paths=[include], extra_cflags=["-O2"] + entry,
-                       extra_cuda_cflags=_NVCC_FLAGS + ["-gencode=arch=compute_%s,code=[sm_%s,compute_%s]" % (num, num, num)] + entry,
-                       is_python_module=False, verbose=verbose)
-    _LOADED[name] = digest
-    return getattr(torch.ops.kernelevo, name)
+    module = cpp_extension.load(name="kevo_op_%s_%s" % (name, digest), sources=[binding, kernel], build_directory=build,
+                                extra_include_paths=[include], extra_cflags=["-O2"] + entry,
+                                extra_cuda_cflags=_NVCC_FLAGS + ["-gencode=arch=compute_%s,code=[sm_%s,compute_%s]" % (
+                                    num, num, num)] + entry,
+                                is_python_module=True, verbose=verbose)
+    _LOADED[key] = module.forward
+    return module.forward
 
 
 def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None, verbose=False):
@@ -258,10 +286,15 @@ def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None,
         (`kernelevo cache hash`); default $KERNELEVO, PATH, the installed bin/.
 
     The cached NAME/ARCH.cu is compiled (nvcc, through torch.utils.cpp_extension, once per kernel:
-    build_dir, default torch's extension folder) with a generated binding and registered as
-    torch.ops.kernelevo.NAME (its inputs: the task's tensors in order, weights last). Where no CUDA is
-    present, no usable entry exists for the GPU (missing, unvalidated, edited, stale) or it does not
-    build, the reference (model.pt, the traced model) is returned with a warning: never a kernel
+    build_dir, default $TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions) with a generated binding.
+    The task becomes the operator torch.ops.kernelevo.NAME with a typed schema made from task.json
+    (one Tensor per task input by name, the caller's inputs then the weights; a Tensor or a tuple as
+    the task has outputs: see the module's `schema`), defined on every PyTorch that has
+    torch.library, with or without CUDA (library.py: custom_op with a fake kernel and a backward from
+    PyTorch 2.4, torch.library.Library before). The operator runs the kernel only for calls it was
+    validated for (CUDA tensors of a task shape set and its dtypes); every other call, and every case
+    without a usable kernel (no CUDA, no entry for the GPU, unvalidated, edited, stale, a build
+    failure: a warning says which), runs the reference (model.pt, the traced model): never a kernel
     that was not validated for this task on this architecture.
     """
     task_json = task_dir if task_dir.endswith(".json") else os.path.join(task_dir, "task.json")
@@ -298,4 +331,7 @@ def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None,
     if op is None:
         warnings.warn("kernelevo.load_op(%s): running the reference (the traced model): %s" % (name, reason),
                       stacklevel=2)
-    return KernelEvoOp(task_dir, task, side, reference, weights, op=op, kernel=kernel, reason=reason or "")
+    module = KernelEvoOp(task_dir, task, side, reference, weights, op=op, kernel=kernel, reason=reason or "")
+    entry = library.register(module)
+    module.operator = entry["api"] if entry else None
+    return module

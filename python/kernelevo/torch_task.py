@@ -42,10 +42,12 @@ class ExportError(RuntimeError):
 
 def _kernelbench_dir():
     """The importer's folder: $KERNELEVO_KERNELBENCH_DIR, the installed share/kernelevo/kernelbench
-    (this package is installed as share/kernelevo/python/kernelevo), or the source tree's."""
+    (this package is installed as share/kernelevo/python/kernelevo), the copy `pip install` put in
+    the package (kernelevo/_share, made from the source tree by setup.py), or the source tree's."""
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [os.environ.get("KERNELEVO_KERNELBENCH_DIR", ""),
                   os.path.join(here, "..", "..", "kernelbench"),
+                  os.path.join(here, "_share", "kernelbench"),
                   os.path.join(here, "..", "..", "tool", "kernelbench")]
     for c in candidates:
         if c and os.path.isfile(os.path.join(c, "import_kernelbench.py")):
@@ -175,7 +177,7 @@ def _precision(spec):
 
 
 def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None, inputs="random", device=None,
-                quiet=False, precision=None):
+                quiet=False, precision=None, overwrite=False):
     """Writes the task OUT_DIR/NAME/ for `kernelevo validate` / `kernelevo search` and returns the path
     of its task.json.
 
@@ -200,6 +202,8 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
         tool/task/precision.h), or {"policy": "pytorch", "matmul_tf32": True, ...}. The reference is
         timed under it; correctness is judged against strict fp32 with a tolerance that admits the
         policy's own error on this problem (measured here).
+    overwrite: OUT_DIR/NAME that exists already (a task exported before, its kernels validated for it)
+        is refused (FileExistsError) unless overwrite=True.
 
     This runs the KernelBench importer's own functions (_import_one: trace to model.pt, weights as
     file inputs, graph.py, tolerance, checks for data-dependent control flow, randomness and
@@ -230,6 +234,11 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
     name = name or kb.identifier(getattr(user, "__name__", None) or type(user).__name__.lower(), set())
     if name != kb.identifier(name, set()):
         raise ValueError("name %r: letters, digits and _ only, not starting with a digit" % name)
+    target = os.path.join(os.path.abspath(out_dir), name)
+    if os.path.exists(target) and not overwrite:
+        raise FileExistsError("%s exists already (a task exported before): pass overwrite=True to replace it, or "
+                              "another name=" % target)
+    _refuse_training_mode(model, name)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     model = model.to(torch.device(device))
 
@@ -277,6 +286,21 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
                   task_json, result["inputs"], result["parameters"], result["outputs"], task_json, task_json,
                   os.path.join(out_dir, "kernels")))
     return task_json
+
+
+def _refuse_training_mode(model, name):
+    """BatchNorm and Dropout in training mode give another result per call (batch statistics, updated
+    running statistics; random masks): the user's module is for inference once .eval() is called."""
+    for path, m in model.named_modules():
+        what = None
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training:
+            what = "%s is in training mode: it normalizes with each batch's statistics and updates its running ones" % (
+                type(m).__name__)
+        elif isinstance(m, nn.modules.dropout._DropoutNd) and m.training and m.p > 0:
+            what = "%s (p=%g) is in training mode: its output is random" % (type(m).__name__, m.p)
+        if what:
+            raise ExportError("%s cannot be exported: %s%s; call model.eval() before export_task" % (
+                name, ("layer '%s': " % path) if path else "", what))
 
 
 def _save_program(model, examples, device, task_dir):

@@ -231,22 +231,51 @@ class Gpu(unittest.TestCase):
         op = kernelevo.load_op(os.path.dirname(task_json), kernelevo=KERNELEVO, verbose=False)
         self.assertIsNotNone(op.kernel, op.reason)
         print("INFO kernel loaded: %s" % op.kernel)
+        weights = op._weights_on(x.device)
         with torch.no_grad():
             y = op(x)
             ref = model(x)
-            direct = torch.ops.kernelevo.block([x] + op._weights_on(x.device))[0]
+            direct = torch.ops.kernelevo.block(x, *weights)  # the typed schema: one tensor per input
+            kernel_out = [torch.empty(8, 32, device="cuda")]
+            op._op([x] + weights, kernel_out)  # the compiled kernel itself
         diff = (y - ref).abs().max().item()
         print("op vs module: max |diff| %.3g" % diff)
-        self.assertTrue(torch.equal(y, direct))  # the op ran the kernel
+        print("INFO operator %s (%s)" % (torch.ops.kernelevo.block.default._schema, op.operator))
+        self.assertEqual(str(torch.ops.kernelevo.block.default._schema),
+                         "kernelevo::block(Tensor x, Tensor fc_weight, Tensor fc_bias) -> Tensor")
+        self.assertTrue(torch.equal(y, direct) and torch.equal(y, kernel_out[0]))  # the op ran the kernel
+        self.assertEqual(op.kernel_calls, 2)
         self.assertTrue(torch.allclose(y, ref, atol=1e-4, rtol=1e-4))
-        # Calls the kernel was not validated for take the reference: another shape, autograd, the CPU.
+        # Calls the kernel was not validated for take the reference: another shape, the CPU.
         x2 = torch.randn(3, 64, device="cuda")
         self.assertTrue(torch.allclose(op(x2), model(x2), atol=1e-5))
+        self.assertTrue(torch.allclose(op(x.cpu()), model.cpu()(x.cpu()), atol=1e-5))
+        model.cuda()
+        self.assertEqual(op.kernel_calls, 2)
+        # Autograd: the forward is the kernel's where the operator has a backward (custom_op: the
+        # reference's vector-Jacobian product), else the reference's; the gradient is the module's.
         xg = x.clone().requires_grad_()
         op(xg).sum().backward()
-        self.assertIsNotNone(xg.grad)
-        self.assertTrue(torch.allclose(op(x.cpu()), model.cpu()(x.cpu()), atol=1e-5))
+        xe = x.clone().requires_grad_()
+        model(xe).sum().backward()
+        self.assertTrue(torch.allclose(xg.grad, xe.grad, atol=1e-4, rtol=1e-4))
+        if op.operator == "torch.library.custom_op" and hasattr(torch, "compile"):
+            self._compiled(op, model, x, weights)
         shutil.rmtree(d, ignore_errors=True)
+
+    def _compiled(self, op, model, x, weights):
+        """torch.compile(fullgraph=True) traces the operator through its fake kernel (one graph, no
+        break) and runs the kernel at run time."""
+        torch._dynamo.reset()
+        before = op.kernel_calls
+        f = torch.compile(lambda t: torch.ops.kernelevo.block(t, *weights) * 2, fullgraph=True)
+        m = torch.compile(op, fullgraph=True)
+        with torch.no_grad():
+            y, z = f(x), m(x)
+        self.assertEqual(op.kernel_calls, before + 2)
+        self.assertTrue(torch.allclose(y, model(x) * 2, atol=2e-4, rtol=1e-4))
+        self.assertTrue(torch.allclose(z, model(x), atol=1e-4, rtol=1e-4))
+        print("INFO torch.compile(fullgraph=True): the kernel ran (%d calls)" % (op.kernel_calls - before))
 
 
 class Precision(unittest.TestCase):
@@ -303,6 +332,128 @@ class Precision(unittest.TestCase):
         self.assertGreater(bf16["tolerance"]["atol"], strict["atol"])
         self.assertLess(bf16["tolerance"]["atol"], 0.5)
         self.assertIn("for precision bf16: 3x its own error against strict fp32", bf16["tolerance"]["policy"])
+
+
+GELU_BIAS = {"name": "gelu_bias", "inputs": [{"name": "x", "dtype": "float32", "shape": ["M", "N"]},
+                                            {"name": "bias", "dtype": "float32", "shape": ["N"]}],
+             "outputs": [{"name": "y", "dtype": "float32", "shape": ["M", "N"]},
+                         {"name": "s", "dtype": "float32", "shape": ["M", 1]},
+                         {"name": "k", "dtype": "float32", "shape": ["K"]}],
+             "shapes": [{"M": 64, "N": 32, "K": 5}, {"M": 33, "N": 1001, "K": 7}]}
+
+
+class Operator(unittest.TestCase):
+    """torch.ops.kernelevo.NAME (issue 40): a typed schema from task.json, defined on any PyTorch with
+    torch.library (here maybe a CPU-only one), running the reference where no kernel is loaded, a fake
+    (meta) kernel of the outputs' shapes, and a backward where the PyTorch has custom_op."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kevo-pyhelper-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def load(self, path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return kernelevo.load_op(path, kernelevo=KERNELEVO)
+
+    def meta(self, *tensors):
+        """The operator on meta tensors (its fake kernel); PyTorch < 2.4 has no autograd kernel for
+        meta tensors, so outside autograd there."""
+        args = [t.to("meta") for t in tensors]
+        with torch.inference_mode():
+            return torch.ops.kernelevo.__getattr__(self.name)(*args)
+
+    def test_typed_schema_reference_on_cpu_and_fake(self):
+        model = trained_block().eval()
+        self.name = "typed_block"
+        out = kernelevo.export_task(model, torch.randn(8, 64), self.dir, name=self.name, device="cpu", quiet=True)
+        op = self.load(os.path.dirname(out))
+        print("INFO operator %s through %s" % (op.schema, op.operator))
+        self.assertIn(op.operator, ("torch.library.custom_op", "torch.library.Library"))
+        self.assertEqual(str(torch.ops.kernelevo.typed_block.default._schema),
+                         "kernelevo::typed_block(Tensor x, Tensor fc_weight, Tensor fc_bias) -> Tensor")
+        x = torch.randn(8, 64)
+        w, b = op._weights_on("cpu")
+        with torch.no_grad():
+            self.assertTrue(torch.allclose(torch.ops.kernelevo.typed_block(x, w, b), model(x), atol=1e-6))
+        self.assertEqual(op.kernel_calls, 0)
+        y = self.meta(x, w, b)
+        self.assertEqual((y.device.type, list(y.shape), y.dtype), ("meta", [8, 32], torch.float32))
+        # Literal sizes in task.json: other input sizes give no derivable output shape.
+        with self.assertRaisesRegex(RuntimeError, "not derivable from task.json"):
+            self.meta(torch.randn(3, 64), w, b)
+
+    def test_two_outputs_are_a_tuple_in_the_schema(self):
+        self.name = "split2"
+        out = kernelevo.export_task(lambda x: (x.relu(), x.sum(dim=1)), torch.randn(5, 3), self.dir, name="split2",
+                                    device="cpu", quiet=True)
+        self.load(out)
+        self.assertEqual(str(torch.ops.kernelevo.split2.default._schema),
+                         "kernelevo::split2(Tensor x) -> (Tensor, Tensor)")
+        a, b = self.meta(torch.randn(5, 3))
+        self.assertEqual((list(a.shape), list(b.shape)), ([5, 3], [5]))
+
+    def test_the_gradient_is_the_references(self):
+        model = trained_block().eval()
+        out = kernelevo.export_task(model, torch.randn(8, 64), self.dir, name="grad_block", device="cpu", quiet=True)
+        op = self.load(out)
+        xg, xe = torch.randn(8, 64).requires_grad_(), None
+        xe = xg.detach().clone().requires_grad_()
+        op(xg).pow(2).sum().backward()
+        model(xe).pow(2).sum().backward()
+        self.assertTrue(torch.allclose(xg.grad, xe.grad, atol=1e-5))
+
+    def test_a_name_taken_by_another_schema_is_refused(self):
+        kernelevo.export_task(lambda x: x * 2, torch.randn(4), self.dir, name="clash", device="cpu", quiet=True)
+        self.load(os.path.join(self.dir, "clash"))
+        other = os.path.join(self.dir, "other")
+        kernelevo.export_task(lambda x, y: x + y, (torch.randn(4), torch.randn(4)), other, name="clash", device="cpu",
+                              quiet=True)
+        with self.assertRaisesRegex(RuntimeError, "already defined in this process as clash\\(Tensor x\\)"):
+            self.load(os.path.join(other, "clash"))
+
+    def test_output_shapes_follow_task_json(self):
+        from kernelevo.library import output_shapes
+        self.assertEqual(output_shapes(GELU_BIAS, [[33, 1001], [1001]]), (1, [[33, 1001], [33, 1], [7]]))
+        # Not a shape set: named dimensions the inputs bind give the outputs' sizes ...
+        self.assertEqual(output_shapes(GELU_BIAS, [[10, 32], [32]])[0], None)
+        self.assertEqual(output_shapes(GELU_BIAS, [[10, 32], [32]])[1], None)  # K is no input's dimension
+        no_k = dict(GELU_BIAS, outputs=GELU_BIAS["outputs"][:2])
+        self.assertEqual(output_shapes(no_k, [[10, 32], [32]]), (None, [[10, 32], [10, 1]]))
+        # ... unless they contradict each other or the ranks differ.
+        self.assertEqual(output_shapes(no_k, [[10, 32], [31]]), (None, None))
+        self.assertEqual(output_shapes(no_k, [[10, 32, 1], [32]]), (None, None))
+
+
+class ExportRefusals(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kevo-pyhelper-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_an_existing_task_is_not_overwritten_unless_asked(self):
+        m = nn.Linear(4, 3).eval()
+        out = kernelevo.export_task(m, torch.randn(2, 4), self.dir, name="lin", device="cpu", quiet=True)
+        before = _read_bytes(os.path.join(self.dir, "lin", "weight.bin"))
+        with torch.no_grad():
+            m.weight.add_(1)
+        with self.assertRaisesRegex(FileExistsError, "lin exists already .*pass overwrite=True"):
+            kernelevo.export_task(m, torch.randn(2, 4), self.dir, name="lin", device="cpu", quiet=True)
+        self.assertEqual(_read_bytes(os.path.join(self.dir, "lin", "weight.bin")), before)
+        self.assertEqual(kernelevo.export_task(m, torch.randn(2, 4), self.dir, name="lin", device="cpu", quiet=True,
+                                               overwrite=True), out)
+        self.assertNotEqual(_read_bytes(os.path.join(self.dir, "lin", "weight.bin")), before)
+
+    def test_batchnorm_in_training_mode_says_call_eval(self):
+        m = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+        with self.assertRaisesRegex(kernelevo.ExportError, "layer '1': BatchNorm1d is in training mode.*call model.eval\\(\\)"):
+            kernelevo.export_task(m, torch.randn(8, 4), self.dir, name="bn", device="cpu", quiet=True)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "bn")))
+        self.assertTrue(os.path.isfile(kernelevo.export_task(m.eval(), torch.randn(8, 4), self.dir, name="bn",
+                                                             device="cpu", quiet=True)))
 
 
 class Lines(unittest.TextTestResult):
