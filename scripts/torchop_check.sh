@@ -3,7 +3,10 @@
 # the example's operator module (kernelevo_torch_library(fused_ops_torch ...)) against the LibTorch of
 # python3's PyTorch, loads it from python3 and checks CUDA op == reference (the evolved sm_90
 # kernel ran), gradients == the reference's, torch.compile (inductor); then runs cmake_test's
-# operator test (the test project's scale/pair ops: CPU, CUDA, Meta, gradcheck, torch.compile).
+# operator test (the test project's scale/pair ops: CPU, CUDA, Meta, gradcheck, torch.compile); then the
+# Python helper's operator (kernelevo.load_op: a torch.library.custom_op with a typed schema from
+# task.json, its fake kernel under torch.compile(fullgraph=True), its backward; needs
+# build-gpu/tool/cli/kernelevo, scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck).
 # Prints PASS/FAIL lines; exit 1 when one fails. Usage: scripts/torchop_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +49,24 @@ if ninja -C build-gpu cmake_test > "$out/torchop-cmake-test-build.log" 2>&1; the
   fi
 else
   echo "FAIL cmake_test does not build: $out/torchop-cmake-test-build.log"; fail=1
+fi
+echo "== load_op's operator: custom_op, typed schema, fake kernel under torch.compile(fullgraph=True) ($(date +%T))"
+kevo=build-gpu/tool/cli/kernelevo
+if [ -x "$kevo" ]; then
+  TORCH_EXTENSIONS_DIR="$out/torch-extensions" timeout 300 python3 tests/python/pyhelper_test.py "$kevo" \
+    Gpu Operator > "$out/torchop-pyop.log" 2>&1
+  rc=$?
+  grep -E "^(PASS|FAIL|SKIP|INFO) " "$out/torchop-pyop.log"
+  if [ $rc -eq 0 ] && grep -qF "(torch.library.custom_op)" "$out/torchop-pyop.log" &&
+     grep -qF "INFO torch.compile(fullgraph=True): the kernel ran" "$out/torchop-pyop.log"; then
+    echo "PASS load_op's custom_op: typed schema, the kernel eager and under torch.compile(fullgraph=True)"
+  else
+    echo "FAIL load_op's operator (rc $rc): $out/torchop-pyop.log"
+    tail -40 "$out/torchop-pyop.log"
+    fail=1
+  fi
+else
+  echo "FAIL $kevo not built (scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck)"; fail=1
 fi
 [ $fail -eq 0 ] && echo "PASS torchop_check" || echo "FAIL torchop_check"
 exit $fail
