@@ -1,6 +1,7 @@
 // tool/baseline on a GPU host with PyTorch 2 (skips elsewhere): the baselines of a KernelBench-like
 // task (tests/data/baseline_relu_add) timed for real, and `kernelevo validate` / `kernelevo bench`
-// showing the kernel's speedup over the reference, PyTorch eager and torch.compile, each labelled.
+// showing the kernel's speedup over the reference, PyTorch eager, torch.compile and (--aoti)
+// AOTInductor, each labelled. AOTInductor needs PyTorch 2.6 or later (the H200 has 2.11).
 #include <gtest/gtest.h>
 
 #include "baseline/baseline.h"
@@ -29,14 +30,26 @@ ProcessResult kernelevo(std::vector<std::string> args) {
     return run_process(po);
 }
 
-TEST(BaselineGpu, EagerAndCompileAreTimedOnTheValidatorsInputs) {
+// Each compiled baseline's outputs matched eager's on the set's first copy (baseline_torch.py check_outputs).
+void expect_matched(const baseline::Result& r, const std::string& kind) {
+    ASSERT_TRUE(r.checks.contains(kind)) << r.to_json().dump(2);
+    const double err = r.checks[kind]["rel_l2"].get<double>(), tol = r.checks[kind]["tol"].get<double>();
+    EXPECT_GE(err, 0) << kind;
+    EXPECT_LE(err, tol) << kind;
+}
+
+TEST(BaselineGpu, EagerCompileAndAOTInductorAreTimedOnTheValidatorsInputs) {
     if (!gpu().present) GTEST_SKIP() << "no CUDA device here";
     baseline::Options o;
     o.trials = 30;
+    o.which = baseline::asked({"aoti"});
     baseline::Result r = baseline::measure(load_task(fixture() / "task.json"), o, gpu());
     ASSERT_TRUE(r.not_run.empty()) << r.to_json().dump(2);
     EXPECT_GT(r.us("eager"), 0);
     EXPECT_GT(r.us("compile"), 0);
+    EXPECT_GT(r.us("aoti"), 0);  // AOTInductor ran: exported, compiled ahead of time, loaded and timed
+    expect_matched(r, "compile");
+    expect_matched(r, "aoti");
     EXPECT_EQ(r.precision, "pytorch");
     EXPECT_EQ(r.module, "problem.py (KernelBench)");
     EXPECT_FALSE(r.device.empty());
@@ -46,8 +59,9 @@ TEST(BaselineGpu, EagerAndCompileAreTimedOnTheValidatorsInputs) {
 TEST(BaselineGpu, ValidatePrintsTheSpeedupOverEachBaseline) {
     if (!gpu().present) GTEST_SKIP() << "no CUDA device here";
     auto p = kernelevo({"validate", "--task", (fixture() / "task.json").string(), "--kernel", (fixture() / "kernel.cu").string(),
-                        "--timing-trials", "30"});
+                        "--timing-trials", "30", "--aoti"});
     ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+    EXPECT_NE(p.out.find("  AOTInductor (torch.export + aoti_compile_and_package): "), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("x over the LibTorch reference"), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("  PyTorch eager: "), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("  torch.compile (Inductor, default mode): "), std::string::npos) << p.out;
@@ -56,13 +70,22 @@ TEST(BaselineGpu, ValidatePrintsTheSpeedupOverEachBaseline) {
     std::cout << p.out;
 
     auto j = kernelevo({"validate", "--task", (fixture() / "task.json").string(), "--kernel", (fixture() / "kernel.cu").string(),
-                        "--timing-trials", "30", "--json"});
+                        "--timing-trials", "30", "--json", "--aoti"});
     ASSERT_EQ(j.exit_code, 0) << j.err;
     auto v = nlohmann::json::parse(j.out);
-    for (const char* k : {"eager", "compile"}) {
+    for (const auto& k : baseline::kinds()) {
         EXPECT_GT(v["baselines"][k]["us"].get<double>(), 0) << v["baselines"].dump();
         EXPECT_GT(v["baselines"][k]["speedup"].get<double>(), 0) << v["baselines"].dump();
     }
+    for (const char* k : {"compile", "aoti"})
+        EXPECT_LE(v["baselines"][k]["check"]["rel_l2"].get<double>(), v["baselines"][k]["check"]["tol"].get<double>()) << v["baselines"].dump();
+
+    // Without --aoti, AOTInductor is not run and says how to ask for it.
+    auto d = kernelevo({"validate", "--task", (fixture() / "task.json").string(), "--kernel", (fixture() / "kernel.cu").string(),
+                        "--timing-trials", "30"});
+    ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+    EXPECT_NE(d.out.find("  AOTInductor (torch.export + aoti_compile_and_package): not run: not asked for (--aoti"), std::string::npos)
+        << d.out;
 }
 
 TEST(BaselineGpu, BenchReportsFastPAndGeomeanOverEachBaseline) {
@@ -72,18 +95,23 @@ TEST(BaselineGpu, BenchReportsFastPAndGeomeanOverEachBaseline) {
     fs::create_directories(suite / "relu_add");
     fs::copy(fixture(), suite / "relu_add", fs::copy_options::recursive);
     write_file_atomic(kernels / "relu_add.cu", read_file(fixture() / "kernel.cu"));
-    auto p = kernelevo({"bench", "--suite", suite.string(), "--out", out.string(), "--kernels", kernels.string(), "--timing-trials", "30"});
+    auto p = kernelevo({"bench", "--suite", suite.string(), "--out", out.string(), "--kernels", kernels.string(), "--timing-trials", "30",
+                        "--aoti"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     auto j = nlohmann::json::parse(read_file(out / "report.json"));
     const auto& t = j["results"][0];
     EXPECT_EQ(t["status"], "ok") << t.dump();
-    for (const char* k : {"eager", "compile"}) {
+    for (const auto& k : baseline::kinds()) {
         EXPECT_GT(t["speedup_over"][k].get<double>(), 0) << t.dump();
         EXPECT_EQ(j["over_baselines"][k]["tasks_measured"], 1) << j["over_baselines"].dump();
         EXPECT_TRUE(j["over_baselines"][k]["geomean_speedup"].is_number()) << j["over_baselines"].dump();
     }
     std::string md = read_file(out / "report.md");
     EXPECT_NE(md.find("| geomean speedup over torch.compile (Inductor, default mode), precision pytorch (correct tasks) |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| geomean speedup over AOTInductor (torch.export + aoti_compile_and_package), precision pytorch (correct tasks) |"),
+              std::string::npos)
+        << md;
+    EXPECT_NE(read_file(out / "report.html").find("<th>speedup over AOTInductor</th>"), std::string::npos);
     std::cout << md;
 }
 
@@ -106,6 +134,26 @@ TEST(BaselineGpu, SearchWithFitnessOverTorchCompile) {
     EXPECT_GT(best["speedup_over_reference"].get<double>(), 0) << best.dump(2);
     EXPECT_NEAR(best["speedup"].get<double>(), best["baselines"]["compile"]["speedup"].get<double>(), 1e-9) << best.dump(2);
     EXPECT_GT(best["baselines"]["eager"]["speedup"].get<double>(), 0) << best.dump(2);
+}
+
+// `search --fitness-baseline aoti`: AOTInductor is timed (implied --aoti) and the fitness is over it.
+TEST(BaselineGpu, SearchWithFitnessOverAOTInductor) {
+    if (!gpu().present) GTEST_SKIP() << "no CUDA device here";
+    TempDir dir("kevo-baseline-search");
+    const std::string kernel = read_file(fixture() / "kernel.cu");
+    write_transcript(dir.path() / "t.jsonl", {kernel, kernel});
+    auto p = kernelevo({"search", "--task", (fixture() / "task.json").string(), "--out", (dir.path() / "kernels").string(), "--state",
+                        (dir.path() / "s.db").string(), "--replay", (dir.path() / "t.jsonl").string(), "--llm-replay-in-order",
+                        "--islands", "1", "--children", "1", "--generations", "0", "--mode", "full", "--timing-trials", "20",
+                        "--no-profile", "--fitness-baseline", "aoti", "--json"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.err.find("kernelevo: fitness: speedup over AOTInductor (torch.export + aoti_compile_and_package), "), std::string::npos)
+        << p.err;
+    auto j = nlohmann::json::parse(p.out);
+    const auto& best = j["best"];
+    EXPECT_EQ(best["fitness_baseline"], "aoti") << best.dump(2);
+    EXPECT_NEAR(best["speedup"].get<double>(), best["baselines"]["aoti"]["speedup"].get<double>(), 1e-9) << best.dump(2);
+    EXPECT_LE(best["baselines"]["aoti"]["check"]["rel_l2"].get<double>(), best["baselines"]["aoti"]["check"]["tol"].get<double>());
 }
 
 // A task without a PyTorch module cannot be searched over torch.compile: exit 2, before any request.

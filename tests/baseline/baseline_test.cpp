@@ -1,9 +1,10 @@
-// tool/baseline: the PyTorch baselines (eager, torch.compile) of a task, run for real in the import's
-// sandbox (bubblewrap) with the host's PyTorch. On a CPU host (PyTorch 1.x, no CUDA) every baseline
-// says why it was not run; the GPU half (baseline_gpu_test) times them.
+// tool/baseline: the PyTorch baselines (eager, torch.compile, AOTInductor) of a task, run for real in
+// the import's sandbox (bubblewrap) with the host's PyTorch. On a CPU host (PyTorch 1.x, no CUDA) every
+// baseline says why it was not run; the GPU half (baseline_gpu_test) times them.
 #include <gtest/gtest.h>
 
 #include "baseline/baseline.h"
+#include "common/error.h"
 #include "common/fs.h"
 #include "sandbox/sandbox.h"
 
@@ -19,14 +20,22 @@ TEST(Baseline, TheRunnerSaysWhyEachBaselineWasNotRunOnThisHost) {
     baseline::Options o;
     o.trials = 5;
     o.warmup = 1;
+    o.which = baseline::asked({"aoti"});  // all three
+    ASSERT_EQ(o.which, baseline::kinds());
     baseline::Result r = baseline::measure(load_task(fixture()), o, no_device());
     ASSERT_FALSE(r.torch_version.empty()) << r.to_json().dump(2);  // the script ran (in the sandbox) and answered
     EXPECT_EQ(r.precision, "pytorch");
-    if (r.torch_version[0] == '1') {  // PyTorch 1.x: no torch.compile, and it says so
+    if (r.torch_version[0] == '1') {  // PyTorch 1.x: no torch.compile, no torch.export / AOTInductor, and it says so
         ASSERT_TRUE(r.not_run.count("compile"));
         EXPECT_EQ(r.not_run["compile"], "PyTorch " + r.torch_version + " has no torch.compile (needs PyTorch 2)");
         EXPECT_EQ(r.why_not("compile"), "not run: PyTorch " + r.torch_version + " has no torch.compile (needs PyTorch 2)");
+        EXPECT_EQ(r.why_not("aoti"), "not run: PyTorch " + r.torch_version + " has no torch.export, so no AOTInductor (needs PyTorch 2.6 or later)");
+        std::string lines = baseline::speedup_lines(r, {}, "  ");
+        EXPECT_NE(lines.find("  AOTInductor (torch.export + aoti_compile_and_package): not run: PyTorch " + r.torch_version + " has no torch.export"),
+                  std::string::npos)
+            << lines;
     }
+    for (const auto& k : baseline::kinds()) EXPECT_TRUE(r.not_run.count(k) || r.ran(k)) << k;  // a time or a reason, each
     if (r.not_run.count("eager")) {  // no CUDA for this PyTorch: neither baseline has a time, both say why
         EXPECT_NE(r.not_run["eager"].find("no CUDA device for PyTorch " + r.torch_version), std::string::npos) << r.not_run["eager"];
         for (const auto& k : baseline::kinds()) EXPECT_LT(r.us(k), 0) << k;
@@ -36,6 +45,41 @@ TEST(Baseline, TheRunnerSaysWhyEachBaselineWasNotRunOnThisHost) {
     for (const auto& k : baseline::kinds())
         if (!r.ran(k)) EXPECT_TRUE(j[k + "_us"].is_null()) << j.dump();
     EXPECT_EQ(baseline::Result::from_json(j).not_run, r.not_run);
+}
+
+// AOTInductor is opt-in (its compilation takes tens of seconds): by default it says how to ask for it.
+TEST(Baseline, AOTInductorIsNotRunUnlessAskedForAndSaysHow) {
+    if (!sandbox_layers().namespaces) GTEST_SKIP() << "no bubblewrap here: " << sandbox_layers().why_not;
+    baseline::Options o;
+    EXPECT_EQ(o.which, (std::vector<std::string>{"eager", "compile"}));
+    o.trials = 5;
+    o.warmup = 1;
+    baseline::Result r = baseline::measure(load_task(fixture()), o, no_device());
+    ASSERT_FALSE(r.torch_version.empty()) << r.to_json().dump(2);
+    EXPECT_EQ(r.why_not("aoti"), "not run: not asked for (--aoti: AOTInductor compiles ahead of time, tens of seconds per shape set)");
+    EXPECT_LT(r.us("aoti"), 0);
+    EXPECT_TRUE(r.to_json()["aoti_us"].is_null());
+    nlohmann::json s = baseline::speedups_json(r, {});
+    EXPECT_EQ(s["aoti"]["label"], "AOTInductor (torch.export + aoti_compile_and_package)");
+    EXPECT_EQ(s["aoti"]["not_run"], "not asked for (--aoti: AOTInductor compiles ahead of time, tens of seconds per shape set)");
+}
+
+// The one table of baselines: names, labels, columns and the choices messages and --fitness-baseline use.
+TEST(Baseline, OneTableNamesTheBaselinesAndTheirLabels) {
+    EXPECT_EQ(baseline::kinds(), (std::vector<std::string>{"eager", "compile", "aoti"}));
+    ASSERT_EQ(baseline::table().size(), baseline::kinds().size());
+    EXPECT_EQ(baseline::label("aoti"), "AOTInductor (torch.export + aoti_compile_and_package)");
+    EXPECT_EQ(baseline::label("reference"), "the LibTorch reference");
+    EXPECT_EQ(baseline::column("aoti"), "AOTInductor");
+    EXPECT_EQ(baseline::column("compile"), "torch.compile");
+    EXPECT_EQ(baseline::choices(), "reference, eager, compile or aoti");
+    EXPECT_EQ(baseline::asked(), (std::vector<std::string>{"eager", "compile"}));
+    try {
+        baseline::label("tensorrt");
+        ADD_FAILURE() << "an unknown baseline was accepted";
+    } catch (const UsageError& e) {
+        EXPECT_EQ(std::string(e.what()), "unknown baseline 'tensorrt' (expected reference, eager, compile or aoti)");
+    }
 }
 
 TEST(Baseline, ALibTorchTaskHasNoModuleToRun) {
@@ -66,13 +110,14 @@ TEST(Baseline, SpeedupOverABaselineIsTheWeightedGeomeanOfItsSets) {
     baseline::Result b;
     b.precision = "pytorch";
     b.torch_version = "2.11.0";
-    b.sets = {{0, "a", 400, 200}, {2, "b", 90, 30}};
+    b.sets = {{0, "a", 400, 200, 100}, {2, "b", 90, 30, 120}};
     b.not_run.clear();
     std::vector<ShapeTiming> k(2);
     k[0].set = 0, k[0].kernel_us = 100, k[0].weight = 1;
     k[1].set = 2, k[1].kernel_us = 60, k[1].weight = 3;
     EXPECT_NEAR(baseline::speedup_over(b, "eager", k), std::pow(4.0 * std::pow(1.5, 3), 0.25), 1e-12);
     EXPECT_NEAR(baseline::speedup_over(b, "compile", k), std::pow(2.0 * std::pow(0.5, 3), 0.25), 1e-12);
+    EXPECT_NEAR(baseline::speedup_over(b, "aoti", k), std::pow(1.0 * std::pow(2.0, 3), 0.25), 1e-12);
     std::string lines = baseline::speedup_lines(b, k, "  ");
     EXPECT_NE(lines.find("  torch.compile (Inductor, default mode): 200.00 us (precision pytorch, PyTorch 2.11.0); speedup 0.707x over it"),
               std::string::npos)
@@ -80,6 +125,18 @@ TEST(Baseline, SpeedupOverABaselineIsTheWeightedGeomeanOfItsSets) {
     nlohmann::json j = baseline::speedups_json(b, k);
     EXPECT_NEAR(j["eager"]["speedup"].get<double>(), 1.917, 1e-3);
     EXPECT_EQ(j["compile"]["us"].get<double>(), 200);
+    EXPECT_EQ(j["aoti"]["us"].get<double>(), 100);
+    EXPECT_NE(lines.find("  AOTInductor (torch.export + aoti_compile_and_package): 100.00 us (precision pytorch, PyTorch 2.11.0); speedup 1.682x"),
+              std::string::npos)
+        << lines;
+    // The script's answer (ms, checks) read back, and tool/baseline's JSON (us) round-trips.
+    baseline::Result p = baseline::Result::from_json(nlohmann::json::parse(
+        R"({"sets": [{"set": 0, "label": "0", "eager_ms": 0.4, "compile_ms": 0.2, "aoti_ms": 0.1}], "not_run": {},
+            "checks": {"aoti": {"rel_l2": 1e-7, "tol": 1e-3}}, "precision": "pytorch"})"));
+    EXPECT_DOUBLE_EQ(p.us("aoti"), 100);
+    EXPECT_DOUBLE_EQ(p.checks["aoti"]["rel_l2"].get<double>(), 1e-7);
+    EXPECT_DOUBLE_EQ(baseline::Result::from_json(p.to_json()).us("aoti"), 100);
+    EXPECT_DOUBLE_EQ(baseline::speedups_json(p, {k[0]})["aoti"]["check"]["tol"].get<double>(), 1e-3);
     // A set the baseline has no time for: no speedup (0), never a made-up one.
     k[1].set = 5;
     EXPECT_EQ(baseline::speedup_over(b, "compile", k), 0);
@@ -119,6 +176,13 @@ TEST(Baseline, FitnessOverCompileRescalesTheSpeedupAndKeepsTheReferences) {
     EXPECT_DOUBLE_EQ(e.details["speedup_over_reference"].get<double>(), 2.5);
     EXPECT_EQ(e.details["fitness_baseline"]["baseline"], "compile");
     EXPECT_EQ(e.feedback.rfind("fitness: speedup 0.500x over torch.compile (Inductor, default mode)", 0), 0u) << e.feedback;
+
+    b.sets = {{0, "a", 150, 40, 60}};
+    auto over_aoti = baseline::fitness_over(inner, b, "aoti");
+    Evaluation a = over_aoti->run({});
+    EXPECT_DOUBLE_EQ(a.speedup, 0.75);  // 60 us / 80 us
+    EXPECT_EQ(a.details["fitness_baseline"]["label"], "AOTInductor (torch.export + aoti_compile_and_package)");
+    EXPECT_DOUBLE_EQ(a.details["speedup_over_reference"].get<double>(), 2.5);
 }
 
 }  // namespace

@@ -58,7 +58,9 @@ TEST(BenchSuite, SkipsHiddenFoldersSuchAsAnInterruptedImport) {
 
 TEST(BenchBaselines, FastPAndGeomeanOverEachBaselineAmongTheTasksWithItsTime) {
     bench::Summary s = bench::summarize(suite());
-    ASSERT_EQ(s.baselines.size(), 2u);
+    ASSERT_EQ(s.baselines.size(), 3u);  // eager, compile, aoti (baseline::table())
+    EXPECT_EQ(s.baselines[2].kind, "aoti");
+    EXPECT_EQ(s.baselines[2].measured, 0);
     const auto& eager = s.baselines[0];
     const auto& compile = s.baselines[1];
     EXPECT_EQ(eager.kind, "eager");
@@ -79,6 +81,9 @@ TEST(BenchBaselines, ATaskWithoutBaselinesShowsWhyNotAZero) {
         << md;
     EXPECT_NE(md.find("| fast_1 over PyTorch eager, precision pytorch | 1.000 (2/2 tasks with its time) |"), std::string::npos) << md;
     EXPECT_NE(md.find("| PyTorch eager | speedup over eager | torch.compile (Inductor, default mode) | speedup over torch.compile |"),
+              std::string::npos)
+        << md;
+    EXPECT_NE(md.find("| speedup over torch.compile | AOTInductor (torch.export + aoti_compile_and_package) | speedup over AOTInductor |"),
               std::string::npos)
         << md;
     EXPECT_NE(md.find("| a | ok | 2.360x | 100.0 us | 236.0 us | pytorch | 200.0 us | 2.000x | 50.0 us | 0.500x |"), std::string::npos) << md;
@@ -136,7 +141,8 @@ TEST(BenchBaselines, BenchKernelsWritesTheReasonsThisHostsPyTorchGives) {
     fs::copy(fixture, suite / "relu_add", fs::copy_options::recursive);
     write_file_atomic(kernels / "relu_add.cu", read_file(fixture / "kernel.cu"));
     ProcessOptions po;
-    po.argv = {KEVO_EXE, "bench", "--suite", suite.string(), "--out", out.string(), "--kernels", kernels.string(), "--timing-trials", "20"};
+    po.argv = {KEVO_EXE, "bench", "--suite", suite.string(), "--out", out.string(), "--kernels", kernels.string(), "--timing-trials", "20",
+               "--aoti"};
     po.timeout_s = 1200;
     ProcessResult p = run_process(po);
     ASSERT_TRUE(p.started);
@@ -144,7 +150,7 @@ TEST(BenchBaselines, BenchKernelsWritesTheReasonsThisHostsPyTorchGives) {
     const auto& t = j["results"][0];
     const std::string md = read_file(out / "report.md");
     if (t["status"] == "no_device") {  // a CPU host: no time for either, each with its reason
-        for (const char* k : {"eager", "compile"}) {
+        for (const char* k : {"eager", "compile", "aoti"}) {
             EXPECT_TRUE(t["torch"][std::string(k) + "_us"].is_null()) << t.dump(2);
             EXPECT_FALSE(t["torch"]["not_run"][k].get<std::string>().empty()) << t.dump(2);
             EXPECT_EQ(j["over_baselines"][k]["tasks_measured"], 0);
@@ -152,6 +158,11 @@ TEST(BenchBaselines, BenchKernelsWritesTheReasonsThisHostsPyTorchGives) {
         EXPECT_NE(t["torch"]["not_run"]["eager"].get<std::string>().find("no CUDA device for PyTorch"), std::string::npos) << t.dump(2);
         EXPECT_NE(md.find("| not run: no CUDA device for PyTorch"), std::string::npos) << md;
         EXPECT_NE(p.err.find("over torch.compile (Inductor, default mode) (precision pytorch): not run: "), std::string::npos) << p.err;
+        // --aoti asked for it: the reason is this PyTorch's, not "not asked for".
+        EXPECT_EQ(t["torch"]["not_run"]["aoti"].get<std::string>().find("not asked for"), std::string::npos) << t.dump(2);
+        EXPECT_NE(md.find("| speedup over AOTInductor (torch.export + aoti_compile_and_package), precision pytorch | not run: "),
+                  std::string::npos)
+            << md;
     } else {
         EXPECT_EQ(t["status"], "ok") << t.dump(2);
         EXPECT_GT(t["speedup_over"]["compile"].get<double>(), 0) << t.dump(2);

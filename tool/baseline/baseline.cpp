@@ -1,6 +1,7 @@
 // The PyTorch baselines (baseline.h): baseline_torch.py in the import's sandbox, its answer parsed.
 #include "baseline/baseline.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -91,16 +92,53 @@ std::string time_str(double us) { return us >= 1000 ? fixed(us / 1000, "%.3f ms"
 
 }  // namespace
 
+const std::vector<Kind>& table() {
+    static const std::vector<Kind> t = {
+        {"eager", "PyTorch eager", "eager", ""},
+        {"compile", "torch.compile (Inductor, default mode)", "torch.compile", ""},
+        // Opt-in: an ahead-of-time compilation per timed shape set takes tens of seconds.
+        {"aoti", "AOTInductor (torch.export + aoti_compile_and_package)", "AOTInductor",
+         "--aoti: AOTInductor compiles ahead of time, tens of seconds per shape set"},
+    };
+    return t;
+}
+
 const std::vector<std::string>& kinds() {
-    static const std::vector<std::string> k = {"eager", "compile"};
+    static const std::vector<std::string> k = [] {
+        std::vector<std::string> v;
+        for (const auto& e : table()) v.push_back(e.name);
+        return v;
+    }();
     return k;
 }
 
-std::string label(const std::string& kind) {
-    if (kind == "eager") return "PyTorch eager";
-    if (kind == "compile") return "torch.compile (Inductor, default mode)";
-    if (kind == "reference") return "the LibTorch reference";
-    throw UsageError("unknown baseline '" + kind + "' (expected reference, compile or eager)");
+std::vector<std::string> asked(const std::vector<std::string>& also) {
+    std::vector<std::string> v;
+    for (const auto& e : table())
+        if (!*e.opt_in || std::find(also.begin(), also.end(), e.name) != also.end()) v.push_back(e.name);
+    return v;
+}
+
+std::string choices() {
+    std::string s = "reference";
+    for (size_t i = 0; i < table().size(); ++i) s += std::string(i + 1 == table().size() ? " or " : ", ") + table()[i].name;
+    return s;
+}
+
+namespace {
+const Kind& find_kind(const std::string& kind) {
+    for (const auto& e : table())
+        if (kind == e.name) return e;
+    throw UsageError("unknown baseline '" + kind + "' (expected " + choices() + ")");
+}
+}  // namespace
+
+std::string label(const std::string& kind) { return kind == "reference" ? "the LibTorch reference" : find_kind(kind).label; }
+
+std::string column(const std::string& kind) { return kind == "reference" ? "the LibTorch reference" : find_kind(kind).column; }
+
+double SetTime::us(const std::string& kind) const {
+    return kind == "eager" ? eager_us : kind == "compile" ? compile_us : kind == "aoti" ? aoti_us : -1;
 }
 
 std::string task_precision(const Task& task) { return task.precision.name(); }
@@ -115,9 +153,15 @@ std::string Result::why_not(const std::string& kind) const {
 nlohmann::json Result::to_json() const {
     nlohmann::json s = nlohmann::json::array();
     auto opt = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); };
-    for (const auto& t : sets) s.push_back({{"set", t.set}, {"label", t.label}, {"eager_us", opt(t.eager_us)}, {"compile_us", opt(t.compile_us)}});
-    return {{"eager_us", opt(us("eager"))}, {"compile_us", opt(us("compile"))}, {"sets", s}, {"not_run", not_run},
-            {"torch_version", torch_version}, {"device", device}, {"precision", precision}, {"module", module}};
+    for (const auto& t : sets) {
+        nlohmann::json row{{"set", t.set}, {"label", t.label}};
+        for (const auto& k : kinds()) row[k + "_us"] = opt(t.us(k));
+        s.push_back(row);
+    }
+    nlohmann::json j{{"sets", s}, {"not_run", not_run}, {"checks", checks}, {"torch_version", torch_version}, {"device", device},
+                     {"precision", precision}, {"module", module}};
+    for (const auto& k : kinds()) j[k + "_us"] = opt(us(k));
+    return j;
 }
 
 // Reads both tool/baseline's JSON (*_us) and the script's (*_ms).
@@ -131,12 +175,15 @@ Result Result::from_json(const nlohmann::json& j) {
     if (j.contains("not_run") && j["not_run"].is_object())
         for (auto it = j["not_run"].begin(); it != j["not_run"].end(); ++it)
             if (it.value().is_string()) r.not_run[it.key()] = it.value().get<std::string>();
+    if (j.contains("checks") && j["checks"].is_object()) r.checks = j["checks"];
     for (const auto& t : j.value("sets", nlohmann::json::array())) {
         SetTime st;
         st.set = t.value("set", 0);
         st.label = t.contains("label") && t["label"].is_string() ? t["label"].get<std::string>() : "";
-        st.eager_us = std::max(num_or(t, "eager_us", 1), num_or(t, "eager_ms", 1000));
-        st.compile_us = std::max(num_or(t, "compile_us", 1), num_or(t, "compile_ms", 1000));
+        auto time = [&](const std::string& k) { return std::max(num_or(t, (k + "_us").c_str(), 1), num_or(t, (k + "_ms").c_str(), 1000)); };
+        st.eager_us = time("eager");
+        st.compile_us = time("compile");
+        st.aoti_us = time("aoti");
         r.sets.push_back(st);
     }
     return r;
@@ -160,7 +207,7 @@ Result measure(const Task& task, const Options& o, const DeviceInfo& device) {
     }
     const kernelbench::PythonInstall py = kernelbench::python_install(python);
     TempDir work("kernelevo-baseline");
-    nlohmann::json spec{{"task_dir", task.file.parent_path().string()}, {"importer_dir", kernelbench::data_dir().string()},
+    nlohmann::json spec{{"task_dir", task.file.parent_path().string()}, {"work_dir", work.path().string()}, {"importer_dir", kernelbench::data_dir().string()},
                         {"precision", precision}, {"cudnn_tf32", task.precision.cudnn_tf32},
                         {"matmul_tf32", task.precision.matmul_tf32}, {"l2_flush", o.l2_flush}, {"warmup", o.warmup}, {"trials", o.trials},
                         {"which", o.which}, {"sets", sets_spec(task, o)}};
@@ -186,8 +233,11 @@ Result measure(const Task& task, const Options& o, const DeviceInfo& device) {
         return not_run_all("the baseline script failed (" + p.describe() + (err.empty() ? "" : ": " + err) + ")", precision);
     }
     if (r.precision.empty()) r.precision = precision;
-    for (const auto& k : kinds())
-        if (!r.not_run.count(k) && r.us(k) <= 0) r.not_run[k] = "not measured";
+    for (const auto& e : table()) {
+        const bool wanted = std::find(o.which.begin(), o.which.end(), e.name) != o.which.end();
+        if (!wanted && *e.opt_in) r.not_run[e.name] = std::string("not asked for (") + e.opt_in + ")";
+        if (!r.not_run.count(e.name) && r.us(e.name) <= 0) r.not_run[e.name] = "not measured";
+    }
     return r;
 }
 
@@ -228,6 +278,7 @@ nlohmann::json speedups_json(const Result& b, const std::vector<ShapeTiming>& ke
         }
         const double s = speedup_over(b, k, kernel);
         j[k] = {{"label", label(k)}, {"us", b.us(k)}, {"speedup", s > 0 ? nlohmann::json(s) : nlohmann::json()}};
+        if (b.checks.contains(k)) j[k]["check"] = b.checks[k];  // its outputs against eager's
     }
     return j;
 }

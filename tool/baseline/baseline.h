@@ -1,5 +1,6 @@
-// The baselines users pick instead of a kernel: the task's PyTorch module in eager PyTorch and under
-// torch.compile (Inductor, default mode), timed in the same run on the validator's inputs
+// The baselines users pick instead of a kernel: the task's PyTorch module in eager PyTorch, under
+// torch.compile (Inductor, default mode) and, when asked (--aoti), compiled ahead of time by
+// AOTInductor (what a C++ user deploying through LibTorch runs), timed in the same run on the validator's inputs
 // (baseline_torch.py, run in the import's sandbox: the module is someone else's Python), and a
 // kernel's speedup over each. A baseline that could not run carries its reason ("not run: ..."),
 // never a zero.
@@ -18,17 +19,30 @@
 
 namespace kevo::baseline {
 
-// The baselines, by the names options and JSON use: "eager", "compile".
+// The one table of the baselines (baseline.cpp), in the order every output shows them.
+struct Kind {
+    const char* name;    // as options and JSON name it: "eager", "compile", "aoti"
+    const char* label;   // for people: "PyTorch eager", "torch.compile (Inductor, default mode)", ...
+    const char* column;  // short, for a table's "speedup over ..." column
+    const char* opt_in;  // empty: timed by default; else the flag that asks for it (and why it is not default)
+};
+const std::vector<Kind>& table();
+// The baselines' names, in the table's order.
 const std::vector<std::string>& kinds();
-// What each is, for people: "PyTorch eager", "torch.compile (Inductor, default mode)"; "reference"
-// is "the LibTorch reference".
+// The names timed when nothing more is asked: those without opt_in, plus the opt-in ones in `also`.
+std::vector<std::string> asked(const std::vector<std::string>& also = {});
+// The kind's label; "reference" is "the LibTorch reference". Unknown: UsageError naming the choices.
 std::string label(const std::string& kind);
+// The kind's short column name ("eager", "torch.compile", "AOTInductor").
+std::string column(const std::string& kind);
+// "reference, eager, compile or aoti": what --fitness-baseline accepts, for messages and help.
+std::string choices();
 // The task's precision policy's name (task.json "precision", task/precision.h).
 std::string task_precision(const Task& task);
 
 struct Options {
     std::string python;             // empty: python3 if it has torch, else /usr/bin/python3
-    std::vector<std::string> which = kinds();
+    std::vector<std::string> which = asked();  // the others are "not run: not asked for (<opt_in>)"
     std::string l2_flush = "read";  // as the judge times the reference (ValidateOptions::l2_flush)
     int warmup = 10, trials = 100;  // calls before timing (torch.compile compiles on the first), timed calls
     uint64_t seed = 42;             // copy c of a set draws the validator's inputs of seed + c
@@ -39,13 +53,15 @@ struct Options {
 struct SetTime {
     int set = 0;
     std::string label;
-    double eager_us = -1, compile_us = -1;  // -1: not measured
-    double us(const std::string& kind) const { return kind == "eager" ? eager_us : kind == "compile" ? compile_us : -1; }
+    double eager_us = -1, compile_us = -1, aoti_us = -1;  // -1: not measured
+    double us(const std::string& kind) const;
 };
 
 struct Result {
     std::vector<SetTime> sets;                     // the task's timed shape sets
     std::map<std::string, std::string> not_run;    // kind -> why it has no time
+    // kind -> how its outputs matched eager's on each set's first copy: {"rel_l2", "tol"} (compile, aoti)
+    nlohmann::json checks = nlohmann::json::object();
     std::string torch_version, device, precision, module;
     // The first timed set's time (-1: not run).
     double us(const std::string& kind) const;
@@ -72,10 +88,11 @@ double speedup_over(const Result& b, const std::string& kind, const std::vector<
 // and the precision ("  torch.compile (Inductor, default mode)  1.94 ms (precision pytorch): 0.43x"),
 // or "not run: <reason>". `indent` starts each line.
 std::string speedup_lines(const Result& b, const std::vector<ShapeTiming>& kernel, const std::string& indent);
-// {"eager": {"us", "speedup"} | {"not_run"}, "compile": ..., "precision", "torch_version", "device"}.
+// {"eager": {"label", "us", "speedup"} | {"label", "not_run"}, "compile": ... (with "check": {"rel_l2", "tol"}), "aoti": ...,
+//  "precision", "torch_version", "device"}.
 nlohmann::json speedups_json(const Result& b, const std::vector<ShapeTiming>& kernel);
 
-// `kernelevo search --fitness-baseline compile|eager`: the search's fitness is the speedup over that
+// `kernelevo search --fitness-baseline compile|eager|aoti`: the search's fitness is the speedup over that
 // baseline (measured once, before the search) instead of over the reference. Wraps the evaluator:
 // each correct candidate's speedup is recomputed from its per-set kernel times; the speedup over the
 // reference stays in its details ("speedup_over_reference").

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""The baselines users pick instead of a kernel: the task's PyTorch module in eager PyTorch and under
-torch.compile (Inductor, default mode), timed on the validator's inputs. Run by `kernelevo` (tool/baseline)
+"""The baselines users pick instead of a kernel: the task's PyTorch module in eager PyTorch, under
+torch.compile (Inductor, default mode) and, when asked, compiled ahead of time by AOTInductor (what a
+C++ user deploying through LibTorch runs), timed on the validator's inputs. Run by `kernelevo` (tool/baseline)
 in the import's sandbox: the module is someone else's code.
 
 Usage: baseline_torch.py SPEC.json, where SPEC (written by tool/baseline/baseline.cpp) holds
   task_dir, importer_dir (import_kernelbench.py: its filler_values, the validator's filler bit for bit),
+  work_dir (the private folder AOTInductor's packages go to),
   precision (pytorch | strict | tf32 | bf16) with the TF32 flags the timed reference runs with
   (cudnn_tf32, matmul_tf32), l2_flush (read | none), warmup, trials, which
-  (["eager", "compile"]) and sets: [{"set", "label", "inputs": [{"name", "dtype", "shape", "kind",
+  (of "eager", "compile", "aoti") and sets: [{"set", "label", "inputs": [{"name", "dtype", "shape", "kind",
   "a", "b", "seeds": [one per copy], "file"}]}] (the task's timed shape sets, inputs in task order).
 
 The module: an imported KernelBench task's problem.py (Model built as KernelBench and the importer
@@ -18,11 +20,16 @@ so only its call arguments are drawn: with the validator's filler and seeds, one
 Timing as the judge times the reference: each call after a read of a buffer 4x the L2 cache (l2_flush
 read), CUDA events around the call only, warm-up calls (and torch.compile's compilation) excluded,
 the median of `trials` calls.
+AOTInductor: per timed set, torch.export.export(module, that set's arguments) (static shapes, as a
+deployment for those shapes), torch._inductor.aoti_compile_and_package into work_dir, loaded back
+with torch._inductor.aoti_load_package and called with the same arguments; its compilation is not
+timed. torch.compile's and AOTInductor's outputs on each set's first copy must match eager's (check_outputs:
+relative L2 error per output within CHECK_TOL of the precision) or the baseline is not run, with the error.
 
-Prints one JSON object: {"eager_ms", "compile_ms" (the first timed set; null when not run),
-"sets": [{"set", "label", "eager_ms", "compile_ms"}], "torch_version", "device", "precision",
-"module", "not_run": {"eager"|"compile": "reason"}}. Never exits non-zero for a baseline that cannot
-run: the reason says why.
+Prints one JSON object: {"eager_ms", "compile_ms", "aoti_ms" (the first timed set; null when not
+run), "sets": [{"set", "label", "eager_ms", "compile_ms", "aoti_ms"}], "torch_version", "device",
+"precision", "module", "not_run": {kind: "reason"}, "checks": {"compile"|"aoti": {"rel_l2", "tol"}}}.
+Never exits non-zero for a baseline that cannot run: the reason says why.
 """
 import contextlib
 import importlib.util
@@ -32,7 +39,7 @@ import statistics
 import sys
 import types
 
-KINDS = ("eager", "compile")
+KINDS = ("eager", "compile", "aoti")  # the order of baseline.cpp's table (kinds())
 
 
 def one_line(text, limit=300):
@@ -167,49 +174,159 @@ def time_calls(torch, fn, arg_sets, warmup, trials, flush, ctx):
     return statistics.median(times)
 
 
-def run(spec, torch, out):
-    device = torch.device(spec.get("device", "cuda"))
-    out["device"] = torch.cuda.get_device_name(device) if device.type == "cuda" else str(device)
-    kb = importer(spec)
-    task_dir = spec["task_dir"]
+# How far torch.compile's and AOTInductor's outputs may be from eager's: the relative L2 error of each
+# output (||got - eager|| / ||eager||, in float64). Both compile the same graph with other kernels and
+# another summation order; TF32 (cuDNN or cuBLAS allowed it) and bf16 (autocast) differ more between
+# implementations. A scale-relative rule: a constant, zeros or a missing term are far outside it.
+CHECK_TOL = {"strict": 1e-4, "tf32": 5e-3, "bf16": 2e-2}
+
+
+def check_tol(spec):
+    if spec["precision"] == "bf16":
+        return CHECK_TOL["bf16"]
+    return CHECK_TOL["tf32"] if spec.get("cudnn_tf32") or spec.get("matmul_tf32") else CHECK_TOL["strict"]
+
+
+def flat_tensors(torch, x):
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in flat_tensors(torch, v)]
+    if isinstance(x, dict):
+        return [t for k in sorted(x) for t in flat_tensors(torch, x[k])]
+    return []
+
+
+def check_outputs(torch, got, want, tol):
+    """The largest relative L2 error over the outputs; raises ValueError past `tol` or on other outputs."""
+    got, want = flat_tensors(torch, got), flat_tensors(torch, want)
+    if len(got) != len(want):
+        raise ValueError("%d outputs where eager gives %d" % (len(got), len(want)))
+    worst = 0.0
+    for i, (g, w) in enumerate(zip(got, want)):
+        if tuple(g.shape) != tuple(w.shape):
+            raise ValueError("output %d has shape %s where eager's is %s" % (i, list(g.shape), list(w.shape)))
+        g, w = g.detach().double(), w.detach().double()
+        if not torch.equal(torch.isnan(g), torch.isnan(w)):
+            raise ValueError("output %d has NaNs where eager's has none, or none where eager's has" % i)
+        g, w = torch.nan_to_num(g), torch.nan_to_num(w)
+        err = float(torch.linalg.vector_norm(g - w)) / max(float(torch.linalg.vector_norm(w)), 1e-300)
+        worst = max(worst, err)
+        if not err <= tol:
+            raise ValueError("output %d: relative L2 error %.3g > %.0e" % (i, err, tol))
+    return worst
+
+
+def checked(torch, out, kind, fn, args, want, tol, ctx):
+    """Calls fn on args, checks its outputs against eager's (`want`), records the error in out["checks"]."""
+    with torch.no_grad(), ctx():
+        got = fn(*args)
+    err = check_outputs(torch, got, want, tol)
+    prev = out["checks"].get(kind, {}).get("rel_l2", 0.0)
+    out["checks"][kind] = {"rel_l2": max(prev, err), "tol": tol}
+
+
+def aoti_package(torch, model, args, ctx, path):
+    """AOTInductor as a C++ deployment builds it: torch.export, then aoti_compile_and_package to `path`,
+    loaded back with aoti_load_package. Raises RuntimeError naming the step that failed."""
+    import torch._inductor as inductor
+    step = "torch.export.export"
+    try:
+        with ctx():
+            program = torch.export.export(model, tuple(args))
+        step = "torch._inductor.aoti_compile_and_package"
+        with ctx():
+            package = inductor.aoti_compile_and_package(program, package_path=path)
+        step = "torch._inductor.aoti_load_package"
+        return inductor.aoti_load_package(package)
+    except Exception as e:
+        raise RuntimeError("%s failed: %s: %s" % (step, type(e).__name__, one_line(e)))
+
+
+def wanted(spec, out, kind):
+    return kind in spec["which"] and kind not in out["not_run"]
+
+
+def load_module(torch, kb, task_dir, device, out):
     side_path = os.path.join(task_dir, "pytorch.json")
     if os.path.isfile(side_path):
         with open(side_path, encoding="utf-8") as f:
             side = json.load(f)
         model, template = exported_module(torch, task_dir, side)
-        model = model.to(device)
         out["module"] = "model.pt2 (export_task)"
-    else:
-        model, template = kernelbench_module(torch, kb, task_dir, device)
-        out["module"] = "problem.py (KernelBench)"
+        return model.to(device), template
+    out["module"] = "problem.py (KernelBench)"
+    return kernelbench_module(torch, kb, task_dir, device)
+
+
+def time_set(torch, spec, out, s, model, compiled, arg_sets, ctx, flush):
+    """One timed set's row: eager, torch.compile and AOTInductor, each checked against eager first."""
+    warmup, trials = max(1, int(spec["warmup"])), max(1, int(spec["trials"]))
+    row = {"set": s["set"], "label": s.get("label", ""), "eager_ms": None, "compile_ms": None, "aoti_ms": None}
+    tol = check_tol(spec)
+    with torch.no_grad(), ctx():
+        want = model(*arg_sets[0])  # eager's outputs on the first copy: what the others must match
+    if wanted(spec, out, "eager"):
+        row["eager_ms"] = time_calls(torch, model, arg_sets, warmup, trials, flush, ctx)
+    if compiled is not None and wanted(spec, out, "compile"):
+        try:
+            checked(torch, out, "compile", compiled, arg_sets[0], want, tol, ctx)
+            row["compile_ms"] = time_calls(torch, compiled, arg_sets, max(warmup, 3), trials, flush, ctx)
+        except ValueError as e:
+            out["not_run"]["compile"] = "torch.compile's outputs do not match eager's: %s" % one_line(e)
+        except Exception as e:  # Inductor could not compile this module: say so, keep eager
+            out["not_run"]["compile"] = "torch.compile failed: %s: %s" % (type(e).__name__, one_line(e))
+    if wanted(spec, out, "aoti"):
+        path = os.path.join(spec.get("work_dir") or os.getcwd(), "aoti_set%d.pt2" % int(s["set"]))
+        try:
+            runner = aoti_package(torch, model, arg_sets[0], ctx, path)
+            checked(torch, out, "aoti", runner, arg_sets[0], want, tol, ctx)
+            row["aoti_ms"] = time_calls(torch, runner, arg_sets, warmup, trials, flush, ctx)
+        except ValueError as e:
+            out["not_run"]["aoti"] = "AOTInductor's outputs do not match eager's: %s" % one_line(e)
+        except Exception as e:  # export or the ahead-of-time compilation failed: say which, keep the others
+            out["not_run"]["aoti"] = "AOTInductor: %s" % one_line(e)
+    return row
+
+
+def run(spec, torch, out):
+    device = torch.device(spec.get("device", "cuda"))
+    out["device"] = torch.cuda.get_device_name(device) if device.type == "cuda" else str(device)
+    kb = importer(spec)
+    model, template = load_module(torch, kb, spec["task_dir"], device, out)
     ctx = set_precision(torch, spec)
     compiled = None
-    if "compile" in spec["which"] and "compile" not in out["not_run"]:
+    if wanted(spec, out, "compile"):
         compiled = torch.compile(model)  # Inductor, default mode; compiles on its first (warm-up) calls
     flush = make_flush(torch, spec["l2_flush"], device)
-    warmup, trials = max(1, int(spec["warmup"])), max(1, int(spec["trials"]))
     for s in spec["sets"]:
         n_args = check_template(torch, template, s["inputs"])
         copies = len(s["inputs"][0]["seeds"]) if s["inputs"] and "seeds" in s["inputs"][0] else 1
         arg_sets = [call_args(torch, template, draw_inputs(torch, kb, s["inputs"][:n_args], c, device)) for c in range(copies)]
-        row = {"set": s["set"], "label": s.get("label", ""), "eager_ms": None, "compile_ms": None}
-        if "eager" in spec["which"] and "eager" not in out["not_run"]:
-            row["eager_ms"] = time_calls(torch, model, arg_sets, warmup, trials, flush, ctx)
-        if compiled is not None and "compile" not in out["not_run"]:
-            try:
-                row["compile_ms"] = time_calls(torch, compiled, arg_sets, max(warmup, 3), trials, flush, ctx)
-            except Exception as e:  # Inductor could not compile this module: say so, keep eager
-                out["not_run"]["compile"] = "torch.compile failed: %s: %s" % (type(e).__name__, one_line(e))
-        out["sets"].append(row)
+        out["sets"].append(time_set(torch, spec, out, s, model, compiled, arg_sets, ctx, flush))
         del arg_sets
         torch.cuda.empty_cache()
+
+
+def aoti_missing(torch):
+    """Why this PyTorch cannot build an AOTInductor package, or None."""
+    if not hasattr(torch, "export"):
+        return "PyTorch %s has no torch.export, so no AOTInductor (needs PyTorch 2.6 or later)" % torch.__version__
+    try:
+        import torch._inductor as inductor
+    except Exception as e:
+        return "PyTorch %s cannot import torch._inductor (%s)" % (torch.__version__, one_line(e))
+    if not (hasattr(inductor, "aoti_compile_and_package") and hasattr(inductor, "aoti_load_package")):
+        return ("PyTorch %s has no torch._inductor.aoti_compile_and_package / aoti_load_package (needs PyTorch 2.6 or later)"
+                % torch.__version__)
+    return None
 
 
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
-    out = {"eager_ms": None, "compile_ms": None, "sets": [], "torch_version": None, "device": None,
-           "precision": spec.get("precision", "pytorch"), "module": None, "not_run": {}}
+    out = {"eager_ms": None, "compile_ms": None, "aoti_ms": None, "sets": [], "torch_version": None, "device": None,
+           "precision": spec.get("precision", "pytorch"), "module": None, "not_run": {}, "checks": {}}
 
     def not_run(reason, kinds=KINDS):
         for k in kinds:
@@ -226,6 +343,10 @@ def main():
     out["torch_version"] = torch.__version__
     if not hasattr(torch, "compile"):
         not_run("PyTorch %s has no torch.compile (needs PyTorch 2)" % torch.__version__, ["compile"])
+    if "aoti" not in out["not_run"]:
+        why = aoti_missing(torch)
+        if why:
+            not_run(why, ["aoti"])
     if not torch.cuda.is_available():
         not_run("no CUDA device for PyTorch %s%s" % (torch.__version__, "" if torch.version.cuda else " (a CPU-only build)"))
         return emit(out)
@@ -236,7 +357,8 @@ def main():
     except Exception as e:
         not_run("the module could not be run: %s: %s" % (type(e).__name__, one_line(e)))
     if out["sets"]:
-        out["eager_ms"], out["compile_ms"] = out["sets"][0]["eager_ms"], out["sets"][0]["compile_ms"]
+        for k in KINDS:
+            out["%s_ms" % k] = out["sets"][0]["%s_ms" % k]
     for k in KINDS:  # a baseline without a time has a reason, never a silent gap
         if out["%s_ms" % k] is None:
             not_run("not measured", [k])

@@ -1,4 +1,4 @@
-// `--fitness-baseline compile|eager` (baseline.h fitness_over): an evaluator over another whose
+// `--fitness-baseline compile|eager|aoti` (baseline.h fitness_over): an evaluator over another whose
 // correct candidates' speedup is over the chosen baseline instead of over the reference.
 #include <cstdio>
 

@@ -255,15 +255,15 @@ std::vector<std::pair<std::string, std::string>> metric_rows(const Summary& s) {
 }
 
 const char* const kExplained =
-    "Speedup = LibTorch reference time / kernel time, both measured by kernelevo's validator in this run; over PyTorch eager "
-    "and torch.compile (Inductor, default mode): their time / the kernel's, timed in the same run on the validator's inputs "
+    "Speedup = LibTorch reference time / kernel time, both measured by kernelevo's validator in this run; over PyTorch eager, "
+    "torch.compile (Inductor, default mode) and AOTInductor (with --aoti): their time / the kernel's, timed in the same run on the validator's inputs "
     "under the task's precision policy. fast_p = share of all tasks (of those with the baseline's time, for a baseline) "
     "that are correct and more than p times faster.";
 
 // One task's row (plain text; the caller escapes): its headers first.
 std::vector<std::string> task_header(bool published) {
     std::vector<std::string> h = {"task", "status", "speedup", "kernel", "LibTorch reference", "precision"};
-    for (const auto& k : baseline::kinds()) h.push_back(baseline::label(k)), h.push_back("speedup over " + (k == "eager" ? std::string("eager") : "torch.compile"));
+    for (const auto& k : baseline::kinds()) h.push_back(baseline::label(k)), h.push_back("speedup over " + baseline::column(k));
     if (published) h.push_back("baseline eager"), h.push_back("baseline compile");
     for (const char* t : {"tokens", "cost", "wall", "note"}) h.push_back(t);
     return h;

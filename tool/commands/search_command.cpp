@@ -181,6 +181,7 @@ baseline::Result measure_torch_baselines(const evolve::SearchArgs& a, const Task
     baseline::Options o;
     o.python = a.python;
     o.trials = a.timing_trials;
+    if (a.aoti || a.fitness_baseline == "aoti") o.which = baseline::asked({"aoti"});
     if (!quiet() && baseline::no_module_reason(task.file.parent_path()).empty())
         std::cerr << "kernelevo: timing the PyTorch baselines (eager, torch.compile) ...\n";
     return baseline::measure(task, o, validator.device());
@@ -562,10 +563,15 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
     // issue 35 (tool/baseline):
     cmd.add_option("--fitness-baseline", a.fitness_baseline,
                    "What the fitness is a speedup over: reference (the task's LibTorch reference, measured with every "
-                   "candidate), compile (torch.compile, Inductor default mode) or eager (PyTorch eager) of the task's "
+                   "candidate), compile (torch.compile, Inductor default mode), eager (PyTorch eager) or aoti (AOTInductor: "
+                   "torch.export + aoti_compile_and_package, as a LibTorch C++ deployment runs it) of the task's "
                    "PyTorch module, timed once before the search on the timed shapes (exit 2 when it cannot be)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"reference", "compile", "eager"}));
+        ->check(CLI::IsMember([] { auto k = baseline::kinds(); k.insert(k.begin(), "reference"); return k; }()));
+    cmd.add_flag("--aoti", a.aoti,
+                 "Also time AOTInductor (torch.export, then torch._inductor.aoti_compile_and_package per timed shape set: what a "
+                 "C++ user deploying through LibTorch runs) beside eager and torch.compile; opt-in because its ahead-of-time "
+                 "compilation takes tens of seconds per shape set (implied by --fitness-baseline aoti)");
     cmd.add_flag("--no-baselines", a.no_baselines,
                  "Do not time the PyTorch baselines (eager, torch.compile) of the task's PyTorch module for the summaries "
                  "(they then say \"not run: --no-baselines\")");

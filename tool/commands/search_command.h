@@ -17,10 +17,10 @@ struct SearchArgs {
     std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time, workers, schedule = "steady";
     std::string python;            // --python: the interpreter with Triton (--backend triton|both)
     bool fresh = false, json = false, no_profile = false;
-    // issue 35 (tool/baseline): the fitness's baseline (reference | compile | eager) and whether the
-    // PyTorch baselines are timed for the summary.
+    // issue 35 (tool/baseline): the fitness's baseline (reference | baseline::kinds()), whether the
+    // PyTorch baselines are timed for the summary, and whether AOTInductor is among them (--aoti).
     std::string fitness_baseline = "reference";
-    bool no_baselines = false;
+    bool no_baselines = false, aoti = false;
     std::string batch_dir = ".";   // --llm-batch-dir
     double timeout = 30;
     int timing_trials = 100;

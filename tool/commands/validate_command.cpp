@@ -25,7 +25,7 @@ namespace kevo {
 namespace {
 struct ValidateArgs {
     std::string task, kernel, arch, python, backend = "auto";
-    bool json = false, no_timing = false, keep = false, no_baselines = false;
+    bool json = false, no_timing = false, keep = false, no_baselines = false, aoti = false;
     double timeout = 30, suspicious = 10;
     int trials = 100, warmup = 10, copies = 64, repeat = 1;
     double extend_s = kevo::ValidateOptions{}.extend_timing_s;
@@ -149,6 +149,7 @@ baseline::Result baselines(const ValidateArgs& a, const Task& task, const Device
     o.trials = a.trials;
     o.warmup = a.warmup;
     if (a.seed) o.seed = a.seed;
+    if (a.aoti) o.which = baseline::asked({"aoti"});
     if (progress && baseline::no_module_reason(task.file.parent_path()).empty())
         std::cerr << "kernelevo: timing the PyTorch baselines (eager, torch.compile) ...\n";
     return baseline::measure(task, o, device);
@@ -179,6 +180,9 @@ void register_validate_command(CLI::App& app, int& rc) {
                   "Do not time the PyTorch baselines. By default a correct kernel of a task with a PyTorch module (an imported "
                   "problem.py, an exported model) is also compared with PyTorch eager and torch.compile (Inductor, default "
                   "mode), timed on the validator's inputs under the task's precision policy; one that cannot run says why");
+    cmd->add_flag("--aoti", args->aoti,
+                  "Also time AOTInductor (torch.export, then torch._inductor.aoti_compile_and_package per timed shape set: what a "
+                  "C++ user deploying through LibTorch runs); opt-in because its ahead-of-time compilation takes tens of seconds");
     cmd->add_option("--arch", args->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
     cmd->add_flag("--json", args->json, "Print one JSON object on stdout instead of a summary");
     cmd->add_option("--timeout", args->timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
