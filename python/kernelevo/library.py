@@ -115,7 +115,9 @@ def register(module):
         if entry["schema"] != schema:
             raise RuntimeError("torch.ops.kernelevo.%s is already defined in this process as %s%s; this task needs %s%s "
                                "(export it under another name)" % (name, name, entry["schema"], name, schema))
+        entry["module"]._through_op = False
         entry["module"] = module
+        module._through_op, module._op_autograd = True, entry["autograd"]
         return entry
     entry = {"schema": schema, "module": module}
 
@@ -141,9 +143,6 @@ def register(module):
     else:
         return None
     _OPS[name] = entry
+    module._through_op, module._op_autograd = True, entry["autograd"]
     return entry
 
-
-def registered(name):
-    """The registry entry of torch.ops.kernelevo.NAME in this process, or None."""
-    return _OPS.get(name)

@@ -55,6 +55,9 @@ class KernelEvoOp(nn.Module):
         self._out_dtypes = [_torch_dtype(s["dtype"]) for s in task["outputs"]]
         self.schema = "kernelevo::%s%s" % (task["name"], library.schema_of(task))
         self.operator = None  # "torch.library.custom_op", "torch.library.Library", or None (no operator)
+        self._name = task["name"]
+        self._through_op = False  # forward calls torch.ops.kernelevo.NAME (this module runs it now)
+        self._op_autograd = False  # the operator has a backward (custom_op)
 
     def _weights_on(self, device):
         key = str(device)
@@ -125,10 +128,10 @@ class KernelEvoOp(nn.Module):
         tensors = self._tensors(args)
         device = tensors[0].device if tensors else torch.device("cpu")
         full = tensors + self._weights_on(device)
-        grad = torch.is_grad_enabled() and any(t.requires_grad for t in full)
-        entry = library.registered(self.task["name"])
-        if entry is not None and entry["module"] is self and (entry["autograd"] or not grad):
-            return getattr(torch.ops.kernelevo, self.task["name"])(*full)
+        grad = torch.is_grad_enabled() and any([t.requires_grad for t in full])
+        # Plain attributes (library.register sets them), so that torch.compile guards on them.
+        if self._through_op and (self._op_autograd or not grad):
+            return getattr(torch.ops.kernelevo, self._name)(*full)
         if grad:  # no backward through the operator (PyTorch < 2.4) or the kernel: the reference
             outs = self._reference(full)
             return outs[0] if len(outs) == 1 else tuple(outs)

@@ -456,6 +456,83 @@ class ExportRefusals(unittest.TestCase):
                                                              device="cpu", quiet=True)))
 
 
+class Install(unittest.TestCase):
+    """`pip install ./python` (issue 40): a real pip installs the package into a fresh environment (a
+    venv with the system's site-packages, where this Python is not itself a venv; else --target), and a
+    Python started elsewhere, without the checkout on its path, exports a task and loads it as an
+    operator: the importer, its precision table and abi.h come with the package."""
+
+    def test_pip_install_of_the_package_works(self):
+        for mod in ("pip", "setuptools", "wheel"):
+            if subprocess.run([sys.executable, "-c", "import " + mod], capture_output=True).returncode != 0:
+                self.skipTest("this Python has no %s (pip install --no-build-isolation needs it)" % mod)
+        d = tempfile.mkdtemp(prefix="kevo-pip-")
+        self.addCleanup(shutil.rmtree, d, True)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERNELEVO_KERNELBENCH_DIR",
+                                                                 "KERNELEVO_INCLUDE_DIR")}
+        env["PIP_NO_INPUT"] = "1"
+        package = os.path.join(HERE, "..", "..", "python")
+        if sys.prefix == sys.base_prefix:
+            py = os.path.join(d, "venv", "bin", "python")
+            p = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", os.path.join(d, "venv")],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            install = [py, "-m", "pip", "install", "--no-index", "--no-build-isolation", package]
+        else:  # a venv's --system-site-packages would not see this venv's PyTorch
+            py = sys.executable
+            env["PYTHONPATH"] = os.path.join(d, "site")
+            install = [py, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--no-deps", "--target",
+                       env["PYTHONPATH"], package]
+        p = subprocess.run(install, capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+        script = """if True:
+            import os, sys, warnings, torch, kernelevo
+            from kernelevo import torch_task, op
+            print("FILE", kernelevo.__file__)
+            print("SHARE", torch_task._kernelbench_dir(), op._include_dir())
+            out = kernelevo.export_task(torch.nn.Linear(6, 2).eval(), torch.randn(3, 6), "tasks", name="pip_lin", device="cpu", quiet=True)
+            warnings.simplefilter("ignore")
+            m = kernelevo.load_op(os.path.dirname(out), kernelevo=sys.argv[1])
+            x = torch.randn(3, 6)
+            print("OP", m.schema, torch.ops.kernelevo.pip_lin(x, *m._weights_on("cpu")).shape)
+        """
+        p = subprocess.run([py, "-c", script, KERNELEVO], capture_output=True, text=True, env=env, cwd=d)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        lines = dict(l.split(" ", 1) for l in p.stdout.splitlines() if " " in l)
+        installed = os.path.dirname(lines["FILE"])
+        self.assertTrue(installed.startswith(os.path.realpath(d)) or installed.startswith(d), lines["FILE"])
+        self.assertEqual(lines["SHARE"].split(), [os.path.join(installed, "_share", "kernelbench"),
+                                                  os.path.join(installed, "_share", "include")])
+        self.assertEqual(lines["OP"], "kernelevo::pip_lin(Tensor input, Tensor weight, Tensor bias) -> Tensor torch.Size([3, 2])")
+
+
+class Doctor(unittest.TestCase):
+    """`kernelevo doctor` names the Python, its PyTorch (version, CUDA or not), Triton and ncu (issue 40)."""
+
+    def test_doctor_reports_python_pytorch_triton_and_ncu(self):
+        p = subprocess.run([KERNELEVO, "doctor", "--json", "--python", sys.executable], capture_output=True, text=True)
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        j = json.loads(p.stdout)
+        py = j["python"]
+        self.assertEqual((py["python"], py["torch"], py["cuda_available"], py["torch_cuda"]),
+                         (sys.version.split()[0], torch.__version__, torch.cuda.is_available(), torch.version.cuda))
+        try:
+            import triton
+            self.assertEqual(py["triton"], triton.__version__)
+        except ImportError:
+            self.assertIn("triton_missing", py)
+        self.assertTrue("path" in j["ncu"] or "missing" in j["ncu"], j["ncu"])
+        text = subprocess.run([KERNELEVO, "doctor", "--python", sys.executable], capture_output=True, text=True).stdout
+        cuda = "CUDA %s" % torch.version.cuda if torch.version.cuda else "CPU-only build"
+        self.assertIn("\npytorch   %s, %s, GPU %s\n" % (torch.__version__, cuda, "visible" if torch.cuda.is_available()
+                                                        else "not visible"), text)
+        for word in ("python    %s (" % sys.version.split()[0], "\ntriton    ", "\nncu       "):
+            self.assertIn(word, text)
+        missing = subprocess.run([KERNELEVO, "doctor", "--json", "--python", "/nonexistent/python3"], capture_output=True,
+                                 text=True)
+        self.assertIn("cannot run /nonexistent/python3", json.loads(missing.stdout)["python"]["missing"])
+
+
 class Lines(unittest.TextTestResult):
     """Also one line per test on stdout: PASS/FAIL/SKIP Class.test (what scripts/pyhelper_check.sh shows)."""
 

@@ -1,27 +1,110 @@
 // `kernelevo doctor`: what this machine offers the validator — the sandbox layers, the GPU, its
-// driver, the CUDA toolkit and LibTorch — and what is missing, with what to do about it.
+// driver, the CUDA toolkit and LibTorch — and what is missing, with what to do about it; and the
+// optional parts: the Python (PyTorch, its CUDA; Triton for Triton candidates; the Python helper) and
+// Nsight Compute (ncu, for profiles).
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "commands/commands.h"
 #include "cli/cli.h"
+#include "common/process.h"
 #include "compile/compile.h"
+#include "profile/profile.h"
 #include "reference/reference.h"
 #include "sandbox/sandbox.h"
+#include "triton/triton_compile.h"
 #include "validate/gpu_lock.h"
 #include "validate/validate.h"
 
 namespace kevo {
 
+namespace {
+
+// One line of JSON about the Python: its version, PyTorch (version, CUDA build, a device) and Triton.
+const char* const kPythonProbe = R"PY(
+import json, sys
+j = {"python": sys.version.split()[0], "executable": sys.executable}
+try:
+    import torch
+    j["torch"] = torch.__version__
+    j["torch_cuda"] = torch.version.cuda
+    j["cuda_available"] = bool(torch.cuda.is_available())
+except Exception as e:
+    j["torch_missing"] = "%s: %s" % (type(e).__name__, e)
+try:
+    import triton
+    j["triton"] = getattr(triton, "__version__", "unknown")
+except Exception as e:
+    j["triton_missing"] = "%s: %s" % (type(e).__name__, e)
+print(json.dumps(j))
+)PY";
+
+nlohmann::json probe_python(const std::string& python) {
+    ProcessOptions po;
+    po.argv = {python, "-c", kPythonProbe};
+    po.timeout_s = 120;
+    po.env = {{"PYTHONDONTWRITEBYTECODE", "1"}};
+    ProcessResult r = run_process(po);
+    nlohmann::json j{{"command", python}};
+    if (r.ok()) {
+        std::string last = r.out.substr(0, r.out.find_last_not_of("\r\n") + 1);
+        last = last.substr(last.find_last_of('\n') + 1);
+        try {
+            j.update(nlohmann::json::parse(last));
+            return j;
+        } catch (const std::exception&) {
+        }
+    }
+    std::string why = r.error.empty() ? r.describe() : r.error;
+    j["missing"] = "cannot run " + python + " (" + why + "); set --python or KERNELEVO_PYTHON";
+    return j;
+}
+
+nlohmann::json probe_ncu() {
+    std::string ncu = profile::find_ncu(profile::ProfileOptions{});
+    if (ncu.empty()) return {{"missing", "ncu not found ($KERNELEVO_NCU, PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-compute)"}};
+    ProcessOptions po;
+    po.argv = {ncu, "--version"};
+    po.timeout_s = 60;
+    ProcessResult r = run_process(po);
+    std::string out = r.out.substr(0, r.out.find_last_not_of("\r\n ") + 1);
+    std::string version = out.substr(out.find_last_of('\n') + 1);
+    return {{"path", ncu}, {"version", r.ok() ? version : "does not run: " + r.describe()}};
+}
+
+std::string python_line(const nlohmann::json& p) {
+    if (p.contains("missing")) return "missing: " + p["missing"].get<std::string>();
+    return p.value("python", "") + " (" + p.value("executable", "") + ")";
+}
+
+std::string torch_line(const nlohmann::json& p) {
+    if (p.contains("missing")) return "unknown (no Python)";
+    if (p.contains("torch_missing")) return "missing: " + p["torch_missing"].get<std::string>() + " (pip install torch)";
+    std::string cuda = p["torch_cuda"].is_string() ? "CUDA " + p["torch_cuda"].get<std::string>() : "CPU-only build";
+    return p.value("torch", "") + ", " + cuda + ", GPU " + (p.value("cuda_available", false) ? "visible" : "not visible");
+}
+
+std::string triton_line(const nlohmann::json& p) {
+    if (p.contains("missing")) return "unknown (no Python)";
+    if (p.contains("triton_missing")) return "missing (Triton candidates need Triton 3.x: pip install triton)";
+    return p.value("triton", "");
+}
+
+}  // namespace
+
 void register_doctor_command(CLI::App& app, int& rc) {
     auto json_out = std::make_shared<bool>(false);
+    auto python = std::make_shared<std::string>();
     CLI::App* cmd = app.add_subcommand("doctor", "Show what this machine offers for validation. The sandbox layers, GPU, driver, "
-                                                 "CUDA toolkit and LibTorch. Exit 0 when everything validation needs is there, 1 otherwise.");
+                                                 "CUDA toolkit and LibTorch, and Python, PyTorch, Triton and ncu. Exit 0 when "
+                                                 "everything validation needs is there, 1 otherwise.");
     cli::set_examples(*cmd, {{"What is there, what is missing", "kernelevo doctor"},
-                             {"The same as one JSON object", "kernelevo doctor --json"}});
+                             {"The same as one JSON object", "kernelevo doctor --json"},
+                             {"Another Python's PyTorch and Triton", "kernelevo doctor --python ~/venv/bin/python"}});
     cmd->add_flag("--json", *json_out, "Print one JSON object");
-    cmd->callback([json_out, &rc] {
+    cmd->add_option("--python", *python, "The Python to check (default $KERNELEVO_PYTHON, else python3)");
+    cmd->callback([json_out, python, &rc] {
         const SandboxLayers& l = sandbox_layers();
         Task t;
         t.name = "doctor";
@@ -34,6 +117,9 @@ void register_doctor_command(CLI::App& app, int& rc) {
         } catch (const std::exception& e) {
             nvcc = std::string("missing: ") + e.what();
         }
+        const nlohmann::json py = probe_python(triton::python_path(*python));
+        const nlohmann::json ncu = probe_ncu();
+        // Validation needs neither Python nor ncu: they do not decide "ready".
         bool complete = l.namespaces && l.seccomp && l.landlock && d.present && nvcc.rfind("missing", 0) != 0;
         nlohmann::json j{{"sandbox", {{"mode", sandbox_mode_name(sandbox_mode())}, {"namespaces", l.namespaces}, {"bwrap", l.bwrap},
                                       {"seccomp", l.seccomp}, {"landlock", l.landlock}, {"landlock_abi", l.landlock_abi},
@@ -41,6 +127,8 @@ void register_doctor_command(CLI::App& app, int& rc) {
                          {"gpu", d.to_json()},
                          {"nvcc", nvcc},
                          {"libtorch", libtorch_version()},
+                         {"python", py},
+                         {"ncu", ncu},
                          {"gpu_lock_dir", GpuLock::lock_dir()},
                          {"ready", complete}};
         if (*json_out) {
@@ -53,7 +141,12 @@ void register_doctor_command(CLI::App& app, int& rc) {
                           << (d.driver_version % 1000) / 10 << ", " << d.uuid << "\n";
             else
                 std::cout << "gpu       none: " << d.error << "\n";
-            std::cout << "nvcc      " << nvcc << "\nlibtorch  " << libtorch_version() << "\ngpu lock  " << GpuLock::lock_dir() << "\n";
+            std::cout << "nvcc      " << nvcc << "\nlibtorch  " << libtorch_version() << "\n";
+            std::cout << "python    " << python_line(py) << "\npytorch   " << torch_line(py) << "\ntriton    " << triton_line(py) << "\n";
+            std::cout << "ncu       "
+                      << (ncu.contains("missing") ? "missing: " + ncu["missing"].get<std::string>()
+                                                  : ncu["path"].get<std::string>() + " (" + ncu["version"].get<std::string>() + ")")
+                      << "\ngpu lock  " << GpuLock::lock_dir() << "\n";
         }
         rc = complete ? 0 : 1;
     });
