@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/text.h"
+#include "sol/sol.h"
 
 namespace kevo::cli {
 namespace {
@@ -43,6 +44,33 @@ std::vector<std::string> choices(const CLI::Option& o) {
     return out;
 }
 
+// The architectures an --arch option is completed with: those the tool knows figures for (sol.h's table).
+std::vector<std::string> known_archs() {
+    std::vector<std::string> out;
+#define KEVO_ARCH_NAME(arch, ...) out.push_back(arch);
+    KEVO_PEAK_FLOPS_LIST(KEVO_ARCH_NAME)
+#undef KEVO_ARCH_NAME
+    return out;
+}
+
+// Whether a path option names a directory: its type says DIR, or its description names a directory
+// or folder and no file.
+bool takes_dir(const CLI::Option& o) {
+    if (o.get_type_name().find("DIR") != std::string::npos) return true;
+    std::string d = lower(o.get_description()), word;
+    bool dir = false;
+    for (char c : d + " ") {
+        if (std::isalpha(static_cast<unsigned char>(c))) {
+            word += c;
+            continue;
+        }
+        if (word == "file" || word == "files") return false;
+        if (word == "directory" || word == "folder" || word == "dir") dir = true;
+        word.clear();
+    }
+    return dir;
+}
+
 // Whether an option's value is a path: its type says FILE/DIR/PATH (ExistingFile included), or its
 // description names a file or directory and it is not a URL.
 bool takes_path(const CLI::Option& o) {
@@ -63,38 +91,92 @@ bool takes_path(const CLI::Option& o) {
     return false;
 }
 
-struct Node {
-    std::string path;                  // "kernelevo cache status"
-    std::vector<std::string> subs, options, file_options, value_options;
-    std::vector<std::pair<std::string, std::vector<std::string>>> choice_options;
-    bool positional_files = false;
+// A word with what it does (zsh shows the description beside it).
+struct Word {
+    std::string name, what;
 };
 
-void walk(const CLI::App& app, const CLI::App& root, std::vector<Node>& nodes) {
+struct Node {
+    std::string path;                  // "kernelevo cache status"
+    std::vector<Word> subs, options;
+    std::vector<std::string> file_options, dir_options, value_options;
+    std::vector<std::pair<std::string, std::vector<std::string>>> choice_options;
+    std::vector<std::string> positional_choices;  // `completion SHELL`: bash zsh
+    char positional = 0;                          // 'f': files, 'd': directories, 0: nothing to complete
+};
+
+// The first sentence of a description, short enough for a completion menu.
+std::string summary(const std::string& description) {
+    std::string s = description.substr(0, description.find(". "));
+    s = s.substr(0, s.find('\n'));
+    if (s.size() > 70) s = s.substr(0, 67) + "...";
+    return s;
+}
+
+void add_option(Node& n, const CLI::Option& o) {
+    std::vector<std::string> names;
+    for (const auto& l : o.get_lnames()) names.push_back("--" + l);
+    for (const auto& s : o.get_snames()) names.push_back("-" + s);
+    for (const auto& name : names) n.options.push_back({name, summary(o.get_description())});
+    if (o.get_expected_max() == 0) return;  // a flag
+    auto ch = choices(o);
+    if (ch.empty() && o.get_lnames() == std::vector<std::string>{"arch"}) ch = known_archs();
+    for (const auto& name : names) {
+        if (!ch.empty()) n.choice_options.emplace_back(name, ch);
+        else if (takes_path(o)) (takes_dir(o) ? n.dir_options : n.file_options).push_back(name);
+        else n.value_options.push_back(name);
+    }
+}
+
+void walk(const CLI::App& app, std::vector<Node>& nodes) {
     Node n;
     n.path = command_path(app);
-    for (const CLI::App* s : subcommands(app)) n.subs.push_back(s->get_name());
-    if (app.get_name() == "help" && app.get_parent() == &root)  // kernelevo help COMMAND
-        for (const CLI::App* s : subcommands(root)) n.subs.push_back(s->get_name());
+    for (const CLI::App* s : subcommands(app)) n.subs.push_back({s->get_name(), summary(s->get_description())});
     for (const CLI::Option* o : app.get_options()) {
         if (o->get_positional() && o->nonpositional() == false) {
-            if (takes_path(*o)) n.positional_files = true;
+            auto ch = choices(*o);
+            if (!ch.empty()) n.positional_choices = ch;
+            else if (takes_path(*o)) n.positional = takes_dir(*o) ? 'd' : 'f';
             continue;
         }
-        std::vector<std::string> names;
-        for (const auto& l : o->get_lnames()) names.push_back("--" + l);
-        for (const auto& s : o->get_snames()) names.push_back("-" + s);
-        n.options.insert(n.options.end(), names.begin(), names.end());
-        if (o->get_expected_max() == 0) continue;  // a flag
-        const auto ch = choices(*o);
-        for (const auto& name : names) {
-            if (!ch.empty()) n.choice_options.emplace_back(name, ch);
-            else if (takes_path(*o)) n.file_options.push_back(name);
-            else n.value_options.push_back(name);
-        }
+        add_option(n, *o);
     }
     nodes.push_back(n);
-    for (const CLI::App* s : subcommands(app)) walk(*s, root, nodes);
+    for (const CLI::App* s : subcommands(app)) walk(*s, nodes);
+}
+
+// Every command's node, then `kernelevo help ...` mirroring the command tree: after `help cache`
+// come cache's own subcommands, never the top-level ones again.
+std::vector<Node> command_tree(const CLI::App& root) {
+    std::vector<Node> nodes;
+    walk(root, nodes);
+    std::vector<Node> help;
+    for (const Node& n : nodes) {
+        if (n.path.rfind("kernelevo help", 0) == 0) continue;
+        Node h;
+        h.path = n.path == "kernelevo" ? "kernelevo help" : "kernelevo help" + n.path.substr(std::string("kernelevo").size());
+        h.subs = n.subs;
+        h.options = {{"--help", "Print this help message and exit"}, {"-h", "Print this help message and exit"}};
+        help.push_back(h);
+    }
+    nodes.erase(std::remove_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.path.rfind("kernelevo help", 0) == 0; }),
+                nodes.end());
+    nodes.insert(nodes.end(), help.begin(), help.end());
+    return nodes;
+}
+
+std::vector<std::string> names_of(const std::vector<Word>& words) {
+    std::vector<std::string> v;
+    for (const auto& w : words) v.push_back(w.name);
+    return v;
+}
+
+// The steps of the command walk: "kernelevo cache/status" (the path so far, a slash, the next word).
+std::string steps_pattern(const std::vector<Node>& nodes) {
+    std::string steps;
+    for (const Node& n : nodes)
+        for (const auto& s : n.subs) steps += (steps.empty() ? "" : "|") + ("\"" + n.path + "/" + s.name + "\"");
+    return steps;
 }
 
 std::string case_patterns(const std::string& path, const std::vector<std::string>& options) {
@@ -103,25 +185,17 @@ std::string case_patterns(const std::string& path, const std::vector<std::string
     return s;
 }
 
-std::string bash_function(const CLI::App& root) {
-    std::vector<Node> nodes;
-    walk(root, root, nodes);
+std::string bash_function(const std::vector<Node>& nodes) {
     std::string out;
     out += "_kernelevo() {\n"
-           "    # zsh (bashcompinit) passes COMP_WORDS as its own array: counted from 1 unless KSH_ARRAYS is on\n"
-           "    # (as it is when its compgen runs this function under 'emulate sh').\n"
-           "    local o=0; [ -n \"${ZSH_VERSION-}\" ] && [[ ! -o ksharrays ]] && o=1\n"
-           "    local cur=\"${COMP_WORDS[COMP_CWORD+o]}\" prev=\"\" path=\"kernelevo\" i\n"
-           "    [ \"$COMP_CWORD\" -gt 0 ] && prev=\"${COMP_WORDS[COMP_CWORD-1+o]}\"\n"
+           "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"\" path=\"kernelevo\" i\n"
+           "    [ \"$COMP_CWORD\" -gt 0 ] && prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
            "    COMPREPLY=()\n"
            "    # The command the words so far select.\n"
            "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
-           "        case \"$path/${COMP_WORDS[i+o]}\" in\n";
-    std::string steps;
-    for (const Node& n : nodes)
-        for (const auto& s : n.subs)
-            if (n.path.rfind("kernelevo help", 0) != 0) steps += (steps.empty() ? "" : "|") + ("\"" + n.path + "/" + s + "\"");
-    if (!steps.empty()) out += "            " + steps + ") path=\"$path ${COMP_WORDS[i+o]}\" ;;\n";
+           "        case \"$path/${COMP_WORDS[i]}\" in\n";
+    const std::string steps = steps_pattern(nodes);
+    if (!steps.empty()) out += "            " + steps + ") path=\"$path ${COMP_WORDS[i]}\" ;;\n";
     out += "        esac\n"
            "    done\n"
            "    # The value of the option before the cursor.\n"
@@ -132,23 +206,89 @@ std::string bash_function(const CLI::App& root) {
         if (!n.file_options.empty())
             out += "        " + case_patterns(n.path, n.file_options) +
                    ") compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;\n";
+        if (!n.dir_options.empty())
+            out += "        " + case_patterns(n.path, n.dir_options) +
+                   ") compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\")); return 0 ;;\n";
         if (!n.value_options.empty()) out += "        " + case_patterns(n.path, n.value_options) + ") return 0 ;;\n";
     }
     out += "    esac\n"
            "    local subs=\"\" opts=\"\" files=\"\"\n"
            "    case \"$path\" in\n";
-    for (const Node& n : nodes)
-        out += "        \"" + n.path + "\") subs=\"" + join(n.subs) + "\"; opts=\"" + join(n.options) + "\"" +
-               (n.positional_files ? "; files=1" : "") + " ;;\n";
+    for (const Node& n : nodes) {
+        const std::string words = join(n.subs.empty() ? n.positional_choices : names_of(n.subs));
+        out += "        \"" + n.path + "\") subs=\"" + words + "\"; opts=\"" + join(names_of(n.options)) + "\"" +
+               (n.positional ? std::string("; files=") + n.positional : "") + " ;;\n";
+    }
     out += "    esac\n"
            "    if [[ \"$cur\" == -* ]]; then\n"
            "        COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
            "    elif [ -n \"$subs\" ]; then\n"
            "        COMPREPLY=($(compgen -W \"$subs\" -- \"$cur\"))\n"
            "    elif [ -n \"$files\" ]; then\n"
-           "        compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+           "        compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -$files -- \"$cur\"))\n"
            "    fi\n"
            "    return 0\n"
+           "}\n";
+    return out;
+}
+
+// zsh's single quotes: ' becomes '\''.
+std::string zq(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+// "name:what" items for _describe (a colon in the name is escaped).
+std::string described(const std::vector<Word>& words) {
+    std::string out;
+    for (const auto& w : words) {
+        std::string name;
+        for (char c : w.name) name += c == ':' ? std::string("\\:") : std::string(1, c);
+        out += (out.empty() ? "" : " ") + zq(name + ":" + w.what);
+    }
+    return out;
+}
+
+// Native zsh: the same walk over `words`, values through compadd/_files, commands and options
+// with their descriptions through _describe. Variables avoid zsh's special `path`.
+std::string zsh_function(const std::vector<Node>& nodes) {
+    std::string out = "_kernelevo() {\n"
+                      "    local cmd=\"kernelevo\" cur=\"${words[CURRENT]}\" prev=\"${words[CURRENT-1]}\" i\n"
+                      "    local -a subs opts\n"
+                      "    local files=\"\"\n"
+                      "    for ((i = 2; i < CURRENT; i++)); do\n"
+                      "        case \"$cmd/${words[i]}\" in\n";
+    const std::string steps = steps_pattern(nodes);
+    if (!steps.empty()) out += "            " + steps + ") cmd=\"$cmd ${words[i]}\" ;;\n";
+    out += "        esac\n"
+           "    done\n"
+           "    case \"$cmd|$prev\" in\n";
+    for (const Node& n : nodes) {
+        for (const auto& [name, ch] : n.choice_options)
+            out += "        \"" + n.path + "|" + name + "\") compadd -- " + join(ch) + "; return ;;\n";
+        if (!n.file_options.empty()) out += "        " + case_patterns(n.path, n.file_options) + ") _files; return ;;\n";
+        if (!n.dir_options.empty()) out += "        " + case_patterns(n.path, n.dir_options) + ") _files -/; return ;;\n";
+        if (!n.value_options.empty()) out += "        " + case_patterns(n.path, n.value_options) + ") _message 'a value'; return ;;\n";
+    }
+    out += "    esac\n"
+           "    case \"$cmd\" in\n";
+    for (const Node& n : nodes) {
+        std::vector<Word> subs = n.subs;
+        for (const auto& c : n.positional_choices) subs.push_back({c, ""});
+        out += "        \"" + n.path + "\") subs=(" + described(subs) + "); opts=(" + described(n.options) + ")" +
+               (n.positional ? std::string("; files=") + n.positional : "") + " ;;\n";
+    }
+    out += "    esac\n"
+           "    if [[ \"$cur\" == -* ]]; then\n"
+           "        _describe -t options option opts\n"
+           "    elif (( ${#subs} )); then\n"
+           "        _describe -t commands command subs\n"
+           "    elif [[ \"$files\" == d ]]; then\n"
+           "        _files -/\n"
+           "    elif [[ \"$files\" == f ]]; then\n"
+           "        _files\n"
+           "    fi\n"
            "}\n";
     return out;
 }
@@ -158,14 +298,21 @@ std::string bash_function(const CLI::App& root) {
 std::string completion_script(const CLI::App& root, const std::string& shell) {
     const std::string head = "# kernelevo " + shell + " completion, generated by `kernelevo completion " + shell +
                              "` from its command-line definition.\n";
+    const std::vector<Node> nodes = command_tree(root);
     if (shell == "bash")
         return head + "# Load it with:  source <(kernelevo completion bash)   (or save it in ~/.local/share/bash-completion/completions/kernelevo)\n" +
-               bash_function(root) + "complete -F _kernelevo kernelevo\n";
-    if (shell == "zsh")  // zsh runs the same function through its bash compatibility layer
-        return head + "# Load it with:  source <(kernelevo completion zsh)   (in ~/.zshrc, after compinit)\n" +
-               "(( $+functions[compdef] )) || { autoload -U compinit && compinit; }\n"
-               "autoload -U +X bashcompinit && bashcompinit\n" +
-               bash_function(root) + "complete -F _kernelevo kernelevo\n";
+               bash_function(nodes) + "complete -F _kernelevo kernelevo\n";
+    if (shell == "zsh")  // native: sourced (after compinit), or saved as _kernelevo in a folder on $fpath
+        return "#compdef kernelevo\n" + head +
+               "# Load it with:  source <(kernelevo completion zsh)   (in ~/.zshrc, after compinit),\n"
+               "# or save it as _kernelevo in a folder on $fpath.\n" +
+               zsh_function(nodes) +
+               "if [[ \"${zsh_eval_context[-1]-}\" == loadautofunc ]]; then\n"
+               "    _kernelevo \"$@\"\n"
+               "else\n"
+               "    (( $+functions[compdef] )) || { autoload -U compinit && compinit; }\n"
+               "    compdef _kernelevo kernelevo\n"
+               "fi\n";
     throw UsageError("completion: '" + shell + "' is not a shell it knows (bash or zsh)");
 }
 
@@ -173,8 +320,9 @@ void add_completion_command(CLI::App& root, int& rc) {
     auto shell = std::make_shared<std::string>();
     CLI::App* cmd = root.add_subcommand(
         "completion",
-        "Print the shell completion script for bash or zsh. It completes commands, options, the values of options "
-        "that take one of a list, and file names for options that take a path; it is generated from the same "
+        "Print the shell completion script for bash or zsh (native zsh, with descriptions). It completes commands "
+        "(`help` included), options, the values of options that take one of a list (--arch: the architectures the tool "
+        "knows), file names for options that take a file and folder names for those that take a folder; it is generated from the same "
         "definition as this help, so it always matches this kernelevo.");
     cmd->add_option("SHELL", *shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
     set_examples(*cmd, {{"Complete kernelevo in this bash session", "source <(kernelevo completion bash)"},
