@@ -226,12 +226,17 @@ def checked(torch, out, kind, fn, args, want, tol, ctx):
     out["checks"][kind] = {"rel_l2": max(prev, err), "tol": tol}
 
 
+class AotiStepError(RuntimeError):
+    """A step of building the AOTInductor package failed; the message names it."""
+
+
 def aoti_package(torch, model, args, ctx, path):
     """AOTInductor as a C++ deployment builds it: torch.export, then aoti_compile_and_package to `path`,
-    loaded back with aoti_load_package. Raises RuntimeError naming the step that failed."""
-    import torch._inductor as inductor
-    step = "torch.export.export"
+    loaded back with aoti_load_package. Raises AotiStepError naming the step that failed."""
+    step = "import torch._inductor"
     try:
+        import torch._inductor as inductor
+        step = "torch.export.export"
         with ctx():
             program = torch.export.export(model, tuple(args))
         step = "torch._inductor.aoti_compile_and_package"
@@ -240,7 +245,7 @@ def aoti_package(torch, model, args, ctx, path):
         step = "torch._inductor.aoti_load_package"
         return inductor.aoti_load_package(package)
     except Exception as e:
-        raise RuntimeError("%s failed: %s: %s" % (step, type(e).__name__, one_line(e)))
+        raise AotiStepError("%s failed: %s: %s" % (step, type(e).__name__, one_line(e)))
 
 
 def wanted(spec, out, kind):
@@ -284,8 +289,10 @@ def time_set(torch, spec, out, s, model, compiled, arg_sets, ctx, flush):
             row["aoti_ms"] = time_calls(torch, runner, arg_sets, warmup, trials, flush, ctx)
         except ValueError as e:
             out["not_run"]["aoti"] = "AOTInductor's outputs do not match eager's: %s" % one_line(e)
-        except Exception as e:  # export or the ahead-of-time compilation failed: say which, keep the others
+        except AotiStepError as e:  # export or the ahead-of-time compilation failed: say which, keep the others
             out["not_run"]["aoti"] = "AOTInductor: %s" % one_line(e)
+        except Exception as e:
+            out["not_run"]["aoti"] = "AOTInductor: calling the loaded package failed: %s: %s" % (type(e).__name__, one_line(e))
     return row
 
 
