@@ -489,6 +489,8 @@ class Install(unittest.TestCase):
         env["PIP_NO_INPUT"] = "1"
         package = self.checkout_copy(d)
         if sys.prefix == sys.base_prefix:
+            if subprocess.run([sys.executable, "-c", "import ensurepip, venv"], capture_output=True).returncode != 0:
+                self.skipTest("this Python cannot make a venv (no ensurepip: Debian's python3-venv)")
             py = os.path.join(d, "venv", "bin", "python")
             p = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", os.path.join(d, "venv")],
                                capture_output=True, text=True, env=env)
