@@ -175,6 +175,12 @@ TEST_F(WasteTest, AKernelFaultGetsOneRepairWithItsErrorAndTheFiguresAreReported)
     EXPECT_NE(text.find("Wasted LLM requests (replies that could not change the search): 0, 0 tokens, $0.0000"), std::string::npos) << text;
     EXPECT_NE(text.find("GPU: 2 candidate(s) in 0.02 GPU-minutes (120.0 per GPU-minute)"), std::string::npos) << text;
     EXPECT_NE(report_html(*store).find("Wasted LLM requests"), std::string::npos);
+    // The busy share: the evaluations' GPU time over the run's wall time (both recorded).
+    ASSERT_TRUE((*meta)["gpu"].contains("busy_share")) << meta->dump();
+    const double wall = (*meta)["gpu"]["wall_s"].get<double>();
+    EXPECT_GT(wall, 0);
+    EXPECT_DOUBLE_EQ((*meta)["gpu"]["busy_share"].get<double>(), 1.0 / wall);
+    EXPECT_NE(text.find("; busy with evaluations "), std::string::npos) << text;
 }
 
 // The waste of an older run: repairs it asked for a candidate that was not judged or a duplicate,
@@ -214,6 +220,11 @@ TEST(Waste, CountsRepairsOfNonFaultsWithTheirTokensAndCost) {
     EXPECT_EQ(w.evaluated, 3);
     EXPECT_DOUBLE_EQ(w.gpu_s, 6.0);
     EXPECT_DOUBLE_EQ(w.candidates_per_gpu_minute(), 30.0);
+    EXPECT_FALSE(w.to_json()["gpu"].contains("busy_share"));  // no wall time: no share
+    w.wall_s = 12;
+    EXPECT_DOUBLE_EQ(w.busy_share(), 0.5);
+    EXPECT_DOUBLE_EQ(w.to_json()["gpu"]["busy_share"].get<double>(), 0.5);
+    EXPECT_NE(w.text().find("busy with evaluations 50% of the run's 12 s"), std::string::npos) << w.text();
 }
 
 // A repair prompt with nothing to fix is a bug in the search, never a request.

@@ -3,6 +3,7 @@
 //   SPEEDUP=<x>    correct, x times faster    DELAY_MS=<n> the run (or compile) takes n ms
 //   CRASH          the worker process dies (SIGKILL) while running it
 //   THROW          the job fails with an error that quotes the source
+//   NOT_JUDGED_ONCE  its first run (in this handler) is not judged: the GPU's memory taken by others
 // Compile jobs put the source's bytes in the queue as the "object"; run jobs fetch and verify it.
 // Every job a handler finishes is appended as "<kind> <job id> <worker>" to log_path when set.
 #pragma once
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "common/error.h"
@@ -43,6 +45,13 @@ public:
         } else {
             auto obj = queue.get_object(job.spec.object_sha256);
             if (!obj || *obj != "object of " + src) throw UsageError("the run job's object is missing or wrong");
+            if (src.find("NOT_JUDGED_ONCE") != std::string::npos && not_judged_.insert(src).second) {
+                log("run " + job.id.substr(0, 8) + " not judged");
+                if (!log_path.empty()) std::ofstream(log_path, std::ios::app) << "run " << job.id << " " << name << "\n";
+                return {{"kind", "run"}, {"status", "runtime_error"}, {"arch", job.spec.arch}, {"gpu", "Scripted GPU"},
+                        {"log", "the GPU's memory was full when the judge allocated its buffers (scripted)"},
+                        {"details", {{"outside_kernel", "the GPU's memory was taken by other processes (scripted)"}}}};
+            }
             bool mismatch = src.find("MISMATCH") != std::string::npos;
             double speedup = marker(src, "SPEEDUP", 1.0);
             r = {{"kind", "run"}, {"status", mismatch ? "mismatch" : "ok"}, {"speedup", mismatch ? 0 : speedup},
@@ -63,6 +72,9 @@ public:
         d.cc_minor = 0;
         return d.to_json();
     }
+
+private:
+    std::set<std::string> not_judged_;  // NOT_JUDGED_ONCE sources already answered so
 };
 
 }  // namespace kevo::worker::testing

@@ -325,7 +325,9 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     // below. A file that is not a KernelEvo state (foreign, empty, damaged) is refused as it is,
     // before even a lock file appears beside it.
     const bool existed = store::store_exists(state);
-    if (!where.redis && existed) store::open_store(state, store::Access::read_only);
+    // Its content is read once (store::check_state): the remove (--fresh) and the open below trust
+    // that check while the file is the same.
+    const store::StateCheck checked = !where.redis && existed ? store::check_state(state) : store::StateCheck{};
     if (!where.redis && fs::path(where.path).has_parent_path()) fs::create_directories(fs::path(where.path).parent_path());
     // One writer per state (store/writer.h): a second search on it stops here, before any LLM
     // request, and before its --fresh could delete what the first one writes. Held until return.
@@ -336,11 +338,11 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     writer.log = log;
     auto lease = store::acquire_writer(state, writer);
     if (a.fresh) {
-        store::remove_store(state);
+        store::remove_store(state, checked);
     } else if (existed && !quiet()) {
         std::cerr << "kernelevo: resuming the run in " << where.display() << "\n";
     }
-    auto store = store::open_store(state);
+    auto store = store::open_store(state, store::Access::read_write, checked);
 #ifdef KEVO_WITH_WORKERS
     if (auto* remote = dynamic_cast<worker::RemoteEvaluator*>(evaluator.get())) remote->register_run(where.display());
 #endif

@@ -250,7 +250,7 @@ std::string report_text(store::Store& st) {
     s << "LLM: " << spent.calls << " requests, " << tokens_str(static_cast<double>(spent.tokens())) << " tokens ("
       << tokens_str(static_cast<double>(spent.prompt_tokens)) << " prompt), $" << fmt("%.4f", spent.cost_usd) << "; time "
       << duration_str(elapsed) << "\n";
-    s << waste_of(programs, st.llm_calls()).text();
+    s << waste_of(st).text();
     if (auto batched = st.batch_requests(); !batched.empty()) {
         // Batch mode: which requests went into which file, and what became of them.
         int files = 0, answered = 0, failed_lines = 0, waiting = 0;
@@ -383,7 +383,7 @@ nlohmann::json report_json(store::Store& st) {
                             {"not_judged", tally.not_judged}}},
             {"llm", {{"requests", spent.calls}, {"prompt_tokens", spent.prompt_tokens},
                      {"completion_tokens", spent.completion_tokens}, {"cost_usd", spent.cost_usd}}},
-            {"waste", waste_of(programs, st.llm_calls()).to_json()},
+            {"waste", waste_of(st).to_json()},
             {"best", best_json},
             {"generations", generations},
             {"migrations", migrations},

@@ -48,6 +48,7 @@ struct Search::Impl {
         if (result.best)
             if (auto call = state.store.find_llm_call(result.best->key)) result.best_model = call->model;
         result.waste = waste_of(state.store);
+        result.waste.wall_s = result.progress.elapsed_s;
         state.store.put_meta("elapsed_s", result.progress.elapsed_s);
         state.store.put_meta("stop_reason", result.stop_reason);
         state.store.put_meta("waste", result.waste.to_json());

@@ -58,13 +58,19 @@ Waste waste_of(const std::vector<store::Program>& programs, const std::vector<st
     return w;
 }
 
-Waste waste_of(store::Store& store) { return waste_of(store.programs(), store.llm_calls()); }
+Waste waste_of(store::Store& store) {
+    Waste w = waste_of(store.programs(), store.llm_calls());
+    if (auto e = store.get_meta("elapsed_s"); e && e->is_number()) w.wall_s = e->get<double>();
+    return w;
+}
 
 nlohmann::json Waste::to_json() const {
-    return {{"wasted", {{"requests", requests}, {"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
-                        {"cost_usd", cost_usd}}},
-            {"not_judged", not_judged},
-            {"gpu", {{"candidates", evaluated}, {"minutes", gpu_minutes()}, {"candidates_per_minute", candidates_per_gpu_minute()}}}};
+    nlohmann::json j = {{"wasted", {{"requests", requests}, {"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
+                                    {"cost_usd", cost_usd}}},
+                        {"not_judged", not_judged},
+                        {"gpu", {{"candidates", evaluated}, {"minutes", gpu_minutes()}, {"candidates_per_minute", candidates_per_gpu_minute()}}}};
+    if (wall_s > 0) j["gpu"]["wall_s"] = wall_s, j["gpu"]["busy_share"] = busy_share();
+    return j;
 }
 
 std::string Waste::text() const {
@@ -72,11 +78,16 @@ std::string Waste::text() const {
     std::snprintf(buf, sizeof buf,
                   "Wasted LLM requests (replies that could not change the search): %lld, %lld tokens, $%.4f; "
                   "%lld candidate(s) not judged (GPU taken by others; no request spent)\n"
-                  "GPU: %lld candidate(s) in %.2f GPU-minutes (%.1f per GPU-minute)\n",
+                  "GPU: %lld candidate(s) in %.2f GPU-minutes (%.1f per GPU-minute)",
                   static_cast<long long>(requests), static_cast<long long>(prompt_tokens + completion_tokens), cost_usd,
                   static_cast<long long>(not_judged), static_cast<long long>(evaluated), gpu_minutes(),
                   candidates_per_gpu_minute());
-    return buf;
+    std::string out = buf;
+    if (wall_s > 0) {
+        std::snprintf(buf, sizeof buf, "; busy with evaluations %.0f%% of the run's %.0f s", 100 * busy_share(), wall_s);
+        out += buf;
+    }
+    return out + "\n";
 }
 
 }  // namespace kevo::evolve

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evolve/program_state.h"
 #include "store/store.h"
 
 namespace kevo::evolve {
@@ -26,23 +27,27 @@ struct Waste {
     int64_t not_judged = 0;  // candidates stored as not judged (no request spent on them)
     int64_t evaluated = 0;   // candidates that ran on the GPU
     double gpu_s = 0;        // the GPU time of their evaluations
+    double wall_s = 0;       // the run's wall time (0: unknown, e.g. a report of a state file alone)
     double gpu_minutes() const { return gpu_s / 60; }
     double candidates_per_gpu_minute() const { return gpu_s > 0 ? static_cast<double>(evaluated) / gpu_minutes() : 0; }
+    // The share of the run's wall time its evaluations held a GPU (0 when the wall time is unknown).
+    double busy_share() const { return wall_s > 0 ? gpu_s / wall_s : 0; }
     // {"wasted": {"requests", "prompt_tokens", "completion_tokens", "cost_usd"}, "not_judged",
-    //  "gpu": {"candidates", "minutes", "candidates_per_minute"}}
+    //  "gpu": {"candidates", "minutes", "candidates_per_minute"[, "wall_s", "busy_share"]}}
     nlohmann::json to_json() const;
     // Two lines, "Wasted LLM requests: ..." and "GPU: ...", each ending in "\n".
     std::string text() const;
 };
 
 // The status of a candidate the evaluator could not judge, retries included.
-inline constexpr const char* kNotJudged = "not_judged";
+inline constexpr const char* kNotJudged = program_state_name(ProgramState::not_judged);
 // Whether it was not judged (also a failure with details "outside_kernel": true, as states from
 // before kNotJudged stored it).
 bool not_judged(const store::Program& p);
 // Whether a repair of `failed` (the attempt before it) could not change the search.
 bool repair_is_waste(const store::Program& failed);
 Waste waste_of(const std::vector<store::Program>& programs, const std::vector<store::LlmCall>& calls);
+// Of a state: its programs and calls, and the run's wall time when recorded (meta "elapsed_s").
 Waste waste_of(store::Store& store);
 
 }  // namespace kevo::evolve

@@ -3,9 +3,11 @@
 // one transaction.
 #include <sqlite3.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -160,7 +162,10 @@ std::pair<std::string, int> read_only_name(const std::string& path) {
 // Whether the existing file `path` is a KernelEvo state of this schema version, read without
 // writing anything: an empty file, a damaged one, another application's database or another
 // version is a UsageError naming the file and the reason, and the file stays byte for byte as it was.
+std::atomic<int64_t> g_content_checks{0};
+
 void check_existing_state(const std::string& path) {
+    ++g_content_checks;
     const std::string untouched = " (it was left as it is; pass another --state)";
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
@@ -220,10 +225,10 @@ void check_existing_state(const std::string& path) {
 
 class SqliteStore : public Store {
 public:
-    SqliteStore(const std::string& path, Access access) {
+    SqliteStore(const std::string& path, Access access, bool checked) {
         std::error_code ec;
         const bool exists = std::filesystem::exists(path, ec) || std::filesystem::is_symlink(path, ec);
-        if (exists) check_existing_state(path);  // refuses what is not a state before anything is written
+        if (exists && !checked) check_existing_state(path);  // refuses what is not a state before anything is written
         if (access == Access::read_only) {
             if (!exists) throw UsageError("no search state at " + path);
             auto [name, flags] = read_only_name(path);
@@ -555,8 +560,26 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Store> detail::open_sqlite(const std::string& path, Access access) {
-    return std::make_unique<SqliteStore>(path, access);
+std::unique_ptr<Store> detail::open_sqlite(const std::string& path, Access access, bool checked) {
+    return std::make_unique<SqliteStore>(path, access, checked);
 }
+
+void detail::check_sqlite_state(const std::string& path) { check_existing_state(path); }
+
+std::string detail::sqlite_identity(const std::string& path) {
+    std::string id;
+    for (const std::string& f : {path, path + "-wal"}) {
+        struct stat st {};
+        if (::stat(f.c_str(), &st) != 0) {
+            id += "-;";
+            continue;
+        }
+        id += std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+              std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ";";
+    }
+    return id;
+}
+
+int64_t state_content_checks() { return g_content_checks.load(); }
 
 }  // namespace kevo::store

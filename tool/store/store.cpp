@@ -216,14 +216,31 @@ bool redis_supported() {
 #endif
 }
 
-std::unique_ptr<Store> open_store(const std::string& location, Access access) {
+namespace {
+// Whether `checked` vouches for the SQLite file at `path` as it is now.
+bool still_checked(const StateCheck& checked, const std::string& path) {
+    return !checked.path.empty() && checked.path == path && checked.identity == detail::sqlite_identity(path);
+}
+}  // namespace
+
+StateCheck check_state(const std::string& location) {
+    StoreLocation w = parse_store_location(location);
+    if (w.redis || !std::filesystem::exists(w.path)) return {};
+    StateCheck c{w.path, detail::sqlite_identity(w.path)};
+    detail::check_sqlite_state(w.path);
+    return c;
+}
+
+std::unique_ptr<Store> open_store(const std::string& location, Access access) { return open_store(location, access, StateCheck{}); }
+
+std::unique_ptr<Store> open_store(const std::string& location, Access access, const StateCheck& checked) {
     StoreLocation w = parse_store_location(location);
     if (!w.redis) {
         if (access == Access::read_only && !std::filesystem::is_regular_file(w.path))
             throw UsageError("no search state at " + w.path);
         // A writer's lease locks the file itself (writer.h): before SQLite opens it, and once made.
         if (access != Access::read_only) detail::bind_writer(w.path);
-        auto opened = detail::open_sqlite(w.path, access);
+        auto opened = detail::open_sqlite(w.path, access, still_checked(checked, w.path));
         if (access != Access::read_only) detail::bind_writer(w.path);
         return std::make_unique<RedactingStore>(std::move(opened));
     }
@@ -246,7 +263,7 @@ bool store_exists(const std::string& location) {
 #endif
 }
 
-void remove_store(const std::string& location) {
+void remove_store(const std::string& location, const StateCheck& checked) {
     StoreLocation w = parse_store_location(location);
     if (!w.redis) {
         // Only a KernelEvo state is deleted: anything else at that path is refused, as it is.
@@ -257,7 +274,7 @@ void remove_store(const std::string& location) {
             std::filesystem::path real = std::filesystem::weakly_canonical(std::filesystem::absolute(w.path), ec);
             if (!ec && !real.empty()) w.path = real.string();
         }
-        if (std::filesystem::exists(w.path)) detail::open_sqlite(w.path, Access::read_only);
+        if (std::filesystem::exists(w.path) && !still_checked(checked, w.path)) detail::open_sqlite(w.path, Access::read_only);
         for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(w.path + suffix);
         return;
     }

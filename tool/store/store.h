@@ -183,11 +183,25 @@ bool redis_supported();
 // Opening takes no writer lease: a search takes one first (store/writer.h).
 enum class Access { read_write, read_only };
 std::unique_ptr<Store> open_store(const std::string& location, Access access = Access::read_write);
+
+// The content check above, done once at a search's start-up (issue 36): check_state() checks an
+// existing SQLite state as open_store() would (a UsageError the same way) and returns the file's
+// identity; open_store() and remove_store() given it do not read the file again while the file and
+// its WAL have that identity (device, inode, size, modification time), and check it again otherwise.
+// Nothing to check (no file, a Redis state): an empty StateCheck, which changes nothing.
+struct StateCheck {
+    std::string path;      // the checked file (empty: none)
+    std::string identity;  // what it was when checked
+};
+StateCheck check_state(const std::string& location);
+std::unique_ptr<Store> open_store(const std::string& location, Access access, const StateCheck& checked);
+// How many times this process has read a state file's content to check it (tests, diagnostics).
+int64_t state_content_checks();
 // Whether a state exists there (an SQLite file, or the run's metadata key on the Redis server).
 bool store_exists(const std::string& location);
 // Deletes the state there (the SQLite file with its WAL and SHM files, or every key of the run's
 // prefix on the Redis server but its writer lease); nothing else is touched: a file that is not a
 // KernelEvo state is refused as open_store() refuses it.
-void remove_store(const std::string& location);
+void remove_store(const std::string& location, const StateCheck& checked = {});
 
 }  // namespace kevo::store

@@ -93,6 +93,7 @@ nlohmann::json JobSpec::to_json() const {
     nlohmann::json j = {{"kind", kind}, {"arch", arch}, {"task_hash", task_hash}, {"reference_hash", reference_hash},
                         {"source", source}, {"options", options}};
     if (!object_sha256.empty()) j["object_sha256"] = object_sha256;
+    if (rerun > 0) j["rerun"] = rerun;  // absent when 0: the ids of first runs stay as they were
     return j;
 }
 
@@ -105,6 +106,7 @@ JobSpec JobSpec::from_json(const nlohmann::json& j) {
     s.source = j.value("source", std::string());
     s.object_sha256 = j.value("object_sha256", std::string());
     s.options = j.value("options", nlohmann::json::object());
+    s.rerun = j.value("rerun", 0);
     return s;
 }
 
@@ -121,9 +123,35 @@ Queue::~Queue() = default;
 
 void Queue::publish_task(const Task& task) {
     nlohmann::json j = task.to_json();
+    // Files the task names relative to itself travel with it (an absolute path names a file that a
+    // worker on another host cannot have: it stays as written, for a worker on this host).
+    nlohmann::json files = nlohmann::json::array();
+    auto add = [&](const std::string& written, const std::filesystem::path& path) {
+        if (written.empty() || std::filesystem::path(written).is_absolute()) return;
+        for (const auto& f : files)
+            if (f["path"] == written) return;
+        std::error_code ec;
+        const uint64_t size = std::filesystem::file_size(path, ec);
+        if (ec) throw UsageError("task " + task.name + ": cannot read " + path.string() + " to publish it to the workers");
+        if (size > kMaxTaskFileBytes)
+            throw UsageError("task " + task.name + ": " + written + " holds " + std::to_string(size) + " bytes, more than the " +
+                             std::to_string(kMaxTaskFileBytes) + " a queued file may hold");
+        files.push_back({{"path", written}, {"sha256", put_object(read_file(path), 7 * 86400)}, {"bytes", size}});
+    };
+    if (!task.reference_arg.empty()) add(task.reference_arg_written, task.reference_arg);
+    for (const auto& t : task.inputs)
+        if (t.init.id() == KEVO_INIT_FILE) add(t.init.path, t.init.file);
     std::lock_guard<std::mutex> lock(mu_);
     conn_->command({"HSET", q_ + "task:" + task.hash(), "task", dumps(j), "reference", read_file(task.reference_source),
-                    "name", task.name, "reference_hash", task.reference_hash()});
+                    "name", task.name, "reference_hash", task.reference_hash(), "files", dumps(files)});
+}
+
+nlohmann::json Queue::task_files(const std::string& hash) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Reply r = conn_->command({"HGET", q_ + "task:" + hash, "files"});
+    if (r->type != REDIS_REPLY_STRING) return nlohmann::json::array();
+    nlohmann::json j = nlohmann::json::parse(str(r.get()), nullptr, false);
+    return j.is_array() ? j : nlohmann::json::array();
 }
 
 std::optional<std::pair<nlohmann::json, std::string>> Queue::task(const std::string& hash) {
@@ -161,10 +189,10 @@ std::vector<std::string> Queue::wait_replies(const std::string& client, double t
     return ids;
 }
 
-std::string Queue::put_object(const std::string& bytes) {
+std::string Queue::put_object(const std::string& bytes, int64_t ttl_s) {
     std::string sha = sha256_hex(bytes);
     std::lock_guard<std::mutex> lock(mu_);
-    conn_->command({"SET", q_ + "obj:" + sha, bytes, "EX", "86400"});
+    conn_->command({"SET", q_ + "obj:" + sha, bytes, "EX", std::to_string(ttl_s)});
     return sha;
 }
 

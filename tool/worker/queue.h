@@ -51,6 +51,10 @@ struct JobSpec {
     std::string source;          // the candidate's source
     std::string object_sha256;   // run: the compiled object in the queue (empty: the GPU worker compiles)
     nlohmann::json options = nlohmann::json::object();  // validator options (timeout_s, timing_trials, ...)
+    // 0, or how many times this same run was answered "not judged" (a failure outside the kernel:
+    // the GPU's memory taken by others) before: part of the id, so that the search's own re-run is a
+    // new job and not the stored verdict of the old one.
+    int rerun = 0;
     nlohmann::json to_json() const;
     static JobSpec from_json(const nlohmann::json& j);
     std::string id() const;      // content hash of the spec
@@ -85,8 +89,12 @@ public:
     // wait: give each blocking thread its own Queue.
 
     // ---- the search's side ----
-    // Makes the task (its canonical JSON and the reference's source) available to workers.
+    // Makes the task (its canonical JSON, the reference's source, and the files beside the task
+    // that it names by a relative path: reference.arg, e.g. an imported task's model.pt, and inputs
+    // read from files, e.g. its weights) available to workers. The files go as objects by content
+    // hash; one over kMaxTaskFileBytes is refused (UsageError).
     void publish_task(const Task& task);
+    static constexpr uint64_t kMaxTaskFileBytes = 512ull << 20;  // a Redis string's limit
     // Queues a job unless its result exists; `client` (may be empty) is told on its reply list when
     // it finishes. Returns the stored result when there is one already.
     std::optional<nlohmann::json> submit(const JobSpec& spec, const std::string& client);
@@ -95,13 +103,16 @@ public:
     std::vector<std::string> wait_replies(const std::string& client, double timeout_s);
 
     // ---- objects by content hash (untrusted bytes: the reader verifies) ----
-    std::string put_object(const std::string& bytes);  // returns its sha256
+    std::string put_object(const std::string& bytes, int64_t ttl_s = 86400);  // returns its sha256
     // The object's bytes, or nullopt when missing; throws UsageError when its bytes do not hash to `sha256`.
     std::optional<std::string> get_object(const std::string& sha256);
 
     // ---- the worker's side ----
     // The task's JSON and reference source (nullopt when never published).
     std::optional<std::pair<nlohmann::json, std::string>> task(const std::string& hash);
+    // The files published with the task: [{"path" (relative, as the task names it), "sha256",
+    // "bytes"}] (empty when none, or for a task published before files travelled).
+    nlohmann::json task_files(const std::string& hash);
     void ensure_group(const std::string& stream);
     // The next new job of these streams (tried in order without blocking; then blocks up to
     // block_ms on all of them: a job that came in on a later stream meanwhile is held and

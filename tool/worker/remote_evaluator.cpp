@@ -256,6 +256,11 @@ Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
     JobSpec s = spec("run", source);
     std::string rest = lib.substr(std::string(kObjectScheme).size());
     s.object_sha256 = rest.substr(0, rest.find('/'));
+    const std::string first_id = s.id();
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (auto it = reruns_.find(first_id); it != reruns_.end()) s.rerun = it->second;
+    }
     std::optional<nlohmann::json> waited = wait(s);
     if (!waited) return stopped_evaluation("run");
     const nlohmann::json& r = *waited;
@@ -263,6 +268,10 @@ Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
         throw UsageError("worker " + r.value("worker", std::string("?")) + ": " + r.value("log", std::string()));
     ValidationResult v = ValidationResult::from_json(r);
     Evaluation e = to_evaluation(v);
+    if (e.outside_kernel) {  // the search runs it again: then as a new job, not this stored result
+        std::lock_guard<std::mutex> lock(mu_);
+        reruns_[first_id] = s.rerun + 1;
+    }
     e.details["worker"] = r.value("worker", std::string());
     if (!toolkit.empty()) e.details["toolkit"] = toolkit;  // of the worker that compiled it
     if (r.value("dead_letter", false)) e.details["dead_letter"] = true;

@@ -80,6 +80,8 @@ private:
     std::map<std::string, std::shared_ptr<Waiter>> waiters_;
     // Compiled object handle -> {source, the compiling worker's toolkit}, until run().
     std::map<std::string, std::pair<std::string, std::string>> sources_;
+    // Run job id (its first run's) -> how many of its runs were not judged: the next one is a new job.
+    std::map<std::string, int> reruns_;
     std::vector<double> overhead_ms_, queued_ms_;
     std::atomic<bool> done_{false}, warned_{false};
     std::function<int()> stopping_;

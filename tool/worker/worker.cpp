@@ -35,6 +35,26 @@ std::string clock_text() {
     return buf;
 }
 
+// The files published with a task (Queue::publish_task: its model.pt, its weights), written beside
+// the worker's copy of it under the relative paths the task names. Untrusted: a path must stay
+// inside `dir`, and each file must have the size and sha256 the task was published with.
+void install_task_files(Queue& queue, const std::string& task_hash, const fs::path& dir) {
+    for (const auto& f : queue.task_files(task_hash)) {
+        const std::string written = f.value("path", std::string());
+        const std::string sha = f.value("sha256", std::string());
+        const fs::path rel = fs::path(written).lexically_normal();
+        bool inside = !written.empty() && rel.is_relative() && !rel.empty();
+        for (const auto& part : rel) inside = inside && part != "..";
+        if (!inside) throw UsageError("task " + task_hash.substr(0, 12) + " names a file outside its folder: '" + written + "'");
+        std::optional<std::string> bytes = queue.get_object(sha);  // throws when the bytes do not hash to sha
+        if (!bytes) throw UsageError("the file " + written + " of task " + task_hash.substr(0, 12) + " is no longer in the queue");
+        if (bytes->size() != f.value("bytes", uint64_t{0}) || bytes->size() > Queue::kMaxTaskFileBytes)
+            throw UsageError("the file " + written + " of task " + task_hash.substr(0, 12) + " does not have its published size");
+        fs::create_directories((dir / rel).parent_path());
+        write_file_atomic(dir / rel, *bytes);
+    }
+}
+
 }  // namespace
 
 std::vector<std::string> worker_streams(const WorkerOptions& o) {
@@ -94,6 +114,7 @@ Validator& ValidatorHandler::validator(const JobSpec& spec, Queue& queue) {
         // the search's prompts and are not hashed, so the worker's copy of the task goes without them.
         j["reference"].erase("show");
         write_file_atomic(dir / ref_name, t->second);
+        install_task_files(queue, spec.task_hash, dir);
         write_file_atomic(dir / "task.json", j.dump(2));
         auto task = std::make_unique<Task>(load_task(dir / "task.json"));
         if (!spec.reference_hash.empty() && task->reference_hash() != spec.reference_hash)

@@ -8,7 +8,11 @@
 
 namespace kevo::store::detail {
 
-std::unique_ptr<Store> open_sqlite(const std::string& path, Access access);
+// `checked`: the file's content was checked (check_state()) and it is still the same file.
+std::unique_ptr<Store> open_sqlite(const std::string& path, Access access, bool checked = false);
+// sqlite_store.cpp: the content check open_sqlite() does (counted), and a file's identity (with its WAL).
+void check_sqlite_state(const std::string& path);
+std::string sqlite_identity(const std::string& path);
 
 // writer.cpp: when this process holds the writer lease of the SQLite state at `path` (any name of
 // it), locks the state file itself too if that lease has not locked this file yet (a file made or
