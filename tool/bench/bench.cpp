@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/hash.h"
 #include "bench/plots.h"
 
 namespace kevo::bench {
@@ -63,6 +64,47 @@ std::vector<fs::path> suite_tasks(const fs::path& suite) {
     return tasks;
 }
 
+fs::path find_kernel(const fs::path& dir, const std::string& folder, const std::string& name, const std::string& arch) {
+    std::error_code ec;
+    for (const std::string& n : {folder, name}) {
+        if (fs::is_regular_file(dir / (n + ".cu"), ec)) return dir / (n + ".cu");
+        for (const std::string& f : {arch + ".cu", std::string("kernel.cu")})
+            if (fs::is_regular_file(dir / n / f, ec)) return dir / n / f;
+        if (fs::is_directory(dir / n, ec)) {
+            std::vector<fs::path> cus;
+            for (const auto& e : fs::directory_iterator(dir / n))
+                if (e.path().extension() == ".cu") cus.push_back(e.path());
+            if (cus.size() == 1) return cus[0];
+        }
+    }
+    return {};
+}
+
+std::vector<fs::path> kernel_candidates(const fs::path& dir, const std::string& folder, const std::string& name) {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const std::string& n : {folder, name}) {
+        if (fs::exists(dir / (n + ".cu"), ec)) out.push_back(dir / (n + ".cu"));
+        if (fs::is_directory(dir / n, ec))
+            for (const auto& e : fs::directory_iterator(dir / n, ec))
+                if (e.path().extension() == ".cu") out.push_back(e.path());
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+std::string inputs_key(const std::vector<fs::path>& files) {
+    std::string all;
+    for (const auto& f : files) {
+        std::error_code ec;
+        // Only regular files are read: a FIFO named .cu would block the hash.
+        const std::string h = fs::is_regular_file(f, ec) ? sha256_file(f) : fs::exists(f, ec) ? "not a regular file" : "absent";
+        all += f.string() + '\0' + h + '\n';
+    }
+    return sha256_hex(all);
+}
+
 std::map<std::string, Baseline> load_baseline(const fs::path& tsv) {
     std::istringstream in(read_file(tsv));
     std::string line;
@@ -112,7 +154,7 @@ nlohmann::json TaskResult::to_json() const {
                      {"done", done},       {"correct", correct()},   {"speedup", speedup},
                      {"kernel_us", kernel_us}, {"reference_us", reference_us}, {"tokens", tokens},
                      {"cost_usd", cost_usd}, {"wall_s", wall_s},     {"kernel", kernel},
-                     {"note", note}};
+                     {"note", note},       {"inputs", inputs}};
     // The PyTorch baselines: a time, or null and the reason in torch.not_run; never a zero.
     j["torch"] = torch.to_json();
     j["torch_eager_us"] = torch.to_json()["eager_us"];
@@ -145,6 +187,7 @@ TaskResult TaskResult::from_json(const nlohmann::json& j) {
     r.wall_s = j.value("wall_s", 0.0);
     r.kernel = j.value("kernel", "");
     r.note = j.value("note", "");
+    r.inputs = j.value("inputs", "");
     if (j.contains("torch") && j["torch"].is_object()) r.torch = baseline::Result::from_json(j["torch"]);
     if (j.contains("speedup_over") && j["speedup_over"].is_object())
         for (auto it = j["speedup_over"].begin(); it != j["speedup_over"].end(); ++it)

@@ -19,6 +19,19 @@ namespace kevo::bench {
 // import's ".NAME.install-*", are skipped), or DIR itself when it holds a task.json.
 std::vector<std::filesystem::path> suite_tasks(const std::filesystem::path& suite);
 
+// --kernels DIR: the ready kernel of a task (folder FOLDER, task name NAME) for ARCH: DIR/FOLDER.cu,
+// DIR/FOLDER/ARCH.cu, DIR/FOLDER/kernel.cu, the only .cu in DIR/FOLDER, then the same with NAME;
+// empty when none.
+std::filesystem::path find_kernel(const std::filesystem::path& dir, const std::string& folder, const std::string& name,
+                                  const std::string& arch);
+// Every file find_kernel() could pick for the task, whatever the architecture (sorted).
+std::vector<std::filesystem::path> kernel_candidates(const std::filesystem::path& dir, const std::string& folder,
+                                                     const std::string& name);
+// What a task's result depends on, as one content hash (as make or ccache decide): each file's
+// path and bytes (or that it is absent, or not a regular file). A resumed bench runs a task again
+// when its key changed: an edited task or reference, a kernel added, changed or removed.
+std::string inputs_key(const std::vector<std::filesystem::path>& files);
+
 // One task's outcome, as stored in REPORT_DIR/bench.json and reported.
 struct TaskResult {
     std::string name;
@@ -38,6 +51,7 @@ struct TaskResult {
     double cost_usd = 0, wall_s = 0;
     std::string kernel;       // the kernel validated or found
     std::string note;         // why not correct, or what was skipped
+    std::string inputs;       // inputs_key() of what the result was computed from ("": unknown, an older bench)
     bool correct() const { return status == "ok"; }
     double over(const std::string& kind) const;  // speedup_over[kind], 0 when none
     nlohmann::json to_json() const;

@@ -1,6 +1,7 @@
 // `kernelevo bench --suite DIR --out REPORT_DIR [search options | --kernels DIR]`.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -38,21 +39,22 @@ std::string hms(double s) {
     return buf;
 }
 
-// The ready kernel for a task: DIR/NAME.cu, DIR/NAME/ARCH.cu, DIR/NAME/kernel.cu, or the only .cu in DIR/NAME.
-fs::path find_kernel(const fs::path& dir, const std::string& folder, const std::string& name, const std::string& arch) {
-    std::error_code ec;
-    for (const std::string& n : {folder, name}) {
-        if (fs::is_regular_file(dir / (n + ".cu"), ec)) return dir / (n + ".cu");
-        for (const std::string& f : {arch + ".cu", std::string("kernel.cu")})
-            if (fs::is_regular_file(dir / n / f, ec)) return dir / n / f;
-        if (fs::is_directory(dir / n, ec)) {
-            std::vector<fs::path> cus;
-            for (const auto& e : fs::directory_iterator(dir / n))
-                if (e.path().extension() == ".cu") cus.push_back(e.path());
-            if (cus.size() == 1) return cus[0];
-        }
+// What a task's result is computed from (bench::inputs_key): the task file, its reference and the
+// reference's setup file, and with --kernels every kernel file that could serve it. A resumed bench
+// runs the task again when the key changed (a header the reference includes is not covered).
+std::string task_inputs_key(const BenchArgs& a, const fs::path& task_path, const std::string& folder) {
+    std::vector<fs::path> files = {task_path};
+    std::string name = folder;
+    try {
+        Task task = load_task(task_path);
+        name = task.name;
+        files.push_back(task.reference_source);
+        if (!task.reference_arg.empty()) files.push_back(task.reference_arg);
+    } catch (const TaskError&) {  // run again, and reported, as the task it is
     }
-    return {};
+    if (!a.kernels.empty())
+        for (const auto& k : bench::kernel_candidates(fs::absolute(a.kernels), folder, name)) files.push_back(k);
+    return bench::inputs_key(files);
 }
 
 // The PyTorch baselines of the task (tool/baseline: eager and torch.compile, in the sandbox, under
@@ -178,15 +180,23 @@ void run_bench(BenchArgs& a, int& rc) {
         so_baselines = nullptr;
         r.task = task_path.string();
         r.name = folder;
+        r.inputs = task_inputs_key(a, task_path, folder);
         auto p = prior.find(folder);
-        if (p != prior.end() && p->second.done) {
+        const bool changed = p != prior.end() && p->second.inputs != r.inputs;
+        if (p != prior.end() && p->second.done && !changed) {
             results[i] = p->second;
             apply_baseline(results[i]);
             std::cerr << prefix << folder << ": done earlier (" << results[i].status
                       << (results[i].correct() ? ", " + std::to_string(results[i].speedup) + "x" : "") << ")\n";
             continue;
         }
-        double prior_wall = p != prior.end() ? p->second.wall_s : 0;
+        if (changed)
+            std::cerr << prefix << folder << ": " << (a.kernels.empty() ? "the task" : "the task or its kernel")
+                      << (p->second.inputs.empty() ? " may have changed since the last run (no record of its inputs)" : " changed since the last run")
+                      << ": running it again\n";
+        // A search of a task that changed starts over (its state holds candidates judged against the old one).
+        const bool restart = changed && !p->second.inputs.empty();
+        double prior_wall = p != prior.end() && !changed ? p->second.wall_s : 0;
         auto t0 = std::chrono::steady_clock::now();
         try {
             Task task = load_task(task_path);
@@ -194,7 +204,7 @@ void run_bench(BenchArgs& a, int& rc) {
             if (mode == "kernels") {
                 Validator v(task, vo);
                 std::string arch = v.arch();
-                fs::path k = find_kernel(a.kernels, folder, task.name, arch);
+                fs::path k = bench::find_kernel(a.kernels, folder, task.name, arch);
                 if (k.empty()) {
                     r.status = "missing";
                     r.note = "no kernel for this task in " + a.kernels;
@@ -218,7 +228,8 @@ void run_bench(BenchArgs& a, int& rc) {
                 s.task = task_path.string();
                 s.out = (out / "kernels").string();
                 s.state = (out / "state" / (folder + ".db")).string();
-                s.fresh = false;
+                s.fresh = restart;
+                s.json = false;  // bench --json prints the bench's document, not each search's summary
                 fs::create_directories(out / "state");
                 if (s.python.empty()) s.python = a.python;  // --python: also the one with Triton (--backend triton|both)
                 evolve::SearchOutcome so = evolve::run_search(s, prefix + folder + " | ");
@@ -235,11 +246,11 @@ void run_bench(BenchArgs& a, int& rc) {
                     if (so.best_details.contains("gpu")) info.gpu = so.best_details.value("gpu", std::string());
                     r.kernel = cache::source_path(s.out, task.name, so.arch).string();
                 } else {
-                    r.status = so.stop_reason.rfind("error: no GPU", 0) == 0 ? "no_device" : "no_kernel";
+                    r.status = so.stop == evolve::StopReason::no_gpu ? "no_device" : "no_kernel";
                 }
                 r.note = "search stopped: " + so.stop_reason;
                 r.done = so.finished;
-                interrupted = so.stop_reason == "interrupted";
+                interrupted = so.stop == evolve::StopReason::interrupted;
             }
         } catch (const TaskError& e) {
             r.status = "error";
@@ -299,6 +310,7 @@ void run_bench(BenchArgs& a, int& rc) {
                        << b.measured << " task(s) with its time";
     }
     std::cerr << "; reports in " << out.string() << " (report.md, report.json, report.html)\n";
+    if (a.search.json) std::cout << bench::report_json(shown, info).dump(2) << std::endl;  // report.json's document
     if (sum.not_run) std::cerr << "kernelevo: " << sum.not_run << " task(s) not run: no GPU of this architecture here\n";
     if (interrupted) {
         std::cerr << "kernelevo: interrupted; run the same command again to continue\n";
@@ -327,7 +339,8 @@ void register_bench_command(CLI::App& app, int& rc) {
     cmd->add_option("--out", a->out, "Report directory (also holds the resumable state)")->required();
     cmd->add_option("--kernels", a->kernels,
                     "Validate ready kernels instead of searching: DIR/NAME.cu, DIR/NAME/sm_XX.cu, DIR/NAME/kernel.cu "
-                    "or the only .cu in DIR/NAME (only --arch, --timeout and --timing-trials apply then)");
+                    "or the only .cu in DIR/NAME (only --arch, --timeout, --timing-trials, --no-baselines and --aoti apply then; "
+                    "a search option is refused)");
     cmd->add_flag("--fresh", a->fresh, "Discard REPORT_DIR's previous bench and search states and start over");
     cmd->add_flag("--torch-compile", a->torch_compile,
                   "Kept for older scripts: each task's PyTorch module (an imported problem.py, an exported model) is now timed by "
@@ -340,7 +353,16 @@ void register_bench_command(CLI::App& app, int& rc) {
                     "KernelBench's published timings (baseline_h100.tsv) to show beside ours, matched by task name "
                     "(kb<level>_<file stem>); for reference only, speedups stay over our own LibTorch eager")
         ->check(CLI::ExistingFile);
+    const std::vector<CLI::Option*> own = cmd->get_options();
     evolve::add_search_options(*cmd, a->search);
+    // The search's options that --kernels has no use for: refused there, not silently ignored.
+    auto search_only = std::make_shared<std::vector<const CLI::Option*>>();
+    for (const CLI::Option* o : cmd->get_options()) {
+        bool applies = std::find(own.begin(), own.end(), o) != own.end();
+        for (const char* n : {"--arch", "--timeout", "--timing-trials", "--no-baselines", "--aoti", "--json", "--quiet", "--verbose"})
+            applies = applies || o->check_name(n);
+        if (!applies) search_only->push_back(o);
+    }
     cli::set_examples(*cmd, {
         {"Search every task of a suite, 10 minutes each",
          "kernelevo bench --suite suite --out bench-report --model openai/gpt-5-mini --max-time 10m"},
@@ -349,7 +371,17 @@ void register_bench_command(CLI::App& app, int& rc) {
         {"Continue after an interruption: the same command again",
          "kernelevo bench --suite suite --out bench-report --model openai/gpt-5-mini --max-time 10m"},
     });
-    cmd->callback([a, &rc] { run_bench(*a, rc); });
+    cmd->callback([a, search_only, &rc] {
+        std::string given;
+        size_t n = 0;
+        for (const CLI::Option* o : *search_only)
+            if (o->count() > 0) given += (n++ ? ", " : "") + o->get_name();
+        if (!a->kernels.empty() && n)
+            throw UsageError("--kernels validates ready kernels and runs no search, so " + given + (n == 1 ? " has" : " have") +
+                             " no effect: remove " + (n == 1 ? "it" : "them") +
+                             " (with --kernels only --arch, --timeout, --timing-trials, --no-baselines and --aoti apply)");
+        run_bench(*a, rc);
+    });
 }
 
 }  // namespace kevo
