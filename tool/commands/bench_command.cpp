@@ -70,9 +70,9 @@ void measure_baselines(const BenchArgs& a, const Task& task, const DeviceInfo& d
     baseline::Options o;
     o.python = a.python;
     o.trials = a.search.timing_trials;
+    if (a.search.aoti) o.which = baseline::asked({"aoti"});  // --aoti (search's options)
     r.torch = baseline::measure(task, o, device);
     for (const auto& k : baseline::kinds())
-    if (a.search.aoti) o.which = baseline::asked({"aoti"});  // --aoti (search's options)
         if (r.torch.ran(k) && r.correct()) r.speedup_over[k] = baseline::speedup_over(r.torch, k, kernel);
 }
 
