@@ -6,6 +6,9 @@
     # $ kernelevo search --task kevo_tasks/mlp_block/task.json --out kevo_tasks/kernels --model ...
     op = kernelevo.load_op("kevo_tasks/mlp_block")
     y = op(x)            # the evolved kernel on this GPU, else the traced reference (with a warning)
+    y = torch.ops.kernelevo.mlp_block(x, *weights)   # the same as an operator (typed schema, fake kernel)
+
+Install: `pip install ./python` from a KernelEvo checkout (offline: add --no-build-isolation).
 """
 from .torch_task import ExportError, export_task
 from .op import KernelEvoOp, load_op
