@@ -16,7 +16,8 @@
 # best once more before caching it).
 #
 # What is SIMULATED, and how (read this before quoting the figures):
-#  - Problem sizes: the imports use --max-numel (KEVO_ES_MAX_NUMEL, default 4 Mi elements; the softmax
+#  - Problem sizes: the imports use --max-numel (KEVO_ES_MAX_NUMEL, default 1 Mi input elements: L1-9's
+#    output is still 16384 x 16384, 1 GiB; the softmax
 #    KEVO_ES_BIG_NUMEL, default 512 Mi: softmax over [1024, 393216], 1.5 GiB per tensor), not KernelBench's
 #    own sizes (at those the import alone takes minutes). So the eight working sets do NOT exceed the H200's 141 GB.
 #  - Device memory: the GPU memory ledger (validate/gpu_ledger.h) is told the device has
@@ -28,8 +29,8 @@
 #    memory hog, Python + PyTorch) keeps the GPU's free memory near KEVO_ES_HOG_LEAVE_BYTES (default
 #    2.5 GiB: enough for a new process's CUDA context and the small problems, not for the softmax's
 #    input and output together)
-#    from just before the searches start until the softmax search logs "was not judged" (or
-#    KEVO_ES_HOG_MAX_S, default 90 s). The softmax judge's allocations fail on a GPU whose memory is
+#    from just before the searches start until a search logs "was not judged" (or KEVO_ES_HOG_MAX_S,
+#    default 90 s). The judge's allocations for the softmax (or L1-9) fail on a GPU whose memory is
 #    taken by another program; the tool must re-run that candidate itself, with no LLM request.
 #
 # Usage (repo root, after scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck):
@@ -128,11 +129,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   lim=$(limit 120 120)
   [ "$lim" -gt 0 ] || fail_now "no time left to import"
   rm -rf "$suite"; mkdir -p "$suite"
-  echo "NOTE: --max-numel ${KEVO_ES_BIG_NUMEL:-536870912} for ${names[0]}, ${KEVO_ES_MAX_NUMEL:-4194304} for the others: shrunk problems, not KernelBench's sizes"
+  echo "NOTE: --max-numel ${KEVO_ES_BIG_NUMEL:-536870912} for ${names[0]}, ${KEVO_ES_MAX_NUMEL:-1048576} for the others: shrunk problems, not KernelBench's sizes"
   s=$(date +%s)
   timeout "$lim" "$ke" import kernelbench "${problems[0]}" --out "$suite/big" --max-numel "${KEVO_ES_BIG_NUMEL:-536870912}" \
     > "$work/import_big.log" 2>&1 & ib=$!
-  timeout "$lim" "$ke" import kernelbench "${problems[@]:1}" --out "$suite/small" --max-numel "${KEVO_ES_MAX_NUMEL:-4194304}" \
+  timeout "$lim" "$ke" import kernelbench "${problems[@]:1}" --out "$suite/small" --max-numel "${KEVO_ES_MAX_NUMEL:-1048576}" \
     > "$work/import_small.log" 2>&1 & is=$!
   wait $ib; rb=$?; wait $is; rs=$?
   echo "imports: exit $rb (big) and $rs (small) in $(( $(date +%s) - s )) s (limit $lim s)"
@@ -199,7 +200,7 @@ while time.time() - t0 < max_s and not os.path.exists(stop):
     time.sleep(0.05)
 print("memory hog: held up to %.1f GiB of %.1f GiB for %.0f s, leaving about %.1f GiB free (%s)" % (
       peak / 2**30, total / 2**30, time.time() - t0, leave / 2**30,
-      "stopped: the softmax search reported its candidate not judged" if os.path.exists(stop) else "its time limit"))
+      "stopped: a search reported a candidate not judged" if os.path.exists(stop) else "its time limit"))
 PY
 
 # Ends a process this script started: SIGTERM, then SIGKILL after 10 s; never waits longer.
@@ -227,9 +228,10 @@ run_part() {
       --no-profile --no-baselines --timing-trials 30 --max-time "$lim" --json "${workers[@]}" > "$dir/${names[$i]}.json" 2> "$dir/${names[$i]}.log" &
     pids+=($!)
   done
-  # The hog goes once the softmax search has said that its candidate was not judged (or at its limit).
+  # The hog goes once a search (the softmax's, or L1-9's with its 1 GiB output) has said that a
+  # candidate was not judged (or at its time limit).
   ( while kill -0 $hog 2>/dev/null; do
-      grep -q "was not judged" "$dir/${names[0]}.log" 2>/dev/null && { touch "$dir/hog.stop"; break; }
+      cat "$dir"/*.log 2>/dev/null | grep -q "was not judged" && { touch "$dir/hog.stop"; break; }
       sleep 0.2
     done ) & watch=$!
   local rc=0; for i in "${!pids[@]}"; do wait "${pids[$i]}" || echo "${names[$i]}: search exit $?"; done
