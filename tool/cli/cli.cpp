@@ -229,12 +229,17 @@ int report_error(const std::string& message, int code, bool json, const CLI::App
 void add_help_command(CLI::App& root, int& rc) {
     auto words = std::make_shared<std::vector<std::string>>();
     CLI::App* help = root.add_subcommand("help", "Show the help of kernelevo or of one of its commands. kernelevo help [COMMAND [SUBCOMMAND]]");
-    set_examples(*help, {{"The options of search", "kernelevo help search"}, {"Those of cache status", "kernelevo help cache status"}});
+    set_examples(*help, {{"The options of search", "kernelevo help search"}, {"Those of cache status", "kernelevo help cache status"},
+                         {"The environment variables kernelevo reads (markdown)", "kernelevo help environment"}});
     help->add_option("command", *words, "The command, e.g. search, or cache status");
     help->callback([&root, &rc, words] {
         const CLI::App* cur = &root;
         for (const auto& w : *words) {
             const CLI::App* next = nullptr;
+        if (words->size() == 1 && print_help_topic(words->front())) {
+            rc = 0;
+            return;
+        }
             for (const CLI::App* s : cur->get_subcommands([](const CLI::App*) { return true; }))
                 if (s->check_name(w)) next = s;
             if (!next) {

@@ -36,6 +36,9 @@ std::string suggestions(const CLI::App& root);
 
 // Adds `kernelevo help [COMMAND [SUBCOMMAND]]` to the root app; prints to stdout, sets rc.
 void add_help_command(CLI::App& root, int& rc);
+// `kernelevo help TOPIC` for a topic that is not a command (help.cpp: "environment", the table of
+// environment variables as markdown). Prints it and returns true, or returns false.
+bool print_help_topic(const std::string& topic);
 
 // -q/--quiet on `cmd`, and -v/--verbose when `verbose_help` says what it adds; they set
 // kevo::verbosity() (common/log.h).

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <sstream>
 
 #include "cli/cli.h"
+#include "common/env.h"
 
 namespace kevo::cli {
 namespace {
@@ -307,5 +309,11 @@ bool colour(int fd) {
 void set_help_stream(int fd) { g_help_fd = fd; }
 
 std::shared_ptr<CLI::FormatterBase> make_formatter() { return std::make_shared<HelpFormatter>(); }
+
+bool print_help_topic(const std::string& topic) {
+    if (topic != "environment") return false;
+    std::cout << environment_markdown();
+    return true;
+}
 
 }  // namespace kevo::cli

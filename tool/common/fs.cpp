@@ -13,6 +13,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "common/env.h"
 #include "common/error.h"
 
 namespace kevo {
@@ -171,7 +172,7 @@ TempDir::~TempDir() {
 // Absolute, so that a relative KERNELEVO_CACHE_HOME names the same place for processes that run
 // elsewhere (the profiler's sandboxed bench loads cached kernels from its own work directory).
 fs::path cache_root() {
-    if (const char* p = std::getenv("KERNELEVO_CACHE_HOME"); p && *p) return fs::absolute(p);
+    if (const char* p = env(EnvVar::kCacheHome); p && *p) return fs::absolute(p);
     if (const char* p = std::getenv("XDG_CACHE_HOME"); p && *p) return fs::absolute(p) / "kernelevo";
     if (const char* p = std::getenv("HOME"); p && *p) return fs::path(p) / ".cache" / "kernelevo";
     return fs::temp_directory_path() / ("kernelevo-cache-" + std::to_string(::getuid()));

@@ -9,6 +9,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"
@@ -38,7 +39,7 @@ std::string compile_hint(const std::string& log) {
 
 std::string nvcc_path(const CompileOptions& options) {
     if (!options.nvcc.empty()) return options.nvcc;
-    if (const char* p = std::getenv("KERNELEVO_NVCC"); p && *p) return p;
+    if (const char* p = env(EnvVar::kNvcc); p && *p) return p;
     // Prefer nvcc on PATH; fall back to the usual toolkit locations.
     if (const char* path = std::getenv("PATH")) {
         std::stringstream ss(path);

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/process.h"
 #include "llm/budget.h"
@@ -132,7 +133,7 @@ ApiKey find_api_key(const std::string& url, const std::string& key_env) {
         if (key.value.empty()) throw UsageError("--llm-key-env " + key_env + ": the variable is not set or empty");
         return key;
     }
-    if (ApiKey key = get("KERNELEVO_API_KEY"); !key.value.empty()) return key;
+    if (ApiKey key = get(env_name(EnvVar::kApiKey)); !key.value.empty()) return key;
     const std::string host = url_host(url);
     if (host == "openrouter.ai" || ends_with(host, ".openrouter.ai")) return get("OPENROUTER_API_KEY");
     ApiKey key = get("OPENAI_API_KEY");

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/env.h"
 #include "common/fs.h"
 #include "common/process.h"
 #include "sandbox/sandbox.h"
@@ -105,7 +106,7 @@ double KernelProfile::value(const std::string& metric, double missing) const {
 
 std::string find_ncu(const ProfileOptions& o) {
     if (!o.ncu.empty()) return ::access(o.ncu.c_str(), X_OK) == 0 ? o.ncu : "";
-    if (const char* p = std::getenv("KERNELEVO_NCU"); p && *p) return ::access(p, X_OK) == 0 ? p : "";
+    if (const char* p = env(EnvVar::kNcu); p && *p) return ::access(p, X_OK) == 0 ? p : "";
     if (const char* path = std::getenv("PATH")) {
         std::stringstream ss(path);
         std::string dir;
@@ -251,7 +252,7 @@ std::string summarize(const std::vector<KernelProfile>& kernels, size_t max_kern
 }
 
 std::filesystem::path default_bench() {
-    if (const char* p = std::getenv("KERNELEVO_BENCH"); p && *p) return p;
+    if (const char* p = env(EnvVar::kBench); p && *p) return p;
     std::filesystem::path beside = self_exe_dir() / "kernelevo-bench";
     std::error_code ec;
     if (std::filesystem::exists(beside, ec)) return beside;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/process.h"
 
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 SandboxMode g_mode = [] {
-    const char* v = std::getenv("KERNELEVO_SANDBOX");
+    const char* v = env(EnvVar::kSandbox);
     if (v && *v) {
         try {
             return parse_sandbox_mode(v);
@@ -31,7 +32,7 @@ SandboxMode g_mode = [] {
 }();
 
 std::string find_bwrap() {
-    if (const char* p = std::getenv("KERNELEVO_BWRAP"); p && *p) return p;
+    if (const char* p = env(EnvVar::kBwrap); p && *p) return p;
     if (const char* path = std::getenv("PATH")) {
         std::stringstream ss(path);
         std::string dir;

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/env.h"
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
@@ -346,7 +347,7 @@ Server::Server(ServeOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->host = host;
     impl_->port = port;
     if (impl_->opt.token.empty())
-        if (const char* t = std::getenv("KERNELEVO_SERVE_TOKEN")) impl_->opt.token = t;
+        if (const char* t = env(EnvVar::kServeToken)) impl_->opt.token = t;
     if (!is_loopback(host) && impl_->opt.token.size() < 16)
         throw UsageError("--listen " + impl_->opt.listen + " is reachable from other machines: give a token of at least 16 "
                          "characters in $KERNELEVO_SERVE_TOKEN (or --token), or listen on 127.0.0.1");

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/process.h"
 #include "store/internal/backends.h"
@@ -100,7 +101,7 @@ StoreLocation parse_redis(const std::string& url) {
         throw UsageError("state store URL: the prefix must be 1 to 200 characters without braces, spaces or any of "
                          "* ? [ ] \\ (got '" + w.prefix + "')");
     if (w.password.empty())
-        if (const char* env = std::getenv("KERNELEVO_REDIS_PASSWORD")) w.password = env;
+        if (const char* pw = env(EnvVar::kRedisPassword)) w.password = pw;
     if (!w.password.empty()) register_secret(w.password);
     return w;
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"
@@ -118,7 +119,7 @@ struct Job {
 
 std::string python_path(const std::string& option) {
     if (!option.empty()) return option;
-    if (const char* p = std::getenv("KERNELEVO_PYTHON"); p && *p) return p;
+    if (const char* p = env(EnvVar::kPython); p && *p) return p;
     return "python3";
 }
 

@@ -1,4 +1,5 @@
 #include "validate/gpu_ledger.h"
+#include "common/env.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -25,8 +26,8 @@ std::string safe(const std::string& s) {
     for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
     return o.empty() ? "gpu" : o;
 }
-uint64_t env_bytes(const char* name) {
-    const char* v = std::getenv(name);
+uint64_t env_bytes(EnvVar var) {
+    const char* v = env(var);
     if (!v || !*v) return 0;
     char* end = nullptr;
     unsigned long long n = std::strtoull(v, &end, 10);
@@ -54,7 +55,7 @@ struct Guard {  // the ledger's flock: counting and adding are one step
 }  // namespace
 
 std::string gpu_state_dir() {
-    if (const char* d = std::getenv("KERNELEVO_LOCK_DIR"); d && *d) return d;
+    if (const char* d = env(EnvVar::kLockDir); d && *d) return d;
     return "/tmp/kernelevo-locks";
 }
 
@@ -64,9 +65,9 @@ MemoryLedger::MemoryLedger(const std::string& device_key, uint64_t device_total_
     guard_ = dir_ + ".lock";
     if (mkdir(dir_.c_str(), 01777) == 0) chmod(dir_.c_str(), 01777);
     uint64_t total = device_total_bytes;
-    if (uint64_t cap = env_bytes("KERNELEVO_GPU_MEMORY_BYTES"); cap > 0) total = std::min(total, cap);
-    const char* m = std::getenv("KERNELEVO_GPU_MEMORY_MARGIN_BYTES");
-    uint64_t margin = m && *m ? env_bytes("KERNELEVO_GPU_MEMORY_MARGIN_BYTES") : total / 10;
+    if (uint64_t cap = env_bytes(EnvVar::kGpuMemoryBytes); cap > 0) total = std::min(total, cap);
+    const char* m = env(EnvVar::kGpuMemoryMarginBytes);
+    uint64_t margin = m && *m ? env_bytes(EnvVar::kGpuMemoryMarginBytes) : total / 10;
     budget_ = total > margin ? total - margin : 0;
 }
 

@@ -10,6 +10,7 @@
 #include <thread>
 #include <cstdlib>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
@@ -30,7 +31,7 @@ namespace {
 std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "[...]\n" + s.substr(s.size() - n); }
 
 fs::path default_runner() {
-    if (const char* p = std::getenv("KERNELEVO_RUNNER"); p && *p) return p;
+    if (const char* p = env(EnvVar::kRunner); p && *p) return p;
     fs::path beside = self_exe_dir() / "kernelevo-runner";
     std::error_code ec;
     if (fs::exists(beside, ec)) return beside;
@@ -450,7 +451,7 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     policy.read_only = {impl_->runner};
     job.sandbox_prefix = sandbox_prefix(policy);
     std::map<std::string, std::string> extra;
-    if (options_.device_index >= 0) extra["KERNELEVO_DEVICE"] = std::to_string(options_.device_index);
+    if (options_.device_index >= 0) extra[env_name(EnvVar::kDevice)] = std::to_string(options_.device_index);
     job.candidate_env = sandbox_environment(extra);
     job.candidate_env["HOME"] = tmp.path().string();
     job.confine = sandbox_mode() != SandboxMode::off;
@@ -587,15 +588,15 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
         ProcessOptions po;
         po.argv = {impl_->runner.string(), "--serve"};
         std::map<std::string, std::string> extra;
-        if (options_.device_index >= 0) extra["KERNELEVO_DEVICE"] = std::to_string(options_.device_index);
+        if (options_.device_index >= 0) extra[env_name(EnvVar::kDevice)] = std::to_string(options_.device_index);
         // Diagnostics passed on to the judge: KEVO_TIMING_DUMP=FILE appends every timed set's raw
         // per-call times to FILE (JSON lines); KEVO_GATE_KERNEL gates the correctness check with the
         // spinning kernel instead of a stream-memory wait; KEVO_FAULT_WALL_CHECK (tests) fails the
         // wall-clock cross-check's first attempt at each set, so its retry is exercised.
         // The GPU memory ledger's place and its test hooks (gpu_ledger.h) reach the judge too.
-        for (const char* name : {"KEVO_TIMING_DUMP", "KEVO_GATE_KERNEL", "KEVO_FAULT_WALL_CHECK", "KERNELEVO_LOCK_DIR", "KERNELEVO_GPU_MEMORY_BYTES",
-                                 "KERNELEVO_GPU_MEMORY_MARGIN_BYTES"})
-            if (const char* v = std::getenv(name)) extra[name] = v;
+        for (EnvVar var : {EnvVar::kTimingDump, EnvVar::kGateKernel, EnvVar::kFaultWallCheck, EnvVar::kLockDir, EnvVar::kGpuMemoryBytes,
+                           EnvVar::kGpuMemoryMarginBytes})
+            if (const char* v = env(var)) extra[env_name(var)] = v;
         po.exact_env = sandbox_environment(extra);
         impl_->judge = std::make_unique<Subprocess>(po);
     }

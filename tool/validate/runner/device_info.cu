@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/env.h"
 #include "runner.h"
 
 namespace kevo_runner {
@@ -26,7 +27,7 @@ nlohmann::json device_info() {
         return j;
     }
     int dev = 0;
-    if (const char* v = std::getenv("KERNELEVO_DEVICE")) dev = std::atoi(v);
+    if (const char* v = kevo::env(kevo::EnvVar::kDevice)) dev = std::atoi(v);
     if (dev < 0 || dev >= count) {
         j["present"] = false;
         j["error"] = "KERNELEVO_DEVICE=" + std::to_string(dev) + " but this host has " + std::to_string(count) + " CUDA device(s)";
@@ -71,7 +72,7 @@ nlohmann::json device_info() {
 }
 
 std::string pin_to_device_cpus(const std::string& pci_bus_id) {
-    if (pci_bus_id.empty() || std::getenv("KERNELEVO_NO_CPU_PIN")) return "";
+    if (pci_bus_id.empty() || kevo::env(kevo::EnvVar::kNoCpuPin)) return "";
     std::ifstream f("/sys/bus/pci/devices/" + pci_bus_id + "/local_cpulist");
     std::string list;
     if (!f || !std::getline(f, list) || list.empty()) return "";

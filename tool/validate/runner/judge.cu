@@ -20,6 +20,8 @@
 #include <random>
 #include <sstream>
 
+#include "common/env.h"
+
 namespace kevo_runner {
 
 namespace {
@@ -233,7 +235,7 @@ std::vector<std::string> Judge::candidate_argv(const Job& job) const {
     if (!writable.empty()) argv.insert(argv.end(), {"--writable", writable});
     if (!job.confine) argv.push_back("--no-confine");
     if (job.load_only) argv.push_back("--load-only");
-    if (std::getenv("KEVO_GATE_KERNEL")) argv.push_back("--gate-kernel");  // diagnostics (validate.cpp passes it on)
+    if (kevo::env(kevo::EnvVar::kGateKernel)) argv.push_back("--gate-kernel");  // diagnostics (validate.cpp passes it on)
     return argv;
 }
 

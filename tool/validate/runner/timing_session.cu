@@ -8,6 +8,8 @@
 #include <string>
 #include <tuple>
 
+#include "common/env.h"
+
 namespace kevo_runner {
 
 TimingSession::TimingSession(Judge& judge, size_t set, bool retry)
@@ -223,7 +225,7 @@ void TimingSession::time_batches() {
 }
 
 void TimingSession::dump_diagnostics() {
-    const char* dump = std::getenv("KEVO_TIMING_DUMP");  // diagnostics (validate.cpp passes it on)
+    const char* dump = kevo::env(kevo::EnvVar::kTimingDump);  // diagnostics (validate.cpp passes it on)
     if (!dump) return;
     // And what an empty call costs in each process: one batch of the runner's empty kernel in
     // the candidate process, as many in the judge (after the same flushes).
@@ -385,7 +387,7 @@ void TimingSession::wall_check() {
                              {"allowance", {{"per_batch_us", job.wall_batch_allow_us}, {"per_call_us", job.wall_call_allow_us}, {"fraction", 0.03}}}};
     // KEVO_FAULT_WALL_CHECK (diagnostics and tests; validate.cpp passes it on): the first attempt
     // fails the check whatever it measured, so the retry is exercised.
-    if ((excess > allowed || std::getenv("KEVO_FAULT_WALL_CHECK")) && retry) throw TimeAgain{"wall_check", out["wall_check"]};
+    if ((excess > allowed || kevo::env(kevo::EnvVar::kFaultWallCheck)) && retry) throw TimeAgain{"wall_check", out["wall_check"]};
     if (excess > allowed)
         throw CandidateFailure{"rejected", "the reported kernel times (" + fmt(measured_us) + " us) do not agree with the time the judge observed, on the set's second timing: " +
                                                std::to_string(batch_n.size()) + " batches of " + std::to_string(kt.size()) + " calls in all took " + fmt(excess) +
