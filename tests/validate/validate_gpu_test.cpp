@@ -205,12 +205,14 @@ TEST(ValidateGpu, MemsetFlushAndOneBufferCopyAlsoTime) {
 
 // A wall-clock cross-check that fails once (a host hiccup inside a batch) is repeated, and the
 // candidate is judged by the second attempt; both attempts' figures are kept. (The fault is injected
-// with KEVO_FAULT_WALL_CHECK: every set's first attempt fails whatever it measured.)
+// with KEVO_FAULT_WALL_CHECK: every set's first attempt fails whatever it measured. Only the tests'
+// judge, kernelevo-runner-test-hooks, honours it.)
 TEST(ValidateGpuTiming, WallCheckThatFailsOnceIsTimedAgain) {
     REQUIRE_GPU();
     ::setenv("KEVO_FAULT_WALL_CHECK", "1", 1);
     ValidateOptions o;
     o.timing_trials = 20;
+    o.runner = KEVO_TEST_HOOKS_RUNNER;
     Validator v(load_task(kData / "gelu_bias" / "task.json"), o);  // its own judge, started with the fault
     ValidationResult r = v.validate(read_file(kData / "gelu_bias" / "kernels" / "good.cu"));
     ::unsetenv("KEVO_FAULT_WALL_CHECK");
@@ -223,6 +225,22 @@ TEST(ValidateGpuTiming, WallCheckThatFailsOnceIsTimedAgain) {
         EXPECT_FALSE(w["first_attempt"].contains("first_attempt"));  // retried once, not again
         EXPECT_LT(w["excess_us"].get<double>(), w["allowed_us"].get<double>()) << w.dump();
     }
+}
+
+// The runner for use (kernelevo-runner, what is installed) ignores the fault hook: the same
+// validation as above times each set once.
+TEST(ValidateGpuTiming, TheRunnerForUseIgnoresTheWallCheckFault) {
+    REQUIRE_GPU();
+    ::setenv("KEVO_FAULT_WALL_CHECK", "1", 1);
+    ValidateOptions o;
+    o.timing_trials = 20;
+    Validator v(load_task(kData / "gelu_bias" / "task.json"), o);  // the build's kernelevo-runner
+    ValidationResult r = v.validate(read_file(kData / "gelu_bias" / "kernels" / "good.cu"));
+    ::unsetenv("KEVO_FAULT_WALL_CHECK");
+    ASSERT_EQ(r.status, Status::ok) << r.log;
+    ASSERT_EQ(r.details["timing"]["sets"].size(), 2u);
+    for (const auto& t : r.details["timing"]["sets"])
+        EXPECT_FALSE(t["wall_check"].contains("first_attempt")) << t["wall_check"].dump();
 }
 
 // The judge (and the candidate processes it starts) run on the CPUs local to the GPU where those

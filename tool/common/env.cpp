@@ -8,7 +8,7 @@ const char* kind_text(EnvKind k) {
     switch (k) {
         case EnvKind::setting: return "setting";
         case EnvKind::diagnostic: return "diagnostic";
-        case EnvKind::test_hook: return "test hook";
+        case EnvKind::test_hook: return "test hook (test builds only)";
     }
     return "";
 }

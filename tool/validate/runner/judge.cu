@@ -20,7 +20,7 @@
 #include <random>
 #include <sstream>
 
-#include "common/env.h"
+#include "test_hooks.h"
 
 namespace kevo_runner {
 
@@ -235,7 +235,7 @@ std::vector<std::string> Judge::candidate_argv(const Job& job) const {
     if (!writable.empty()) argv.insert(argv.end(), {"--writable", writable});
     if (!job.confine) argv.push_back("--no-confine");
     if (job.load_only) argv.push_back("--load-only");
-    if (kevo::env(kevo::EnvVar::kGateKernel)) argv.push_back("--gate-kernel");  // diagnostics (validate.cpp passes it on)
+    if (test_hook(kevo::EnvVar::kGateKernel)) argv.push_back("--gate-kernel");  // test builds only (validate.cpp passes it on)
     return argv;
 }
 
