@@ -481,18 +481,18 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     } else {
         std::cerr << "kernelevo: no correct kernel found yet\n";
     }
-    bool finished = result.stop_reason == "generations" || result.stop_reason == "target" || result.stop_reason == "target_sol" ||
-                    result.stop_reason == "budget" || result.stop_reason == "time";
-    if (result.stop_reason == "batch") {
+    bool finished = evolve::finished(result.stop);
+    if (result.stop == evolve::StopReason::batch) {
         report_batch_stop(result, a.llm);
         outcome.rc = 3;
         outcome.stop_reason = result.stop_reason;
+        outcome.stop = result.stop;
         return outcome;
     }
-    const bool resumable = !finished || result.stop_reason == "budget" || result.stop_reason == "time";
+    const bool resumable = !finished || result.stop == evolve::StopReason::budget || result.stop == evolve::StopReason::time;
     // No request of this run (or of the runs it resumes) was ever answered: a wrong --llm-url,
     // model or key, or no network. A setup problem, not a search that got somewhere.
-    const bool llm_never_answered = result.stop_reason.rfind("error: LLM request failed", 0) == 0 && store->spent().calls == 0;
+    const bool llm_never_answered = result.stop == evolve::StopReason::llm_failed && store->spent().calls == 0;
     if (llm_never_answered)
         std::cerr << "kernelevo: the LLM never answered: check --llm-url, --model and the API key (kernelevo llm check "
                      "tests them), then run the same command again\n";
@@ -503,7 +503,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
                           ? " (the Redis password shows as ***: give it again, or in $KERNELEVO_REDIS_PASSWORD)"
                           : "")
                   << "\n";
-    rc = result.stop_reason.rfind("error: no GPU", 0) == 0 || llm_never_answered ? 2 : finished && result.best ? 0 : 1;
+    rc = result.stop == evolve::StopReason::no_gpu || llm_never_answered ? 2 : finished && result.best ? 0 : 1;
     if (result.best) store_best_baselines(*store, *result.best, torch_baselines, a, cfg.llm_batch);
     if (a.json) {
         nlohmann::json summary = summary_json(task, arch, where, result, a.out, *store, resumable, rc);
@@ -516,6 +516,7 @@ evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progr
     }
     outcome.rc = rc;
     outcome.stop_reason = result.stop_reason;
+    outcome.stop = result.stop;
     outcome.finished = finished;
     outcome.found = result.best.has_value();
     outcome.speedup = result.best ? result.best->speedup : 0;

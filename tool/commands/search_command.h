@@ -31,6 +31,7 @@ struct SearchArgs {
 struct SearchOutcome {
     int rc = 1;                 // as `kernelevo search` exits: 0 done with a kernel, 1 not (yet), 2 setup, 3 batch
     std::string stop_reason;    // SearchResult::stop_reason
+    evolve::StopReason stop = evolve::StopReason::none;  // SearchResult::stop
     bool finished = false;      // stopped by generations, target, budget or time (not interrupted)
     bool found = false;         // a correct kernel was written to `out`
     double speedup = 0;

@@ -258,10 +258,10 @@ bool BatchMode::defer(const std::string& key, const std::string& kind, const llm
     return true;
 }
 
-std::string BatchMode::finish(SearchResult& result) {
+StopReason BatchMode::finish(SearchResult& result) {
     std::lock_guard<std::mutex> lock(mu_);
     result.batch_waiting = static_cast<int>(asked_.size());
-    if (deferred_.empty()) return asked_.empty() ? (budget_stopped_ ? "budget" : "") : "batch";
+    if (deferred_.empty()) return asked_.empty() ? (budget_stopped_ ? StopReason::budget : StopReason::none) : StopReason::batch;
     int number = 0;
     for (const store::BatchRequest& b : store_.batch_requests()) number = std::max(number, b.batch);
     ++number;
@@ -289,7 +289,7 @@ std::string BatchMode::finish(SearchResult& result) {
     result.batch_file = path;
     result.batch_written = static_cast<int>(rows.size());
     deferred_.clear();
-    return "batch";
+    return StopReason::batch;
 }
 
 }  // namespace kevo::evolve

@@ -65,9 +65,9 @@ public:
     // it next to what is deferred or waiting already.
     bool defer(const std::string& key, const std::string& kind, const llm::ChatRequest& request);
     // After the slots stopped: writes and records the deferred requests as the next batch file and
-    // fills the result's batch fields. Returns the run's stop reason: "batch" when it waits for
-    // replies, "budget" when only the budget stopped a deferral, "" otherwise.
-    std::string finish(SearchResult& result);
+    // fills the result's batch fields. Returns the run's stop reason: batch when it waits for
+    // replies, budget when only the budget stopped a deferral, none otherwise.
+    StopReason finish(SearchResult& result);
 
 private:
     // A replies file, checked: what it adds to the store.

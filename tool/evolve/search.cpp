@@ -35,12 +35,13 @@ struct Search::Impl {
     // Why the run stopped, its best program and figures; the stop reason and time are stored.
     SearchResult outcome() {
         SearchResult result;
-        if (std::lock_guard<std::mutex> lock(state.mu); state.stop_reason.empty())
-            state.stop_reason = state.batch->finish(result);
+        if (std::lock_guard<std::mutex> lock(state.mu); state.stop.reason == StopReason::none)
+            state.stop = Stop{state.batch->finish(result), ""};
         result.generations_committed = state.store.last_generation() + 1;
         {
             std::lock_guard<std::mutex> lock(state.mu);
-            result.stop_reason = state.stop_reason;
+            result.stop = state.stop.reason;
+            result.stop_reason = state.stop.text();
             state.progress.elapsed_s = state.elapsed_before + state.invocation_s();
             result.progress = state.progress;
             if (state.best_id) result.best = state.store.get_program(state.best_id);

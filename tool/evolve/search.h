@@ -27,6 +27,7 @@
 
 #include "evaluate/evaluator.h"
 #include "evolve/prompts.h"
+#include "evolve/stop.h"
 #include "evolve/waste.h"
 #include "llm/llm.h"
 #include "store/store.h"
@@ -109,8 +110,8 @@ struct Progress {
 };
 
 struct SearchResult {
-    // "generations", "target", "target_sol", "budget", "time", "interrupted", "batch", "error: ..."
-    std::string stop_reason;
+    StopReason stop = StopReason::none;  // why the run stopped (stop.h)
+    std::string stop_reason;             // its text with the error's detail: printed, stored as meta "stop_reason"
     std::optional<store::Program> best;  // the fastest correct program of the whole run
     std::string best_model;              // the model whose reply produced it ("" for --initial)
     Progress progress;

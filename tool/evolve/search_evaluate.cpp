@@ -42,14 +42,14 @@ struct EvaluationPipeline::LockedEvaluator : Evaluator {
 
 void EvaluationPipeline::finish(store::Program& p) {
     store::Store& store = s_.store;
-    if (p.status == "no_code") {
+    if (has_state(p, ProgramState::no_code)) {
         p.id = store.put_program(p);
     } else {
         p.norm_hash = normalized_hash(p.source);
-        p.status = "pending";
+        p.status = program_state_name(ProgramState::pending);
         store::Program claimed = store.claim_program(p);
         if (claimed.key != p.key) {
-            p.status = "duplicate";
+            p.status = program_state_name(ProgramState::duplicate);
             p.speedup = claimed.speedup;
             p.feedback = claimed.feedback;
             p.details = {{"duplicate_of", claimed.id}, {"status", claimed.status}};
@@ -92,7 +92,7 @@ void EvaluationPipeline::evaluate(store::Program& p) {
         wait_before_retry(p, ev, retry);
     }
     if (ev.status == Status::no_device) {  // not the candidate's fault: stop, re-evaluate on resume
-        s_.request_stop("error: no GPU to validate on: " + ev.feedback);
+        s_.request_stop(StopReason::no_gpu, ev.feedback);
         throw Stopped{};
     }
     // The store's column also holds the search's own states: "not_judged" among them.
@@ -153,7 +153,7 @@ std::optional<store::Program> EvaluationPipeline::tune_program(const store::Prog
     }
     if (tunables.empty()) return std::nullopt;
     if (auto done = s_.store.find_program(key)) {
-        if (done->status != "pending") return done->ok() ? done : std::nullopt;
+        if (!has_state(*done, ProgramState::pending)) return done->ok() ? done : std::nullopt;
     }
     {
         std::lock_guard<std::mutex> lock(s_.mu);

@@ -25,24 +25,24 @@ bool Generations::stop_before_barrier(int gen) {
     }
     const SearchConfig& cfg = s_.cfg;
     if (gen > cfg.generations) {
-        s_.request_stop("generations");
+        s_.request_stop(StopReason::generations);
     } else if (cfg.target_speedup > 0 && s_.progress.best_speedup >= cfg.target_speedup) {
-        s_.request_stop("target");
+        s_.request_stop(StopReason::target);
     } else if (cfg.target_sol > 0 && s_.progress.best_sol >= cfg.target_sol) {
-        s_.request_stop("target_sol");
+        s_.request_stop(StopReason::target_sol);
     } else if (s_.budget_reached()) {
-        s_.request_stop("budget");
+        s_.request_stop(StopReason::budget);
     }
     return s_.should_stop();
 }
 
 bool Generations::stop_before(int gen) {
     if (gen > s_.cfg.generations) {
-        s_.request_stop("generations");
+        s_.request_stop(StopReason::generations);
     } else if (s_.cfg.target_speedup > 0 && s_.best_speedup() >= s_.cfg.target_speedup) {
-        s_.request_stop("target");
+        s_.request_stop(StopReason::target);
     } else if (s_.budget_reached()) {
-        s_.request_stop("budget");
+        s_.request_stop(StopReason::budget);
     }
     return s_.should_stop();
 }
@@ -69,7 +69,7 @@ std::vector<SlotResult> Generations::run_slots(const std::vector<Slot>& slots) {
             } catch (...) {
                 std::lock_guard<std::mutex> lock(error_mu);
                 if (!error) error = std::current_exception();
-                s_.request_stop("error");
+                s_.request_stop(StopReason::error);
             }
         }
     };
@@ -187,7 +187,7 @@ void SteadyLoop::run() {
     for (int i = 0; i < cap; ++i) threads.emplace_back([this] { work(); });
     for (auto& t : threads) t.join();
     if (error_) std::rethrow_exception(error_);
-    if (committed_ >= s_.cfg.generations) s_.request_stop("generations");
+    if (committed_ >= s_.cfg.generations) s_.request_stop(StopReason::generations);
 }
 
 bool SteadyLoop::run_seed() {
@@ -209,7 +209,7 @@ std::optional<Slot> SteadyLoop::take() {
             continue;
         }
         if (next_gen_ > s_.cfg.generations) {
-            if (committed_ >= s_.cfg.generations) s_.request_stop("generations");
+            if (committed_ >= s_.cfg.generations) s_.request_stop(StopReason::generations);
             return std::nullopt;
         }
         if (next_index_ == 0) {
@@ -245,7 +245,7 @@ void SteadyLoop::work() {
         } catch (...) {
             std::lock_guard<std::mutex> lock(smu_);
             if (!error_) error_ = std::current_exception();
-            s_.request_stop("error");
+            s_.request_stop(StopReason::error);
         }
         std::lock_guard<std::mutex> lock(smu_);
         if (!r.completed) {
@@ -278,7 +278,7 @@ void SteadyLoop::commit_finished() {
             gens_.commit(g, slots_[g], results_[g], true);
         } catch (...) {
             if (!error_) error_ = std::current_exception();
-            s_.request_stop("error");
+            s_.request_stop(StopReason::error);
             break;
         }
         slots_.erase(g);

@@ -28,7 +28,7 @@ SlotResult SlotRunner::run(const Slot& slot) {
         // Nothing for the model to fix: a duplicate (of an earlier program or of a sibling) is
         // dropped, and a candidate the evaluator could not judge (after its retries) is left as
         // not judged; no request is spent on either.
-        if (p.status == "duplicate" || not_judged(p)) break;
+        if (has_state(p, ProgramState::duplicate) || not_judged(p)) break;
         result.feedback = p.feedback;
         if (n == s_.cfg.repair_attempts) break;
         ask_repair(plan, p, request);
@@ -115,7 +115,7 @@ SlotRunner::Request SlotRunner::first_request(const Plan& plan) {
 store::Program SlotRunner::attempt(const Slot& slot, const Plan& plan, int n, const Request& request, int64_t previous_id) {
     std::string key = slot.key + ".a" + std::to_string(n);
     auto existing = s_.store.find_program(key);
-    if (existing && existing->status != "pending") return *existing;  // done before a restart of the process: replay it
+    if (existing && !has_state(*existing, ProgramState::pending)) return *existing;  // done before a restart of the process: replay it
     store::Program p;
     p.key = key;
     p.generation = slot.generation;
@@ -131,7 +131,7 @@ store::Program SlotRunner::attempt(const Slot& slot, const Plan& plan, int n, co
         try {
             p.source = llm::candidate_from_reply(call.reply, request.edit_base.empty() ? nullptr : &request.edit_base);
         } catch (const llm::ReplyError& e) {
-            p.status = "no_code";
+            p.status = program_state_name(ProgramState::no_code);
             p.feedback = std::string("Your reply could not be used: ") + e.what();
         }
     }
@@ -140,7 +140,7 @@ store::Program SlotRunner::attempt(const Slot& slot, const Plan& plan, int n, co
 }
 
 std::string repair_error(const store::Program& failed) {
-    if (failed.status == "duplicate" || not_judged(failed))
+    if (has_state(failed, ProgramState::duplicate) || not_judged(failed))
         throw std::logic_error("internal: a repair prompt for " + failed.key + ", which is no fault of the kernel (" +
                                failed.status + ")");
     if (failed.feedback.find_first_not_of(" \t\r\n") == std::string::npos)
@@ -210,13 +210,13 @@ llm::ChatResponse SlotRunner::send(const llm::ChatRequest& req) {
         }
         resp.usage = s_.budget->settle(reservation, resp.usage);
     } catch (const llm::BudgetExceeded& e) {
-        if (s_.request_stop("budget") && s_.cfg.log) s_.cfg.log(e.what());
+        if (s_.request_stop(StopReason::budget) && s_.cfg.log) s_.cfg.log(e.what());
         throw Stopped{};
     } catch (const llm::Cancelled&) {
-        s_.request_stop("interrupted");
+        s_.request_stop(StopReason::interrupted);
         throw Stopped{};
     } catch (const llm::LlmError& e) {
-        s_.request_stop(std::string("error: LLM request failed: ") + e.what());
+        s_.request_stop(StopReason::llm_failed, e.what());
         throw Stopped{};
     }
     return resp;

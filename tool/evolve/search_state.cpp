@@ -25,7 +25,9 @@ std::string fence_of(const std::string& backend) { return backend == "triton" ? 
 
 namespace {
 bool counts_as_failed(const std::string& status) {
-    return status != "ok" && status != "pending" && status != "duplicate" && status != kNotJudged;
+    for (ProgramState s : {ProgramState::pending, ProgramState::duplicate, ProgramState::not_judged})
+        if (status == program_state_name(s)) return false;
+    return status != status_name(Status::ok);
 }
 }  // namespace
 
@@ -33,17 +35,17 @@ double RunState::invocation_s() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
-bool RunState::request_stop(const std::string& reason) {
+bool RunState::request_stop(StopReason reason, const std::string& detail) {
     std::lock_guard<std::mutex> lock(mu);
-    bool first = stop_reason.empty();
-    if (first) stop_reason = reason;
+    bool first = stop.reason == StopReason::none;
+    if (first) stop = Stop{reason, detail};
     stopping_now = true;
     return first;
 }
 
 bool RunState::should_stop() {
-    if (stop_flag && stop_flag->load()) request_stop("interrupted");
-    if (cfg.max_time_s > 0 && invocation_s() >= cfg.max_time_s) request_stop("time");
+    if (stop_flag && stop_flag->load()) request_stop(StopReason::interrupted);
+    if (cfg.max_time_s > 0 && invocation_s() >= cfg.max_time_s) request_stop(StopReason::time);
     return stopping_now.load();
 }
 
@@ -64,7 +66,7 @@ void RunState::tally(const store::Program& p) {
             progress.best_speedup = p.speedup;
             best_id = p.id;
         }
-    } else if (p.status == "duplicate") {
+    } else if (has_state(p, ProgramState::duplicate)) {
         ++progress.duplicates;
     } else if (not_judged(p)) {
         ++progress.not_judged;

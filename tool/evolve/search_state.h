@@ -16,6 +16,7 @@
 #include "evaluate/evaluator.h"
 #include "evolve/archive.h"
 #include "evolve/batch_mode.h"
+#include "evolve/program_state.h"
 #include "evolve/prompts.h"
 #include "evolve/search.h"
 #include "evolve/waste.h"
@@ -79,10 +80,10 @@ struct RunState {
     std::mutex islands_mu;
     std::function<void(const Progress&)> progress_fn;
 
-    std::mutex mu;  // guards progress, best_id, stop_reason, progress_fn calls
+    std::mutex mu;  // guards progress, best_id, stop, progress_fn calls
     Progress progress;
     int64_t best_id = 0;
-    std::string stop_reason;
+    Stop stop;  // why the run stops (the first reason given)
     std::atomic<bool> stopping_now{false};
     const std::atomic<bool>* stop_flag = nullptr;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -92,7 +93,7 @@ struct RunState {
 
     double invocation_s() const;
     // Returns true for the first reason given.
-    bool request_stop(const std::string& reason);
+    bool request_stop(StopReason reason, const std::string& detail = "");
     // True once the run must stop; records why.
     bool should_stop();
     void check_stop();  // throws Stopped once the run must stop
