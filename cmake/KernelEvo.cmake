@@ -35,12 +35,14 @@
 #     line: cached kernel (speedup, origin, date), or the closest binary-compatible entry it uses
 #     (sm_86 can use sm_80, sm_90a uses sm_90; a dedicated entry always wins), or a WARNING for a
 #     missing, stale (why) or invalid entry — with the exact `kernelevo search` command that would
-#     fill the gap; the end of configure prints a summary over every function and architecture;
+#     fill the gap (a `--model MODEL` placeholder, explained, when the options name no model);
+#     the end of configure prints a summary over every function and architecture;
 #  4. with KERNELEVO_SEARCH=ON, runs that search for missing/stale entries (its progress is shown),
 #     with a spending and time cap (KERNELEVO_SEARCH_BUDGET_USD, KERNELEVO_SEARCH_MAX_TIME) unless
 #     the options give their own, then resets KERNELEVO_SEARCH to OFF: a later configure (an
 #     automatic one too) never starts a search; a failed search never fails configure unless
-#     KERNELEVO_REQUIRE_KERNELS (or REQUIRED) is ON;
+#     KERNELEVO_REQUIRE_KERNELS (or REQUIRED) is ON; with no --model in the options, configure
+#     stops with one error saying what to set, before any search;
 #  5. makes the library kernelevo_<name> from templates/: <build>/kernelevo/include/kernelevo/<name>.h
 #     (torch-free declaration of <ns>::<name> with the reference's LibTorch signature),
 #     <build>/kernelevo/<name>/dispatch.cpp (the only file that includes ATen), the reference, and
@@ -125,8 +127,13 @@ set_property(GLOBAL PROPERTY KERNELEVO_TEMPLATE_DIR "${CMAKE_CURRENT_LIST_DIR}/t
 
 # A configure WARNING printed as written: the leading space keeps CMake from re-wrapping it, so a
 # command in it stays on one line and can be copied.
+# The arguments are joined as they are (a ';' inside one is kept).
 function(_kevo_warning)
-  string(JOIN "" _text ${ARGN})
+  set(_text "")
+  math(EXPR _last "${ARGC} - 1")
+  foreach(_i RANGE ${_last})
+    string(APPEND _text "${ARGV${_i}}")
+  endforeach()
   message(WARNING " ${_text}")
 endfunction()
 
@@ -242,7 +249,16 @@ function(kernelevo_optimize NAME)
     set(_exe_shown "kernelevo")
   endif()
   _kevo_search_options("${ARG_SEARCH_OPTIONS}" _search_opts)
-  list(JOIN _search_opts " " _so)
+  # The printed command must work when pasted: without a model in the options, `kernelevo search`
+  # stops with "no model", so the command shows where one goes (MODEL) and the warning says how.
+  _kevo_options_name_model("${_search_opts}" _has_model)
+  set(_model_words "")
+  set(_model_hint "")
+  if(NOT _has_model)
+    set(_model_words --model MODEL)
+    string(CONCAT _model_hint " (MODEL: the LLM that writes the kernels, e.g. google/gemini-3-flash; "
+      "-DKERNELEVO_SEARCH_OPTIONS=\"--model;MODEL\" puts it in these commands and in configure-time searches)")
+  endif()
   set(_kernels "")    # entries compiled in (dedicated or serving another architecture)
   set(_valid "")      # architectures served by their own entry
   set(_compatible "") # architectures served by a compatible entry
@@ -251,9 +267,17 @@ function(kernelevo_optimize NAME)
   set(_ref_hashes "${_t_REF_HASH}" "${_t_REF_FILE_HASH}")
   foreach(_arch IN LISTS _arches)
     _kevo_lookup("${_cache}" "${NAME}" "${_arch}" "${_t_TASK_HASH}" "${_ref_hashes}" _l)
-    set(_cmd "${_exe_shown} search --task ${_t_TASK_FILE} --out ${_cache} --arch ${_arch} ${_so}")
+    set(_words "${_exe_shown}" search --task "${_t_TASK_FILE}" --out "${_cache}" --arch "${_arch}" ${_model_words} ${_search_opts})
+    _kevo_shell_join("${_words}" _cmd)
+    string(APPEND _cmd "${_model_hint}")
     if(NOT _l_STATE STREQUAL "valid" AND KERNELEVO_SEARCH)
-      if(NOT _exe)
+      if(NOT _has_model)
+        # One error, before any search: every function and architecture would fail the same way.
+        message(FATAL_ERROR " KernelEvo: KERNELEVO_SEARCH is ON and ${NAME} ${_arch} is ${_l_STATE}, but no model is configured, "
+          "so every configure-time search would stop with \"no model\". Set -DKERNELEVO_SEARCH_OPTIONS=\"--model;NAME\" "
+          "(e.g. google/gemini-3-flash; add --llm-url;URL for another server), or SEARCH_OPTIONS --model NAME in ${_fn}, "
+          "or -DKERNELEVO_SEARCH=OFF to configure without searching.")
+      elseif(NOT _exe)
         _kevo_warning("KernelEvo: ${NAME} ${_arch}: ${_l_STATE}; KERNELEVO_SEARCH is ON but no kernelevo program is built yet "
           "(build the `kernelevo` target and re-run cmake, or set KERNELEVO_EXECUTABLE)")
       elseif(NOT CMAKE_CUDA_COMPILER_LOADED)

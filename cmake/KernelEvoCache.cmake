@@ -200,6 +200,33 @@ function(_kevo_search_options extra out)
   set(${out} "${_opts}" PARENT_SCOPE)
 endfunction()
 
+# Whether search options name a model (--model NAME or --model=NAME): without one, `kernelevo
+# search` stops at once with "no model".
+function(_kevo_options_name_model opts out)
+  set(_found FALSE)
+  foreach(_o IN LISTS opts)
+    if(_o STREQUAL "--model" OR _o MATCHES "^--model=.")
+      set(_found TRUE)
+    endif()
+  endforeach()
+  set(${out} ${_found} PARENT_SCOPE)
+endfunction()
+
+# The words of a command as one line a POSIX shell reads back as the same words: a word with other
+# characters than [A-Za-z0-9_./:=@%+,-] is single-quoted.
+function(_kevo_shell_join words out)
+  set(_line "")
+  foreach(_w IN LISTS words)
+    if(_w STREQUAL "" OR _w MATCHES "[^A-Za-z0-9_./:=@%+,-]")
+      string(REPLACE "'" "'\\''" _w "${_w}")
+      set(_w "'${_w}'")
+    endif()
+    string(APPEND _line " ${_w}")
+  endforeach()
+  string(STRIP "${_line}" _line)
+  set(${out} "${_line}" PARENT_SCOPE)
+endfunction()
+
 # Counts one function x architecture outcome for the summary (cached, compatible, missing, stale,
 # invalid) and registers the summary to run once at the end of the top-level configure.
 function(_kevo_count state)

@@ -1,7 +1,7 @@
 // Real `cmake` configure + build of a small user project (tests/cmake/project) and of the example:
 // cache hit / missing / stale reporting, the generated files, the task hashes computed in CMake
-// agreeing with kevo::Task, a configure-time search through a stand-in kernelevo, required
-// kernels, add_subdirectory() mode, and adding an architecture rebuilding only that kernel.
+// agreeing with kevo::Task, required kernels (configure-time searches: cmake_search_test.cpp),
+// add_subdirectory() mode, and adding an architecture rebuilding only that kernel.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -13,87 +13,16 @@
 #include <regex>
 
 #include "cache/cache.h"
+#include "cmake_project.h"
 #include "common/fs.h"
 #include "common/process.h"
 #include "task/task.h"
 
 namespace fs = std::filesystem;
 using namespace kevo;
+using namespace kevo::cmake_test;
 
 namespace {
-
-const fs::path kSource = KEVO_SOURCE_DIR;
-const fs::path kBinary = KEVO_BINARY_DIR;
-
-struct Outcome {
-    int rc;
-    std::string out;
-};
-
-Outcome run(std::vector<std::string> argv, const fs::path& cwd = {}, std::map<std::string, std::string> env = {}) {
-    ProcessOptions o;
-    o.argv = std::move(argv);
-    o.cwd = cwd;
-    o.timeout_s = 900;
-    o.env = std::move(env);
-    o.new_session = true;
-    ProcessResult r = run_process(o);
-    return {r.ok() ? 0 : (r.exit_code ? r.exit_code : 99), r.out + r.err};
-}
-
-std::string scale_kernel(float factor) {
-    return "#include <cuda_runtime.h>\n#include <kernelevo/abi.h>\n"
-           "__global__ void scale_kernel(const float* x, float* y, long long n) {\n"
-           "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-           "  if (i < n) y[i] = x[i] * " + std::to_string(factor) + "f;\n}\n"
-           "extern \"C\" int kevo_forward(const kevo_tensor* in, int, kevo_tensor* out, int, cudaStream_t s) {\n"
-           "  long long n = kevo_numel(&in[0]);\n"
-           "  scale_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>((const float*)in[0].data, (float*)out[0].data, n);\n"
-           "  return cudaGetLastError() != cudaSuccess;\n}\n";
-}
-
-class CMakeProject : public ::testing::Test {
-protected:
-    void SetUp() override {
-        tmp = std::make_unique<TempDir>("kevo-cmake-test");
-        src = tmp->path() / "src";
-        build = tmp->path() / "build";
-        cache_dir = src / "kernels";
-        fs::copy(kSource / "tests" / "cmake" / "project", src, fs::copy_options::recursive);
-    }
-    Outcome configure(std::vector<std::string> extra = {}) {
-        std::vector<std::string> argv = {KEVO_CMAKE_COMMAND, "-S", src.string(), "-B", build.string(), "-G", "Ninja",
-                                         "-DCMAKE_MAKE_PROGRAM=" KEVO_MAKE_PROGRAM, "-DCMAKE_CUDA_COMPILER=" KEVO_CUDA_COMPILER,
-                                         "-DCMAKE_BUILD_TYPE=Release", "-DKernelEvo_DIR=" + kBinary.string(),
-                                         "-DKEVO_TEST_CACHE_DIR=" + cache_dir.string()};
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        Outcome r = run(argv);
-        last = r.out;
-        return r;
-    }
-    Outcome build_all() { return run({KEVO_CMAKE_COMMAND, "--build", build.string(), "--", "-j2"}); }
-    Task task(const std::string& fn) { return load_task(build / "kernelevo" / fn / "task.json"); }
-    nlohmann::json lookup(const std::string& fn) {
-        return nlohmann::json::parse(read_file(build / "kernelevo" / fn / "lookup.json"));
-    }
-    void store(const std::string& arch, const std::string& source, const fs::path& dir = {}) {
-        Task t = task("scale");
-        cache::EntryMeta m;
-        m.function = "scale";
-        m.arch = arch;
-        m.task_hash = t.hash();
-        m.reference_hash = t.reference_hash();
-        m.origin = "manual";
-        m.speedup = 2.5;
-        m.date = "2026-12-02T10:00:00Z";
-        cache::store(dir.empty() ? cache_dir : dir, source, m);
-    }
-    std::unique_ptr<TempDir> tmp;
-    fs::path src, build, cache_dir;
-    std::string last;
-};
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 TEST_F(CMakeProject, HashesAgreeWithTheToolAndHeadersHaveTheReferenceSignature) {
     Outcome r = configure({"-DKEVO_TEST_VARIANTS=ON", "-DCMAKE_CUDA_ARCHITECTURES=90"});
@@ -240,61 +169,6 @@ TEST_F(CMakeProject, ReportsMissingHitAndStale) {
     std::ofstream(cache_dir / "scale" / "sm_90.cu", std::ios::app) << "// tweak\n";
     r = configure();
     EXPECT_TRUE(contains(r.out, "kernel source was edited")) << r.out;
-}
-
-TEST_F(CMakeProject, ConfigureTimeSearchRunsOnlyWhenAskedAndNeverFailsConfigure) {
-    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90"});
-    ASSERT_EQ(r.rc, 0) << r.out;
-    // A stand-in kernelevo: records its arguments, prints progress, "finds" a staged kernel.
-    fs::path staged = tmp->path() / "staged";
-    store("sm_90", scale_kernel(2), staged);
-    fs::path args = tmp->path() / "args.txt";
-    fs::path fake = tmp->path() / "kernelevo";
-    write_file_atomic(fake, "#!/bin/sh\necho \"$@\" > '" + args.string() + "'\necho 'fake search: generation 3/3, best 2.5x'\n"
-                            "out=''; prev=''; for a in \"$@\"; do [ \"$prev\" = --out ] && out=$a; prev=$a; done\n"
-                            "[ -f '" + tmp->path().string() + "/fail' ] && exit 3\n"
-                            "mkdir -p \"$out/scale\" && cp '" + staged.string() + "'/scale/sm_90.* \"$out/scale/\"\n");
-    fs::permissions(fake, fs::perms::owner_all);
-
-    // SEARCH off: the stand-in is not run.
-    r = configure({"-DKERNELEVO_EXECUTABLE=" + fake.string()});
-    EXPECT_FALSE(fs::exists(args));
-    EXPECT_TRUE(contains(r.out, fake.string() + " search --task")) << r.out;
-
-    // A failing search: configure still succeeds and falls back.
-    write_file_atomic(tmp->path() / "fail", "");
-    r = configure({"-DKERNELEVO_SEARCH=ON", "-DKERNELEVO_SEARCH_OPTIONS=--budget-usd;2"});
-    EXPECT_EQ(r.rc, 0) << r.out;
-    EXPECT_TRUE(contains(r.out, "the search failed (exit 3)")) << r.out;
-    EXPECT_TRUE(contains(r.out, "fake search: generation 3/3")) << r.out;  // progress visible
-    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference")) << r.out;
-    // The user's budget is kept; the default time cap is added and said.
-    EXPECT_EQ(read_file(args), "search --task " + (build / "kernelevo" / "scale" / "task.json").string() + " --out " +
-                                   cache_dir.string() + " --arch sm_90 --budget-usd 2 --max-time 1h\n");
-    EXPECT_TRUE(contains(r.out, "at most 2 USD and 1h")) << r.out;
-
-    // The switch is one-shot: it reset itself, so the next configure (as an automatic re-run
-    // after an edit would be) searches nothing.
-    EXPECT_TRUE(contains(r.out, "KERNELEVO_SEARCH is reset to OFF")) << r.out;
-    EXPECT_TRUE(contains(read_file(build / "CMakeCache.txt"), "KERNELEVO_SEARCH:BOOL=OFF"));
-    fs::remove(args);
-    fs::remove(tmp->path() / "fail");
-    r = configure();
-    EXPECT_EQ(r.rc, 0) << r.out;
-    EXPECT_FALSE(fs::exists(args)) << r.out;
-    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: missing -> reference")) << r.out;
-
-    // Without options, the default budget and time cap.
-    r = configure({"-DKERNELEVO_SEARCH=ON", "-DKERNELEVO_SEARCH_OPTIONS="});
-    EXPECT_EQ(r.rc, 0) << r.out;
-    EXPECT_TRUE(contains(read_file(args), "--arch sm_90 --budget-usd 2 --max-time 1h\n")) << read_file(args);
-    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel")) << r.out;
-    EXPECT_TRUE(contains(read_file(build / "kernelevo" / "scale" / "dispatch.cpp"), "kevo_scale_sm90_forward"));
-
-    // Once valid, no search runs, even when asked.
-    fs::remove(args);
-    r = configure({"-DKERNELEVO_SEARCH=ON"});
-    EXPECT_FALSE(fs::exists(args)) << r.out;
 }
 
 TEST_F(CMakeProject, AddSubdirectoryModeWorks) {
