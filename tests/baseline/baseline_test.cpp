@@ -74,6 +74,7 @@ TEST(Baseline, OneTableNamesTheBaselinesAndTheirLabels) {
     EXPECT_EQ(baseline::column("compile"), "torch.compile");
     EXPECT_EQ(baseline::choices(), "reference, eager, compile or aoti");
     EXPECT_EQ(baseline::asked(), (std::vector<std::string>{"eager", "compile"}));
+    EXPECT_EQ(baseline::columns(baseline::asked({"aoti"})), "eager, torch.compile, AOTInductor");
     try {
         baseline::label("tensorrt");
         ADD_FAILURE() << "an unknown baseline was accepted";

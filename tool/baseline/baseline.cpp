@@ -137,6 +137,12 @@ std::string label(const std::string& kind) { return kind == "reference" ? "the L
 
 std::string column(const std::string& kind) { return kind == "reference" ? "the LibTorch reference" : find_kind(kind).column; }
 
+std::string columns(const std::vector<std::string>& which) {
+    std::string s;
+    for (const auto& k : which) s += (s.empty() ? "" : ", ") + column(k);
+    return s;
+}
+
 double SetTime::us(const std::string& kind) const {
     return kind == "eager" ? eager_us : kind == "compile" ? compile_us : kind == "aoti" ? aoti_us : -1;
 }

@@ -37,6 +37,8 @@ std::string label(const std::string& kind);
 std::string column(const std::string& kind);
 // "reference, eager, compile or aoti": what --fitness-baseline accepts, for messages and help.
 std::string choices();
+// The columns of `which`, for progress lines: "eager, torch.compile, AOTInductor".
+std::string columns(const std::vector<std::string>& which);
 // The task's precision policy's name (task.json "precision", task/precision.h).
 std::string task_precision(const Task& task);
 

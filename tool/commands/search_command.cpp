@@ -183,7 +183,7 @@ baseline::Result measure_torch_baselines(const evolve::SearchArgs& a, const Task
     o.trials = a.timing_trials;
     if (a.aoti || a.fitness_baseline == "aoti") o.which = baseline::asked({"aoti"});
     if (!quiet() && baseline::no_module_reason(task.file.parent_path()).empty())
-        std::cerr << "kernelevo: timing the PyTorch baselines (eager, torch.compile) ...\n";
+        std::cerr << "kernelevo: timing the PyTorch baselines (" << baseline::columns(o.which) << ") ...\n";
     return baseline::measure(task, o, validator.device());
 }
 

@@ -151,7 +151,7 @@ baseline::Result baselines(const ValidateArgs& a, const Task& task, const Device
     if (a.seed) o.seed = a.seed;
     if (a.aoti) o.which = baseline::asked({"aoti"});
     if (progress && baseline::no_module_reason(task.file.parent_path()).empty())
-        std::cerr << "kernelevo: timing the PyTorch baselines (eager, torch.compile) ...\n";
+        std::cerr << "kernelevo: timing the PyTorch baselines (" << baseline::columns(o.which) << ") ...\n";
     return baseline::measure(task, o, device);
 }
 }  // namespace
