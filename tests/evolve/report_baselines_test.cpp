@@ -44,7 +44,6 @@ TEST(ReportBaselines, ShowsTheBestsSpeedupsOverPyTorchOrWhyNot) {
     nlohmann::json j = report_json(*store)["best"]["baselines"];
     EXPECT_EQ(j["eager"]["speedup"], 2.5);
     EXPECT_EQ(j["compile"]["not_run"], "torch.compile failed: no triton");
-    EXPECT_NE(report_html(*store).find("PyTorch eager 2.500x"), std::string::npos);
 
     // Stored for another program (an earlier best): not this best's.
     store->put_meta(kBestBaselinesMeta, {{"program", res.best->id + 1000}, {"eager", {{"label", "PyTorch eager"}, {"speedup", 9.0}}}});

@@ -499,7 +499,16 @@ TEST(Search, ReportShowsTheHistory) {
     EXPECT_EQ(svg.rfind("<svg", 0), 0u);
     EXPECT_NE(svg.find("<polyline"), std::string::npos);
     EXPECT_NE(svg.find("<circle"), std::string::npos);
-    EXPECT_NE(report_html(*r.store).find("<pre>"), std::string::npos);
+    // The HTML report's charts (drawn by uPlot in serve/search_report): best so far as a step line,
+    // the candidates as dots, migrations as marks.
+    nlohmann::json charts = report_charts(*r.store);
+    ASSERT_EQ(charts.size(), 2u) << charts.dump();
+    EXPECT_EQ(charts[0]["series"][0]["label"], "best so far") << charts[0].dump();
+    EXPECT_EQ(charts[0]["series"][0]["kind"], "step");
+    EXPECT_EQ(charts[0]["series"][1]["kind"], "points");
+    EXPECT_FALSE(charts[0]["vlines"].empty());
+    EXPECT_EQ(charts[1]["x"], "tokens");
+    EXPECT_EQ(charts[1]["series"][0]["kind"], "step");
 }
 
 

@@ -12,6 +12,7 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "bench/plots.h"
+#include "serve/page.h"
 
 namespace kevo::bench {
 
@@ -276,7 +277,9 @@ namespace {
 std::vector<std::pair<std::string, std::string>> metric_rows(const Summary& s) {
     std::vector<std::pair<std::string, std::string>> rows;
     for (auto [p, share] : s.fast_p)
-        rows.emplace_back(p_label(p), fmt("%.3f", share) + " (" + std::to_string(std::lround(share * s.tasks)) + "/" + std::to_string(s.tasks) + ")");
+        rows.emplace_back(p_label(p), fmt("%.3f", share) + " (" + std::to_string(std::lround(share * s.tasks)) + "/" + std::to_string(s.tasks) +
+                                          (s.not_run ? " tasks; " + std::to_string(std::lround(share * s.tasks)) + " of " +
+                                                           std::to_string(s.tasks - s.not_run) + " run" : "") + ")");
     rows.emplace_back("geomean speedup (correct tasks)", s.correct ? fmt("%.3fx", s.geomean_speedup) : "-");
     rows.emplace_back("median speedup (correct tasks)", s.correct ? fmt("%.3fx", s.median_speedup) : "-");
     const std::string prec = s.precision.empty() ? "" : ", precision " + s.precision;
@@ -346,7 +349,7 @@ std::string report_markdown(const std::vector<TaskResult>& results, const Report
     o << "Mode: " << info.mode << "; GPU: " << (info.gpu.empty() ? "none" : info.gpu) << " (" << info.arch << "); " << info.date
       << "\n\n";
     if (s.not_run)
-        o << "**" << s.not_run << " of " << s.tasks << " task(s) not run: no GPU of this architecture here** (the figures below count them as not correct).\n\n";
+        o << "**" << s.not_run << " of " << s.tasks << " task(s) not run: no GPU of this architecture here** (fast_p below is over all tasks; the counts say how many of those run).\n\n";
     o << "| metric | value |\n| --- | --- |\n";
     for (const auto& [k, v] : metric_rows(s)) o << "| " << md_cell(k) << " | " << md_cell(v) << " |\n";
     o << "\n" << kExplained << "\n\n";
@@ -411,13 +414,12 @@ std::string report_html(const std::vector<TaskResult>& results, const ReportInfo
       << xml_escape(info.gpu.empty() ? "none" : info.gpu) << " (" << xml_escape(info.arch) << "); " << xml_escape(info.date) << "</p>\n";
     if (s.not_run)
         o << "<p class='warn'>" << s.not_run << " of " << s.tasks
-          << " task(s) not run: no GPU of this architecture here (counted as not correct).</p>\n";
+          << " task(s) not run: no GPU of this architecture here (fast_p is over all tasks; the counts say how many of those run; the charts show them as not run).</p>\n";
     o << "<table><tr><th>metric</th><th>value</th></tr>\n";
     for (const auto& [k, v] : metric_rows(s))
         o << "<tr><td>" << xml_escape(k) << "</td><td class='n'>" << xml_escape(v) << "</td></tr>\n";
     o << "</table>\n<p>" << xml_escape(kExplained) << "</p>\n";
-    o << "<div>" << detail::speedup_bars(results) << "</div>\n<div>" << detail::speedup_histogram(results) << "</div>\n<div>"
-      << detail::speedup_vs_tokens(results) << "</div>\n";
+    o << serve::charts_html(detail::charts(results));
     const bool published = any_published(results);
     o << "<h2>Tasks</h2>\n<table><tr>";
     for (const auto& h : task_header(published)) o << "<th>" << xml_escape(h) << "</th>";

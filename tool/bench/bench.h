@@ -94,7 +94,7 @@ struct ReportInfo {
 
 std::string report_markdown(const std::vector<TaskResult>& results, const ReportInfo& info);
 nlohmann::json report_json(const std::vector<TaskResult>& results, const ReportInfo& info);
-// A self-contained page (inline SVG, no scripts or network): the tables and three plots.
+// A self-contained page (no network; the charts are drawn by the uPlot serve embeds, inlined): the tables and three charts.
 std::string report_html(const std::vector<TaskResult>& results, const ReportInfo& info);
 
 }  // namespace kevo::bench

@@ -299,7 +299,9 @@ void run_bench(BenchArgs& a, int& rc) {
     for (const auto& r : results)
         if (!r.name.empty()) shown.push_back(r);
     bench::Summary sum = bench::summarize(shown);
-    std::cerr << "kernelevo: " << sum.correct << "/" << sum.tasks << " correct";
+    // "Correct" among the tasks that ran: tasks with no GPU of their architecture here are not run, not failed.
+    std::cerr << "kernelevo: " << sum.correct << " of " << sum.tasks - sum.not_run << " run correct"
+              << (sum.not_run ? " (" + std::to_string(sum.not_run) + " of " + std::to_string(sum.tasks) + " not run: no GPU of their architecture here)" : "");
     for (auto [p, share] : sum.fast_p)
         if (p > 0) std::cerr << ", fast_" << p << " " << share;
     if (sum.correct) std::cerr << ", geomean " << sum.geomean_speedup << "x over the LibTorch reference";

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "evolve/report.h"
+#include "serve/search_report.h"
 #include "store/store.h"
 
 namespace kevo {
@@ -29,7 +30,7 @@ void register_report_command(CLI::App& app, int& rc) {
         "by tokens, migrations, restarts. Reads the state only: it never writes to it or creates one.");
     rep->add_option("--state", r->state, "The search's state store: SQLite file or redis://... URL (as for search)")
         ->required()->check(cli::NonEmpty);
-    rep->add_option("--plot", r->plot, "Write a plot: FILE.svg, or FILE.html with the report");
+    rep->add_option("--plot", r->plot, "Write a plot: FILE.svg, or FILE.html with the report (charts drawn by the embedded uPlot; one file, works offline)");
     rep->add_option("--candidates", r->candidates,
                     "Write every candidate (id, generation, island, origin, status, speedup, timings, ...): FILE.csv, "
                     "or FILE.json (with source and feedback)");
@@ -55,7 +56,7 @@ void register_report_command(CLI::App& app, int& rc) {
         if (r->json) std::cout << evolve::report_json(*store).dump(2) << std::endl;
         else std::cout << evolve::report_text(*store);
         if (!r->plot.empty()) {
-            write_file_atomic(r->plot, plot_kind == ".svg" ? evolve::report_svg(*store) : evolve::report_html(*store));
+            write_file_atomic(r->plot, plot_kind == ".svg" ? evolve::report_svg(*store) : serve::search_report_html(*store));
             if (!quiet()) std::cerr << "kernelevo: plot written to " << r->plot << "\n";
         }
         if (!r->candidates.empty()) {

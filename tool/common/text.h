@@ -31,6 +31,20 @@ inline std::string xml_escape(const std::string& s) {
     return out;
 }
 
+// printf of one number ("%.3f", "%g", "%.1f us"...), for reports and tables.
+inline std::string format_double(const char* printf_format, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, printf_format, v);
+    return buf;
+}
+
+// A token count for people: "950", "12.3k", "1.25M".
+inline std::string tokens_str(double t) {
+    if (t >= 1e6) return format_double("%.2fM", t / 1e6);
+    if (t >= 1e3) return format_double("%.1fk", t / 1e3);
+    return format_double("%.0f", t);
+}
+
 // Text from outside (a model's reply, a server's message, bytes of a file in an error) made safe
 // to print to a terminal, and valid UTF-8 for JSON: C0 control characters other than newline and
 // tab, DEL and bytes that are not UTF-8 become "\x1b"-style escapes; C1 controls (U+0080-U+009F,

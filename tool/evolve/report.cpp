@@ -7,23 +7,13 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <vector>
 
 namespace kevo::evolve {
 namespace {
 
-std::string fmt(const char* f, double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, f, v);
-    return buf;
-}
-
-std::string tokens_str(double t) {
-    if (t >= 1e6) return fmt("%.2fM", t / 1e6);
-    if (t >= 1e3) return fmt("%.1fk", t / 1e3);
-    return fmt("%.0f", t);
-}
 
 std::string duration_str(double s) {
     long t = std::lround(s);
@@ -90,7 +80,7 @@ std::string chart(double ox, double oy, double w, double h, const std::string& t
     for (double t : ticks(0, ymax)) {
         s << "<line x1='" << px(0) << "' x2='" << px(xmax) << "' y1='" << py(t) << "' y2='" << py(t)
           << "' stroke='#e4e4e4'/>\n<text x='" << px(0) - 6 << "' y='" << py(t) + 4 << "' text-anchor='end'>"
-          << fmt("%.2gx", t) << "</text>\n";
+          << format_double("%.2gx", t) << "</text>\n";
     }
     for (double t : ticks(0, xmax, integer_x))
         s << "<text class='xtick' x='" << px(t) << "' y='" << py(0) + 16 << "' text-anchor='middle'>" << xfmt(t)
@@ -220,7 +210,7 @@ std::string baselines_line(const nlohmann::json& b) {
         line += (first ? " " : "; ") + v.value("label", kind) + " ";
         first = false;
         if (v.contains("speedup") && v["speedup"].is_number())
-            line += fmt("%.3f", v["speedup"].get<double>()) + "x (" + fmt("%.2f", v.value("us", 0.0)) + " us)";
+            line += format_double("%.3f", v["speedup"].get<double>()) + "x (" + format_double("%.2f", v.value("us", 0.0)) + " us)";
         else
             line += "not run: " + (v.contains("not_run") && v["not_run"].is_string() ? v["not_run"].get<std::string>()
                                                                                   : std::string("no speedup on the timed shapes"));
@@ -248,7 +238,7 @@ std::string report_text(store::Store& st) {
     s << "Candidates: " << ok << " correct, " << failed << " failed, " << dup << " duplicates rejected, " << repairs
       << " repair attempts\n";
     s << "LLM: " << spent.calls << " requests, " << tokens_str(static_cast<double>(spent.tokens())) << " tokens ("
-      << tokens_str(static_cast<double>(spent.prompt_tokens)) << " prompt), $" << fmt("%.4f", spent.cost_usd) << "; time "
+      << tokens_str(static_cast<double>(spent.prompt_tokens)) << " prompt), $" << format_double("%.4f", spent.cost_usd) << "; time "
       << duration_str(elapsed) << "\n";
     s << waste_of(st).text();
     if (auto batched = st.batch_requests(); !batched.empty()) {
@@ -271,7 +261,7 @@ std::string report_text(store::Store& st) {
                                    ? &best->details["fitness_baseline"] : nullptr;
     if (fb && fb->is_object()) timed = "precision " + fb->value("precision", std::string("?"));
     if (best)
-        s << "Best: " << fmt("%.3f", best->speedup) << "x over " << over_what(*best) << (timed.empty() ? "" : " (" + timed + ")")
+        s << "Best: " << format_double("%.3f", best->speedup) << "x over " << over_what(*best) << (timed.empty() ? "" : " (" + timed + ")")
           << " (program #" << best->id << ", generation " << best->generation
           << ", island " << best->island << ", " << best->origin << ")"
           << (sol::result_summary(best->details).empty() ? "" : ": " + sol::result_summary(best->details)) << "\n";
@@ -284,7 +274,7 @@ std::string report_text(store::Store& st) {
         char line[160];
         std::snprintf(line, sizeof line, "%5d  %6.3fx  %8lld  %6lld  %8s  %8s  %s\n", g.generation, g.best_speedup,
                       static_cast<long long>(g.ok), static_cast<long long>(g.failed),
-                      tokens_str(static_cast<double>(g.tokens)).c_str(), ("$" + fmt("%.3f", g.cost_usd)).c_str(),
+                      tokens_str(static_cast<double>(g.tokens)).c_str(), ("$" + format_double("%.3f", g.cost_usd)).c_str(),
                       duration_str(g.elapsed_s).c_str());
         s << line;
     }
@@ -343,10 +333,85 @@ std::string report_svg(store::Store& st) {
       << "<text x='" << w << "' y='18' text-anchor='middle' font-size='14'>KernelEvo search: " << xml_escape(name)
       << "</text>\n"
       << chart(0, 30, w, h, "Best speedup by generation", "generation", by_gen, dots, migrations, restarts, true,
-               [](double v) { return fmt("%.0f", v); })
-      << chart(w, 30, w, h, "Best speedup by tokens spent", "LLM tokens", by_tokens, {}, {}, {}, false, tokens_str)
+               [](double v) { return format_double("%.0f", v); })
+      << chart(w, 30, w, h, "Best speedup by tokens spent", "LLM tokens", by_tokens, {}, {}, {}, true, tokens_str)
       << legend(60, h + 30 + legend_h / 2, islands, !migrations.empty(), !restarts.empty()) << "</svg>\n";
     return s.str();
+}
+
+namespace {
+// "Best speedup by generation": the best-so-far step line and every correct candidate as a dot (one
+// series per island; the k-th dot of a generation sits 1e-6 * k right of it, so that dots of one
+// generation share its column), migrations as dashed lines.
+nlohmann::json generation_chart(store::Store& st, const std::vector<store::Program>& programs) {
+    const std::string title = "Best speedup by generation";
+    int64_t judged = 0, correct = 0;
+    for (const auto& p : programs) {
+        if (p.status != "pending" && p.status != "duplicate" && !not_judged(p)) ++judged;
+        if (p.ok()) ++correct;
+    }
+    const auto history = st.history();
+    if (judged == 0) return {{"title", title}, {"empty", "no candidate was evaluated"}};
+    if (correct == 0 && history.empty())
+        return {{"title", title}, {"empty", "no correct candidate yet (" + std::to_string(judged) + " evaluated)"}};
+    std::map<double, std::map<std::string, double>> points;  // x -> series label -> y
+    for (const auto& g : history)
+        if (g.best_speedup > 0) points[g.generation]["best so far"] = g.best_speedup;  // 0: none correct yet
+    std::map<int, int> in_generation;
+    std::vector<std::string> labels = {"best so far"};
+    for (const auto& p : programs) {
+        if (!p.ok()) continue;
+        const std::string label = p.island < 10 ? "island " + std::to_string(p.island) : "islands 10 and above";
+        if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
+        points[p.generation + 1e-6 * ++in_generation[p.generation]][label] = p.speedup;
+    }
+    std::sort(labels.begin() + 1, labels.end());
+    nlohmann::json xs = nlohmann::json::array(), series = nlohmann::json::array();
+    for (const auto& [x, ys] : points) xs.push_back(x);
+    for (const auto& label : labels) {
+        nlohmann::json data = nlohmann::json::array();
+        for (const auto& [x, ys] : points) data.push_back(ys.count(label) ? nlohmann::json(ys.at(label)) : nlohmann::json());
+        const bool best = label == "best so far";
+        const int island = best || label.find("above") != std::string::npos ? 7 : std::stoi(label.substr(7));
+        series.push_back({{"label", label}, {"color", best ? kBestColour : island_colour(island)},
+                          {"kind", best ? "step" : "points"}, {"data", data}});
+    }
+    nlohmann::json vlines = nlohmann::json::array();
+    std::vector<std::string> restarts;
+    for (const auto& e : st.events()) {
+        if (e.kind == "migration" && (vlines.empty() || vlines.back() != e.generation)) vlines.push_back(e.generation);
+        if (e.kind == "restart")
+            restarts.push_back("island " + e.detail.value("island", nlohmann::json(0)).dump() + " at generation " +
+                               std::to_string(e.generation));
+    }
+    std::string caption = "Dashed grey: the reference (1x). " +
+                          (vlines.empty() ? std::string() : "Dashed green: migrations. ") +
+                          (correct ? "" : "No candidate is correct yet. ");
+    for (size_t i = 0; i < restarts.size(); ++i) caption += (i ? ", " : "Restarts: ") + restarts[i];
+    return {{"title", title}, {"xlabel", "generation"}, {"ylabel", "speedup over reference"}, {"x", "int"}, {"ref", 1},
+            {"xs", xs}, {"series", series}, {"vlines", vlines}, {"caption", caption}};
+}
+
+// "Best speedup by LLM tokens spent": the best-so-far step line over the cumulative tokens.
+nlohmann::json tokens_chart(store::Store& st) {
+    const std::string title = "Best speedup by LLM tokens spent";
+    const auto history = st.history();
+    if (history.empty()) return {{"title", title}, {"empty", "no generation committed yet"}};
+    if (history.back().tokens == 0) return {{"title", title}, {"empty", "no LLM tokens were spent"}};
+    nlohmann::json xs = nlohmann::json::array(), ys = nlohmann::json::array();
+    for (const auto& g : history) {
+        if (!xs.empty() && xs.back() == g.tokens) ys.back() = g.best_speedup > 0 ? nlohmann::json(g.best_speedup) : nlohmann::json();
+        else xs.push_back(g.tokens), ys.push_back(g.best_speedup > 0 ? nlohmann::json(g.best_speedup) : nlohmann::json());
+    }
+    return {{"title", title}, {"xlabel", "LLM tokens (cumulative)"}, {"ylabel", "speedup over reference"}, {"x", "tokens"},
+            {"ref", 1}, {"xs", xs},
+            {"series", {{{"label", "best so far"}, {"color", kBestColour}, {"kind", "step"}, {"data", ys}}}}};
+}
+}  // namespace
+
+nlohmann::json report_charts(store::Store& st) {
+    const auto programs = st.programs();
+    return {generation_chart(st, programs), tokens_chart(st)};
 }
 
 nlohmann::json report_json(store::Store& st) {
@@ -437,11 +502,5 @@ nlohmann::json candidates_json(store::Store& st) {
     return out;
 }
 
-std::string report_html(store::Store& st) {
-    std::string name = st.get_meta("task_name").value_or("?").get<std::string>();
-    return "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>KernelEvo search: " + xml_escape(name) +
-           "</title></head>\n<body style='font-family:sans-serif'>\n" + report_svg(st) + "<pre>" +
-           xml_escape(report_text(st)) + "</pre>\n</body></html>\n";
-}
 
 }  // namespace kevo::evolve

@@ -23,8 +23,12 @@ std::string report_text(store::Store& store);
 // island, migrations as dashed lines and restarts as triangles; best speedup by tokens spent) and a
 // legend, as one standalone SVG document. An empty run says "no data yet".
 std::string report_svg(store::Store& store);
-// The SVG and the text report in one standalone HTML page.
-std::string report_html(store::Store& store);
+// The charts of the HTML report (serve/search_report.h draws them with the embedded uPlot; the chart
+// objects are described in serve/page.h): best speedup by generation (the best-so-far step line,
+// every correct candidate as a dot coloured by its island, migrations as dashed lines, restarts
+// named in the caption) and best speedup by LLM tokens spent (a step line). Without data, a chart
+// is {"title", "empty": why} ("no candidate was evaluated", ...), never an empty plot.
+nlohmann::json report_charts(store::Store& store);
 // The report as JSON (schema in README.md, "JSON output").
 nlohmann::json report_json(store::Store& store);
 // Every candidate (program) of the run, one row each: id, generation, island, origin, attempt,

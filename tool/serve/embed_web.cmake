@@ -1,7 +1,7 @@
 # cmake -DOUT=web_assets.cpp -DDIR=web "-DFILES=a|b" -P embed_web.cmake
 # Writes the files as byte arrays (hex: safe for any content) into a C++ map path -> asset.
-set(body "// Generated from tool/serve/web by tool/serve/embed_web.cmake.\n#include <cstddef>\n#include <map>\n#include <string>\n")
-string(APPEND body "namespace kevo::serve {\nstruct WebAsset { const char* type; const unsigned char* data; size_t size; };\n")
+set(body "// Generated from tool/serve/web by tool/serve/embed_web.cmake.\n#include \"serve/page.h\"\n")
+string(APPEND body "namespace kevo::serve {\n")
 string(REPLACE "|" ";" FILES "${FILES}")
 set(entries "")
 set(i 0)
@@ -22,6 +22,6 @@ foreach(f IN LISTS FILES)
   string(APPEND entries "    {\"${f}\", {\"${type}\", kAsset${i}, ${size}}},\n")
   math(EXPR i "${i} + 1")
 endforeach()
-string(APPEND body "extern const std::map<std::string, WebAsset> kWebAssets;\nconst std::map<std::string, WebAsset> kWebAssets = {\n${entries}};\n}  // namespace kevo::serve\n")
+string(APPEND body "const std::map<std::string, WebAsset> kWebAssets = {\n${entries}};\n}  // namespace kevo::serve\n")
 file(WRITE "${OUT}.tmp" "${body}")
 file(RENAME "${OUT}.tmp" "${OUT}")

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <openssl/crypto.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,28 +19,22 @@
 #include <set>
 #include <thread>
 
-#include "common/error.h"
 #include "common/env.h"
+#include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
 #include "common/text.h"
 #include "evolve/waste.h"
 #include "serve/http_guard.h"
+#include "serve/page.h"
 #include "store/store.h"
+#include "store/writer.h"
 #ifdef KEVO_WITH_WORKERS
 #include "worker/queue.h"
 #endif
 
 namespace kevo::serve {
-
-// Generated at build time from tool/serve/web/ (CMakeLists.txt): path -> {content type, bytes}.
-struct WebAsset {
-    const char* type;
-    const unsigned char* data;
-    size_t size;
-};
-extern const std::map<std::string, WebAsset> kWebAssets;
 
 namespace {
 
@@ -93,6 +88,25 @@ std::optional<FileId> file_id(const std::string& path) {
 bool same_state(const FileId& opened, const FileId& now) {
     if (opened.dev != now.dev || opened.ino != now.ino) return false;
     return opened.wal || (!now.wal && opened.mtime_ns == now.mtime_ns && opened.size == now.size);
+}
+
+// Whether a search runs on the state at LOCATION now, from its writer lease (store/writer.h): for a
+// SQLite state, whether a process holds the record lock on STATE.lock (the kernel drops it when the
+// search ends, however it ends); null for a Redis state (not told here). Only asks: takes no lock.
+nlohmann::json search_running(const std::string& location) {
+    const store::StoreLocation where = store::parse_store_location(location);
+    if (where.redis) return nullptr;
+    std::error_code ec;
+    std::filesystem::path real = std::filesystem::weakly_canonical(std::filesystem::absolute(where.path, ec), ec);
+    const std::string lock = store::writer_lock_path(ec || real.empty() ? where.path : real.string());
+    const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // never blocks (a FIFO there)
+    if (fd < 0) return false;  // no search ever took this state's lease (or one from before leases)
+    struct flock q {};
+    q.l_type = F_WRLCK;
+    q.l_whence = SEEK_SET;
+    const bool held = ::fcntl(fd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK;
+    ::close(fd);
+    return held;
 }
 
 // The names a request may give in its Host header. A page of another site can make its own name
@@ -316,7 +330,10 @@ struct Server::Impl {
             }
             r["ok"] = ok;
             r["failed"] = failed;
-            r["pending"] = pending;
+            r["live"] = search_running(location);
+            // Candidates in flight only while a search runs: those of a search that ended stay pending.
+            r["pending"] = r["live"] == false ? 0 : pending;
+            r["pending_left"] = pending;
             r["not_judged"] = unjudged;
             r["programs"] = programs.size();
             r["best_speedup"] = best;

@@ -11,6 +11,17 @@ let selectedRun = null, selectedProgram = null, chart = null, chartRun = null, r
 
 function statusClass(s) { return s === "ok" ? "ok" : (s === "pending" || s === "duplicate" || s === "not_judged" || !s) ? "muted" : "bad"; }
 
+// k/M token counts, as the reports write them.
+const tokens = (t) => t >= 1e6 ? (t / 1e6).toFixed(2) + "M" : t >= 1e3 ? (t / 1e3).toFixed(1) + "k" : String(t);
+// The best correct candidate's speedup over the LibTorch reference: none before one is correct; green only when faster.
+const bestCell = (r) => r.ok > 0 && r.best_program
+  ? `<td class="${r.best_speedup >= 1 ? "ok" : ""}" title="over the LibTorch reference">${fmt(r.best_speedup)}x</td>`
+  : '<td class="muted">none yet</td>';
+// Candidates being measured: only while a search runs on the state (its writer lease).
+const inFlightCell = (r) => r.live === false
+  ? `<td class="muted" title="no search is running on this state${r.pending_left ? ` (${r.pending_left} left unmeasured)` : ""}">–</td>`
+  : `<td>${r.pending}</td>`;
+
 function renderRuns(runs) {
   const body = $("#runs tbody");
   body.innerHTML = "";
@@ -22,10 +33,10 @@ function renderRuns(runs) {
     if (r.id === selectedRun) tr.className = "sel";
     tr.innerHTML = r.error
       ? `<td>${esc(r.registered?.task || "?")}</td><td colspan="9" class="bad">${esc(r.error)}</td><td>${esc(r.state)}</td><td></td>`
-      : `<td>${esc(r.task)}</td><td>${esc(r.arch)}</td><td>${r.generation} / ${r.generations}</td>` +
-        `<td class="ok">${fmt(r.best_speedup)}x</td><td>${r.ok}</td><td>${r.failed}</td><td class="muted">${r.not_judged ?? 0}</td><td>${r.pending}</td>` +
-        `<td>${(r.tokens / 1000).toFixed(1)}k</td><td>$${fmt(r.cost_usd, 4)}</td><td>${esc(r.state)}</td>` +
-        `<td>${esc(r.stop_reason)}</td>`;
+      : `<td>${esc(r.task)}</td><td>${esc(r.arch)}</td><td>${r.generation >= 0 ? r.generation : "none yet"} / ${r.generations}</td>` +
+        bestCell(r) + `<td>${r.ok}</td><td>${r.failed}</td><td class="muted">${r.not_judged ?? 0}</td>` + inFlightCell(r) +
+        `<td>${tokens(r.tokens)}</td><td>$${fmt(r.cost_usd, 4)}</td><td>${esc(r.state)}</td>` +
+        `<td>${esc(r.stop_reason || (r.live === false ? "not running" : ""))}</td>`;
     tr.onclick = () => { selectedRun = r.id; selectedProgram = null; refresh(); };
     body.appendChild(tr);
   }
@@ -37,20 +48,26 @@ function renderRuns(runs) {
 }
 
 function renderChart(run) {
-  const xs = [0], ys = [null];
+  const xs = [], ys = [];
   for (const [t, best] of run.timeline) { xs.push(t); ys.push(best); }
-  if (xs.length === 1) ys[0] = 0;
+  $("#chart-title").textContent = `Best speedup over the LibTorch reference over time: ${run.task} (${run.arch})`;
+  if (!xs.length) {  // a sentence, not an empty chart
+    if (chart) { chart.destroy(); chart = null; chartRun = null; }
+    $("#chart").innerHTML = `<p class="muted nodata">${run.ok + run.failed > 0 ? "no correct candidate yet" : "no candidate was evaluated"}</p>`;
+    return;
+  }
   const data = [xs, ys];
-  $("#chart-title").textContent = `Best speedup over time: ${run.task} (${run.arch})`;
   const width = Math.max(400, $("#chart-box").clientWidth - 10);
   if (chart && chartRun === run.id) { chart.setData(data); return; }
   if (chart) chart.destroy();
+  $("#chart").innerHTML = "";
   chartRun = run.id;
   chart = new uPlot({
     width, height: 220,
     scales: { x: { time: false } },
     axes: [{ label: "seconds since the first candidate" }, { label: "best speedup (x)" }],
-    series: [{ label: "s" }, { label: "best", stroke: "#1a73e8", width: 2, points: { show: true, size: 5 } }],
+    series: [{ label: "s" }, { label: "best so far", stroke: "#1a73e8", width: 2, paths: uPlot.paths.stepped({ align: 1 }),
+      points: { show: true, size: 5 } }],
   }, data, $("#chart"));
 }
 
