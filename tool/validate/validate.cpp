@@ -24,6 +24,7 @@
 #include "validate/accuracy.h"
 #include "validate/gpu_lock.h"
 #include "validate/job.h"
+#include "validate/validator_impl.h"
 
 namespace kevo {
 
@@ -41,89 +42,11 @@ fs::path default_runner() {
     return beside;
 }
 
-// JSON cannot hold inf/nan: such numbers become null.
-nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 }  // namespace
 
 std::unique_ptr<GpuLock> lock_device(const DeviceInfo& d, const std::function<void(const std::string&)>& note) {
     if (!d.present) return nullptr;
     return std::make_unique<GpuLock>(d.uuid.empty() ? "gpu" + std::to_string(d.index) : d.uuid, "GPU " + std::to_string(d.index) + " (" + d.name + ")", note);
-}
-
-bool is_wall_check_rejection(const ValidationResult& r) {
-    return r.status == Status::rejected && r.log.find(kWallCheckPhrase) != std::string::npos;
-}
-
-std::string outside_kernel_reason(const ValidationResult& r) {
-    if (r.ok()) return "";
-    if (r.status == Status::no_device) return "no GPU to validate on";
-    if (r.details.is_object()) {
-        if (r.details.value("not_attributable", false))
-            return "other processes used the GPU while the judge timed the kernel, and the extra time cannot be attributed to it";
-        if (r.details.contains("outside_kernel") && r.details["outside_kernel"].is_string()) return r.details["outside_kernel"].get<std::string>();
-    }
-    return "";
-}
-
-nlohmann::json ValidationResult::to_json() const {
-    return nlohmann::json{{"status", status_name(status)},
-                          {"speedup", num(speedup)},
-                          {"kernel_us", num(kernel_us)},
-                          {"reference_us", num(reference_us)},
-                          {"kernel_spread", num(kernel_spread)},
-                          {"reference_spread", num(reference_spread)},
-                          {"max_abs_diff", num(max_abs_diff)},
-                          {"suspicious", suspicious},
-                          {"log", log},
-                          {"arch", arch},
-                          {"gpu", gpu},
-                          {"compile_s", num(compile_s)},
-                          {"run_s", num(run_s)},
-                          {"trials", trials},
-                          {"shapes", shapes_json()},
-                          {"confirmed", confirmed},
-                          {"details", details}};
-}
-
-nlohmann::json ValidationResult::shapes_json() const {
-    nlohmann::json a = nlohmann::json::array();
-    for (const auto& s : shapes)
-        a.push_back({{"set", s.set}, {"label", s.label}, {"kernel_us", num(s.kernel_us)}, {"reference_us", num(s.reference_us)},
-                     {"speedup", num(s.speedup)}, {"weight", s.weight}});
-    return a;
-}
-
-ValidationResult ValidationResult::from_json(const nlohmann::json& j) {
-    ValidationResult r;
-    auto d = [&](const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0; };
-    r.status = parse_status(j.value("status", std::string("runtime_error")));
-    r.speedup = d("speedup");
-    r.kernel_us = d("kernel_us");
-    r.reference_us = d("reference_us");
-    r.kernel_spread = d("kernel_spread");
-    r.reference_spread = d("reference_spread");
-    r.max_abs_diff = d("max_abs_diff");
-    r.suspicious = j.value("suspicious", false);
-    r.log = j.value("log", std::string());
-    r.arch = j.value("arch", std::string());
-    r.gpu = j.value("gpu", std::string());
-    r.compile_s = d("compile_s");
-    r.run_s = d("run_s");
-    r.trials = j.value("trials", 0);
-    r.details = j.value("details", nlohmann::json::object());
-    r.confirmed = j.value("confirmed", false);
-    if (j.contains("shapes") && j["shapes"].is_array())
-        for (const auto& t : j["shapes"]) {
-            ShapeTiming s;
-            s.set = t.value("set", 0);
-            s.label = t.value("label", std::string());
-            s.kernel_us = t.value("kernel_us", 0.0);
-            s.reference_us = t.value("reference_us", 0.0);
-            s.speedup = t.value("speedup", 0.0);
-            s.weight = t.value("weight", 1.0);
-            r.shapes.push_back(s);
-        }
-    return r;
 }
 
 namespace {
@@ -165,24 +88,6 @@ std::vector<std::string> candidate_readable(const fs::path& runner, bool namespa
     return r;
 }
 }  // namespace
-
-struct Validator::Impl {
-    std::mutex device_mu, ref_mu, run_mu, bw_mu;
-    bool device_queried = false;
-    DeviceInfo device;
-    bool ref_built = false;
-    ReferenceBuild ref;
-    fs::path runner;
-    std::unique_ptr<Subprocess> judge;
-    // The reference's time per shape set, measured once and re-measured periodically.
-    std::map<int, double> ref_us;
-    int ref_age = 0;
-    std::chrono::steady_clock::time_point ref_time;
-    double best_speedup = 0;
-    double bandwidth = -1;
-    double retry_pause_s = 2;
-    std::function<void(const std::string&)> note = [](const std::string& s) { std::fprintf(stderr, "kernelevo: %s\n", s.c_str()); };
-};
 
 Validator::Validator(Task task, ValidateOptions options) : task_(std::move(task)), options_(std::move(options)), impl_(new Impl) {
     impl_->runner = options_.runner.empty() ? default_runner() : options_.runner;
@@ -274,21 +179,6 @@ double Validator::measured_bandwidth_gbs() {
     return impl_->bandwidth;
 }
 
-nlohmann::json portable_options(const ValidateOptions& o) {
-    nlohmann::json j = nlohmann::json::object();
-#define KEVO_X(f) j[#f] = o.f;
-    KEVO_PORTABLE_VALIDATE_OPTIONS(KEVO_X)
-#undef KEVO_X
-    return j;
-}
-
-void apply_portable_options(ValidateOptions& o, const nlohmann::json& j) {
-    if (!j.is_object()) return;
-#define KEVO_X(f) o.f = j.value(#f, o.f);
-    KEVO_PORTABLE_VALIDATE_OPTIONS(KEVO_X)
-#undef KEVO_X
-}
-
 std::string Validator::arch() {
     if (!options_.arch.empty()) return options_.arch;
     const DeviceInfo& d = device();
@@ -301,102 +191,6 @@ CompileResult Validator::compile(const std::string& source) {
     // A Triton candidate binds the task's tensors and dimensions (its launch description).
     if (!co.task) co.task = std::make_shared<const Task>(task_);
     return compile_candidate(source, co);  // CUDA or Triton (CompileOptions::backend)
-}
-
-namespace {
-void pause_s(double s) {
-    if (s > 0) std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(s * 1000)));
-}
-// A retried job's earlier attempt, kept in the result's details.
-nlohmann::json attempt_summary(const ValidationResult& r) {
-    nlohmann::json j{{"status", status_name(r.status)}, {"log", r.log.substr(0, 2000)}, {"speedup", num(r.speedup)}};
-    if (r.details.is_object() && r.details.contains("interference")) j["interference"] = r.details["interference"];
-    return j;
-}
-}  // namespace
-
-ValidationResult Validator::run(const CompileResult& compiled) {
-    ValidationResult r = run_job(compiled, 0, false);
-    if (r.details.is_object() && r.details.contains("outside_kernel")) {  // the GPU's memory was full: once more, later
-        pause_s(impl_->retry_pause_s * 2);
-        ValidationResult again = run_job(compiled, 0, false);
-        again.details["earlier_attempts"] = nlohmann::json::array({attempt_summary(r)});
-        return again;
-    }
-    if (!is_wall_check_rejection(r)) return r;
-    // The judge timed the set twice already; a whole new job after a pause, with the lock taken
-    // again, tells a kernel that hides work (it fails every time) from a GPU that was busy for a
-    // while. Only when every attempt saw other processes at work is the failure not the kernel's.
-    const bool disturbed = r.details.value("not_attributable", false);
-    pause_s(impl_->retry_pause_s);
-    ValidationResult again = run_job(compiled, 0, false);
-    if (is_wall_check_rejection(again)) {
-        const bool both = disturbed && again.details.value("not_attributable", false);
-        again.details["not_attributable"] = both;
-        if (!both && disturbed != again.details.value("not_attributable", false))
-            again.log += "\n(validated twice; only one of the two saw other processes use the GPU, so the extra time is the kernel's)";
-    }
-    again.details["earlier_attempts"] = nlohmann::json::array({attempt_summary(r)});
-    return again;
-}
-
-namespace {
-// Whether a second validation confirms the first: `why` is empty when it does, else why not, and
-// `retry` says whether another attempt may help (a failure outside the kernel, a timeout or a
-// wall-clock rejection of a kernel that passed moments ago, or speedups apart: a busy GPU).
-struct Confirmation {
-    std::string why;
-    bool retry = false;
-};
-Confirmation confirmation_of(const ValidationResult& first, const ValidationResult& second, double agree) {
-    if (second.status != Status::ok) {
-        const bool retry = !outside_kernel_reason(second).empty() || second.status == Status::timeout || is_wall_check_rejection(second);
-        return {"the second validation (fresh sandbox, new seeds) did not pass: " + std::string(status_name(second.status)) + ": " + second.log, retry};
-    }
-    double a = first.speedup, b = second.speedup;
-    if (a > 0 && b > 0 && std::fabs(a - b) / std::max(a, b) <= agree) return {};
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "the second validation (fresh sandbox, new seeds) measured %.3fx, the first %.3fx: they differ by more than %.0f%%",
-                  b, a, 100 * agree);
-    return {buf, true};
-}
-}  // namespace
-
-ValidationResult Validator::confirm(const CompileResult& compiled, const ValidationResult& first, double agree, int attempts) {
-    ValidationResult out = first;
-    nlohmann::json earlier = nlohmann::json::array();
-    for (int attempt = 1;; ++attempt) {
-        ValidationResult second = run_job(compiled, 1000003ull * attempt, true);
-        Confirmation c = confirmation_of(first, second, agree);
-        out.details["confirmation"] = second.to_json();
-        if (!earlier.empty()) out.details["confirmation_attempts"] = earlier;
-        if (c.why.empty()) {
-            out.status = Status::ok;
-            out.confirmed = true;
-            // The second measurement, taken with a freshly measured reference, is what gets recorded.
-            out.speedup = std::sqrt(first.speedup * second.speedup);
-            out.suspicious = out.speedup > options_.suspicious_speedup;
-            return out;
-        }
-        if (c.retry && attempt < attempts) {
-            earlier.push_back(attempt_summary(second));
-            impl_->note("the confirming validation did not confirm the first (" + c.why.substr(0, 200) + "); trying again in " +
-                        std::to_string(static_cast<int>(impl_->retry_pause_s * attempt)) + " s");
-            pause_s(impl_->retry_pause_s * attempt);
-            continue;
-        }
-        out.confirmed = false;
-        out.status = second.status == Status::no_device ? Status::no_device : Status::rejected;
-        out.log = c.why;
-        if (attempt > 1) out.log += " (" + std::to_string(attempt) + " attempts)";
-        // Not the kernel's fault: the caller may say so, and a search does not hold it against it.
-        const std::string outside = outside_kernel_reason(second);
-        if (!outside.empty()) {
-            out.details["outside_kernel"] = outside;
-            out.log += "; not the kernel's fault: " + outside;
-        }
-        return out;
-    }
 }
 
 ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed_offset, bool fresh_reference) {
