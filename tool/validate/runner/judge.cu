@@ -1,4 +1,6 @@
-// The judge's correctness checks and its management of the candidate process (see judge.h).
+// The judge (judge.h): its device and reference, a job from start to verdict, the correctness
+// trials, the timed sets. The candidate process it drives is in candidate_process.cu, the
+// buffers it fills and compares in buffers.cu.
 #include "judge.h"
 #include "gpu_activity.h"
 #include "verdict.h"
@@ -20,56 +22,10 @@
 #include <random>
 #include <sstream>
 
-#include "test_hooks.h"
-
 namespace kevo_runner {
 
 namespace {
 void stage(const std::string& s) { std::fprintf(stderr, "[runner] %s\n", s.c_str()); }
-
-int grid_for(int64_t n, int sms) {
-    int64_t blocks = (n + 255) / 256;
-    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(blocks, static_cast<int64_t>(sms) * 16)));
-}
-
-// What a candidate process's end says about why it ended (bwrap reports 128 + signal).
-std::string describe_exit(int status) {
-    int sig = 0;
-    if (WIFSIGNALED(status)) sig = WTERMSIG(status);
-    else if (WIFEXITED(status) && WEXITSTATUS(status) > 128) sig = WEXITSTATUS(status) - 128;
-    if (sig == SIGSYS)
-        return "the sandbox killed the candidate process for a forbidden system call (starting programs or processes, "
-               "ptrace or reading other processes' memory are not allowed)";
-    if (sig) return std::string("the candidate process was killed by signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")";
-    if (WIFEXITED(status)) return "the candidate process exited with code " + std::to_string(WEXITSTATUS(status));
-    return "the candidate process ended";
-}
-
-// Starts the candidate process (argv, env) in its own session: the channel to the judge is its
-// descriptor 3, its stdout and stderr go to `output_fd`. Returns its pid.
-pid_t spawn(std::vector<std::string>& argv, std::vector<std::string>& env, int channel_fd, int output_fd) {
-    std::vector<char*> av, ev;
-    for (auto& a : argv) av.push_back(a.data());
-    av.push_back(nullptr);
-    for (auto& e : env) ev.push_back(e.data());
-    ev.push_back(nullptr);
-    pid_t pid = fork();
-    if (pid < 0) throw SetupFailure{"fork failed"};
-    if (pid == 0) {
-        setsid();
-        dup2(channel_fd, 3);
-        dup2(output_fd, 1);
-        dup2(output_fd, 2);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) dup2(devnull, 0);
-        // Nothing of the judge's leaks in, however many descriptors it has open.
-        if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
-            for (long fd = 4, end = sysconf(_SC_OPEN_MAX); fd < (end > 0 ? end : 65536); ++fd) close(static_cast<int>(fd));
-        execvpe(av[0], av.data(), ev.data());
-        _exit(127);
-    }
-    return pid;
-}
 }  // namespace
 
 std::string fmt(double v) {
@@ -77,35 +33,6 @@ std::string fmt(double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.7g", v);
     return buf;
-}
-
-std::vector<kevo_tensor> Tensors::abi() const {
-    std::vector<kevo_tensor> out;
-    for (size_t i = 0; i < desc.size(); ++i) {
-        kevo_tensor k{};
-        k.data = mem[i].data();
-        k.ndim = static_cast<int32_t>(desc[i].sizes.size());
-        k.dtype = desc[i].dtype;
-        int64_t stride = 1;
-        for (int d = k.ndim - 1; d >= 0; --d) {
-            k.sizes[d] = desc[i].sizes[d];
-            k.strides[d] = stride;
-            stride *= desc[i].sizes[d];
-        }
-        out.push_back(k);
-    }
-    return out;
-}
-
-void Tensors::free() {
-    for (auto& m : mem) {
-        if (view) continue;
-        if (m.handle) release(m);
-        else if (m.ptr) cudaFree(m.data());
-    }
-    mem.clear();
-    ids.clear();
-    offsets.clear();
 }
 
 Judge::Judge() = default;
@@ -197,203 +124,6 @@ void Judge::load_reference(const Job& job) {
     ref_arg_ = job.reference_arg;
 }
 
-void Judge::start_candidate(const Job& job, JobResult& r) {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw SetupFailure{"socketpair failed"};
-    int out_pipe[2];
-    if (pipe2(out_pipe, O_CLOEXEC) != 0) throw SetupFailure{"pipe failed"};
-    std::vector<std::string> argv = candidate_argv(job);
-    std::vector<std::string> env;
-    for (const auto& [k, v] : job.candidate_env) env.push_back(k + "=" + v);
-    pid_t pid = spawn(argv, env, sv[1], out_pipe[1]);
-    close(sv[1]);
-    close(out_pipe[1]);
-    pid_ = pid;
-    sock_ = sv[0];
-    flush_id_ = proof_id_ = -1;  // a new process has mapped nothing yet
-    for (auto& [set, tc] : timing_copies_) tc.arena_id = -1;  // share_copies maps it again and sets the views' ids
-    warmed_up_ = false;
-    output_.clear();
-    read_output(out_pipe[0]);
-    await_hello(job, r, argv[0]);
-}
-
-// The candidate process's command line: the sandbox's prefix, then this runner as --candidate.
-std::vector<std::string> Judge::candidate_argv(const Job& job) const {
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) throw SetupFailure{"cannot find the runner's own executable"};
-    self[n] = 0;
-    std::vector<std::string> argv = job.sandbox_prefix;
-    argv.insert(argv.end(), {self, "--candidate", "--channel", "3", "--device", std::to_string(device_), "--kernel", job.kernel});
-    if (!job.workdir.empty()) argv.insert(argv.end(), {"--workdir", job.workdir});
-    std::string readable;
-    for (const auto& p : job.readable) readable += (readable.empty() ? "" : ":") + p;
-    if (!readable.empty()) argv.insert(argv.end(), {"--readable", readable});
-    std::string writable;
-    for (const auto& p : job.writable) writable += (writable.empty() ? "" : ":") + p;
-    if (!writable.empty()) argv.insert(argv.end(), {"--writable", writable});
-    if (!job.confine) argv.push_back("--no-confine");
-    if (job.load_only) argv.push_back("--load-only");
-    if (test_hook(kevo::EnvVar::kGateKernel)) argv.push_back("--gate-kernel");  // test builds only (validate.cpp passes it on)
-    return argv;
-}
-
-// The candidate process's output (its stdout and stderr, the first 64 KiB), read while it runs.
-void Judge::read_output(int rfd) {
-    output_reader_ = std::thread([this, rfd] {
-        char buf[4096];
-        ssize_t got;
-        while ((got = read(rfd, buf, sizeof buf)) > 0)
-            if (output_.size() < (64u << 10)) output_.append(buf, std::min<size_t>(got, (64u << 10) - output_.size()));
-        close(rfd);
-    });
-}
-
-// The candidate process's first messages: its launch-cost calibration, then the loader's hello.
-void Judge::await_hello(const Job& job, JobResult& r, const std::string& exe) {
-    Msg hello;
-    RecvStatus st = recv_msg(sock_, hello, std::max(60.0, job.call_timeout_s), nullptr);
-    // First, sent by runner code before the candidate's library was loaded: what an empty call costs
-    // in that process (timing_session.cu compares it with the judge's own).
-    candidate_empty_us_ = 0;
-    if (st == RecvStatus::ok && hello.op == OP_CALIBRATION) {
-        std::vector<double> us;
-        for (int i = 0; i < std::min(hello.count, kMaxBatch); ++i) us.push_back(hello.us[i]);
-        candidate_empty_us_ = kevo::empty_call_cost_us(us);
-        st = recv_msg(sock_, hello, std::max(60.0, job.call_timeout_s), nullptr);
-    }
-    if (st == RecvStatus::timeout) throw CandidateFailure{"timeout", "the candidate process did not start within the time limit (its static constructors hang?)"};
-    if (st == RecvStatus::malformed || (st == RecvStatus::ok && hello.op != OP_HELLO)) {
-        // A message that is not the loader's: the candidate's code wrote on the channel. The process
-        // may well be alive and waiting, so it is ended, not waited for.
-        kill_candidate();
-        throw CandidateFailure{"rejected", "malformed message from the candidate process while loading (its code wrote on the runner's channel)"};
-    }
-    if (st != RecvStatus::ok) {
-        int status = 0;
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        if (output_reader_.joinable()) output_reader_.join();
-        std::string why = describe_exit(status);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && output_.empty()) throw SetupFailure{"cannot start the sandboxed candidate process (" + exe + ")"};
-        if (output_.find("bwrap:") != std::string::npos && output_.find("kevo") == std::string::npos)
-            throw SetupFailure{"the sandbox (bubblewrap) failed to start: " + output_.substr(0, 500)};
-        throw CandidateFailure{why.find("sandbox killed") != std::string::npos ? "rejected" : "runtime_error",
-                               why + " while loading (static constructors run at load time)"};
-    }
-    r.sandbox["candidate_layers"] = hello.text;
-    r.sandbox["namespaces"] = !job.sandbox_prefix.empty();
-    if (hello.rc == 1) throw CandidateFailure{"compile_error", hello.text};
-    if (hello.rc != 0) throw SetupFailure{hello.text};
-}
-
-void Judge::kill_candidate(bool reap) {
-    kill(-pid_, SIGKILL);
-    kill(pid_, SIGKILL);
-    int status = 0;
-    if (reap) waitpid(pid_, &status, 0);
-    pid_ = -1;
-}
-
-void Judge::stop_candidate(JobResult& r) {
-    if (pid_ > 0) {
-        Msg q;
-        q.op = OP_QUIT;
-        send_msg(sock_, q, -1, 1.0);
-        int status = 0;
-        bool reaped = false;
-        for (int i = 0; i < 100 && !reaped; ++i) {  // up to 1 s to exit on its own
-            if (waitpid(pid_, &status, WNOHANG) == pid_) reaped = true;
-            else usleep(10000);
-        }
-        // Whatever it left behind dies with it: its session, and with bwrap its whole PID namespace.
-        kill_candidate(!reaped);
-    }
-    if (sock_ >= 0) close(sock_);
-    sock_ = -1;
-    if (output_reader_.joinable()) output_reader_.join();
-    if (!output_.empty()) r.candidate_output = output_;
-}
-
-Msg Judge::request(Msg m, double timeout_s, const char* what, int fd) {
-    if (!send_msg(sock_, m, fd, std::max(1.0, timeout_s))) {
-        if (errno == ETIMEDOUT) {  // alive but not reading: it is ended, not waited for
-            kill_candidate();
-            throw CandidateFailure{"timeout", std::string("the candidate process stopped reading the runner's channel ") + what + "; the process was killed"};
-        }
-        int status = 0;
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        throw CandidateFailure{describe_exit(status).find("sandbox killed") != std::string::npos ? "rejected" : "runtime_error",
-                               describe_exit(status) + " " + what};
-    }
-    Msg r;
-    RecvStatus st = recv_msg(sock_, r, timeout_s, nullptr);
-    if (st == RecvStatus::timeout)
-        throw CandidateFailure{"timeout", std::string("the kernel did not finish within ") + fmt(timeout_s) + " s " + what + " (watchdog); the process was killed"};
-    if (st == RecvStatus::closed) {
-        int status = 0;
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        std::string why = describe_exit(status);
-        throw CandidateFailure{why.find("sandbox killed") != std::string::npos ? "rejected" : "runtime_error", why + " " + what};
-    }
-    if (st != RecvStatus::ok || r.op != OP_REPLY) throw CandidateFailure{"rejected", std::string("malformed reply from the candidate process ") + what};
-    return r;
-}
-
-Tensors Judge::allocate(const std::vector<JobTensor>& desc, bool shared) {
-    Tensors t;
-    t.desc = desc;
-    for (const auto& d : desc) {
-        Mapping m;
-        size_t bytes = static_cast<size_t>(std::max<int64_t>(d.bytes(), 1));
-        if (shared) {
-            std::string e = create_shared(m, bytes, device_);
-            if (!e.empty()) {
-                t.mem.push_back(m);
-                t.free();
-                throw SetupFailure{e + " (tensor " + d.name + ")"};
-            }
-        } else {
-            void* p = nullptr;
-            cudaError_t e = cudaMalloc(&p, bytes);
-            if (e != cudaSuccess) {
-                t.free();
-                throw SetupFailure{"cannot allocate " + std::to_string(bytes) + " bytes for tensor " + d.name + ": " + cudaGetErrorString(e)};
-            }
-            m.ptr = reinterpret_cast<CUdeviceptr>(p);
-            m.size = bytes;
-        }
-        t.mem.push_back(m);
-        t.ids.push_back(-1);
-        t.offsets.push_back(0);
-    }
-    zero_slack(t);
-    return t;
-}
-
-int Judge::map_in_candidate(const Mapping& mem) {
-    Msg m;
-    m.op = OP_MAP;
-    m.id = next_id_++;
-    m.size = mem.size;
-    int fd = -1;
-    std::string e = export_shared(mem, fd);
-    if (!e.empty()) throw SetupFailure{"cannot share a buffer with the candidate process: " + e};
-    Msg r;
-    try {
-        r = request(m, job_->call_timeout_s, "while mapping buffers", fd);
-    } catch (...) {
-        close(fd);
-        throw;
-    }
-    close(fd);
-    if (r.rc != 0) throw SetupFailure{std::string("the candidate process could not map a buffer: ") + r.text};
-    return m.id;
-}
-
 std::vector<double> Judge::empty_calls_us(int n, bool flush) {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
@@ -414,55 +144,6 @@ std::vector<double> Judge::empty_calls_us(int n, bool flush) {
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     return us;
-}
-
-// A candidate maps a shared allocation whole, rounded up to the granularity: the slack beyond each
-// tensor is zeroed, so nothing an earlier candidate left in this memory (freed and handed out
-// again, or a kept timing copy) reaches the next one.
-void Judge::zero_slack(Tensors& t) {
-    for (size_t i = 0; i < t.mem.size(); ++i) {
-        const size_t bytes = static_cast<size_t>(std::max<int64_t>(t.desc[i].bytes(), 1));
-        if ((t.mem[i].handle || t.view) && t.mem[i].size > bytes)
-            CK(cudaMemsetAsync(static_cast<char*>(t.mem[i].data()) + bytes, 0, t.mem[i].size - bytes, stream_));
-    }
-}
-
-void Judge::share(Tensors& t) {
-    for (size_t i = 0; i < t.mem.size(); ++i)
-        if (t.ids[i] < 0) t.ids[i] = map_in_candidate(t.mem[i]);
-}
-
-void Judge::unmap_in_candidate(int& id) {
-    if (pid_ > 0 && id >= 0) {
-        Msg m;
-        m.op = OP_UNMAP;
-        m.id = id;
-        request(m, job_->call_timeout_s, "while unmapping buffers");
-    }
-    id = -1;
-}
-
-void Judge::unshare(Tensors& t) {
-    if (pid_ <= 0) return;
-    for (int& id : t.ids) unmap_in_candidate(id);
-}
-
-void Judge::call_candidate(const Tensors& in, const Tensors& out, int32_t flags, const std::string& when) {
-    Msg call;
-    call.op = OP_CALL;
-    call.flags = flags;
-    fill_refs(call, in, out);
-    Msg r = request(call, job_->call_timeout_s, when.c_str());
-    if (r.rc == -1001) throw CandidateFailure{"rejected", r.text};
-    if (r.rc != 0) throw CandidateFailure{"runtime_error", "kevo_forward returned " + std::to_string(r.rc) + " (" + when + ")"};
-}
-
-Msg Judge::sync_candidate(int32_t op, const std::string& what) {
-    Msg m;
-    m.op = op;
-    Msg r = request(m, job_->call_timeout_s, what.c_str());
-    if (r.cuda_error != 0) throw CandidateFailure{"runtime_error", "CUDA error " + what + ": " + r.text};
-    return r;
 }
 
 void Judge::fill_refs(Msg& m, const Tensors& in, const Tensors& out) const {
@@ -487,88 +168,12 @@ void Judge::fill_refs(Msg& m, const Tensors& in, const Tensors& out) const {
     put(out, m.n_in);
 }
 
-void Judge::fill(Tensors& t, uint64_t seed) {
-    for (size_t i = 0; i < t.desc.size(); ++i) {
-        const auto& d = t.desc[i];
-        int64_t n = d.numel();
-        if (n == 0) continue;
-        if (d.init == KEVO_INIT_FILE) {
-            auto it = file_data_.find(d.path);
-            if (it == file_data_.end()) {
-                std::ifstream f(d.path, std::ios::binary);
-                if (!f) throw SetupFailure{"cannot read the values of input '" + d.name + "' from " + d.path};
-                std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-                if (static_cast<int64_t>(bytes.size()) != d.bytes())
-                    throw SetupFailure{"input '" + d.name + "': " + d.path + " holds " + std::to_string(bytes.size()) +
-                                       " bytes, the tensor needs " + std::to_string(d.bytes())};
-                it = file_data_.emplace(d.path, std::move(bytes)).first;
-            }
-            CK(cudaMemcpyAsync(t.mem[i].data(), it->second.data(), it->second.size(), cudaMemcpyHostToDevice, stream_));
-            continue;
-        }
-        fill_kernel<<<grid_for(n, sms_), 256, 0, stream_>>>(t.mem[i].data(), d.dtype, n, d.init, d.a, d.b, tensor_seed(seed, i));
-        CK(cudaGetLastError());
-    }
-}
-
-void Judge::poison(Tensors& t, unsigned char pattern) {
-    for (size_t i = 0; i < t.desc.size(); ++i) CK(cudaMemsetAsync(t.mem[i].data(), pattern, t.desc[i].bytes(), stream_));
-}
-
-std::vector<unsigned long long> Judge::checksums(const Tensors& t, cudaStream_t s) {
-    std::vector<unsigned long long> out;
-    for (size_t i = 0; i < t.desc.size(); ++i) {
-        CK(cudaMemsetAsync(sum_, 0, sizeof(unsigned long long), s));
-        int64_t bytes = t.desc[i].bytes();
-        checksum_kernel<<<grid_for(bytes / 8 + 1, sms_), 256, 0, s>>>(t.mem[i].data(), bytes, sum_);
-        CK(cudaGetLastError());
-        unsigned long long v = 0;
-        CK(cudaMemcpyAsync(&v, sum_, sizeof v, cudaMemcpyDeviceToHost, s));
-        CK(cudaStreamSynchronize(s));
-        out.push_back(v);
-    }
-    return out;
-}
-
 void Judge::reference_forward(const Tensors& in, Tensors& expected) {
     auto ins = in.abi();
     auto outs = expected.abi();
     int rc = ref_forward_(ins.data(), static_cast<int>(ins.size()), outs.data(), static_cast<int>(outs.size()), stream_);
     if (rc != 0) throw SetupFailure{std::string("the reference failed: ") + ref_error_()};
     CK(cudaStreamSynchronize(stream_));
-}
-
-json Judge::compare(size_t set, uint64_t seed, const Tensors& out, const Tensors& expected, std::vector<std::string>& warnings) {
-    json check, outputs = json::array();
-    bool pass = true;
-    double max_abs = 0;
-    const std::string& label = job_->sets[set].label;
-    const std::string where = "shape set " + std::to_string(set) + (label.empty() ? "" : " (" + label + ")") + ", seed " + std::to_string(seed);
-    for (size_t o = 0; o < out.desc.size(); ++o) {
-        const auto& d = out.desc[o];
-        int64_t n = d.numel();
-        if (n == 0) continue;
-        OutputCheck c = compare_output(d, out.mem[o].data(), expected.mem[o].data(), job_->atol, job_->rtol, grid_for(n, sms_), stream_,
-                                       stats_, where);
-        max_abs = std::max(max_abs, c.max_abs);
-        outputs.push_back(c.report);
-        // Whether the expected output ever varies is judged over all the inputs drawn (run() warns):
-        // a small output can be constant on one draw by chance (3 rows' argmax agree 1 time in 49).
-        if (n > 1) {
-            auto it = output_varies_.emplace(std::make_pair(set, d.name), false).first;
-            it->second = it->second || c.varies;
-        }
-        if (!c.pass && pass) {
-            pass = false;
-            check["output"] = d.name;
-            check["message"] = c.message;
-            if (c.report.contains("mismatches")) check["mismatches"] = c.report["mismatches"];
-        }
-    }
-    check["pass"] = pass;
-    check["max_abs_diff"] = max_abs;
-    check["outputs"] = outputs;
-    return check;
 }
 
 void Judge::first_call(const Tensors& in, const Tensors& out) {
