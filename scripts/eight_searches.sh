@@ -51,6 +51,8 @@ outdir=$(mkdir -p "${1:-/tmp/eight_searches}" && cd "${1:-/tmp/eight_searches}" 
 work=$outdir/work
 mkdir -p "$work"
 exec > >(tee "$outdir/proof.log") 2>&1
+tee_pid=$!
+trap 'exec >&- 2>&-; wait $tee_pid 2>/dev/null' EXIT  # every line out before the script ends
 budget=${KEVO_ES_BUDGET:-260}
 t0=$(date +%s)
 ke=${KEVO_ES_KERNELEVO:-build-gpu/tool/cli/kernelevo}
