@@ -36,6 +36,13 @@ TEST(KernelBenchImportIdentity, ASubsetImportedAgainHasTheSameHashesAsInItsBatch
     ASSERT_EQ(all.exit_code, 0) << all.describe() << "\n" << all.err;
     ProcessResult some = import(tmp.path() / "subset", {batch[1], batch[3]});
     ASSERT_EQ(some.exit_code, 0) << some.describe() << "\n" << some.err;
+    // Issue 40: the second suite's reference has the same bytes, so its build is reused from the
+    // compiled-object cache (keyed on content, not on the --out it lives in).
+    EXPECT_NE(some.err.find("kernelevo: reference reused from the cache"), std::string::npos) << some.err;
+    const auto library = [&](const char* suite) {
+        return nlohmann::json::parse(read_file(tmp.path() / suite / "import.json")).value("reference_library", "");
+    };
+    EXPECT_EQ(library("batch"), library("subset"));
     for (const char* name : {"kb1_24_LogSoftmax", "kb1_100_HingeLoss"}) {
         const Task in_batch = load_task(tmp.path() / "batch" / name / "task.json");
         const Task alone = load_task(tmp.path() / "subset" / name / "task.json");
@@ -43,6 +50,17 @@ TEST(KernelBenchImportIdentity, ASubsetImportedAgainHasTheSameHashesAsInItsBatch
         EXPECT_EQ(in_batch.reference_hash(), alone.reference_hash()) << name << ": the traced model differs with its batch";
         EXPECT_EQ(files_under(tmp.path() / "batch" / name), files_under(tmp.path() / "subset" / name)) << name;
     }
+}
+
+// `import -q` (issue 40: it was rejected) prints neither progress nor the per-problem lines.
+TEST(KernelBenchImportIdentity, QuietImportPrintsNoProgress) {
+    TempDir tmp("kevo-kb-quiet");
+    ProcessResult r = kbtest::kernelevo({"import", "kernelbench", "-q", "--out", (tmp.path() / "q").string(), "--jobs", "1",
+                                         "--max-numel", "4096", (kbtest::problems() / "level1/19_ReLU.py").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    EXPECT_EQ(r.err.find("[1/1]"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("kernelevo: imported"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::exists(tmp.path() / "q" / "kb1_19_ReLU" / "task.json"));
 }
 
 TEST(KernelBenchImportIdentity, TheSuiteReferenceChangedAfterTheImportIsNotBuilt) {

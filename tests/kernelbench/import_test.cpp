@@ -233,7 +233,8 @@ const DirectImport& direct_import() {
                    (kbtest::problems() / "fixtures" / "conv_batch_equals_height.py").string(),
                    (kbtest::problems() / "fixtures" / "argmax_int_output.py").string(),
                    (kbtest::problems() / "level1" / "1_Square_matrix_multiplication_.py").string(),
-                   (kbtest::problems() / "level2" / "12_Gemm_Multiply_LeakyReLU.py").string()};
+                   (kbtest::problems() / "level2" / "12_Gemm_Multiply_LeakyReLU.py").string(),
+                   (kbtest::problems() / "level1" / "24_LogSoftmax.py").string()};
         po.timeout_s = 600;
         d.run = run_process(po);
         std::istringstream lines(d.run.out);
@@ -305,6 +306,18 @@ TEST(KernelBenchImportModel, EqualSizesOfDifferentRolesKeepTheirOwnNames) {
     auto gemm = direct_task("kb2_12_Gemm_Multiply_LeakyReLU");
     EXPECT_EQ(shape_names(gemm["inputs"][1]), (std::vector<std::string>{"out_features", "in_features"}));
     EXPECT_EQ(shape_names(gemm["outputs"][0]), (std::vector<std::string>{"batch_size", "out_features"}));
+}
+
+// Issue 40: --max-numel shrinks the batch first (down to 2) and keeps the row a softmax reduces over
+// as long as it can; before, batch_size (matched as a structural "_size") stayed at 4096 and the
+// row of 393216 went down to 12.
+TEST(KernelBenchImportModel, MaxNumelShrinksTheBatchBeforeTheReducedRow) {
+    auto t = direct_task("kb1_24_LogSoftmax");
+    const auto& shrunk = direct_import().by_name.at("kb1_24_LogSoftmax")["shrunk"];
+    EXPECT_EQ(shrunk, (nlohmann::json{{"batch_size", 2}, {"dim", 24576}})) << shrunk.dump();
+    const auto& sizes = t["shapes"][0];
+    EXPECT_EQ(sizes.value("batch_size", 0), 2) << sizes.dump();
+    EXPECT_EQ(sizes.value("dim", 0), 24576) << sizes.dump();
 }
 
 TEST(KernelBenchImportModel, ToleranceComesFromTheModelsOwnErrorAgainstFp64) {

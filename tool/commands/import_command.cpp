@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/cli.h"
+#include "common/log.h"
 #include "cli/validators.h"
 #include "task/task.h"
 #include "commands/commands.h"
@@ -46,9 +47,11 @@ void register_import_command(CLI::App& app, int& rc) {
     kb->add_option("--python", o->python, "Python with PyTorch (default: python3 if it has torch, else /usr/bin/python3)");
     kb->add_option("--max-numel", o->max_numel,
                    "Shrink each problem for small machines: halve its size constants (module-level integers and "
-                   "integer tuples >= 16; batch, spatial and sequence sizes first, then channels and features; never "
-                   "kernel sizes, strides, paddings, groups), largest first, until its inputs hold at most this many "
-                   "elements; a problem that breaks at the shrunk sizes is tried again with 16x and 256x the limit "
+                   "integer tuples), the batch first (down to 2), then spatial and sequence sizes (>= 16), then "
+                   "channels, features and a reduced row such as a softmax's `dim` (>= 16), largest first within each; "
+                   "never kernel sizes, strides, paddings, groups; until its inputs hold at most this many "
+                   "elements; a problem that breaks at the shrunk sizes is tried again with equal sizes shrunk together "
+                   "whatever their role, then with 16x and 256x the limit "
                    "(0: KernelBench's own sizes)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
@@ -63,7 +66,9 @@ void register_import_command(CLI::App& app, int& rc) {
                  "Run the problem files' Python with your own rights (network, home directory, environment): UNSAFE, "
                  "only for files you trust or where bubblewrap cannot run");
     kb->add_flag("--json", *json, "Print the import report (as in OUT/import.json) on stdout");
+    cli::add_verbosity_flags(*kb);
     kb->callback([o, json, &rc] {
+        o->quiet = kevo::quiet();
         auto s = kernelbench::import_problems(*o);
         if (*json) std::cout << s.report.dump(2) << "\n";
         rc = s.imported > 0 && s.failed == 0 ? 0 : 1;

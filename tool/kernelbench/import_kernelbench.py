@@ -198,8 +198,14 @@ class Recorder:
 # ---- shrinking (CPU machines: --max-numel) ------------------------------------------------------------
 
 NOT_A_SIZE = re.compile(r"kernel|stride|pad|dilation|group|head|axis|^k$|scale|factor|eps|momentum|seed", re.I)
-# Sizes tied to the model's structure (divisibility by groups, bias and norm shapes): shrunk last.
-STRUCTURAL = re.compile(r"channel|feature|hidden|embed|_shape$|_size$|^C$|^num_", re.I)
+# The order sizes shrink in (issue 40): the batch first (down to BATCH_FLOOR, so a kernel that ignores
+# the batch index still fails), then spatial and sequence sizes, then the sizes tied to the model's
+# structure and what it reduces over (features, channels, a softmax's row `dim`; divisibility by
+# groups, bias and norm shapes), which are kept as long as possible.
+BATCH = re.compile(r"batch|^bs$", re.I)
+STRUCTURAL = re.compile(r"channel|feature|hidden|embed|_shape$|_size$|^C$|^num_|^dim$|_dim$|^d_?model$", re.I)
+BATCH_FLOOR = 2
+SIZE_FLOOR = 16  # other sizes: only values >= 16 are halved
 
 
 def input_numel(mod):
@@ -207,37 +213,53 @@ def input_numel(mod):
     return sum(x.numel() for x in _meta_inputs(mod))
 
 
-def shrink(mod, max_numel):
-    """Halves the module's size constants until the inputs hold <= max_numel elements: the largest
-    size value first, everywhere it appears (integers and tuples of integers), so sizes that were
-    equal stay equal. Returns {name: (old, new)}."""
+def size_tier(name):
+    """0: batch, 1: spatial and sequence sizes, 2: channels, features, reduced dims; None: not a size."""
+    if name.startswith("_") or NOT_A_SIZE.search(name):
+        return None
+    if BATCH.search(name):
+        return 0
+    return 2 if STRUCTURAL.search(name) else 1
+
+
+def halvable_in(tier):
+    return (lambda e: e // 2 >= BATCH_FLOOR) if tier == 0 else (lambda e: e >= SIZE_FLOOR)
+
+
+def shrink(mod, max_numel, joint=False):
+    """Halves the module's size constants until the inputs hold <= max_numel elements, tier by tier
+    (size_tier: the batch, then spatial and sequence sizes, then channels and features); within a
+    tier the largest value first, everywhere it appears in that tier (integers and tuples of
+    integers), so sizes that were equal stay equal. `joint`: everywhere it appears in any tier (the
+    retry for a problem whose batch must equal another size, as HingeLoss's broadcast of
+    (batch, *input_shape) by (batch,) needs). Returns {name: (old, new)}."""
     changed = {}
 
-    def candidates():
+    def candidates(tier=None):
         for k, v in vars(mod).items():
-            if k.startswith("_") or NOT_A_SIZE.search(k) or (STRUCTURAL.search(k) and not structural):
+            if size_tier(k) is None or (tier is not None and size_tier(k) != tier):
                 continue
             if isinstance(v, int) and not isinstance(v, bool):
                 yield k, v, [v]
             elif isinstance(v, (tuple, list)) and v and all(isinstance(e, int) and not isinstance(e, bool) for e in v):
                 yield k, v, list(v)
 
-    structural = False  # batch, spatial and sequence sizes first; then channels and features too
+    tier = 0
     for _ in range(400):
         try:
             if input_numel(mod) <= max_numel:
                 break
         except Exception:
             pass  # meta tensors unsupported by this get_inputs(): shrink until nothing is left to shrink
-        values = [e for _, _, elems in candidates() for e in elems if e >= 16]
-        if not values and not structural:
-            structural = True
-            continue
+        values = [e for _, _, elems in candidates(tier) for e in elems if halvable_in(tier)(e)]
         if not values:
-            break
+            if tier == 2:
+                break
+            tier += 1
+            continue
         big = max(values)
-        for k, v, elems in list(candidates()):
-            if big not in elems:
+        for k, v, elems in list(candidates(None if joint else tier)):
+            if big not in elems or not halvable_in(size_tier(k))(big):
                 continue
             new = v // 2 if isinstance(v, int) else type(v)(e // 2 if e == big else e for e in v)
             setattr(mod, k, new)
@@ -1026,12 +1048,12 @@ def big_problem_turn(args, nbytes):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def import_one(path, args, reference_source, max_numel):
+def import_one(path, args, reference_source, max_numel, joint=False):
     phases = Phases(task_name(path))
     src, mod = load_problem(path)
     shrunk = {}
     if max_numel > 0:
-        shrunk = shrink(mod, max_numel)
+        shrunk = shrink(mod, max_numel, joint)
     phases.done("load")
     try:
         nbytes = sum(x.numel() * x.element_size() for x in _meta_inputs(mod))
@@ -1405,16 +1427,16 @@ def main():
         t0 = time.time()
         signal.alarm(max(1, int(args.timeout)))
         try:
-            # A problem that breaks at the shrunk sizes gets two more tries with larger ones.
-            limit = args.max_numel
-            for attempt in range(3):
+            # A problem that breaks at the shrunk sizes is tried again with equal sizes shrunk
+            # together whatever their role, then with larger limits.
+            tries = [(args.max_numel, False), (args.max_numel, True), (args.max_numel * 16, True), (args.max_numel * 256, True)]
+            for attempt, (limit, joint) in enumerate(tries):
                 try:
-                    res = import_one(path, args, args.reference_source, limit)
+                    res = import_one(path, args, args.reference_source, limit, joint)
                     break
                 except ShrinkRefused:
-                    if attempt == 2:
+                    if attempt == len(tries) - 1:
                         raise
-                    limit *= 16
         except Refused as e:
             res = {"source": os.path.abspath(path), "name": task_name(path), "status": "refused", "reason": str(e)}
         except Timeout:

@@ -278,7 +278,42 @@ std::vector<std::string> problem_sources(const std::vector<fs::path>& files) {
     return sources;
 }
 
-// The suite's generic reference: written (with its sha256 record) by the tool, built once for every task.
+// While `work` runs: after 2 s a line saying what it does (`starting`), then one every 15 s with the
+// time so far (a cached reference returns at once and prints neither); silent when `quiet`.
+template <class Work>
+auto with_heartbeat(bool quiet, const std::string& starting, Work work) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::thread beat([&] {
+        std::unique_lock<std::mutex> lock(mu);
+        if (cv.wait_for(lock, std::chrono::seconds(2), [&] { return done; })) return;
+        if (!quiet) std::cerr << "kernelevo: " << starting << "\n";
+        while (!cv.wait_for(lock, std::chrono::seconds(15), [&] { return done; }))
+            if (!quiet)
+                std::cerr << "kernelevo: still building the reference ("
+                          << fmt_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) << ")\n";
+    });
+    struct Stop {
+        std::mutex& mu;
+        std::condition_variable& cv;
+        bool& done;
+        std::thread& beat;
+        ~Stop() {
+            {
+                std::lock_guard<std::mutex> lock(mu);
+                done = true;
+            }
+            cv.notify_all();
+            beat.join();
+        }
+    } stop{mu, cv, done, beat};
+    return work();
+}
+
+// The suite's generic reference: written (with its sha256 record) by the tool, built once for every
+// task, and reused from the compiled-object cache by every suite whose reference has the same bytes.
 ReferenceBuild build_suite_reference(const fs::path& out, const fs::path& dir, bool quiet) {
     const std::string ref_text = read_file(dir / "jit_reference.cpp");
     Task generic;
@@ -287,8 +322,10 @@ ReferenceBuild build_suite_reference(const fs::path& out, const fs::path& dir, b
     generic.reference_function = kReferenceFunction;
     generic.reference_signature = "vector";
     generic.reference_setup = kReferenceSetup;
-    if (!quiet) std::cerr << "kernelevo: building the generic TorchScript reference (once; cached)...\n";
-    ReferenceBuild rb = build_reference(generic);
+    ReferenceBuild rb = with_heartbeat(quiet,
+        "building the generic TorchScript reference with LibTorch (about a minute, once: later imports reuse it "
+        "from " + (cache_root() / "references").string() + ")...",
+        [&] { return build_reference(generic); });
     if (!rb.ok) throw UsageError("the generic reference did not build:\n" + rb.log);
     return rb;
 }
@@ -378,7 +415,8 @@ ImportSummary import_problems(const ImportOptions& o) {
     // validation's timed batches (problems on the GPU take turns; on the CPU there is no lock).
     if (s.gpu) s.lock_dev = Validator(Task{}, ValidateOptions{}).device();
     if (!o.quiet)
-        std::cerr << "kernelevo: reference " << (rb.cached ? "cached" : "built in " + fmt_seconds(rb.seconds)) << "; importing "
+        std::cerr << "kernelevo: reference " << (rb.cached ? "reused from the cache" : "built in " + fmt_seconds(rb.seconds))
+                  << " (" << rb.library.string() << "); importing "
                   << sources.size() << " problem(s) with " << s.python << " (torch " << torch_version << ") on the " << s.device
                   << (s.gpu ? " under its GPU lock" : "") << "; sandbox: " << conf.label << "\n";
 

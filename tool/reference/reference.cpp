@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <regex>
 #include <sstream>
 
 #include "common/error.h"
@@ -324,9 +325,18 @@ ReferenceBuild build_reference(const Task& task, double timeout_s) {
         if (d != "/usr/include" && d != "/usr/local/include") argv.push_back("-isystem" + d);  // never re-order the system dirs
     // The reference's own directory, so that it can include its neighbours.
     argv.push_back("-I" + task.reference_source.parent_path().string());
-    // Hash everything that goes into the build; headers the reference includes are not tracked.
-    std::string key = wrapper + "\x1e" + reference_text + "\x1e" + abi_header_text() + "\x1e" + kExtensionShim + "\x1e" + cfg.libdir;
-    for (const auto& a : argv) key += "\x1f" + a;
+    // Hash everything that goes into the build; headers the reference includes are not tracked. Keyed
+    // on content, not on where the reference lives (issue 40: an identical suite reference under a new
+    // --out reuses the build): the wrapper's #include of it and the -I of its folder are left out of
+    // the key, unless it includes a neighbour ("..."), whose folder then belongs to the key.
+    const bool neighbours = std::regex_search(reference_text, std::regex("#[ \t]*include[ \t]*\""));
+    const std::string own_include = "#include \"" + task.reference_source.string() + "\"\n", own_dir = argv.back();
+    std::string keyed_wrapper = wrapper;
+    if (size_t at = keyed_wrapper.find(own_include); !neighbours && at != std::string::npos)
+        keyed_wrapper.replace(at, own_include.size(), "#include <the reference>\n");
+    std::string key = keyed_wrapper + "\x1e" + reference_text + "\x1e" + abi_header_text() + "\x1e" + kExtensionShim + "\x1e" + cfg.libdir;
+    for (const auto& a : argv)
+        if (neighbours || a != own_dir) key += "\x1f" + a;
     const std::string hash = sha256_hex(key);
     fs::path dir = cache_root() / "references" / hash.substr(0, 2);
     fs::path so = dir / (hash + ".so");
