@@ -345,6 +345,15 @@ TEST(CliCompletion, BashCompletesCommandsOptionsAndValues) {
     EXPECT_EQ(z.out, "searched\nllm-url\ntriton\nhelp-cache\nzsh\n") << z.err;
 }
 
+// Issue 40: --version says what this build has, a line each.
+TEST(CliVersion, VersionListsTheBuildsDetails) {
+    auto r = kernelevo({"--version"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("kernelevo 0.", 0), 0u) << r.out;
+    for (const char* line : {"\n  git commit:    ", "\n  CUDA toolkit:  ", "\n  LibTorch:      ", "\n  Redis:         ", "\n  build type:    "})
+        EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
+}
+
 // ---- --quiet / --verbose -------------------------------------------------------------------------
 
 TEST(CliVerbosity, QuietAndVerboseAreOfferedWhereLongOperationsPrintAndExcludeEachOther) {

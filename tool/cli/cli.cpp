@@ -10,9 +10,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "reference/reference.h"
+#include "store/store.h"
 #include "common/process.h"
 #include "common/text.h"
 
@@ -233,13 +236,13 @@ void add_help_command(CLI::App& root, int& rc) {
                          {"The environment variables kernelevo reads (markdown)", "kernelevo help environment"}});
     help->add_option("command", *words, "The command, e.g. search, or cache status");
     help->callback([&root, &rc, words] {
-        const CLI::App* cur = &root;
-        for (const auto& w : *words) {
-            const CLI::App* next = nullptr;
         if (words->size() == 1 && print_help_topic(words->front())) {
             rc = 0;
             return;
         }
+        const CLI::App* cur = &root;
+        for (const auto& w : *words) {
+            const CLI::App* next = nullptr;
             for (const CLI::App* s : cur->get_subcommands([](const CLI::App*) { return true; }))
                 if (s->check_name(w)) next = s;
             if (!next) {
@@ -264,6 +267,22 @@ void add_verbosity_flags(CLI::App& cmd, const std::string& verbose_help) {
     if (verbose_help.empty()) return;
     CLI::Option* v = cmd.add_flag_callback("-v,--verbose", [] { set_verbosity(Verbosity::verbose); }, verbose_help);
     q->excludes(v);
+}
+
+std::string version_text() {
+    const ReferenceSupport torch = reference_support();
+    const std::string commit = KEVO_GIT_COMMIT;
+    std::ostringstream ss;
+    ss << "kernelevo " << KEVO_VERSION << "\n"
+       << "  git commit:    " << (commit.empty() ? "unknown (not configured from a git checkout)" : commit + " (at configure time)") << "\n"
+       << "  CUDA toolkit:  " << KEVO_CUDA_VERSION << "\n"
+       << "  LibTorch:      " << (!torch.available ? "no (references cannot be built; imports and baselines need it)"
+                                  : torch.cuda    ? "yes, with CUDA"
+                                                  : "yes, CPU only")
+       << "\n"
+       << "  Redis:         " << (store::redis_supported() ? "yes" : "no (built without hiredis)") << "\n"
+       << "  build type:    " << KEVO_BUILD_TYPE;
+    return ss.str();
 }
 
 }  // namespace kevo::cli

@@ -44,6 +44,10 @@ bool print_help_topic(const std::string& topic);
 // kevo::verbosity() (common/log.h).
 void add_verbosity_flags(CLI::App& cmd, const std::string& verbose_help = "");
 
+// What `kernelevo --version` prints: the version, then the build's details (git commit at configure
+// time when known, CUDA toolkit, LibTorch yes/no, Redis yes/no, build type), a line each.
+std::string version_text();
+
 // ---- help ---------------------------------------------------------------------------------------
 
 // One line of a command's EXAMPLES section: what it does, and the command line.

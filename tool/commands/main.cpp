@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     // Before any command is added: subcommands take their parent's formatter when they are made.
     app.formatter(kevo::cli::make_formatter());
     app.require_subcommand(1);
-    app.set_version_flag("--version", std::string(KEVO_VERSION));
+    app.set_version_flag("--version", kevo::cli::version_text, "Print the version and the build's details (git commit, CUDA, LibTorch, Redis, build type)");
     int rc = 0;
     // Every child (compiler, judge, sandbox) dies with this process on SIGTERM or Ctrl-C.
     kevo::install_child_cleanup();
