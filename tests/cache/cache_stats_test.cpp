@@ -2,6 +2,7 @@
 // (its task changed), an invalid one (binary metadata), an unvalidated one, two architectures; an
 // empty and a missing cache folder.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -219,4 +220,88 @@ TEST_F(CacheStats, LeavesTheCacheAsItWas) {
     for (const auto& e : fs::recursive_directory_iterator(cache_dir))
         if (e.is_regular_file()) after[e.path().string()] = read_file(e.path());
     EXPECT_EQ(before, after);
+}
+
+// Issue 40: `cache status` treats a missing cache folder as an empty cache, as stats does (exit 0;
+// something that is not a folder stays exit 2).
+TEST_F(CacheStats, StatusOnAMissingCacheIsAnEmptyCacheLikeStats) {
+    const fs::path missing = dir.path() / "not-yet";
+    ProcessResult r = kernelevo({"cache", "status", "--cache-dir", missing.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(fs::exists(missing)) << "status creates nothing";
+    r = kernelevo({"cache", "status", "--cache-dir", scale_task.string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(contains(r.err, "is not a directory")) << r.err;
+}
+
+// Issue 40: the search command status suggests for what a build lacks names a model (search has no
+// default): the one given to status, else NAME with a line saying how to fill it in.
+TEST_F(CacheStats, StatusSuggestsASearchCommandWithAModel) {
+    const fs::path build = dir.path() / "build";
+    fs::create_directories(build / "kernelevo" / "scale");
+    fs::copy_file(dir.path() / "ref.cpp", build / "kernelevo" / "scale" / "ref.cpp");
+    write_file_atomic(build / "kernelevo" / "scale" / "task.json", task_json("scale", 1000));
+    write_file_atomic(build / "kernelevo" / "scale" / "lookup.json", R"({"function": "scale", "architectures": [{"arch": "sm_75"}]})");
+    ProcessResult r = kernelevo({"cache", "status", "--cache-dir", cache_dir.string(), "--build-dir", build.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.out, "--arch sm_75 --model NAME\n")) << r.out;
+    EXPECT_TRUE(contains(r.out, "pass --model NAME to cache status")) << r.out;
+    r = kernelevo({"cache", "status", "--cache-dir", cache_dir.string(), "--build-dir", build.string(), "--model", "z-ai/glm-5"});
+    EXPECT_TRUE(contains(r.out, "--arch sm_75 --model z-ai/glm-5\n")) << r.out;
+    EXPECT_FALSE(contains(r.out, "--model NAME")) << r.out;
+}
+
+// Issue 40: `cache objects stats|clean`, the compiled-object cache ($KERNELEVO_CACHE_HOME) like
+// ccache -s/-C: clean deletes the objects, never what a link inside points to, keeps a file a running
+// process is still writing (NAME.tmp.PID) and the search states beside the objects.
+TEST(CacheObjects, StatsAndCleanStayInsideTheCache) {
+    TempDir tmp("kevo-objects");
+    const fs::path home = tmp.path() / "home", outside = tmp.path() / "outside";
+    write_file_atomic(home / "kernels" / "ab" / "abcd.so", std::string(1000, 'x'));
+    write_file_atomic(home / "kernels" / "ab" / "abcd.so.sha256", "digest\n");
+    write_file_atomic(home / "references" / "cd" / "cdef.so", std::string(500, 'y'));
+    write_file_atomic(home / "search" / "state.json", "{}");
+    write_file_atomic(outside / "precious.so", "keep");
+    write_file_atomic(outside / "dir" / "inner.so", "keep");
+    fs::create_symlink(outside / "precious.so", home / "kernels" / "ab" / "link.so");
+    fs::create_directories(home / "triton");
+    fs::create_directories(home / "kernels" / "ef");
+    fs::create_directory_symlink(outside / "dir", home / "triton" / "linked-dir");
+    const std::string staged = "ef01.so.tmp." + std::to_string(::getpid());  // this test process: alive
+    write_file_atomic(home / "kernels" / "ef" / staged, "partial");
+    const auto run = [&](std::vector<std::string> args) {
+        ProcessOptions o;
+        o.argv = {KEVO_EXE};
+        o.argv.insert(o.argv.end(), args.begin(), args.end());
+        o.env = {{"KERNELEVO_CACHE_HOME", home.string()}};
+        o.timeout_s = 120;
+        return run_process(o);
+    };
+    ProcessResult r = run({"cache", "objects", "stats", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["root"], home.string());
+    EXPECT_EQ(j["areas"][0]["folder"], "kernels");
+    EXPECT_EQ(j["areas"][0]["files"], 4);  // two files, the link itself, the staged file
+    EXPECT_EQ(j["areas"][0]["size_bytes"], 1000 + 7 + 7);
+    r = run({"cache", "objects", "clean"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "Deleted 5 file(s)")) << r.out;
+    EXPECT_TRUE(contains(r.out, "kept 1 being written")) << r.out;
+    EXPECT_EQ(read_file(outside / "precious.so"), "keep");
+    EXPECT_EQ(read_file(outside / "dir" / "inner.so"), "keep");
+    EXPECT_FALSE(fs::exists(fs::symlink_status(home / "kernels" / "ab" / "link.so")));
+    EXPECT_FALSE(fs::exists(home / "kernels" / "ab" / "abcd.so"));
+    EXPECT_TRUE(fs::exists(home / "kernels" / "ef" / staged));
+    EXPECT_TRUE(fs::exists(home / "search" / "state.json")) << "search states are not objects";
+    r = run({"cache", "objects", "stats", "--json"});
+    EXPECT_EQ(json::parse(r.out)["files"], 1);
+    const fs::path missing = tmp.path() / "none";
+    ProcessOptions o;
+    o.argv = {KEVO_EXE, "cache", "objects", "stats"};
+    o.env = {{"KERNELEVO_CACHE_HOME", missing.string()}};
+    r = run_process(o);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "does not exist yet")) << r.out;
+    EXPECT_FALSE(fs::exists(missing));
 }

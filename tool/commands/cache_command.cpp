@@ -9,9 +9,11 @@
 #include <ctime>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "cache/cache.h"
+#include "cache/objects.h"
 #include "cli/cli.h"
 #include "commands/commands.h"
 #include "common/error.h"
@@ -35,9 +37,18 @@ namespace fs = std::filesystem;
 
 struct StatusArgs {
     std::string cache_dir, build_dir;
-    std::vector<std::string> tasks;
+    std::vector<std::string> tasks, models;  // models: put into the suggested search commands
     bool json = false;
 };
+
+// The --model part of a suggested search command: the models given to `cache status`, else a NAME
+// to fill in (search has no default model; status then says so below its list).
+std::string model_args(const std::vector<std::string>& models) {
+    if (models.empty()) return " --model NAME";
+    std::string s;
+    for (const auto& m : models) s += " --model " + shell_quote(m);
+    return s;
+}
 struct AddArgs {
     std::string task, kernel, arch, cache_dir, note, origin = "manual", model, python;
     bool unvalidated = false;
@@ -113,7 +124,10 @@ std::string fmt(const char* f, double v) {
 }
 
 void run_status(const StatusArgs& a, int& rc) {
-    if (!fs::is_directory(a.cache_dir)) throw UsageError("--cache-dir: " + a.cache_dir + " is not a directory");
+    // A missing cache directory is an empty cache (as for stats); something else there is an error.
+    std::error_code ec;
+    if (fs::exists(a.cache_dir, ec) && !fs::is_directory(a.cache_dir, ec))
+        throw UsageError("--cache-dir: " + a.cache_dir + " is not a directory");
     auto tasks = collect_tasks(a.tasks, a.build_dir);
     const auto hashes = hashes_of(tasks);
     auto wanted = wanted_arches(a.build_dir);
@@ -142,7 +156,7 @@ void run_status(const StatusArgs& a, int& rc) {
                                {"validated", nullptr}};
             if (!a.build_dir.empty()) row["wanted_by_build"] = by_build;
             if (checked) row["search_command"] = "kernelevo search --task " + shell_quote(t->second.file.string()) +
-                                                 " --out " + shell_quote(a.cache_dir) + " --arch " + arch;
+                                                 " --out " + shell_quote(a.cache_dir) + " --arch " + arch + model_args(a.models);
             if (l.meta) {
                 row["speedup"] = l.meta->speedup;
                 row["date"] = l.meta->date;
@@ -217,6 +231,9 @@ void run_status(const StatusArgs& a, int& rc) {
                 for (const auto& r : lacking)
                     std::cout << "  " << r["function"].get<std::string>() << " " << r["arch"].get<std::string>() << " ("
                               << r["state"].get<std::string>() << "): " << r.value("search_command", std::string()) << "\n";
+                if (a.models.empty())
+                    std::cout << "(NAME: the model to search with, e.g. google/gemini-3-flash; pass --model NAME to cache "
+                                 "status to have it filled in)\n";
             }
         }
     }
@@ -545,6 +562,56 @@ void run_add(const AddArgs& a, int& rc) {
     rc = 0;
 }
 
+// `cache objects stats|clean`: the compiled-object cache (cache/objects.h), not a CACHE_DIR.
+void register_objects_command(CLI::App& cache, int& rc) {
+    CLI::App* objects = cache.add_subcommand("objects",
+        "The compiled-object cache (" + cache_root().string() + ", $KERNELEVO_CACHE_HOME): nvcc, LibTorch and Triton "
+        "builds reused by content hash, like ccache's. Search states there are not objects and are kept.");
+    objects->require_subcommand(1);
+    auto json = std::make_shared<bool>(false);
+    CLI::App* stats = objects->add_subcommand("stats", "Files and size per kind of object, like ccache -s. A missing cache "
+                                                       "is an empty one. Exit 0.");
+    stats->add_flag("--json", *json, "Print JSON");
+    stats->callback([json, &rc] {
+        const fs::path root = cache_root();
+        nlohmann::json j = {{"root", root.string()}, {"areas", nlohmann::json::array()}};
+        std::uint64_t files = 0, bytes = 0;
+        for (const auto& s : cache::object_stats(root)) {
+            j["areas"].push_back({{"folder", s.folder}, {"what", s.what}, {"files", s.files}, {"size_bytes", s.bytes}});
+            files += s.files;
+            bytes += s.bytes;
+        }
+        j["files"] = files;
+        j["size_bytes"] = bytes;
+        if (*json) {
+            std::cout << j.dump(2) << "\n";
+        } else {
+            std::cout << "Compiled-object cache " << root.string() << (fs::exists(root) ? "" : " (does not exist yet)") << "\n";
+            for (const auto& a : j["areas"])
+                std::printf("  %-11s %6llu files %10s  %s\n", a["folder"].get<std::string>().c_str(),
+                            static_cast<unsigned long long>(a["files"].get<std::uint64_t>()),
+                            human_size(a["size_bytes"].get<std::uint64_t>()).c_str(), a["what"].get<std::string>().c_str());
+            std::printf("  %-11s %6llu files %10s\n", "total", static_cast<unsigned long long>(files), human_size(bytes).c_str());
+        }
+        rc = 0;
+    });
+    auto dry = std::make_shared<bool>(false);
+    CLI::App* clean = objects->add_subcommand("clean",
+        "Delete every compiled object, like ccache -C; they are rebuilt when next needed. Safe while other kernelevo "
+        "processes run: files still being written are kept, symbolic links are removed without following them. Exit 0.");
+    clean->add_flag("--dry-run", *dry, "Only say what would be deleted");
+    cli::add_verbosity_flags(*clean);
+    clean->callback([dry, &rc] {
+        const cache::CleanResult r = cache::clean_objects(cache_root(), *dry);
+        if (!quiet() || *dry)
+            std::cout << (*dry ? "Would delete " : "Deleted ") << r.files << " file(s), " << human_size(r.bytes) << ", from "
+                      << cache_root().string()
+                      << (r.in_progress ? "; kept " + std::to_string(r.in_progress) + " being written by running processes" : "")
+                      << "\n";
+        rc = 0;
+    });
+}
+
 }  // namespace
 
 void register_cache_command(CLI::App& app, int& rc) {
@@ -559,19 +626,23 @@ void register_cache_command(CLI::App& app, int& rc) {
         {"Delete the stale entries", "kernelevo cache prune --cache-dir kernels"},
         {"Forget one function on one architecture", "kernelevo cache remove --cache-dir kernels --function gelu --arch sm_90"},
         {"The hashes the metadata records", "kernelevo cache hash --task gelu/task.json"},
+        {"The compiled-object cache (~/.cache/kernelevo), like ccache -s / -C", "kernelevo cache objects stats"},
     });
     cache->require_subcommand(1);
 
     auto st = std::make_shared<StatusArgs>();
     CLI::App* status = cache->add_subcommand("status",
         "List every function and architecture in the cache with speedup, date, origin and stale/missing/unvalidated "
-        "marks. Exit 0 when every entry is valid (and, with --build-dir, every architecture the build wants is "
-        "cached), 1 otherwise.");
+        "marks. A missing cache directory is an empty cache, as for stats. Exit 0 when every entry is valid (and, with "
+        "--build-dir, every architecture the build wants is cached), 1 otherwise, 2 on bad usage.");
     status->add_option("--cache-dir", st->cache_dir, "The cache directory (kernelevo_optimize()'s CACHE_DIR)")->required();
     status->add_option("--task", st->tasks, "Current task file(s) to check staleness against (repeatable)");
     status->add_option("--build-dir", st->build_dir,
                        "A configured build tree: check against the tasks kernelevo_optimize() wrote there and list the "
                        "architectures the build wants that the cache lacks (BUILD/kernelevo/*/task.json, lookup.json)");
+    status->add_option("--model", st->models,
+                       "Model(s) to put into the suggested search commands for what the build lacks (repeatable; "
+                       "without it they say --model NAME)");
     status->add_flag("--json", st->json, "Print JSON");
     status->callback([st, &rc] { run_status(*st, rc); });
 
@@ -642,6 +713,7 @@ void register_cache_command(CLI::App& app, int& rc) {
             std::cout << "task_hash      " << t.hash() << "\nreference_hash " << t.reference_hash() << "\n";
         rc = 0;
     });
+    register_objects_command(*cache, rc);
 }
 
 }  // namespace kevo
