@@ -315,6 +315,8 @@ TEST(CliCompletion, BashCompletesCommandsOptionsAndValues) {
     fs::create_directories(dir.path() / "kernels.d");
     EXPECT_EQ(complete("kernelevo import kernelbench --out " + shell_quote((dir.path() / "kern").string()), 4),
               std::vector<std::string>{(dir.path() / "kernels.d").string()});
+    EXPECT_EQ(complete("kernelevo cache status --build-dir " + shell_quote((dir.path() / "kern").string()), 4),
+              std::vector<std::string>{(dir.path() / "kernels.d").string()});
 
     r = kernelevo({"completion", "zsh"});
     EXPECT_EQ(r.exit_code, 0);

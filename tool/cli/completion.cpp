@@ -55,8 +55,14 @@ std::vector<std::string> known_archs() {
 
 // Whether a path option names a directory: its type says DIR, or its description names a directory
 // or folder and no file.
+bool named_dir(const CLI::Option& o) {
+    for (const auto& l : o.get_lnames())
+        if (l.size() >= 4 && l.compare(l.size() - 4, 4, "-dir") == 0) return true;  // --cache-dir, --build-dir
+    return false;
+}
+
 bool takes_dir(const CLI::Option& o) {
-    if (o.get_type_name().find("DIR") != std::string::npos) return true;
+    if (o.get_type_name().find("DIR") != std::string::npos || named_dir(o)) return true;
     std::string d = lower(o.get_description()), word;
     bool dir = false;
     for (char c : d + " ") {
@@ -74,6 +80,7 @@ bool takes_dir(const CLI::Option& o) {
 // Whether an option's value is a path: its type says FILE/DIR/PATH (ExistingFile included), or its
 // description names a file or directory and it is not a URL.
 bool takes_path(const CLI::Option& o) {
+    if (named_dir(o)) return true;
     const std::string type = o.get_type_name();
     if (type.find("FILE") != std::string::npos || type.find("DIR") != std::string::npos || type.find("PATH") != std::string::npos)
         return true;
