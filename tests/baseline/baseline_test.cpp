@@ -186,5 +186,38 @@ TEST(Baseline, FitnessOverCompileRescalesTheSpeedupAndKeepsTheReferences) {
     EXPECT_DOUBLE_EQ(a.details["speedup_over_reference"].get<double>(), 2.5);
 }
 
+// AOTInductor runs in a process of its own (measure()): its crash (the H200's first run with --aoti
+// ended in a segmentation fault that took eager's and torch.compile's times with it) leaves the others.
+TEST(Baseline, AnAOTInductorCrashCostsOnlyItsOwnTime) {
+    baseline::Result eager;
+    eager.sets = {{0, "0", 120.0, 80.0, -1}, {1, "1", 240.0, 150.0, -1}};
+    eager.not_run["aoti"] = "not asked for (--aoti)";
+    eager.checks["compile"] = {{"rel_l2", 1e-7}, {"tol", 1e-4}};
+    baseline::Result crashed;
+    crashed.not_run = {{"eager", "not measured"}, {"compile", "not measured"},
+                       {"aoti", "the baseline script failed (killed by signal 11)"}};
+    baseline::Result r = baseline::with_aoti(eager, crashed);
+    EXPECT_TRUE(r.ran("eager"));
+    EXPECT_TRUE(r.ran("compile"));
+    EXPECT_DOUBLE_EQ(r.us("eager"), 120.0);
+    EXPECT_DOUBLE_EQ(r.us("compile"), 80.0);
+    EXPECT_FALSE(r.ran("aoti"));
+    EXPECT_EQ(r.why_not("aoti"), "not run: the baseline script failed (killed by signal 11)");
+    EXPECT_EQ(r.checks["compile"]["tol"], 1e-4);
+
+    baseline::Result aoti;  // a run that measured AOTInductor on both sets
+    aoti.sets = {{0, "0", -1, -1, 60.0}, {1, "1", -1, -1, 110.0}};
+    aoti.not_run = {{"eager", "not measured"}, {"compile", "not measured"}};
+    aoti.checks["aoti"] = {{"rel_l2", 2e-7}, {"tol", 1e-4}};
+    r = baseline::with_aoti(eager, aoti);
+    EXPECT_TRUE(r.ran("aoti"));
+    EXPECT_DOUBLE_EQ(r.us("aoti"), 60.0);
+    ASSERT_EQ(r.sets.size(), 2u);
+    EXPECT_DOUBLE_EQ(r.sets[1].aoti_us, 110.0);
+    EXPECT_DOUBLE_EQ(r.sets[1].eager_us, 240.0);
+    EXPECT_EQ(r.checks["aoti"]["rel_l2"], 2e-7);
+    EXPECT_FALSE(r.not_run.count("aoti"));
+}
+
 }  // namespace
 }  // namespace kevo

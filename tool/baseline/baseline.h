@@ -80,7 +80,11 @@ std::string no_module_reason(const std::filesystem::path& task_dir);
 
 // Measures the baselines of `task` on its timed shape sets, under the device's GPU lock when
 // `device` is present. Never throws for a baseline that cannot run: its reason is in not_run.
+// AOTInductor, when asked for with others, is measured by a second process of its own (a crash there
+// costs only its own time).
 Result measure(const Task& task, const Options& options, const DeviceInfo& device);
+// `r` (eager and torch.compile) with AOTInductor's time, reason and check taken from `aoti`'s run.
+Result with_aoti(Result r, const Result& aoti);
 
 // A kernel's speedup over a baseline: the weighted geometric mean over its timed sets of
 // baseline time / kernel time (task/fitness.h); 0 when a set has no baseline time.
