@@ -708,7 +708,10 @@ TEST(CliReport, ShortAndEmptyRunsPlotSanely) {
     store::open_store(none.string())->put_meta("task_name", "t");
     r = kernelevo({"report", "--state", none.string(), "--plot", (dir.path() / "none.html").string(), "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_TRUE(contains(read_file(dir.path() / "none.html"), "no data yet")) << read_file(dir.path() / "none.html");
+    const std::string page = read_file(dir.path() / "none.html");
+    EXPECT_TRUE(contains(page, "no candidate was evaluated")) << page;  // a sentence, not an empty chart
+    EXPECT_FALSE(contains(page, "<canvas")) << page;
+    EXPECT_FALSE(contains(page, "uPlot")) << page;
     json j = json::parse(r.out);
     EXPECT_TRUE(j["best"].is_null());
     EXPECT_TRUE(j["generations"].empty());
