@@ -13,8 +13,8 @@
 #include <set>
 
 #include "cache/cache.h"
-#include "cache/objects.h"
 #include "cli/cli.h"
+#include "commands/cache_command.h"
 #include "commands/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -32,8 +32,35 @@
 
 
 namespace kevo {
-namespace {
 namespace fs = std::filesystem;
+
+// Tasks given with --task, plus those kernelevo_optimize() wrote under BUILD/kernelevo/*/task.json.
+std::map<std::string, Task> collect_tasks(const std::vector<std::string>& task_files, const std::string& build_dir) {
+    std::map<std::string, Task> tasks;
+    std::vector<fs::path> files(task_files.begin(), task_files.end());
+    if (!build_dir.empty()) {
+        fs::path root = fs::path(build_dir) / "kernelevo";
+        if (!fs::is_directory(root)) throw UsageError("--build-dir: " + root.string() + " does not exist (configure with kernelevo_optimize() first)");
+        for (const auto& d : fs::directory_iterator(root))
+            if (fs::is_regular_file(d.path() / "task.json")) files.push_back(d.path() / "task.json");
+    }
+    for (const auto& f : files) {
+        Task t = load_task(f);
+        tasks.emplace(t.name, std::move(t));
+    }
+    return tasks;
+}
+
+// Each task's hashes, computed once per function (reference_hash() runs the preprocessor).
+std::map<std::string, cache::TaskHashes> hashes_of(const std::map<std::string, Task>& tasks) {
+    std::map<std::string, cache::TaskHashes> out;
+    for (const auto& [name, t] : tasks) out.emplace(name, cache::TaskHashes::of(t));
+    return out;
+}
+
+// What the build wants: function -> the architectures kernelevo_optimize() looked up at configure
+// time (BUILD/kernelevo/NAME/lookup.json).
+namespace {
 
 struct StatusArgs {
     std::string cache_dir, build_dir;
@@ -63,42 +90,11 @@ struct PruneArgs {
     std::vector<std::string> tasks;
     bool unused = false, dry_run = false;
 };
-struct StatsArgs {
-    std::string cache_dir, build_dir;
-    std::vector<std::string> tasks;
-    bool json = false;
-};
 struct HashArgs {
     std::string task;
     bool json = false;
 };
 
-// Tasks given with --task, plus those kernelevo_optimize() wrote under BUILD/kernelevo/*/task.json.
-std::map<std::string, Task> collect_tasks(const std::vector<std::string>& task_files, const std::string& build_dir) {
-    std::map<std::string, Task> tasks;
-    std::vector<fs::path> files(task_files.begin(), task_files.end());
-    if (!build_dir.empty()) {
-        fs::path root = fs::path(build_dir) / "kernelevo";
-        if (!fs::is_directory(root)) throw UsageError("--build-dir: " + root.string() + " does not exist (configure with kernelevo_optimize() first)");
-        for (const auto& d : fs::directory_iterator(root))
-            if (fs::is_regular_file(d.path() / "task.json")) files.push_back(d.path() / "task.json");
-    }
-    for (const auto& f : files) {
-        Task t = load_task(f);
-        tasks.emplace(t.name, std::move(t));
-    }
-    return tasks;
-}
-
-// Each task's hashes, computed once per function (reference_hash() runs the preprocessor).
-std::map<std::string, cache::TaskHashes> hashes_of(const std::map<std::string, Task>& tasks) {
-    std::map<std::string, cache::TaskHashes> out;
-    for (const auto& [name, t] : tasks) out.emplace(name, cache::TaskHashes::of(t));
-    return out;
-}
-
-// What the build wants: function -> the architectures kernelevo_optimize() looked up at configure
-// time (BUILD/kernelevo/NAME/lookup.json).
 std::map<std::string, std::set<std::string>> wanted_arches(const std::string& build_dir) {
     std::map<std::string, std::set<std::string>> wanted;
     if (build_dir.empty()) return wanted;
@@ -115,12 +111,6 @@ std::map<std::string, std::set<std::string>> wanted_arches(const std::string& bu
         }
     }
     return wanted;
-}
-
-std::string fmt(const char* f, double v) {
-    char b[64];
-    std::snprintf(b, sizeof b, f, v);
-    return b;
 }
 
 void run_status(const StatusArgs& a, int& rc) {
@@ -208,7 +198,7 @@ void run_status(const StatusArgs& a, int& rc) {
             backend = printable(backend);
             origin = printable(origin);
             std::printf("%-24s %-8s %-8s %-13s %-9s %-21s %s\n", r["function"].get<std::string>().c_str(), r["arch"].get<std::string>().c_str(),
-                        state.c_str(), backend.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? fmt("%.2fx", r["speedup"].get<double>()).c_str() : "-",
+                        state.c_str(), backend.c_str(), r.contains("speedup") && r["speedup"].get<double>() > 0 ? format_double("%.2fx", r["speedup"].get<double>()).c_str() : "-",
                         printable(r.value("date", std::string("-"))).c_str(), origin.empty() ? "-" : origin.c_str());
             if (!r.value("summary", std::string()).empty()) std::printf("    %s\n", printable(r["summary"].get<std::string>()).c_str());
             if (!r["reason"].get<std::string>().empty() && r["state"] != "valid")
@@ -238,183 +228,6 @@ void run_status(const StatusArgs& a, int& rc) {
         }
     }
     rc = problems ? 1 : 0;
-}
-
-// ---- cache stats --------------------------------------------------------------------------------
-
-// "48.2 kB": sizes as ccache -s prints them (decimal units).
-std::string human_size(std::uintmax_t bytes) {
-    const char* units[] = {"bytes", "kB", "MB", "GB", "TB"};
-    double v = static_cast<double>(bytes);
-    int u = 0;
-    while (v >= 1000 && u < 4) v /= 1000, ++u;
-    return u == 0 ? std::to_string(bytes) + " bytes" : fmt("%.1f ", v) + units[u];
-}
-
-// Whole days between an ISO 8601 UTC date ("2026-12-02T10:11:12Z") and now; -1 when unreadable.
-long days_ago(const std::string& iso) {
-    std::tm tm{};
-    if (!strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return -1;
-    const std::time_t then = timegm(&tm);
-    return static_cast<long>((std::time(nullptr) - then) / 86400);
-}
-
-// min, median, max and geometric mean of `v` (not empty; every value > 0).
-nlohmann::json speedup_figures(std::vector<double> v) {
-    if (v.empty()) return {{"count", 0}, {"min", nullptr}, {"median", nullptr}, {"max", nullptr}, {"geomean", nullptr}};
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return {{"count", n}, {"min", v.front()}, {"median", median}, {"max", v.back()}, {"geomean", weighted_geomean(v, {})}};
-}
-
-// The state stats counts an entry under: lookup() decides; "valid" is "fresh" when compared with its
-// task and "unchecked" when no task for its function was given.
-std::string stats_state(const cache::EntryReport& e) {
-    if (e.lookup.state == cache::State::valid) return e.checked ? "fresh" : "unchecked";
-    return cache::state_name(e.lookup.state);
-}
-
-// Everything `cache stats` reports, as JSON; the human output is printed from it.
-nlohmann::json stats_json(const std::string& cache_dir, const std::vector<cache::EntryReport>& entries, size_t tasks) {
-    const char* kStates[] = {"fresh", "unchecked", "stale", "invalid"};
-    auto zero_counts = [&] {
-        nlohmann::json c{{"entries", 0}};
-        for (const char* st : kStates) c[st] = 0;
-        c["unvalidated"] = 0;
-        return c;
-    };
-    nlohmann::json totals = zero_counts();
-    totals["size_bytes"] = 0;
-    totals["files"] = 0;
-    std::set<std::string> functions;
-    std::map<std::string, nlohmann::json> arches;
-    std::map<std::string, std::vector<double>> arch_speedups;
-    std::vector<double> speedups;
-    nlohmann::json oldest, newest, list = nlohmann::json::array();
-    for (const auto& e : entries) {
-        const std::string state = stats_state(e);
-        const auto& m = e.lookup.meta;
-        const bool unvalidated = m && !m->validated;
-        // A usable entry (what a build would compile in) counts towards the speedups when validated.
-        const bool usable = e.lookup.state == cache::State::valid;
-        nlohmann::json& a = arches.try_emplace(e.arch, zero_counts()).first->second;
-        for (nlohmann::json* c : {&totals, &a}) {
-            (*c)["entries"] = (*c)["entries"].get<int>() + 1;
-            (*c)[state] = (*c)[state].get<int>() + 1;
-            if (unvalidated) (*c)["unvalidated"] = (*c)["unvalidated"].get<int>() + 1;
-        }
-        totals["size_bytes"] = totals["size_bytes"].get<std::uintmax_t>() + e.bytes;
-        totals["files"] = totals["files"].get<int>() + e.files;
-        functions.insert(e.function);
-        if (usable && m && m->validated && m->speedup > 0 && std::isfinite(m->speedup)) {
-            speedups.push_back(m->speedup);
-            arch_speedups[e.arch].push_back(m->speedup);
-        }
-        // When it was last validated: the date it was stored with its validation (unvalidated: never).
-        nlohmann::json validated_at = m && m->validated && !m->date.empty() ? nlohmann::json(printable(m->date)) : nlohmann::json();
-        if (validated_at.is_string()) {
-            nlohmann::json when{{"date", validated_at}, {"function", e.function}, {"arch", e.arch}, {"days_ago", days_ago(m->date)}};
-            if (oldest.is_null() || m->date < oldest["date"].get<std::string>()) oldest = when;
-            if (newest.is_null() || m->date > newest["date"].get<std::string>()) newest = when;
-        }
-        nlohmann::json row{{"function", e.function}, {"arch", e.arch}, {"state", state}, {"reason", e.lookup.reason},
-                           {"validated", m ? nlohmann::json(m->validated) : nlohmann::json()}, {"validated_at", validated_at},
-                           {"speedup", m ? nlohmann::json(m->speedup) : nlohmann::json()},
-                           {"backend", m ? nlohmann::json(printable(m->backend)) : nlohmann::json()},
-                           {"gpu", m ? nlohmann::json(printable(m->gpu)) : nlohmann::json()}, {"size_bytes", e.bytes}};
-        list.push_back(row);
-    }
-    totals["functions"] = functions.size();
-    nlohmann::json per_arch = nlohmann::json::array();
-    for (auto& [arch, c] : arches) {
-        c["arch"] = arch;
-        c["speedup_geomean"] = speedup_figures(arch_speedups[arch])["geomean"];
-        per_arch.push_back(c);
-    }
-    return {{"cache_dir", fs::absolute(cache_dir).string()}, {"exists", fs::is_directory(cache_dir)},
-            {"tasks_checked", tasks}, {"totals", totals}, {"speedup", speedup_figures(speedups)},
-            {"last_validated", {{"oldest", oldest}, {"newest", newest}}}, {"architectures", per_arch}, {"entries", list}};
-}
-
-// One "label   value" line of the summary, the value right-aligned like ccache -s.
-void stat_line(const std::string& label, const std::string& value) {
-    if (value.empty()) std::printf("%s\n", label.c_str());
-    else std::printf("%-32s %24s\n", label.c_str(), value.c_str());
-}
-
-std::string times(const nlohmann::json& v) { return v.is_number() ? fmt("%.2fx", v.get<double>()) : "-"; }
-
-void print_stats(const nlohmann::json& j, const std::string& cache_dir) {
-    const auto& t = j["totals"];
-    std::printf("%-32s %s\n", "Cache directory", printable(cache_dir).c_str());
-    if (!j["exists"].get<bool>()) {
-        std::cout << "No cache at " << printable(cache_dir) << " (nothing stored yet: kernelevo search --out or cache add fill it)\n";
-        return;
-    }
-    if (t["entries"].get<int>() == 0) {
-        std::cout << "No kernels in " << printable(cache_dir) << "\n";
-        return;
-    }
-    const size_t tasks = j["tasks_checked"].get<size_t>();
-    stat_line("Checked against", tasks ? std::to_string(tasks) + " task" + (tasks == 1 ? "" : "s") : "no task");
-    stat_line("Entries", std::to_string(t["entries"].get<int>()));
-    stat_line("  fresh", std::to_string(t["fresh"].get<int>()));
-    if (t["unchecked"].get<int>()) stat_line("  not checked (no task given)", std::to_string(t["unchecked"].get<int>()));
-    stat_line("  stale", std::to_string(t["stale"].get<int>()));
-    stat_line("  invalid", std::to_string(t["invalid"].get<int>()));
-    stat_line("  unvalidated", std::to_string(t["unvalidated"].get<int>()));
-    stat_line("Functions", std::to_string(t["functions"].get<int>()));
-    stat_line("Size", human_size(t["size_bytes"].get<std::uintmax_t>()));
-    const auto& sp = j["speedup"];
-    if (sp["count"].get<int>()) {
-        stat_line("Speedup (" + std::to_string(sp["count"].get<int>()) + " usable, validated)", "");
-        stat_line("  min / median / max", times(sp["min"]) + " / " + times(sp["median"]) + " / " + times(sp["max"]));
-        stat_line("  geometric mean", times(sp["geomean"]));
-    } else {
-        stat_line("Speedup", "no usable validated entry");
-    }
-    for (const char* end : {"oldest", "newest"}) {
-        const auto& w = j["last_validated"][end];
-        std::string label = std::string("Last validated, ") + end;
-        if (w.is_null()) {
-            stat_line(label, "never");
-            continue;
-        }
-        long days = w["days_ago"].get<long>();
-        std::printf("%-32s %24s (%s) %s %s\n", label.c_str(), w["date"].get<std::string>().c_str(),
-                    days < 0 ? "?" : days == 0 ? "today" : (std::to_string(days) + " day" + (days == 1 ? "" : "s") + " ago").c_str(),
-                    w["function"].get<std::string>().c_str(), w["arch"].get<std::string>().c_str());
-    }
-    std::printf("\n%-10s %8s %6s %10s %6s %8s %12s %8s\n", "ARCH", "ENTRIES", "FRESH", "UNCHECKED", "STALE", "INVALID", "UNVALIDATED", "GEOMEAN");
-    for (const auto& a : j["architectures"])
-        std::printf("%-10s %8d %6d %10d %6d %8d %12d %8s\n", a["arch"].get<std::string>().c_str(), a["entries"].get<int>(),
-                    a["fresh"].get<int>(), a["unchecked"].get<int>(), a["stale"].get<int>(), a["invalid"].get<int>(),
-                    a["unvalidated"].get<int>(), times(a["speedup_geomean"]).c_str());
-    if (verbose()) {
-        std::printf("\n%-24s %-8s %-10s %8s %-21s %10s\n", "FUNCTION", "ARCH", "STATE", "SPEEDUP", "LAST VALIDATED", "SIZE");
-        for (const auto& e : j["entries"]) {
-            std::printf("%-24s %-8s %-10s %8s %-21s %10s\n", e["function"].get<std::string>().c_str(), e["arch"].get<std::string>().c_str(),
-                        e["state"].get<std::string>().c_str(), times(e["speedup"]).c_str(),
-                        e["validated_at"].is_string() ? e["validated_at"].get<std::string>().c_str()
-                                                      : e["validated"].is_boolean() ? "never (unvalidated)" : "-",
-                        human_size(e["size_bytes"].get<std::uintmax_t>()).c_str());
-            if (!e["reason"].get<std::string>().empty() && e["state"] != "fresh" && e["state"] != "unchecked")
-                std::printf("    %s\n", e["reason"].get<std::string>().c_str());
-        }
-    }
-    if (!tasks) std::cout << "(fresh or stale needs the current tasks: pass --task T.json or --build-dir BUILD)\n";
-}
-
-void run_stats(const StatsArgs& a, int& rc) {
-    std::error_code ec;
-    if (fs::exists(a.cache_dir, ec) && !fs::is_directory(a.cache_dir, ec))
-        throw UsageError("--cache-dir: " + a.cache_dir + " is not a directory");
-    const auto hashes = hashes_of(collect_tasks(a.tasks, a.build_dir));
-    nlohmann::json j = stats_json(a.cache_dir, cache::scan(a.cache_dir, hashes), hashes.size());
-    if (a.json) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    else print_stats(j, a.cache_dir);
-    rc = 0;
 }
 
 void run_remove(const RemoveArgs& a, int& rc) {
@@ -556,60 +369,10 @@ void run_add(const AddArgs& a, int& rc) {
     m.note = a.note;
     cache::store_candidate(a.cache_dir, source, compiled, m);
     std::cout << "stored " << cache::source_path(a.cache_dir, m.function, arch).string() << " (+ .json)";
-    if (m.validated) std::cout << fmt(": %.2fx vs the reference", m.speedup) << " on " << m.gpu;
+    if (m.validated) std::cout << format_double(": %.2fx vs the reference", m.speedup) << " on " << m.gpu;
     if (std::string summary = sol::result_summary(m.validation); !summary.empty()) std::cout << " (" << summary << ")";
     std::cout << "\n";
     rc = 0;
-}
-
-// `cache objects stats|clean`: the compiled-object cache (cache/objects.h), not a CACHE_DIR.
-void register_objects_command(CLI::App& cache, int& rc) {
-    CLI::App* objects = cache.add_subcommand("objects",
-        "The compiled-object cache (" + cache_root().string() + ", $KERNELEVO_CACHE_HOME): nvcc, LibTorch and Triton "
-        "builds reused by content hash, like ccache's. Search states there are not objects and are kept.");
-    objects->require_subcommand(1);
-    auto json = std::make_shared<bool>(false);
-    CLI::App* stats = objects->add_subcommand("stats", "Files and size per kind of object, like ccache -s. A missing cache "
-                                                       "is an empty one. Exit 0.");
-    stats->add_flag("--json", *json, "Print JSON");
-    stats->callback([json, &rc] {
-        const fs::path root = cache_root();
-        nlohmann::json j = {{"root", root.string()}, {"areas", nlohmann::json::array()}};
-        std::uint64_t files = 0, bytes = 0;
-        for (const auto& s : cache::object_stats(root)) {
-            j["areas"].push_back({{"folder", s.folder}, {"what", s.what}, {"files", s.files}, {"size_bytes", s.bytes}});
-            files += s.files;
-            bytes += s.bytes;
-        }
-        j["files"] = files;
-        j["size_bytes"] = bytes;
-        if (*json) {
-            std::cout << j.dump(2) << "\n";
-        } else {
-            std::cout << "Compiled-object cache " << root.string() << (fs::exists(root) ? "" : " (does not exist yet)") << "\n";
-            for (const auto& a : j["areas"])
-                std::printf("  %-11s %6llu files %10s  %s\n", a["folder"].get<std::string>().c_str(),
-                            static_cast<unsigned long long>(a["files"].get<std::uint64_t>()),
-                            human_size(a["size_bytes"].get<std::uint64_t>()).c_str(), a["what"].get<std::string>().c_str());
-            std::printf("  %-11s %6llu files %10s\n", "total", static_cast<unsigned long long>(files), human_size(bytes).c_str());
-        }
-        rc = 0;
-    });
-    auto dry = std::make_shared<bool>(false);
-    CLI::App* clean = objects->add_subcommand("clean",
-        "Delete every compiled object, like ccache -C; they are rebuilt when next needed. Safe while other kernelevo "
-        "processes run: files still being written are kept, symbolic links are removed without following them. Exit 0.");
-    clean->add_flag("--dry-run", *dry, "Only say what would be deleted");
-    cli::add_verbosity_flags(*clean);
-    clean->callback([dry, &rc] {
-        const cache::CleanResult r = cache::clean_objects(cache_root(), *dry);
-        if (!quiet() || *dry)
-            std::cout << (*dry ? "Would delete " : "Deleted ") << r.files << " file(s), " << human_size(r.bytes) << ", from "
-                      << cache_root().string()
-                      << (r.in_progress ? "; kept " + std::to_string(r.in_progress) + " being written by running processes" : "")
-                      << "\n";
-        rc = 0;
-    });
 }
 
 }  // namespace
@@ -713,7 +476,7 @@ void register_cache_command(CLI::App& app, int& rc) {
             std::cout << "task_hash      " << t.hash() << "\nreference_hash " << t.reference_hash() << "\n";
         rc = 0;
     });
-    register_objects_command(*cache, rc);
+    register_cache_objects_command(*cache, rc);
 }
 
 }  // namespace kevo

@@ -10,6 +10,7 @@ void register_llm_command(CLI::App& app, int& rc);
 void register_search_command(CLI::App& app, int& rc);
 void register_report_command(CLI::App& app, int& rc);   // report (a search's history)
 void register_cache_command(CLI::App& app, int& rc);
+void register_cache_objects_command(CLI::App& cache, int& rc);  // cache objects (under cache)
 void register_doctor_command(CLI::App& app, int& rc);
 void register_tune_command(CLI::App& app, int& rc);    // tune (KEVO_TUNABLE parameters, no LLM)
 void register_worker_command(CLI::App& app, int& rc);  // worker (validation jobs from a Redis queue)

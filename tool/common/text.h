@@ -3,6 +3,7 @@
 // for terminals.
 #pragma once
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -39,6 +40,15 @@ inline std::string format_double(const char* printf_format, double v) {
 }
 
 // A token count for people: "950", "12.3k", "1.25M".
+// "48.2 kB": sizes as ccache -s prints them (decimal units).
+inline std::string human_size(std::uintmax_t bytes) {
+    const char* units[] = {"bytes", "kB", "MB", "GB", "TB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1000 && u < 4) v /= 1000, ++u;
+    return u == 0 ? std::to_string(bytes) + " bytes" : format_double("%.1f ", v) + units[u];
+}
+
 inline std::string tokens_str(double t) {
     if (t >= 1e6) return format_double("%.2fM", t / 1e6);
     if (t >= 1e3) return format_double("%.1fk", t / 1e3);
