@@ -10,6 +10,7 @@
 #include "common/env.h"
 #include "common/fs.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "sandbox/sandbox.h"
 #include "task/init_kind.h"
 
@@ -72,12 +73,6 @@ double to_us(double v, const std::string& unit) {
     if (unit == "msecond" || unit == "ms") return v * 1000;
     if (unit == "second" || unit == "s") return v * 1e6;
     return v;  // usecond
-}
-
-std::string fmt(const char* f, double v) {
-    char b[64];
-    std::snprintf(b, sizeof b, f, v);
-    return b;
 }
 
 }  // namespace
@@ -224,24 +219,24 @@ std::string summarize(const std::vector<KernelProfile>& kernels, size_t max_kern
         if (!k.grid.empty() || !k.block.empty()) line += " [grid " + k.grid + ", block " + k.block + "]";
         line += ":";
         std::vector<std::string> parts;
-        if (k.value(kDuration) >= 0) parts.push_back(fmt(k.value(kDuration) >= 100 ? "%.0f us" : "%.2f us", k.value(kDuration)));
+        if (k.value(kDuration) >= 0) parts.push_back(format_double(k.value(kDuration) >= 100 ? "%.0f us" : "%.2f us", k.value(kDuration)));
         std::string tp;
-        if (k.value(kDram) >= 0) tp += fmt("DRAM %.0f%% of peak", k.value(kDram));
-        if (k.value(kSm) >= 0) tp += (tp.empty() ? "" : ", ") + fmt("SM %.0f%%", k.value(kSm));
+        if (k.value(kDram) >= 0) tp += format_double("DRAM %.0f%% of peak", k.value(kDram));
+        if (k.value(kSm) >= 0) tp += (tp.empty() ? "" : ", ") + format_double("SM %.0f%%", k.value(kSm));
         if (!tp.empty()) parts.push_back(tp);
         if (k.value(kOccupancy) >= 0) {
-            std::string occ = fmt("achieved occupancy %.0f%%", k.value(kOccupancy));
-            if (k.value(kTheoretical) >= 0) occ += fmt(" (theoretical %.0f%%)", k.value(kTheoretical));
+            std::string occ = format_double("achieved occupancy %.0f%%", k.value(kOccupancy));
+            if (k.value(kTheoretical) >= 0) occ += format_double(" (theoretical %.0f%%)", k.value(kTheoretical));
             parts.push_back(occ);
         }
-        if (k.value(kRegisters) >= 0) parts.push_back(fmt("%.0f registers/thread", k.value(kRegisters)));
+        if (k.value(kRegisters) >= 0) parts.push_back(format_double("%.0f registers/thread", k.value(kRegisters)));
         std::vector<std::pair<double, std::string>> stalls;
         for (const auto& r : stall_reasons())
             if (k.value(stall_metric(r)) > 0) stalls.push_back({k.value(stall_metric(r)), r});
         std::stable_sort(stalls.begin(), stalls.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
         if (!stalls.empty()) {
             std::string s = "top stalls (cycles per issued instruction):";
-            for (size_t j = 0; j < stalls.size() && j < 3; ++j) s += (j ? ", " : " ") + stalls[j].second + fmt(" %.1f", stalls[j].first);
+            for (size_t j = 0; j < stalls.size() && j < 3; ++j) s += (j ? ", " : " ") + stalls[j].second + format_double(" %.1f", stalls[j].first);
             parts.push_back(s);
         }
         for (size_t j = 0; j < parts.size(); ++j) line += (j ? "; " : " ") + parts[j];

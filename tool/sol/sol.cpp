@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/text.h"
 #include "task/expr.h"
 #include "task/fitness.h"
 
@@ -25,30 +26,24 @@ const PeakRow kPeaks[] = {
 #undef KEVO_PEAK_ROW_
 };
 
-std::string fmt(const char* f, double v) {
-    char b[64];
-    std::snprintf(b, sizeof b, f, v);
-    return b;
-}
-
 // 112 us, 3.5 us, 0.85 us
-std::string us(double v) { return fmt(v >= 100 ? "%.0f us" : v >= 10 ? "%.1f us" : "%.2f us", v); }
+std::string us(double v) { return format_double(v >= 100 ? "%.0f us" : v >= 10 ? "%.1f us" : "%.2f us", v); }
 
 // 512 MiB, 12.0 KiB, 96 B
 std::string bytes_text(double b) {
-    if (b >= 1024.0 * 1024 * 1024) return fmt("%.2f GiB", b / (1024.0 * 1024 * 1024));
-    if (b >= 1024.0 * 1024) return fmt("%.1f MiB", b / (1024.0 * 1024));
-    if (b >= 1024.0) return fmt("%.1f KiB", b / 1024.0);
-    return fmt("%.0f B", b);
+    if (b >= 1024.0 * 1024 * 1024) return format_double("%.2f GiB", b / (1024.0 * 1024 * 1024));
+    if (b >= 1024.0 * 1024) return format_double("%.1f MiB", b / (1024.0 * 1024));
+    if (b >= 1024.0) return format_double("%.1f KiB", b / 1024.0);
+    return format_double("%.0f B", b);
 }
 
-std::string rate_text(double gbs) { return gbs >= 1000 ? fmt("%.2f TB/s", gbs / 1000) : fmt("%.0f GB/s", gbs); }
+std::string rate_text(double gbs) { return gbs >= 1000 ? format_double("%.2f TB/s", gbs / 1000) : format_double("%.0f GB/s", gbs); }
 
 std::string flops_text(double f) {
-    if (f >= 1e12) return fmt("%.2f TFLOP", f / 1e12);
-    if (f >= 1e9) return fmt("%.2f GFLOP", f / 1e9);
-    if (f >= 1e6) return fmt("%.2f MFLOP", f / 1e6);
-    return fmt("%.0f FLOP", f);
+    if (f >= 1e12) return format_double("%.2f TFLOP", f / 1e12);
+    if (f >= 1e9) return format_double("%.2f GFLOP", f / 1e9);
+    if (f >= 1e6) return format_double("%.2f MFLOP", f / 1e6);
+    return format_double("%.0f FLOP", f);
 }
 
 }  // namespace
@@ -184,7 +179,7 @@ Limits limits(const Task& task, double gbs, const std::string& source, const std
 std::string binding(const Limits& l, const SetFloor& f) {
     const std::string b = f.bound();
     if (b == "launch") return us(f.launch_us);
-    if (b == "compute") return fmt("%.0f TFLOP/s, ", l.peak_flops / 1e12) + l.peak + " of " + l.arch;
+    if (b == "compute") return format_double("%.0f TFLOP/s, ", l.peak_flops / 1e12) + l.peak + " of " + l.arch;
     return rate_text(l.bandwidth_gbs) + ", " + l.bandwidth_source;
 }
 
@@ -259,11 +254,11 @@ std::string limits_text(const Task& task, const Limits& l) {
     else
         s << "The device bandwidth is unknown here, so no memory floors; each call must move at least the bytes below.";
     if (l.peak_flops > 0) {
-        s << " Compute floors assume " << fmt("%.0f", l.peak_flops / 1e12) << " TFLOP/s (" << l.peak << " peak of " << l.arch;
+        s << " Compute floors assume " << format_double("%.0f", l.peak_flops / 1e12) << " TFLOP/s (" << l.peak << " peak of " << l.arch;
         // Say why float32 gets the rate it gets: the policy, and whether the tolerance admits TF32.
         if (compute_dtype(task) == DType::FLOAT32)
-            s << "; precision policy " << (l.precision.empty() ? "not stated" : l.precision) << fmt(", atol %g", task.atol)
-              << fmt(" rtol %g", task.rtol);
+            s << "; precision policy " << (l.precision.empty() ? "not stated" : l.precision) << format_double(", atol %g", task.atol)
+              << format_double(" rtol %g", task.rtol);
         s << ") over the fewest FLOPs of the known algorithms (a convolution at Winograd's limit: one multiply-add per "
              "output and input channel).";
     }
@@ -300,13 +295,13 @@ std::string sol_line(const nlohmann::json& j) {
             clause += "; the " + bound + " floor" + (why.empty() || bound == "launch" ? "" : " (" + why + ")") + " is " + us(floor);
             clause += ss.value("floor_beaten", false)
                           ? ", yet the kernel ran in " + us(t) + ": the floor is too high, not a bound for this kernel"
-                          : ": " + fmt("%.0f%%", 100 * ss.value("fraction", 0.0)) + " of the limit";
+                          : ": " + format_double("%.0f%%", 100 * ss.value("fraction", 0.0)) + " of the limit";
         }
         clause += " (" + rate_text(ss.value("achieved_gbs", 0.0)) + " achieved)";
         out += (out.empty() ? "" : "; ") + clause;
     }
     if (sets.size() > 1 && j.value("fraction", 0.0) > 0)
-        out += fmt("; overall %.0f%% of the speed of light", 100 * j.value("fraction", 0.0));
+        out += format_double("; overall %.0f%% of the speed of light", 100 * j.value("fraction", 0.0));
     return out;
 }
 
@@ -330,10 +325,10 @@ std::string result_summary(const nlohmann::json& v) {
         if (!s.is_object() || !(s.value("speedup", 0.0) > 0)) continue;
         std::string label = s.value("label", std::string());
         if (label.empty()) label = "set " + std::to_string(s.value("set", 0));
-        out += (out.empty() ? "" : ", ") + label + " " + fmt("%.2fx", s.value("speedup", 0.0));
+        out += (out.empty() ? "" : ", ") + label + " " + format_double("%.2fx", s.value("speedup", 0.0));
     }
     if (d.contains("sol") && d["sol"].is_object() && d["sol"].value("fraction", 0.0) > 0)
-        out += (out.empty() ? "" : "; ") + fmt("%.0f%% of the speed of light", 100 * d["sol"].value("fraction", 0.0));
+        out += (out.empty() ? "" : "; ") + format_double("%.0f%% of the speed of light", 100 * d["sol"].value("fraction", 0.0));
     else if (d.contains("sol") && d["sol"].is_object() && d["sol"].value("floor_beaten", false))
         out += (out.empty() ? "" : "; ") + std::string("faster than a speed-of-light floor (the floor is too high)");
     return out;
