@@ -1,0 +1,163 @@
+// `kernelevo search`'s command line: its options (shared with bench through add_search_options), their
+// groups in --help, and the subcommand; run_search (search_command.cpp) does the work.
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baseline/baseline.h"
+#include "cli/cli.h"
+#include "cli/validators.h"
+#include "commands/commands.h"
+#include "commands/llm_options.h"
+#include "commands/search_command.h"
+
+namespace kevo {
+namespace {
+
+using evolve::SearchArgs;
+
+// The search's options in groups, as `kernelevo search --help` shows them (bench has them too).
+void group_search_options(CLI::App& cmd) {
+    static const std::vector<std::pair<const char*, std::vector<const char*>>> groups = {
+        {"Evolution", {"--generations", "--islands", "--children", "--repair-attempts", "--migration-interval", "--migrants",
+                       "--restart-after", "--temperature", "--mode", "--inspirations", "--seed", "--schedule", "--jobs",
+                       "--tune-evals", "--prompts", "--backend", "--initial"}},
+        {"LLM", {"--llm-temperature", "--max-tokens", "--replay"}},
+        {"Budget", {"--budget-tokens", "--budget-usd", "--max-time", "--target-speedup", "--target-sol"}},
+        {"Validation", {"--arch", "--python", "--timeout", "--timing-trials", "--workers", "--no-profile"}},
+        {"Output", {"--json", "--quiet", "--verbose"}},
+    };
+    for (const auto& [group, names] : groups)
+        for (const char* name : names)
+            if (CLI::Option* o = cmd.get_option_no_throw(name)) o->group(group);
+}
+
+
+}  // namespace
+
+void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
+    cmd.add_option("--arch", a.arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
+    cmd.add_option("--backend", a.cfg.backend,
+                   "What the LLM writes: cuda (a .cu on the kernel ABI), triton (Triton kernels compiled ahead of time into "
+                   "a .cu; needs Triton 3.x on this host), or both (islands alternate; the archive keeps the best of each)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"cuda", "triton", "both"}));
+    // `kernelevo bench` has its own --python (PyTorch for --torch-compile) and passes it on.
+    if (!cmd.get_option_no_throw("--python"))
+        cmd.add_option("--python", a.python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
+    cmd.add_option("--generations", a.cfg.generations, "Evolution generations after the seed")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--islands", a.cfg.islands, "Islands (independent populations)")->capture_default_str()->check(CLI::Range(1, 64));
+    cmd.add_option("--children", a.cfg.children, "Candidates per island per generation")->capture_default_str()->check(CLI::Range(1, 64));
+    cmd.add_option("--repair-attempts", a.cfg.repair_attempts, "Repair attempts for a failing candidate")->capture_default_str()->check(CLI::Range(0, 50));
+    cmd.add_option("--migration-interval", a.cfg.migration_interval, "Generations between migrations (0: never)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--migrants", a.cfg.migrants, "Programs each island sends to the next at a migration")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--restart-after", a.cfg.restart_after, "Restart an island after this many generations without improvement (0: never)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--temperature", a.cfg.temperature, "Parent selection temperature (1: fitness-proportional; lower: greedier)")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    cmd.add_option("--mode", a.mode, "Mutation: full (rewrite), diff (SEARCH/REPLACE edits) or mixed")->capture_default_str()->check(CLI::IsMember({"full", "diff", "mixed"}));
+    cmd.add_option("--inspirations", a.cfg.inspirations, "Other programs shown in each mutation prompt")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--seed", a.cfg.seed, "Random seed (selection, model choice, request seeds)")->capture_default_str()->check(cli::Seed);
+    cmd.add_option("--max-time", a.max_time, "Stop after this wall time (e.g. 900, 30m, 2h)");
+    cmd.add_option("--target-speedup", a.cfg.target_speedup, "Stop once a kernel is this much faster than the reference")->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    cmd.add_option("--target-sol", a.cfg.target_sol,
+                    "Stop once a kernel reaches this fraction of the speed of light (e.g. 0.9: its time is within 1/0.9 of "
+                    "the floor set by the bytes it must move and, where the task gives flops, the arithmetic)")
+        ->check(cli::FiniteNumber)->check(CLI::Range(0.0, 1.0));
+    cmd.add_option("--tune-evals", a.cfg.tune_evals,
+                    "Validations spent tuning the KEVO_TUNABLE parameters of a promising candidate, without the LLM (0: never)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    cmd.add_flag("--no-profile", a.no_profile, "Do not profile new best kernels with Nsight Compute (ncu)");
+    // issue 35 (tool/baseline):
+    cmd.add_option("--fitness-baseline", a.fitness_baseline,
+                   "What the fitness is a speedup over: reference (the task's LibTorch reference, measured with every "
+                   "candidate), compile (torch.compile, Inductor default mode), eager (PyTorch eager) or aoti (AOTInductor: "
+                   "torch.export + aoti_compile_and_package, as a LibTorch C++ deployment runs it) of the task's "
+                   "PyTorch module, timed once before the search on the timed shapes (exit 2 when it cannot be)")
+        ->capture_default_str()
+        ->check(CLI::IsMember([] { auto k = baseline::kinds(); k.insert(k.begin(), "reference"); return k; }()));
+    cmd.add_flag("--aoti", a.aoti,
+                 "Also time AOTInductor (torch.export, then torch._inductor.aoti_compile_and_package per timed shape set: what a "
+                 "C++ user deploying through LibTorch runs) beside eager and torch.compile; opt-in because its ahead-of-time "
+                 "compilation takes tens of seconds per shape set (implied by --fitness-baseline aoti)");
+    cmd.add_flag("--no-baselines", a.no_baselines,
+                 "Do not time the PyTorch baselines (eager, torch.compile) of the task's PyTorch module for the summaries "
+                 "(they then say \"not run: --no-baselines\")");
+    cmd.add_option("--prompts", a.prompts, "Directory overriding prompt templates (system.md abi.md triton.md seed.md mutate_full.md mutate_diff.md repair.md)");
+    cmd.add_option("--jobs", a.cfg.jobs, "Candidates in progress at once (0: all of a generation, at least 2 per live worker with --workers)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--schedule", a.schedule,
+                    "steady: a new candidate starts as soon as one finishes, parents from the archive as it stands "
+                    "(no generation barrier; not reproducible under --seed); generations: each generation waits for "
+                    "its slowest candidate (reproducible under --seed)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"steady", "generations"}));
+    cmd.add_option("--workers", a.workers,
+                    "Validate through `kernelevo worker`s on a Redis queue instead of the local GPU: "
+                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] (the workers' --redis)")
+        ->check(cli::NonEmpty);
+    cmd.add_option("--llm-temperature", a.cfg.llm_temperature, "Sampling temperature of the LLM (0 to 2)")
+        ->capture_default_str()->check(cli::FiniteNumber)->check(CLI::Range(0.0, 2.0));
+    cmd.add_option("--max-tokens", a.cfg.max_tokens, "Completion token limit per LLM request")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd.add_option("--timeout", a.timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    cmd.add_option("--timing-trials", a.timing_trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
+    llm::add_llm_options(cmd, a.llm);
+    cmd.add_option("--replay", a.llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)")
+        ->check(CLI::ExistingFile.description(""))->excludes("--llm-replay");  // one transcript: both would be one lost
+    cmd.add_flag("--json", a.json, "Print the final summary as one JSON object on stdout (schema: README, JSON output)");
+    cli::add_verbosity_flags(cmd, "Print a progress line after every evaluation, not one per generation (no live line)");
+    cmd.add_flag("--llm-batch", a.cfg.llm_batch,
+                  "Send no LLM request: write the pending ones as an OpenAI Batch API input file (in --llm-batch-dir) "
+                  "and stop with the state saved (exit code 3); run `kernelevo llm batch submit FILE`, then the same "
+                  "search again with --llm-batch-replies. Needs exactly one --model")
+        ->group("LLM");
+    cmd.add_option("--llm-batch-replies", a.cfg.batch_replies,
+                    "Batch API output or error files (JSONL, e.g. from `kernelevo llm batch fetch`) to import first; "
+                    "repeatable. A reply stored before is skipped, never counted twice")
+        ->check(CLI::ExistingFile.description(""))->type_name("FILE")->allow_extra_args(false)->group("LLM");
+    cmd.add_option("--llm-batch-dir", a.batch_dir, "Where --llm-batch writes its files (NAME-ARCH-batch-N.jsonl)")
+        ->capture_default_str()->type_name("DIR")->group("LLM");
+    group_search_options(cmd);
+}
+
+void register_search_command(CLI::App& app, int& rc) {
+    auto a = std::make_shared<SearchArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "search",
+        "Search for a fast kernel with an LLM-driven evolution. An LLM writes and mutates candidate kernels; every "
+        "candidate is compiled, checked against the task's reference and timed on the local GPU (or on workers); the "
+        "best is written to the cache directory. The run is stored as it goes: run the same command again to resume "
+        "it.\nExit codes: 0 finished with a kernel, 1 stopped without one or interrupted, 2 bad usage or no GPU, 3 "
+        "stopped to wait for Batch API replies (--llm-batch).");
+    cmd->add_option("--task", a->task, "Task file (JSON)")->required();
+    cmd->add_option("--out", a->out, "Cache directory to write the best kernel to (NAME/sm_XX.cu + .json)")->required();
+    cmd->add_option("--state", a->state,
+                    "State store: an SQLite file, or redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] "
+                    "for a run that spans machines (port 6379, DB 0 and prefix kernelevo by default; every key "
+                    "of the run starts with {NAME}:, so runs with different prefixes share a server; password "
+                    "also from $KERNELEVO_REDIS_PASSWORD). Rerunning with the same state resumes "
+                    "(default: a file per task and architecture under the kernelevo cache)")
+        ->check(cli::NonEmpty);
+    cmd->add_flag("--fresh", a->fresh,
+                  "Discard the state store's previous run and start over (Redis: deletes the prefix's keys)");
+    cmd->add_option("--initial", a->initial, "Seed kernel (.cu, or a Triton .py); default: the LLM writes a straightforward one");
+    evolve::add_search_options(*cmd, *a);
+    cli::set_examples(*cmd, {
+        {"Search for 30 minutes at most with one model (the key in $OPENROUTER_API_KEY)",
+         "kernelevo search --task gelu/task.json --out kernels --model google/gemini-3-flash --max-time 30m"},
+        {"Two models, a budget of 2 US dollars, stop at 3x",
+         "kernelevo search --task gelu/task.json --out kernels --model openai/gpt-5-mini:3 --model z-ai/glm-5:1 "
+         "--budget-usd 2 --target-speedup 3"},
+        {"A local model served by vLLM, Triton and CUDA islands",
+         "kernelevo search --task gelu/task.json --out kernels --llm-url http://localhost:8000/v1 --model qwen3-coder "
+         "--backend both --islands 4"},
+        {"Resume a run that was interrupted: the same command again",
+         "kernelevo search --task gelu/task.json --out kernels --model google/gemini-3-flash --max-time 30m"},
+        {"Half price through the Batch API: write the requests, submit them, import the replies",
+         "kernelevo search --task gelu/task.json --out kernels --model openai/gpt-5-mini --llm-batch"},
+    });
+    cmd->callback([a, &rc] { rc = evolve::run_search(*a).rc; });
+}
+
+}  // namespace kevo
