@@ -26,6 +26,7 @@
 #        lock waits included, default 240),
 #      KEVO_PP_MAX_NUMEL (--max-numel for the imports: a dry run at small sizes, NOT the proof),
 #      KEVO_PP_WORK (scratch: suites, JSONs; default /tmp/precision_proof_work), KEVO_PP_KERNELEVO,
+#      KEVO_PP_PROBLEMS (space-separated substrings of problem paths: only those problems, e.g. "56_Matmul"),
 #      KEVO_PP_RESUME=1 (a second call on the same host when the first ran out of budget: keeps KEVO_PP_WORK,
 #        reuses its complete imports and every validation that ended ok or rejected, runs the rest).
 # Exit 0 only when every honest kernel is ok under both policies, every attack is rejected under both, and
@@ -57,6 +58,13 @@ problems=(tests/data/kernelbench_problems/level1/83_conv_depthwise_2D_square_inp
           tests/data/kernelbench_problems/level2/56_Matmul_Sigmoid_Sum.py
           tests/data/kernelbench/level1/40_LayerNorm.py
           tests/data/kernelbench/level1/48_Mean_reduction_over_a_dimension.py)
+# KEVO_PP_PROBLEMS: space-separated substrings of problem paths (e.g. "56_Matmul"): only those problems.
+if [ -n "${KEVO_PP_PROBLEMS:-}" ]; then
+  kept=()
+  for f in "${problems[@]}"; do for w in $KEVO_PP_PROBLEMS; do [[ $f == *"$w"* ]] && { kept+=("$f"); break; }; done; done
+  [ ${#kept[@]} -gt 0 ] || { echo "FAIL: KEVO_PP_PROBLEMS=$KEVO_PP_PROBLEMS matches no problem"; exit 1; }
+  problems=("${kept[@]}")
+fi
 
 step() { echo; echo "== $* == ($(date +%T), $(( $(date +%s) - t0 )) s)"; }
 # Seconds a step may take: its own limit ($1), cut to what is left of the budget less a reserve ($2); 0: skip.
