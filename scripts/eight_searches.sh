@@ -334,7 +334,7 @@ if [[ " $parts " == *" workers "* ]]; then
     run_part workers "$url" 400; rc_workers=$?
     for p in "${wpids[@]}"; do stop_pid "$p"; done
     echo "workers: $(grep -c "" "$work/worker1.log") and $(grep -c "" "$work/worker2.log") log lines; tails:"
-    tail -2 "$work/worker1.log" "$work/worker2.log"
+    tail -n 2 "$work/worker1.log" "$work/worker2.log"
     stop_pid "$rpid"
   fi
 fi

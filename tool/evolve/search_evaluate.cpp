@@ -122,10 +122,14 @@ Evaluation EvaluationPipeline::run_once(const CompileResult& compiled, double& g
 // meanwhile); a stop ends the wait.
 void EvaluationPipeline::wait_before_retry(const store::Program& p, const Evaluation& ev, int retry) {
     double wait = std::max(ev.retry_after_s, s_.cfg.outside_kernel_backoff_s * static_cast<double>(1 << std::min(retry, 16)));
-    if (s_.cfg.log)
-        s_.cfg.log("candidate " + p.key + " was not judged (" + ev.feedback.substr(0, 200) + "); evaluating it again in " +
+    if (s_.cfg.log) {
+        // The evaluator's reason, whole words only (it starts with "not judged: " itself).
+        std::string why = ev.feedback.rfind("not judged: ", 0) == 0 ? ev.feedback.substr(12) : ev.feedback;
+        if (why.size() > 320) why = why.substr(0, why.rfind(' ', 317)) + "...";
+        s_.cfg.log("candidate " + p.key + " was not judged (" + why + "); evaluating it again in " +
                    fixed(wait, 0) + " s (retry " + std::to_string(retry + 1) + " of " +
                    std::to_string(s_.cfg.outside_kernel_retries) + "), no LLM request");
+    }
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(wait * 1000));
     for (auto now = std::chrono::steady_clock::now(); now < until; now = std::chrono::steady_clock::now()) {
         s_.check_stop();
