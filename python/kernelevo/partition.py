@@ -1,0 +1,221 @@
+"""ModelGraph.partition(): the traced nodes cut into contiguous regions an expert would fuse (each a
+range of the topological order, so convex): an anchor (gemm, conv, rnn, attention) with its pointwise
+epilogue; a reduction/normalisation with the non-anchor ops after it; a gemm -> softmax -> gemm chain
+as one attention region; ops that cannot be imported faithfully alone in a refused region."""
+import re
+
+import torch
+
+from . import graph as G
+
+ANCHOR_OF = {op: kind for ops, kind in G.ANCHORS for op in ops}
+
+
+def node_class(g, i):
+    """"free" (shape or weight arithmetic), an anchor kind, "reduction", "view" or "pointwise"."""
+    kind, _, ins, outs = g.steps[i]
+    if all(u in g.static or u in g.free for u in outs):
+        return "free"
+    if kind in ANCHOR_OF:
+        return ANCHOR_OF[kind]
+    if kind in G.REDUCTION_OPS:
+        return "reduction"
+    if kind in G.VIEW_OPS or kind.startswith("prim::"):
+        return "view"
+    return "pointwise"
+
+
+def refusal(g, i):
+    """Why node i cannot be part of a task (the importer's check_graph rules), or ""."""
+    kind, _, ins, _ = g.steps[i]
+    const = [g.constants.get(u) for u in ins]
+    if kind in RANDOM_OPS:
+        return "%s draws random numbers: its output cannot be checked against a fixed reference" % kind
+    if kind in DROPOUT_OPS and len(ins) >= 3 and const[2] is not False and const[1] not in (0, 0.0):
+        return ("Dropout in training mode (p = %g): random output; call model.eval() for inference"
+                % (const[1] if isinstance(const[1], (int, float)) else float("nan")))
+    if kind == "aten::batch_norm" and len(ins) >= 6 and const[5] is not False:
+        return ("BatchNorm in training mode: it normalizes with batch statistics and updates its running "
+                "statistics on every call; call model.eval() for inference")
+    for u, v in zip(ins, const):
+        if isinstance(v, torch.Tensor) and v.numel() > 1:
+            return ("%s uses a tensor that is neither a parameter nor a buffer (shape %s): a kernel could not see "
+                    "its values" % (kind, list(v.shape)))
+    if kind in G.SCALAR_OPS and ins[0] not in g.static and ins[0] not in g.free:
+        return "%s reads a value of a tensor (the trace fixed it: data-dependent)" % kind
+    return ""
+
+
+def _importer_sets():
+    from .torch_task import _importer
+    kb = _importer()
+    return kb.RANDOM_OPS, kb.DROPOUT_OPS
+
+
+RANDOM_OPS, DROPOUT_OPS = _importer_sets()
+
+
+def _scan(g, classes, refused):
+    """[Region] from one pass over the nodes (statuses and names come later)."""
+    regions, cur = [], None
+    for i, c in enumerate(classes):
+        if refused[i]:
+            r = G.Region(i, i + 1, c if c in G.ANCHOR_KINDS + ("reduction", "pointwise") else "pointwise")
+            r.status, r.reason = "refused", refused[i]
+            regions.append(r)
+            cur = None
+            continue
+        if c in G.ANCHOR_KINDS:
+            cur = G.Region(i, i, c)
+            regions.append(cur)
+        elif c == "reduction":
+            if cur is None or cur.kind in G.ANCHOR_KINDS:
+                cur = G.Region(i, i, "reduction")
+                regions.append(cur)
+            else:
+                cur.kind = "reduction"
+        elif cur is None:
+            cur = G.Region(i, i, "pointwise" if c == "pointwise" else "view")
+            regions.append(cur)
+        elif c == "pointwise" and cur.kind == "view":
+            cur.kind = "pointwise"
+        cur.end = i + 1
+    return regions
+
+
+def _merge_free(regions, classes):
+    """A region of only free nodes (shape arithmetic) joins the next region (or the one before)."""
+    out = []
+    carry = None
+    for r in regions:
+        if r.status == "task" and all(classes[i] == "free" for i in range(r.start, r.end)):
+            if carry is None:
+                carry = r.start
+            continue
+        if carry is not None:
+            if r.status == "refused" and out:
+                out[-1].end = r.start
+            elif r.status == "refused":
+                out.append(G.Region(carry, r.start, "view"))
+            else:
+                r.start = carry
+            carry = None
+        out.append(r)
+    if carry is not None:
+        if out:
+            out[-1].end = len(classes)
+        else:
+            out.append(G.Region(carry, len(classes), "view"))
+    return out
+
+
+def _reaches(g, src, lo, hi, target_ins):
+    """Whether value src reaches one of target_ins through the nodes lo..hi-1."""
+    live = {src}
+    for i in range(lo, hi):
+        _, _, ins, outs = g.steps[i]
+        if any(u in live for u in ins):
+            live.update(outs)
+    return any(u in live for u in target_ins)
+
+
+def _merge_attention(g, regions, classes):
+    """gemm -> (pointwise, views, masking) -> softmax -> gemm as one attention region."""
+    k, out = 0, []
+    while k < len(regions):
+        a = regions[k]
+        if k + 2 < len(regions) and a.kind == "gemm" and regions[k + 1].kind == "reduction" and \
+                regions[k + 2].kind == "gemm" and a.status == regions[k + 1].status == regions[k + 2].status == "task":
+            s = next((i for i in range(regions[k + 1].start, regions[k + 1].end)
+                      if g.steps[i][0] in G.SOFTMAX_OPS), None)
+            b_anchor = regions[k + 2].start
+            while classes[b_anchor] not in G.ANCHOR_KINDS:
+                b_anchor += 1
+            a_anchor = a.start
+            while classes[a_anchor] not in G.ANCHOR_KINDS:
+                a_anchor += 1
+            if s is not None and _reaches(g, g.steps[a_anchor][3][0], a_anchor + 1, s, g.steps[s][2]) and \
+                    _reaches(g, g.steps[s][3][0], s + 1, b_anchor, g.steps[b_anchor][2]):
+                out.append(G.Region(a.start, regions[k + 2].end, "attention"))
+                k += 3
+                continue
+        out.append(a)
+        k += 1
+    return out
+
+
+def _io(g, r):
+    """The region's inputs, weights, outputs and pulled nodes (weight-derived values computed before it)."""
+    rng = range(r.start, r.end)
+    defined = {u for i in rng for u in g.steps[i][3]}
+    inputs, weights, pulled, seen = [], [], set(), set()
+
+    def need(u):
+        if u in seen or u in defined or u in g.constants:
+            return
+        seen.add(u)
+        if u in g.weight_of:
+            weights.append(g.weight_of[u])
+        elif u in g.static:
+            return
+        elif u in g.free:
+            j = g._def[u]
+            pulled.add(j)
+            for w in g.steps[j][2]:
+                need(w)
+        else:
+            inputs.append(u)
+
+    for i in rng:
+        for u in g.steps[i][2]:
+            need(u)
+    later = {u for i in range(r.end, len(g.steps)) for u in g.steps[i][2]} | {v.unique() for v in g.output_values}
+    outs = [u for i in rng for u in g.steps[i][3] if u in later and u not in g.static and
+            (u not in g.free or u in {v.unique() for v in g.output_values})]
+    value = g.value_of
+    r.inputs, r.outputs = [value[u] for u in inputs], [value[u] for u in outs]
+    r.weights, r.pulled = list(dict.fromkeys(weights)), sorted(pulled)
+    bad = [v for v in r.inputs + r.outputs if not G._is_tensor(v)]
+    if bad and r.status == "task":
+        r.status, r.reason = "refused", "a non-tensor value (%s) crosses the region's boundary" % bad[0].type()
+
+
+def _in_place(g, r):
+    """An in-place op on a region input or a weight, or ""."""
+    ins = {v.unique() for v in r.inputs} | set(g.weight_of)
+    for i in range(r.start, r.end):
+        kind, _, args, _ = g.steps[i]
+        if kind.endswith("_") and not kind.endswith("__") and args and args[0] in ins:
+            return "%s changes the region's input in place" % kind
+    return ""
+
+
+def _name(g, r, classes):
+    """The module path of the region's anchor (else its first compute op), else the op's name."""
+    first = next((i for i in range(r.start, r.end) if classes[i] in G.ANCHOR_KINDS), None)
+    if first is None:
+        first = next((i for i in range(r.start, r.end) if classes[i] not in ("free", "view")), r.start)
+    return G._scope(g.nodes[first]) or g.steps[first][0].split("::")[-1]
+
+
+def partition(g):
+    classes = [node_class(g, i) for i in range(len(g.steps))]
+    refused = [refusal(g, i) for i in range(len(g.steps))]
+    regions = _merge_attention(g, _merge_free(_scan(g, classes, refused), classes), classes)
+    names, tasks = {}, set()
+    model = re.sub(r"[^A-Za-z0-9_]", "_", type(g.model).__name__.lower())
+    for r in regions:
+        _io(g, r)
+        if r.status == "task":
+            reason = _in_place(g, r)
+            if reason:
+                r.status, r.reason = "refused", reason
+        if r.kind == "view" and r.status == "task":
+            r.status = "view"
+        base = _name(g, r, classes)
+        names[base] = names.get(base, 0) + 1
+        r.name = base if names[base] == 1 else "%s.%d" % (base, names[base])
+        r.task_name = G.identifier("%s_%s" % (model, r.name.replace(".", "_")), tasks)
+        r.ops = [g.steps[i][0] for i in range(r.start, r.end)
+                 if classes[i] not in ("free",) and not g.steps[i][0].startswith("prim::")]
+    return regions
