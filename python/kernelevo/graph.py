@@ -74,6 +74,19 @@ def _aten_call(kind, schema):
     return _CALLS[key]
 
 
+def out_of_place(step):
+    """The step of an in-place op (aten::relu_, aten::add_.Tensor) as its out-of-place op, or None."""
+    kind, schema, ins, outs = step
+    try:
+        overload = torch._C.parse_schema(schema).overload_name
+    except RuntimeError:
+        return None
+    for s in torch._C._jit_get_schemas_for_operator(kind[:-1]):
+        if s.overload_name == overload and len(s.arguments) == len(ins):
+            return (kind[:-1], str(s), ins, outs)
+    return None
+
+
 def exec_step(step, env):
     """Runs one step (kind, schema, input ids, output ids) of a program on env (value id -> value)."""
     kind, schema, ins, outs = step
@@ -113,6 +126,7 @@ class Region:
         self.ops, self.inputs, self.weights, self.outputs = [], [], [], []
         self.status, self.reason = "task", ""
         self.pulled = []  # nodes before start that compute weight-derived values the region uses
+        self.functional = []  # in-place ops on a region input, run out of place by region_module
 
     def __repr__(self):
         return "Region(%s, %s, [%d, %d), %s)" % (self.name, self.kind, self.start, self.end, self.status)
@@ -354,17 +368,23 @@ class ModelGraph:
         return times
 
     def capture(self, regions, inputs):
-        """Each region's input tensors (clones) on inputs, from one run of the interpreter."""
+        """(inputs, outputs): per region, clones of its input and of its output tensors on inputs, from
+        one run of the interpreter (clones: a later in-place op does not change them)."""
         env = self._base_env(list(inputs))
-        out = {}
-        starts = {r.start: k for k, r in enumerate(regions)}
+        ins, outs = [None] * len(regions), [None] * len(regions)
+        starts, ends = {}, {}
+        for k, r in enumerate(regions):
+            starts.setdefault(r.start, []).append(k)
+            ends.setdefault(r.end, []).append(k)
         with torch.no_grad():
-            for i in range(len(self.nodes)):
-                if i in starts:
-                    r = regions[starts[i]]
-                    out[starts[i]] = [env[v.unique()].clone() for v in r.inputs]
-                self._exec_range(env, [i])
-        return [out[k] for k in range(len(regions))], env
+            for i in range(len(self.nodes) + 1):
+                for k in ends.get(i, []):
+                    outs[k] = [env[v.unique()].clone() for v in regions[k].outputs]
+                for k in starts.get(i, []):
+                    ins[k] = [env[v.unique()].clone() for v in regions[k].inputs]
+                if i < len(self.nodes):
+                    self._exec_range(env, [i])
+        return ins, outs
 
 
 _PRIM_OPS = {"prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack", "prim::TupleUnpack",
@@ -448,7 +468,8 @@ class RegionModule(nn.Module):
         for uid, name in graph.weight_of.items():
             if name in region.weights:
                 self._weights[uid] = name.replace(".", "_")
-        steps = [graph.steps[i] for i in list(region.pulled) + list(range(region.start, region.end))]
+        steps = [out_of_place(graph.steps[i]) if i in region.functional else graph.steps[i]
+                 for i in list(region.pulled) + list(range(region.start, region.end))]
         self._steps = [s for s in steps if not all(u in graph.static for u in s[3])]
         used = {u for s in self._steps for u in s[2]}
         self._fixed = {u: v for u, v in graph.constants.items() if u in used}

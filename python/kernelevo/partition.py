@@ -18,6 +18,8 @@ def node_class(g, i):
         return "free"
     if kind in ANCHOR_OF:
         return ANCHOR_OF[kind]
+    if kind == "aten::batch_norm" and len(ins) >= 6 and g.constants.get(ins[5]) is False:
+        return "pointwise"  # in eval mode, a per-channel affine map: the anchor's epilogue
     if kind in G.REDUCTION_OPS:
         return "reduction"
     if kind in G.VIEW_OPS or kind.startswith("prim::"):
@@ -41,6 +43,9 @@ def refusal(g, i):
         if isinstance(v, torch.Tensor) and v.numel() > 1:
             return ("%s uses a tensor that is neither a parameter nor a buffer (shape %s): a kernel could not see "
                     "its values" % (kind, list(v.shape)))
+    if _in_place_kind(kind) and ins and ins[0] in g.weight_of:
+        return "%s changes the model's %s in place%s" % (kind, g.weight_of[ins[0]], (
+            "; call model.eval() for inference" if g.weight_of[ins[0]].endswith("num_batches_tracked") else ""))
     if kind in G.SCALAR_OPS and ins[0] not in g.static and ins[0] not in g.free:
         return "%s reads a value of a tensor (the trace fixed it: data-dependent)" % kind
     return ""
@@ -180,13 +185,23 @@ def _io(g, r):
         r.status, r.reason = "refused", "a non-tensor value (%s) crosses the region's boundary" % bad[0].type()
 
 
+def _in_place_kind(kind):
+    return kind.startswith("aten::") and kind.endswith("_") and not kind.endswith("__")
+
+
 def _in_place(g, r):
-    """An in-place op on a region input or a weight, or ""."""
-    ins = {v.unique() for v in r.inputs} | set(g.weight_of)
+    """In-place ops on a region input: the region module runs them out of place (r.functional) when
+    nothing after the region reads that input; else the reason the region is refused, or ""."""
+    ins = {v.unique() for v in r.inputs}
+    later = {u for i in range(r.end, len(g.steps)) for u in g.steps[i][2]} | {v.unique() for v in g.output_values}
+    r.functional = []
     for i in range(r.start, r.end):
         kind, _, args, _ = g.steps[i]
-        if kind.endswith("_") and not kind.endswith("__") and args and args[0] in ins:
-            return "%s changes the region's input in place" % kind
+        if _in_place_kind(kind) and args and args[0] in ins:
+            if args[0] in later or G.out_of_place(g.steps[i]) is None:
+                return "%s changes the region's input %s in place and the model reads it later" % (
+                    kind, g.value_of[args[0]].debugName())
+            r.functional.append(i)
     return ""
 
 
@@ -217,5 +232,6 @@ def partition(g):
         r.name = base if names[base] == 1 else "%s.%d" % (base, names[base])
         r.task_name = G.identifier("%s_%s" % (model, r.name.replace(".", "_")), tasks)
         r.ops = [g.steps[i][0] for i in range(r.start, r.end)
-                 if classes[i] not in ("free",) and not g.steps[i][0].startswith("prim::")]
+                 if classes[i] not in ("free",) and not g.steps[i][0].startswith("prim::")] or \
+            [g.steps[i][0] for i in range(r.start, r.end) if not g.steps[i][0].startswith("prim::")]
     return regions

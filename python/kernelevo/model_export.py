@@ -1,0 +1,188 @@
+"""export_model(): a whole PyTorch model -> a model folder (model_plan.md): the traced graph cut into
+regions an expert would fuse, each region's share of the model's time, and one task folder per
+region worth a kernel (export_task of the region as a module with its weights bound)."""
+import copy
+import json
+import numbers
+import os
+import shutil
+import sys
+
+import torch
+from torch import nn
+
+from .graph import ModelGraph, identifier, region_module
+from .torch_task import ExportError, _precision, export_task, live_precision
+
+PLAN_FORMAT = "kernelevo-model-plan/1"
+PLAN_KEYS = ("name", "task_name", "kind", "nodes", "ops", "time_ms", "share", "status", "reason", "task", "weights")
+
+
+def _say(quiet, text):
+    if not quiet:
+        print("kernelevo: " + text, file=sys.stderr, flush=True)
+
+
+def _check_args(model, example_inputs, out_dir, name, threshold, inputs):
+    if not isinstance(model, nn.Module):
+        raise TypeError("model: an nn.Module, not %s" % type(model).__name__)
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError("out_dir: a path, not %s" % type(out_dir).__name__)
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not 0 <= threshold < 1:
+        raise ValueError("threshold: a fraction of the model's time in [0, 1), not %r" % (threshold,))
+    if inputs not in ("random", "examples"):
+        raise ValueError("inputs: 'random' or 'examples', not %r" % (inputs,))
+    if name is not None and (not isinstance(name, str) or name != identifier(name, set())):
+        raise ValueError("name %r: letters, digits and _ only, not starting with a digit" % (name,))
+    examples = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    if not examples:
+        raise ValueError("example_inputs: at least one tensor")
+    for k, x in enumerate(examples):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError("example_inputs[%d]: a tensor, not %s" % (k, type(x).__name__))
+    return examples
+
+
+def _on_device(model, examples, device):
+    """The model and examples on device: the user's module itself when it is there already, else a copy."""
+    dev = torch.device(device)
+    there = [p.device for p in list(model.parameters()) + list(model.buffers())]
+    if all(_same(d, dev) for d in there):
+        work = model
+    else:
+        try:
+            work = copy.deepcopy(model).to(dev)
+        except Exception as e:
+            raise ExportError("cannot copy the model to %s (%s: %s); move it there first" % (device, type(e).__name__, e))
+    return work, tuple(x.to(dev) for x in examples)
+
+
+def _same(a, b):
+    return a.type == b.type and (a.type != "cuda" or (a.index or 0) == (b.index or 0))
+
+
+def _device_text(device):
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return "%s (cuda)" % torch.cuda.get_device_name(dev)
+    return dev.type
+
+
+def export_model(model, example_inputs, out_dir, name=None, threshold=0.01, precision=None, device=None,
+                 overwrite=False, quiet=False, inputs="random", source="export_model"):
+    """Writes the model folder OUT_DIR (plan.json, plan.md, regions/TASK/ per region worth a kernel)
+    and returns the path of its plan.json.
+
+    model: an nn.Module, traced as it is (call .eval() for inference: Dropout and BatchNorm in
+        training mode stay in PyTorch as refused regions); its weights are exported as they are.
+    example_inputs: a tensor or a tuple of tensors (the forward's arguments): they fix the shapes.
+    name: the model's name in the plan and the prefix of the task names (default: its class name).
+    threshold: regions whose share of the model's time is below it stay in PyTorch.
+    precision, inputs: as export_task (each region task gets them).
+    device: where the model is traced, timed and checked ("cuda" when this PyTorch sees a GPU, else
+        "cpu"); a model elsewhere is copied there (the user's module is never modified).
+    overwrite: OUT_DIR holding a plan already is refused (FileExistsError) unless overwrite=True.
+    source: the plan's "source" (the KernelBench importer passes the problem's path).
+    Raises ExportError when the model cannot be traced faithfully as a whole."""
+    examples = _check_args(model, example_inputs, out_dir, name, threshold, inputs)
+    chosen = _precision(live_precision() if precision is None else precision)
+    out_dir = os.path.abspath(os.fspath(out_dir))
+    plan_path = os.path.join(out_dir, "plan.json")
+    if os.path.exists(plan_path) and not overwrite:
+        raise FileExistsError("%s exists already (a model exported before): pass overwrite=True to replace it, or "
+                              "another out_dir" % plan_path)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    work, examples = _on_device(model, examples, device)
+    model_name = name or type(model).__name__
+    _say(quiet, "tracing %s on %s" % (model_name, device))
+    g = ModelGraph.trace(work, examples)
+    regions = g.partition(threshold)
+    used = set()
+    for r in regions:
+        r.task_name = identifier("%s_%s" % (model_name.lower(), r.name.replace(".", "_")), used)
+    _say(quiet, "%d op(s) in %d region(s); timing them" % (len(g.nodes), len(regions)))
+    times = g.profile(regions, examples, reps=20 if device.startswith("cuda") else 5)
+    total = sum(times)
+    for r, t in zip(regions, times):
+        r.time_ms, r.share = t, (t / total if total > 0 else 0.0)
+        if r.status == "task" and r.share < threshold:
+            r.status, r.reason = "below_threshold", "%.2f%% of the model's time, below the threshold of %.2f%%" % (
+                100 * r.share, 100 * threshold)
+    _export_regions(g, regions, examples, out_dir, chosen, device, overwrite, quiet, inputs)
+    plan = _plan(g, regions, model_name, source, chosen, device, total, threshold)
+    _write(out_dir, plan, overwrite)
+    _say(quiet, "wrote %s: %d task(s); next: kernelevo search --model-dir %s" % (
+        plan_path, sum(r.status == "task" for r in regions), out_dir))
+    return plan_path
+
+
+def _export_regions(g, regions, examples, out_dir, chosen, device, overwrite, quiet, inputs):
+    """export_task of each task region, on its captured input activations."""
+    captured, results = g.capture(regions, examples)
+    for r, args, outs in zip(regions, captured, results):
+        r.input_specs, r.output_specs = [_spec(x) for x in args], [_spec(y) for y in outs]
+    spec = {"policy": chosen["policy"], "cudnn_tf32": chosen["cudnn_tf32"], "matmul_tf32": chosen["matmul_tf32"]}
+    for r, args in zip(regions, captured):
+        if r.status != "task":
+            continue
+        _say(quiet, "exporting region %s (%s, %.1f%%) as %s" % (r.name, r.kind, 100 * r.share, r.task_name))
+        try:
+            export_task(region_module(g, r), tuple(args), os.path.join(out_dir, "regions"), name=r.task_name,
+                        inputs=inputs, precision=spec, device=device, quiet=True, overwrite=overwrite)
+        except (ExportError, RuntimeError, ValueError, TypeError) as e:
+            r.status, r.reason = "failed", " ".join(str(e).split())[:500]
+            _say(quiet, "region %s failed: %s" % (r.name, r.reason))
+
+
+def _plan(g, regions, model_name, source, chosen, device, total, threshold):
+    rows = []
+    for r in regions:
+        rows.append({"name": r.name, "task_name": r.task_name, "kind": r.kind, "nodes": [r.start, r.end],
+                     "ops": r.ops, "time_ms": round(r.time_ms, 6), "share": round(r.share, 6), "status": r.status,
+                     "reason": r.reason, "task": "regions/" + r.task_name if r.status == "task" else None,
+                     "weights": r.weights, "inputs": r.input_specs, "outputs": r.output_specs})
+    return {"format": PLAN_FORMAT, "model": model_name, "source": source, "fingerprint": g.fingerprint(),
+            "precision": chosen["policy"], "cudnn_tf32": chosen["cudnn_tf32"], "matmul_tf32": chosen["matmul_tf32"],
+            "device": _device_text(device), "torch": torch.__version__, "inputs": g.input_specs(),
+            "total_ms": round(total, 6), "threshold": threshold, "regions": rows}
+
+
+def _spec(x):
+    return {"dtype": str(x.dtype).replace("torch.", ""), "shape": list(x.shape)}
+
+
+def _table(plan):
+    lines = ["# %s: %d region(s), %.3f ms in all (%s, %s)" % (plan["model"], len(plan["regions"]), plan["total_ms"],
+                                                             plan["device"], plan["precision"]), "",
+             "Times are each region's nodes run by kernelevo's interpreter of the traced graph (median, "
+             "device-synchronised); regions below %.2f%% of the total stay in PyTorch." % (100 * plan["threshold"]), "",
+             "| # | region | kind | ops | time (ms) | share | status |", "|---|---|---|---|---|---|---|"]
+    for k, r in enumerate(plan["regions"]):
+        ops = ", ".join(dict.fromkeys(o.split("::")[-1] for o in r["ops"]))
+        status = r["status"] + (": " + r["reason"] if r["reason"] else "")
+        lines.append("| %d | %s | %s | %s | %.4f | %.1f%% | %s |" % (
+            k, r["name"], r["kind"], ops, r["time_ms"], 100 * r["share"], status.replace("|", "/")))
+    lines.append("| | total | | | %.4f | 100%% | |" % plan["total_ms"])
+    return "\n".join(lines) + "\n"
+
+
+def _write(out_dir, plan, overwrite):
+    """plan.json and plan.md; with overwrite, the region folders of the old plan that the new one
+    does not list are removed."""
+    path = os.path.join(out_dir, "plan.json")
+    if overwrite and os.path.exists(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                old = json.load(f)
+            keep = {r.get("task") for r in plan["regions"]}
+            for r in old.get("regions", []):
+                task = r.get("task")
+                if task and task not in keep and task.startswith("regions/") and "/.." not in task:
+                    shutil.rmtree(os.path.join(out_dir, task), ignore_errors=True)
+        except (OSError, ValueError):
+            pass
+    os.makedirs(out_dir, exist_ok=True)
+    for file, text in (("plan.json", json.dumps(plan, indent=2) + "\n"), ("plan.md", _table(plan))):
+        with open(os.path.join(out_dir, file + ".tmp"), "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(os.path.join(out_dir, file + ".tmp"), os.path.join(out_dir, file))
