@@ -1,0 +1,305 @@
+"""kernelevo.export_model and its graph (python/kernelevo/graph.py, partition.py, model_export.py; issue 38):
+tiny models traced, partitioned into regions, the interpreter and each region module checked against
+eager PyTorch, and the model folder checked against python/kernelevo/model_plan.md.
+Usage: model_export_test.py [unittest args]. Exits 77 (ctest: skipped) without PyTorch. The GPU test
+runs only where this PyTorch sees CUDA."""
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+try:
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+except ImportError:
+    print("SKIP this Python has no PyTorch")
+    sys.exit(77)
+import kernelevo  # noqa: E402
+from kernelevo.graph import ModelGraph, region_module  # noqa: E402
+
+
+class Attention(nn.Module):
+    def __init__(self, C, H, T):
+        super().__init__()
+        self.c_attn, self.c_proj, self.n_head = nn.Linear(C, 3 * C), nn.Linear(C, C), H
+        self.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = F.softmax(att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf")), dim=-1)
+        return self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, C, hidden):
+        super().__init__()
+        self.c_fc, self.act, self.c_proj = nn.Linear(C, hidden), nn.GELU(), nn.Linear(hidden, C)
+
+    def forward(self, x):
+        return self.c_proj(self.act(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    """A GPT block: LayerNorms, causal attention (scale 1/sqrt(k.size(-1))), a GELU MLP, residuals."""
+
+    def __init__(self, C=16, H=2, T=8, hidden=64):
+        super().__init__()
+        self.ln_1, self.attn = nn.LayerNorm(C), Attention(C, H, T)
+        self.ln_2, self.mlp = nn.LayerNorm(C), MLP(C, hidden)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class ConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn, self.relu = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True)
+        self.pool, self.fc = nn.MaxPool2d(2), nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.relu(self.bn(self.conv(x)))), 1))
+
+
+class DropNet(nn.Module):
+    """Left in training mode: its Dropout(p=0.5) is random."""
+
+    def __init__(self, hidden=32):
+        super().__init__()
+        self.fc1, self.drop, self.fc2 = nn.Linear(16, hidden), nn.Dropout(0.5), nn.Linear(hidden, 8)
+
+    def forward(self, x):
+        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+
+class ValueDependent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x) * float(x.max())  # the trace fixes x.max() of the example
+
+
+def block():
+    torch.manual_seed(0)
+    return Block().eval(), torch.randn(2, 8, 16)
+
+
+def convnet():
+    torch.manual_seed(0)
+    m = ConvNet()
+    with torch.no_grad():  # running statistics that are not the initial ones
+        m.bn.running_mean.uniform_(-0.5, 0.5)
+        m.bn.running_var.uniform_(0.5, 2.0)
+    return m.eval(), torch.randn(2, 3, 8, 8)
+
+
+def summary(regions):
+    return [(r.name, r.kind, r.status) for r in regions]
+
+
+class Partition(unittest.TestCase):
+    def check_regions(self, model, x):
+        """The interpreter equals eager; each region module reproduces the captured outputs; every
+        region replaced by its module still equals eager (random ops draw the same numbers after the
+        same seed)."""
+        g = ModelGraph.trace(model, (x,))
+        regions = g.partition(0.01)
+        torch.manual_seed(5)
+        with torch.no_grad():
+            eager = model(x)
+        torch.manual_seed(5)
+        self.assertTrue(torch.allclose(g.run([x])[0], eager, rtol=1e-6, atol=1e-6))
+        ins, outs = g.capture(regions, [x])
+        self.assertEqual((regions[0].start, regions[-1].end), (0, len(g.nodes)))
+        for a, b in zip(regions, regions[1:]):
+            self.assertEqual(a.end, b.start)  # contiguous, in graph order, covering every node
+        tasks = {}
+        for k, r in enumerate(regions):
+            if r.status != "task":
+                continue
+            m = region_module(g, r)
+            got = m(*ins[k])
+            got = [got] if isinstance(got, torch.Tensor) else list(got)
+            self.assertEqual(len(got), len(outs[k]), r.name)
+            for a, b in zip(got, outs[k]):
+                self.assertTrue(torch.equal(a, b), r.name)
+            for w in r.weights:
+                self.assertIn(w.replace(".", "_"), dict(m.named_parameters()) | dict(m.named_buffers()))
+            tasks[k] = lambda xs, m=m: m(*xs)
+        torch.manual_seed(5)
+        self.assertTrue(torch.allclose(g.run([x], replace=tasks)[0], eager, rtol=1e-6, atol=1e-6))
+        return g, regions
+
+    def test_transformer_block(self):
+        g, regions = self.check_regions(*block())
+        self.assertEqual(summary(regions), [
+            ("ln_1", "reduction", "task"), ("attn.c_attn", "gemm", "task"), ("attn", "attention", "task"),
+            ("attn.c_proj", "gemm", "task"), ("ln_2", "reduction", "task"), ("mlp.c_fc", "gemm", "task"),
+            ("mlp.c_proj", "gemm", "task")])
+        attn = regions[2]
+        self.assertEqual([o for o in attn.ops if o in ("aten::matmul", "aten::softmax", "aten::masked_fill")],
+                         ["aten::matmul", "aten::masked_fill", "aten::softmax", "aten::matmul"])
+        self.assertEqual(attn.weights, ["attn.bias"])  # the causal mask, a buffer
+        self.assertEqual(len(attn.inputs), 3)  # q, k (transposed), v
+        self.assertEqual(regions[5].ops, ["aten::linear", "aten::gelu"])
+        self.assertEqual(regions[3].weights, ["attn.c_proj.weight", "attn.c_proj.bias"])
+        self.assertEqual(len(regions[3].inputs), 2)  # the attention's output and the residual
+
+    def test_conv_net(self):
+        g, regions = self.check_regions(*convnet())
+        self.assertEqual(summary(regions), [("conv", "conv", "task"), ("pool", "reduction", "task"),
+                                            ("fc", "gemm", "task")])
+        self.assertEqual(regions[0].ops, ["aten::_convolution", "aten::batch_norm", "aten::relu_"])
+
+    def test_training_mode_dropout_is_a_refused_region(self):
+        torch.manual_seed(0)
+        g, regions = self.check_regions(DropNet(), torch.randn(4, 16))
+        self.assertEqual(summary(regions), [("fc1", "gemm", "task"), ("drop", "pointwise", "refused"),
+                                            ("fc2", "gemm", "task")])
+        self.assertEqual(regions[1].reason, "Dropout in training mode (p = 0.5): random output; call model.eval() "
+                                            "for inference")
+
+    def test_fingerprint_follows_weight_shapes(self):
+        torch.manual_seed(0)
+        x = torch.randn(4, 16)
+        a, b, c = (ModelGraph.trace(DropNet(h).eval(), (x,)).fingerprint() for h in (32, 32, 24))
+        self.assertEqual(a, b)
+        self.assertNotEqual(a, c)
+        self.assertNotEqual(a, ModelGraph.trace(DropNet(32).eval(), (torch.randn(5, 16),)).fingerprint())
+
+    def test_a_value_dependent_trace_is_refused(self):
+        torch.manual_seed(0)
+        with self.assertRaisesRegex(kernelevo.ExportError, "data-dependent"):
+            ModelGraph.trace(ValueDependent().eval(), (torch.randn(4, 8),))
+
+    def test_the_live_model_is_not_modified(self):
+        torch.manual_seed(0)
+        m = ConvNet()  # training mode: BatchNorm updates its running statistics on each call
+        before = {k: v.clone() for k, v in m.state_dict().items()}
+        g = ModelGraph.trace(m, (torch.randn(2, 3, 8, 8),))
+        regions = g.partition(0.01)
+        self.assertIn("BatchNorm in training mode", " ".join(r.reason for r in regions))
+        for k, v in m.state_dict().items():
+            self.assertTrue(torch.equal(v, before[k]), k)
+
+
+class Export(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kevo-model-export-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def export(self, model, x, sub, **kw):
+        return kernelevo.export_model(model, (x,), os.path.join(self.dir, sub), quiet=True, device="cpu", **kw)
+
+    def check_plan(self, path, model_name):
+        with open(path) as f:
+            plan = json.load(f)
+        self.assertEqual(plan["format"], kernelevo.PLAN_FORMAT)
+        self.assertEqual(plan["format"], "kernelevo-model-plan/1")
+        self.assertEqual(plan["model"], model_name)
+        self.assertEqual(plan["device"], "cpu")
+        self.assertRegex(plan["fingerprint"], "^[0-9a-f]{64}$")
+        for key in ("source", "precision", "inputs", "total_ms", "threshold", "regions"):
+            self.assertIn(key, plan)
+        names = [r["name"] for r in plan["regions"]]
+        self.assertEqual(len(names), len(set(names)))
+        self.assertAlmostEqual(sum(r["share"] for r in plan["regions"]), 1.0, places=3)
+        self.assertAlmostEqual(sum(r["time_ms"] for r in plan["regions"]), plan["total_ms"], places=3)
+        for r in plan["regions"]:
+            for key in ("name", "task_name", "kind", "nodes", "ops", "time_ms", "share", "status", "reason", "task",
+                        "weights"):
+                self.assertIn(key, r)
+            self.assertIn(r["kind"], ("gemm", "conv", "attention", "rnn", "pointwise", "reduction", "view"))
+            self.assertIn(r["status"], ("task", "below_threshold", "refused", "failed", "view"))
+            self.assertTrue(r["task_name"].startswith(model_name.lower() + "_"))
+            if r["status"] == "task":
+                self.assertEqual(r["task"], "regions/" + r["task_name"])
+                self.assertTrue(os.path.isfile(os.path.join(os.path.dirname(path), r["task"], "task.json")))
+            else:
+                self.assertIsNone(r["task"])
+                self.assertFalse(os.path.exists(os.path.join(os.path.dirname(path), "regions", r["task_name"])))
+        with open(os.path.join(os.path.dirname(path), "plan.md")) as f:
+            table = f.read()
+        for r in plan["regions"]:
+            self.assertIn("| %s | %s |" % (r["name"], r["kind"]), table)
+        self.assertIn("| | total |", table)
+        return plan
+
+    def test_transformer_block_folder(self):
+        m, x = block()
+        before = {k: v.clone() for k, v in m.state_dict().items()}
+        path = self.export(m, x, "block", threshold=0.0)
+        self.assertEqual(path, os.path.join(self.dir, "block", "plan.json"))
+        plan = self.check_plan(path, "Block")
+        self.assertEqual(plan["inputs"], [{"name": "x", "dtype": "float32", "shape": [2, 8, 16]}])
+        self.assertEqual(plan["source"], "export_model")
+        self.assertEqual([(r["name"], r["status"]) for r in plan["regions"]], [
+            (n, "task") for n in ("ln_1", "attn.c_attn", "attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.c_proj")])
+        attn = plan["regions"][2]
+        self.assertEqual(attn["task_name"], "block_attn")
+        with open(os.path.join(self.dir, "block", attn["task"], "task.json")) as f:
+            task = json.load(f)
+        self.assertEqual(task["name"], "block_attn")
+        self.assertEqual([i["name"] for i in task["inputs"]][-1], "attn_bias")
+        for k, v in m.state_dict().items():
+            self.assertTrue(torch.equal(v, before[k]), k)
+
+    def test_dropout_region_refused_and_the_rest_exported(self):
+        torch.manual_seed(0)
+        plan = self.check_plan(self.export(DropNet(), torch.randn(4, 16), "drop", threshold=0.0, name="drop_net"),
+                               "drop_net")
+        self.assertEqual([(r["name"], r["status"]) for r in plan["regions"]],
+                         [("fc1", "task"), ("drop", "refused"), ("fc2", "task")])
+        self.assertIn("Dropout in training mode (p = 0.5)", plan["regions"][1]["reason"])
+        self.assertEqual(plan["regions"][0]["task_name"], "drop_net_fc1")
+
+    def test_threshold_leaves_small_regions_in_pytorch(self):
+        m, x = convnet()
+        plan = self.check_plan(self.export(m, x, "conv", threshold=0.99), "ConvNet")
+        self.assertEqual({r["status"] for r in plan["regions"]}, {"below_threshold"})
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "conv", "regions", "convnet_conv")))
+
+    def test_existing_plan_and_bad_arguments(self):
+        m, x = convnet()
+        self.export(m, x, "conv", threshold=0.99)
+        with self.assertRaisesRegex(FileExistsError, "plan.json exists already.*overwrite=True"):
+            self.export(m, x, "conv")
+        self.check_plan(self.export(m, x, "conv", threshold=0.0, overwrite=True), "ConvNet")
+        with self.assertRaisesRegex(ValueError, "threshold"):
+            self.export(m, x, "t", threshold=1.5)
+        with self.assertRaisesRegex(ValueError, "inputs"):
+            self.export(m, x, "t", inputs="zeros")
+        with self.assertRaisesRegex(ValueError, "name"):
+            self.export(m, x, "t", name="1 model")
+        with self.assertRaisesRegex(TypeError, "nn.Module"):
+            kernelevo.export_model(lambda t: t, (x,), self.dir)
+        with self.assertRaisesRegex(TypeError, "example_inputs\\[0\\]: a tensor"):
+            kernelevo.export_model(m, (3,), self.dir)
+
+    @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device for this PyTorch")
+    def test_on_the_gpu(self):
+        m, x = block()
+        path = kernelevo.export_model(m, (x,), os.path.join(self.dir, "gpu"), quiet=True, threshold=0.0)
+        with open(path) as f:
+            plan = json.load(f)
+        self.assertTrue(plan["device"].endswith("(cuda)"), plan["device"])
+        self.assertTrue(all(r["time_ms"] > 0 and r["status"] == "task" for r in plan["regions"]))
+        self.assertEqual(next(p.device.type for p in m.parameters()), "cpu")  # a copy went to the GPU
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
