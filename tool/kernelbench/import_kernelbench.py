@@ -394,6 +394,84 @@ def value_dependent(graph, caught):
     return False
 
 
+# ---- tensors turned into Python values while tracing: shapes are fine, data is not ----------------
+
+CONVERSIONS = ("__float__", "__int__", "__index__", "__bool__", "item", "tolist")
+# Where a traced value may come from and still be a shape: a size, a rank, a constant.
+SHAPE_SOURCES = {"aten::size", "aten::dim", "aten::numel", "prim::Constant"}
+
+
+def shape_derived(value):
+    """Whether a traced value is computed from tensor shapes and constants only: every path back
+    through its node's inputs ends at aten::size / aten::dim / aten::numel or a constant, never at a
+    graph input (prim::Param) or any other op without inputs, whose values would be data."""
+    seen, stack = set(), [value]
+    while stack:
+        v = stack.pop()
+        if v.unique() in seen:
+            continue
+        seen.add(v.unique())
+        node = v.node()
+        if node.kind() in SHAPE_SOURCES:
+            continue
+        inputs = list(node.inputs())
+        if node.kind() == "prim::Param" or not inputs:
+            return False
+        stack.extend(inputs)
+    return True
+
+
+@contextlib.contextmanager
+def conversions_watched():
+    """While tracing: every tensor turned into a Python value (float(t), int(t), bool(t), t.item(),
+    t.tolist(), t as an index) is recorded as {"method", "shape", "file", "line"} ("shape": whether
+    its trace value is shape-derived; False when the tracer does not know it). The methods are
+    restored afterwards, also on exceptions."""
+    events = []
+    saved = {}
+
+    def watch(method, orig):
+        def converted(self, *args, **kwargs):
+            if torch._C._is_tracing():
+                try:
+                    ok = shape_derived(torch._C._get_value_trace(self))
+                except Exception:
+                    ok = False
+                caller = traceback.extract_stack(limit=2)[0]
+                events.append({"method": method, "shape": ok, "file": caller.filename, "line": caller.lineno})
+            return orig(self, *args, **kwargs)
+        return converted
+    try:
+        for method in CONVERSIONS:
+            saved[method] = torch.Tensor.__dict__.get(method)
+            setattr(torch.Tensor, method, watch(method, getattr(torch.Tensor, method)))
+        yield events
+    finally:
+        for method, orig in saved.items():
+            if orig is None:
+                delattr(torch.Tensor, method)
+            else:
+                setattr(torch.Tensor, method, orig)
+
+
+def refuse_data_conversions(events, caught, path):
+    """Refuses a trace that turned data into a Python value in the problem's own code (a branch or a
+    size taken from the values: the trace would fix one path). Shape-derived values (1/sqrt(k.size(-1)))
+    pass. A conversion warning that no watched method saw (one made inside torch's C++) and that
+    names the problem file refuses as before."""
+    here = os.path.abspath(path)
+    for e in events:
+        if not e["shape"] and os.path.abspath(e["file"]) == here:
+            raise Refused("data-dependent control flow at line %d (the trace would fix one path): a tensor's values "
+                          "turned into a Python value (%s)" % (e["line"], e["method"]))
+    for w in caught:
+        msg = str(w.message)
+        if issubclass(w.category, torch.jit.TracerWarning) and "Converting a tensor to a Python" in msg and \
+                os.path.abspath(w.filename) == here:
+            raise Refused("data-dependent control flow at line %d (the trace would fix one path): %s" % (
+                w.lineno, one_line(msg, 120)))
+
+
 def fingerprint(t):
     # Accumulated in fp64 without an fp64 copy of a multi-GiB input.
     if not t.numel():
@@ -1181,20 +1259,15 @@ def _import_one(path, args, reference_source, src, mod, changed, phases, name=No
 
     # Trace the functional wrapper: inputs, then parameters and buffers.
     wrapper = Functional(model, call_args, tensor_pos, [n for n, _ in slots])
-    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught, conversions_watched() as events:
         warnings.simplefilter("always")
         try:
             traced = torch.jit.trace(wrapper, tuple(dev_inputs + slot_values), check_trace=False)
         except Exception as e:
             raise Refused("tracing failed: %s: %s" % (type(e).__name__, one_line(e)))
-    for w in caught:
-        # A tensor turned into a Python value in the problem's own code: a branch or a size taken
-        # from the data. (PyTorch's own shape checks warn too; those depend on shapes only.)
-        msg = str(w.message)
-        if issubclass(w.category, torch.jit.TracerWarning) and "Converting a tensor to a Python" in msg and \
-                os.path.abspath(w.filename) == os.path.abspath(path):
-            raise Refused("data-dependent control flow at line %d (the trace would fix one path): %s" % (
-                w.lineno, one_line(msg, 120)))
+    # A tensor turned into a Python value in the problem's own code: a branch or a size taken from
+    # the data. (PyTorch's own shape checks convert too; those, and sizes, depend on shapes only.)
+    refuse_data_conversions(events, caught, path)
     check_graph(traced.graph)
     phases.done("trace")
     verify = {}
