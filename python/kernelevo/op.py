@@ -127,7 +127,12 @@ class KernelEvoOp(nn.Module):
     def forward(self, *args):
         tensors = self._tensors(args)
         device = tensors[0].device if tensors else torch.device("cpu")
-        full = tensors + self._weights_on(device)
+        return self.call(tensors, self._weights_on(device))
+
+    def call(self, inputs, weights):
+        """forward on the task's input tensors with the given weights in the task's order in place of
+        its own files' (load_model passes the live model's, so a fine-tuned model uses its own)."""
+        full = list(inputs) + list(weights)
         grad = torch.is_grad_enabled() and any([t.requires_grad for t in full])
         # Plain attributes (library.register sets them), so that torch.compile guards on them.
         if self._through_op and (self._op_autograd or not grad):

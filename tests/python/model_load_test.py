@@ -1,0 +1,281 @@
+"""load_model() and compare_model() (issue 38 item 3) on model folders export_model writes, with the built
+kernelevo program. Usage: model_load_test.py KERNELEVO [unittest args]. Exits 77 (ctest: skipped) without
+PyTorch. Without a GPU no cached kernel can be loaded, so the tests that need a region to run as a kernel
+use a test double for load_op: the real KernelEvoOp of the region's task marked usable, computing the
+region through its operator (the task's reference with the live weights), or computing it wrongly.
+The GPU test (scripts/model_check.sh on the GPU host) validates tests/python/mlp_gelu.cu into the folder's
+cache for the MLP's Linear + GELU region of a small transformer block and loads it for real."""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+try:
+    import torch
+    from torch import nn
+except ImportError:
+    print("SKIP this Python has no PyTorch")
+    sys.exit(77)
+import kernelevo  # noqa: E402
+from kernelevo import model_load  # noqa: E402
+from kernelevo.torch_task import _load_json  # noqa: E402
+
+KERNELEVO = None
+REAL_LOAD_OP = model_load.load_op
+
+
+class Tiny(nn.Module):
+    def __init__(self, hidden=32):
+        super().__init__()
+        self.fc1 = nn.Linear(16, hidden)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(hidden, 8)
+
+    def forward(self, x):
+        return torch.softmax(self.fc2(self.act(self.fc1(x))), -1)
+
+
+class WithConstant(Tiny):
+    """A plain tensor attribute (not a parameter or buffer): the op using it is refused at export."""
+
+    def __init__(self):
+        super().__init__()
+        self.mask = torch.linspace(0.5, 1.5, 8)
+
+    def forward(self, x):
+        return torch.softmax(self.fc2(self.act(self.fc1(x))) * self.mask, -1)
+
+
+def tiny(cls=Tiny, **kw):
+    torch.manual_seed(3)
+    return cls(**kw).eval()
+
+
+def usable(wrong=(), noise=(), calls=None):
+    """A load_op double: the real op of the task, marked as having a usable kernel. Regions whose task
+    name ends with one of `wrong` compute 1.1 * y + 0.01; those in `noise` add a relative error of 8e-5
+    per element (within a 1e-4 task tolerance on their own)."""
+    def load(task_dir, **kw):
+        op = REAL_LOAD_OP(task_dir, **kw)
+        op.kernel = "test-double"
+        base, name = op.call, os.path.basename(task_dir)
+
+        def call(inputs, weights):
+            if calls is not None:
+                calls[name] = calls.get(name, 0) + 1
+            y = base(inputs, weights)
+            if name.endswith(tuple(wrong)):
+                return y * 1.1 + 0.01
+            if name.endswith(tuple(noise)):
+                sign = torch.sign(torch.sin(torch.arange(y.numel(), dtype=y.dtype))).reshape(y.shape)
+                return y + 8e-5 * y.abs() * sign
+            return y
+        op.call = call
+        return op
+    return load
+
+
+class ModelLoad(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kevo-model-load-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.addCleanup(setattr, model_load, "load_op", REAL_LOAD_OP)
+        self.x = torch.randn(4, 16)
+
+    def export(self, model, name="tiny"):
+        out = os.path.join(self.dir, name)
+        kernelevo.export_model(model, (self.x,), out, device="cpu", quiet=True, threshold=0.0)
+        return out
+
+    def load(self, out, model, **kw):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loaded = kernelevo.load_model(out, model, kernelevo=KERNELEVO, **kw)
+        return loaded, [str(w.message) for w in caught if "load_model" in str(w.message)]
+
+    def same(self, loaded, model, x=None):
+        x = self.x if x is None else x
+        with torch.no_grad():
+            return torch.equal(loaded(x), model(x))
+
+    def test_without_cache_entries_every_region_stays_in_pytorch(self):
+        model = tiny()
+        out = self.export(model)
+        loaded, warned = self.load(out, model)
+        self.assertIsInstance(loaded, kernelevo.KernelEvoModel)
+        plan = _load_json(os.path.join(out, "plan.json"))
+        self.assertEqual([r[0] for r in loaded.regions], [r["name"] for r in plan["regions"]])
+        self.assertEqual(len(loaded.regions), 3)
+        for name, status, reason in loaded.regions:
+            self.assertEqual(status, "pytorch", name)
+            self.assertTrue(reason, name)  # CPU: "no CUDA device in this PyTorch"; a GPU: no kernel cached
+        self.assertEqual(warned, [])
+        self.assertTrue(self.same(loaded, model))
+        self.assertIs(loaded.model, model)  # held, not copied: its parameters are the model's
+        self.assertEqual({id(p) for p in loaded.parameters()}, {id(p) for p in model.parameters()})
+        text = loaded.report()
+        for name, _, reason in loaded.regions:
+            self.assertIn(name, text)
+            self.assertIn(reason, text)
+        self.assertIn("0 of 3 region(s) run as kernels", text)
+
+    def test_another_model_warns_and_runs_unchanged(self):
+        out = self.export(tiny())
+        other = tiny(hidden=48)
+        loaded, warned = self.load(out, other)
+        self.assertEqual(len(warned), 1)
+        self.assertIn("the plan was made from another model", warned[0])
+        self.assertIn("fc1.weight: shape [32, 16] in the plan's task, [48, 16] in this model", warned[0])
+        self.assertTrue(all(status == "pytorch" for _, status, _ in loaded.regions))
+        self.assertTrue(self.same(loaded, other))
+        self.assertIn("the plan does not fit this model", loaded.report())
+
+    def test_a_usable_region_runs_with_the_live_weights(self):
+        model = tiny()
+        out = self.export(model)
+        calls = {}
+        model_load.load_op = usable(calls=calls)
+        loaded, warned = self.load(out, model)
+        self.assertEqual(warned, [])
+        self.assertEqual([s for _, s, _ in loaded.regions], ["kernel"] * 3)
+        self.assertIn("passed on fresh random inputs", loaded.check)
+        self.assertIn("the largest atol/rtol of the 3 replaced region(s)' task.json", loaded.check)
+        self.assertTrue(calls and all(n >= 1 for n in calls.values()), calls)  # the check ran each region's op
+        with torch.no_grad():
+            self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
+            model.fc1.weight.mul_(2)  # fine-tuning after the export: the regions take the live weights
+            self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
+            model.fc2.weight = nn.Parameter(torch.randn(8, 32))  # a new parameter object, too
+            self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
+        if loaded._traced is not None:  # torch.jit.trace: the regions are operators in its graph
+            graph = str(loaded._traced.graph)
+            for r in _load_json(os.path.join(out, "plan.json"))["regions"]:
+                self.assertIn("kernelevo::" + r["task_name"], graph)
+            self.assertIn("torch.jit.trace", loaded.report())
+        else:
+            self.assertIn("interpreter", loaded.report())
+        # Inputs of other shapes than the plan's run the original model.
+        x7 = torch.randn(7, 16)
+        self.assertTrue(self.same(loaded, model, x7))
+
+    def test_a_wrong_region_is_disabled_by_the_check_and_named(self):
+        model = tiny()
+        out = self.export(model)
+        model_load.load_op = usable(wrong=("fc2",))
+        loaded, warned = self.load(out, model)
+        status = {n: (s, why) for n, s, why in loaded.regions}
+        self.assertEqual(status["fc2"][0], "pytorch")
+        self.assertIn("the check on fresh inputs: its output differs from the original's beyond its task's tolerance",
+                      status["fc2"][1])
+        self.assertEqual((status["fc1"][0], status["softmax"][0]), ("kernel", "kernel"))
+        self.assertEqual(len(warned), 1)
+        self.assertIn("the check disabled region(s) fc2 (", warned[0])
+        with torch.no_grad():
+            self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
+        self.assertIn("fc2", loaded.report())
+
+    def test_an_error_that_compounds_is_caught_end_to_end(self):
+        model = tiny()
+        with torch.no_grad():
+            model.fc2.weight.mul_(300)  # large logits: the softmax amplifies a small error before it
+        out = self.export(model)
+        model_load.load_op = usable(noise=("fc1",))
+        loaded, warned = self.load(out, model)
+        status = {n: (s, why) for n, s, why in loaded.regions}
+        self.assertEqual(status["fc1"][0], "pytorch", status["fc1"])
+        self.assertIn("the end-to-end check on fresh inputs failed with it in", status["fc1"][1])
+        self.assertEqual((status["fc2"][0], status["softmax"][0]), ("kernel", "kernel"))
+        self.assertEqual(len(warned), 1)
+        with torch.no_grad():
+            self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
+
+    def test_regions_the_plan_leaves_in_pytorch_stay_there(self):
+        model = tiny(WithConstant)
+        out = self.export(model)
+        path = os.path.join(out, "plan.json")
+        plan = _load_json(path)
+        refused = [r for r in plan["regions"] if r["status"] == "refused"]
+        self.assertEqual(len(refused), 1, plan["regions"])
+        self.assertIn("neither a parameter nor a buffer", refused[0]["reason"])
+        # A region below the threshold (its status as export_model writes it for a small share).
+        low = next(r for r in plan["regions"] if r["name"] == "fc2")
+        low.update(status="below_threshold", share=0.004, task=None)
+        with open(path, "w") as f:
+            json.dump(plan, f)
+        model_load.load_op = usable()
+        loaded, warned = self.load(out, model)
+        status = {n: (s, why) for n, s, why in loaded.regions}
+        self.assertEqual(status[refused[0]["name"]], ("pytorch", "refused at export: " + refused[0]["reason"]))
+        self.assertEqual(status["fc2"], ("pytorch", "below the plan's threshold (share 0.4%): stays in PyTorch"))
+        self.assertEqual((status["fc1"][0], status["softmax"][0]), ("kernel", "kernel"))
+        with torch.no_grad():
+            self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
+
+    def test_a_folder_of_another_format_is_refused(self):
+        out = self.export(tiny())
+        path = os.path.join(out, "plan.json")
+        plan = _load_json(path)
+        plan["format"] = "kernelevo-model-plan/2"
+        with open(path, "w") as f:
+            json.dump(plan, f)
+        with self.assertRaisesRegex(ValueError, "format 'kernelevo-model-plan/2', expected 'kernelevo-model-plan/1'"):
+            kernelevo.load_model(out, tiny())
+        with self.assertRaisesRegex(FileNotFoundError, "plan.json: no such file"):
+            kernelevo.load_model(os.path.join(self.dir, "nothing"), tiny())
+
+    def test_compare_model_labels_every_time(self):
+        model = tiny()
+        out = self.export(model)
+        model_load.load_op = usable()
+        loaded, _ = self.load(out, model)
+        res = kernelevo.compare_model(model, loaded, reps=3, verbose=False)
+        e = res["end_to_end"]
+        for k in ("pytorch_eager_ms", "kernelevo_ms", "speedup_vs_pytorch_eager"):
+            self.assertGreater(e[k], 0, k)
+        if not (hasattr(torch, "compile") and torch.cuda.is_available()):
+            self.assertIsNone(e["torch_compile_ms"])
+            self.assertTrue(e["torch_compile"].startswith("not measured: "), e["torch_compile"])
+        self.assertIn("matmul TF32", res["precision"])
+        self.assertEqual([r["name"] for r in res["regions"]], [n for n, _, _ in loaded.regions])
+        for r in res["regions"]:
+            self.assertGreater(r["speedup_vs_pytorch_eager"], 0)
+        text = kernelevo.model_compare.format_comparison(res)
+        self.assertIn("vs PyTorch eager", text)
+        self.assertIn("vs torch.compile", text)
+
+
+class Lines(unittest.TextTestResult):
+    """One line per test on stdout: PASS/FAIL/SKIP Class.test (what scripts/model_check.sh shows)."""
+
+    def _line(self, word, test, extra=""):
+        print("%s %s.%s%s" % (word, type(test).__name__, test._testMethodName, extra), flush=True)
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._line("PASS", test)
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._line("FAIL", test)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._line("FAIL", test, " (error)")
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._line("SKIP", test, " (%s)" % reason)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: model_load_test.py KERNELEVO [unittest args]")
+    KERNELEVO = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2, testRunner=unittest.TextTestRunner(resultclass=Lines, verbosity=2))
