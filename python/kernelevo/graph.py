@@ -379,9 +379,9 @@ class ModelGraph:
         with torch.no_grad():
             for i in range(len(self.nodes) + 1):
                 for k in ends.get(i, []):
-                    outs[k] = [env[v.unique()].clone() for v in regions[k].outputs]
+                    outs[k] = [_clone(env[v.unique()]) for v in regions[k].outputs]
                 for k in starts.get(i, []):
-                    ins[k] = [env[v.unique()].clone() for v in regions[k].inputs]
+                    ins[k] = [_clone(env[v.unique()]) for v in regions[k].inputs]
                 if i < len(self.nodes):
                     self._exec_range(env, [i])
         return ins, outs
@@ -395,6 +395,10 @@ def identifier(text, used):
     """The importer's identifier(): letters, digits and _, unique in used."""
     from .torch_task import _importer
     return _importer().identifier(text, used)
+
+
+def _clone(x):
+    return x.clone() if isinstance(x, torch.Tensor) else x
 
 
 def _flat_outputs(graph):
@@ -488,6 +492,23 @@ class RegionModule(nn.Module):
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def input_names(region):
+    """Names for the region's inputs: the traced values' names ("q", "input_2"), else x0, x1, ..."""
+    used, names = set(), []
+    for k, v in enumerate(region.inputs):
+        base = v.debugName().split(".")[0]
+        names.append(identifier(base if base and not base[0].isdigit() else "x%d" % k, used))
+    return names
+
+
 def region_module(graph, region):
-    """An nn.Module whose forward(*region.inputs) returns the region's outputs (a tensor or a tuple)."""
-    return RegionModule(graph, region)
+    """An nn.Module whose forward(*region.inputs) returns the region's outputs (a tensor or a tuple);
+    its forward's signature names the inputs (input_names), which the task's inputs are named after."""
+    def forward(self, *inputs):
+        return RegionModule.forward(self, *inputs)
+
+    P = inspect.Parameter
+    forward.__signature__ = inspect.Signature([P("self", P.POSITIONAL_OR_KEYWORD)] + [
+        P(n, P.POSITIONAL_OR_KEYWORD) for n in input_names(region)])
+    cls = type("Region_" + (region.task_name or "module"), (RegionModule,), {"forward": forward})
+    return cls(graph, region)

@@ -11,7 +11,7 @@ import sys
 import torch
 from torch import nn
 
-from .graph import ModelGraph, identifier, region_module
+from .graph import ModelGraph, identifier, input_names, region_module
 from .torch_task import ExportError, _precision, export_task, live_precision
 
 PLAN_FORMAT = "kernelevo-model-plan/1"
@@ -120,7 +120,8 @@ def _export_regions(g, regions, examples, out_dir, chosen, device, overwrite, qu
     """export_task of each task region, on its captured input activations."""
     captured, results = g.capture(regions, examples)
     for r, args, outs in zip(regions, captured, results):
-        r.input_specs, r.output_specs = [_spec(x) for x in args], [_spec(y) for y in outs]
+        r.input_specs = [dict(name=n, **_spec(x)) for n, x in zip(input_names(r), args)]
+        r.output_specs = [_spec(y) for y in outs]
     spec = {"policy": chosen["policy"], "cudnn_tf32": chosen["cudnn_tf32"], "matmul_tf32": chosen["matmul_tf32"]}
     for r, args in zip(regions, captured):
         if r.status != "task":
@@ -148,6 +149,8 @@ def _plan(g, regions, model_name, source, chosen, device, total, threshold):
 
 
 def _spec(x):
+    if not isinstance(x, torch.Tensor):
+        return {"type": type(x).__name__}
     return {"dtype": str(x.dtype).replace("torch.", ""), "shape": list(x.shape)}
 
 

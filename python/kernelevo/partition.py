@@ -60,6 +60,25 @@ def _importer_sets():
 RANDOM_OPS, DROPOUT_OPS = _importer_sets()
 
 
+PACKING = ("prim::ListConstruct", "prim::TupleConstruct")
+
+
+def _new(g, regions, cur, i, kind):
+    """A region starting at node i, with the list/tuple constructions just before i that only nodes
+    from i on use (an op's list argument stays with the op: lists do not cross region boundaries)."""
+    start = i
+    while cur is not None and start > cur.start and g.steps[start - 1][0] in PACKING and \
+            all(j >= i for u in g.steps[start - 1][3] for j in g._uses.get(u, [])):
+        start -= 1
+    if cur is not None and start < cur.end:
+        cur.end = start
+        if cur.end == cur.start:
+            regions.remove(cur)
+    r = G.Region(start, i, kind)
+    regions.append(r)
+    return r
+
+
 def _scan(g, classes, refused):
     """[Region] from one pass over the nodes (statuses and names come later)."""
     regions, cur = [], None
@@ -71,12 +90,10 @@ def _scan(g, classes, refused):
             cur = None
             continue
         if c in G.ANCHOR_KINDS:
-            cur = G.Region(i, i, c)
-            regions.append(cur)
+            cur = _new(g, regions, cur, i, c)
         elif c == "reduction":
             if cur is None or cur.kind in G.ANCHOR_KINDS:
-                cur = G.Region(i, i, "reduction")
-                regions.append(cur)
+                cur = _new(g, regions, cur, i, "reduction")
             else:
                 cur.kind = "reduction"
         elif cur is None:
