@@ -251,6 +251,89 @@ class ModelLoad(unittest.TestCase):
         self.assertIn("vs torch.compile", text)
 
 
+class Attention(nn.Module):
+    def __init__(self, c, heads):
+        super().__init__()
+        self.qkv, self.proj, self.heads = nn.Linear(c, 3 * c), nn.Linear(c, c), heads
+
+    def forward(self, x):
+        b, t, c = x.size()
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = [z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v)]
+        att = torch.softmax((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1))), dim=-1)
+        return self.proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
+
+
+class MLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.fc, self.act, self.proj = nn.Linear(c, 4 * c), nn.GELU(), nn.Linear(4 * c, c)
+
+    def forward(self, x):
+        return self.proj(self.act(self.fc(x)))
+
+
+class TransformerBlock(nn.Module):
+    """A small pre-norm GPT block; its region mlp.fc is Linear + GELU (tests/python/mlp_gelu.cu)."""
+
+    def __init__(self, c=256, heads=4):
+        super().__init__()
+        self.ln1, self.attn, self.ln2, self.mlp = nn.LayerNorm(c), Attention(c, heads), nn.LayerNorm(c), MLP(c)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+class Gpu(unittest.TestCase):
+    """A transformer block exported on the GPU; tests/python/mlp_gelu.cu validated into DIR/cache by
+    `kernelevo cache add` for its mlp.fc region; load_model runs it as torch.ops.kernelevo.NAME, the check
+    passes, and compare_model times the block against eager and torch.compile."""
+
+    def test_a_cached_kernel_runs_in_the_loaded_model(self):
+        d = tempfile.mkdtemp(prefix="kevo-model-gpu-")
+        torch.manual_seed(5)
+        model = TransformerBlock().cuda().eval()
+        x = torch.randn(8, 128, 256, device="cuda")
+        kernelevo.export_model(model, (x,), d, quiet=True)
+        plan = _load_json(os.path.join(d, "plan.json"))
+        print(open(os.path.join(d, "plan.md")).read())
+        fc = next(r for r in plan["regions"] if r["name"] == "mlp.fc")
+        self.assertEqual((fc["kind"], fc["ops"], fc["status"]), ("gemm", ["aten::linear", "aten::gelu"], "task"))
+        major, minor = torch.cuda.get_device_capability()
+        p = subprocess.run([KERNELEVO, "cache", "add", "--task", os.path.join(d, fc["task"], "task.json"), "--kernel",
+                            os.path.join(HERE, "mlp_gelu.cu"), "--arch", "sm_%d%d" % (major, minor), "--cache-dir",
+                            os.path.join(d, "cache"), "-q"], capture_output=True, text=True)
+        print("cache add rc=%d: %s %s" % (p.returncode, p.stdout.strip()[-400:], p.stderr.strip()[-400:]))
+        self.assertEqual(p.returncode, 0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loaded = kernelevo.load_model(d, model, kernelevo=KERNELEVO)
+        print(loaded.report())
+        self.assertEqual([str(w.message) for w in caught if "load_model" in str(w.message)], [])
+        status = {n: s for n, s, _ in loaded.regions}
+        self.assertEqual(status.pop("mlp.fc"), "kernel")
+        self.assertTrue(all(s == "pytorch" for s in status.values()), status)
+        self.assertTrue(loaded.check.startswith("passed on fresh random inputs"), loaded.check)
+        op = loaded._kernels()[0].op
+        before = op.kernel_calls
+        with torch.no_grad():
+            y, ref = loaded(x), model(x)
+        self.assertEqual(op.kernel_calls, before + 1)  # the evolved kernel ran inside the loaded model
+        t = kernelevo.model_load.needed_tolerance(y, ref)
+        print("INFO kernel in the loaded model: %s; loaded vs model: tolerance needed %.3g (allowed %.3g)" % (
+            op.kernel, t, loaded._kernels()[0].tolerance))
+        self.assertLessEqual(t, loaded._kernels()[0].tolerance)
+        res = kernelevo.compare_model(model, loaded, (x,), reps=50)
+        e = res["end_to_end"]
+        print("INFO e2e %s: eager %.4f ms, torch.compile %s, loaded %.4f ms (%s)" % (
+            res["precision"], e["pytorch_eager_ms"], "%.4f ms" % e["torch_compile_ms"] if e["torch_compile_ms"]
+            else e["torch_compile"], e["kernelevo_ms"], res["runner"]))
+        self.assertGreater(e["kernelevo_ms"], 0)
+        shutil.rmtree(d, ignore_errors=True)
+
+
 class Lines(unittest.TextTestResult):
     """One line per test on stdout: PASS/FAIL/SKIP Class.test (what scripts/model_check.sh shows)."""
 
