@@ -205,6 +205,12 @@ class ModelGraph:
         for i, n in enumerate(self.nodes):
             for v in n.inputs():
                 self._uses.setdefault(v.unique(), []).append(i)
+        keep = set(self.weight_of) | set(self.constants) | {v.unique() for v in self.output_values}
+        self._dies_at = [[] for _ in self.nodes]
+        for u, uses in self._uses.items():
+            if u not in keep:
+                self._dies_at[max(uses)].append(u)
+        self.regions = []
 
     def _params(self):
         live = dict(self.model.named_parameters())
@@ -238,32 +244,44 @@ class ModelGraph:
     def run(self, inputs, replace=None):
         """The model's outputs (a list of tensors) on inputs, computed node by node with the live
         model's weights; replace = {region_index: fn(list of region input tensors) -> list of its
-        output tensors} computes those regions (of the last partition()) instead."""
+        output tensors} computes those regions (of the last partition()) instead. Values are
+        dropped after their last use (the memory of an eager forward, not of every intermediate)."""
         replace = replace or {}
+        bad = [k for k in replace if not isinstance(k, int) or not 0 <= k < len(self.regions)]
+        if bad:
+            raise ValueError("replace: region index %r is not one of the %d regions of partition()" % (
+                bad[0], len(self.regions)))
         env = self._base_env(list(inputs))
-        regions = self.regions if replace else []
-        by_start = {regions[k].start: regions[k] for k in replace}
+        by_start = {self.regions[k].start: k for k in replace}
         with torch.no_grad():
             i = 0
             while i < len(self.nodes):
-                r = by_start.get(i)
-                if r is None:
+                k = by_start.get(i)
+                if k is None:
                     self._exec_range(env, [i])
-                    i += 1
-                    continue
-                outs = replace[regions.index(r)]([env[v.unique()] for v in r.inputs])
-                outs = [outs] if isinstance(outs, torch.Tensor) else list(outs)
-                if len(outs) != len(r.outputs):
-                    raise ValueError("region %s: %d output(s) expected, the replacement gave %d" % (
-                        r.name, len(r.outputs), len(outs)))
-                for v, x in zip(r.outputs, outs):
-                    env[v.unique()] = x
-                for uid in self._static_defined(r):
-                    env[uid] = self._example_env[uid]
-                self._exec_range(env, [j for j in range(r.start, r.end)
-                                       if all(u in self.free and u not in self.static for u in self.steps[j][3])])
-                i = r.end
+                    end = i + 1
+                else:
+                    self._run_replaced(env, self.regions[k], replace[k])
+                    end = self.regions[k].end
+                for j in range(i, end):
+                    for u in self._dies_at[j]:
+                        env.pop(u, None)
+                i = end
         return self._outputs(env)
+
+    def _run_replaced(self, env, r, fn):
+        outs = fn([env[v.unique()] for v in r.inputs])
+        outs = [outs] if isinstance(outs, torch.Tensor) else list(outs)
+        if len(outs) != len(r.outputs):
+            raise ValueError("region %s: %d output(s) expected, the replacement gave %d" % (
+                r.name, len(r.outputs), len(outs)))
+        for v, x in zip(r.outputs, outs):
+            env[v.unique()] = x
+        for uid in self._static_defined(r):
+            env[uid] = self._example_env[uid]
+        # weight-derived values the region computed and later nodes read (e.g. a slice of a mask buffer)
+        self._exec_range(env, [j for j in range(r.start, r.end)
+                               if all(u in self.free and u not in self.static for u in self.steps[j][3])])
 
     def check(self, examples):
         """The interpreter against eager on the examples and on a second draw of inputs like them (a
@@ -341,7 +359,15 @@ class ModelGraph:
 
     def profile(self, regions, inputs, reps=20):
         """Milliseconds per region: the median of reps runs of its nodes after warm-up, synchronised
-        with CUDA events on a GPU, perf_counter on the CPU."""
+        with CUDA events on a GPU, perf_counter on the CPU. The model's buffers are restored after
+        (BatchNorm in training mode updates them on every run)."""
+        state = {k: v.clone() for k, v in self.model.state_dict().items()}
+        try:
+            return self._profile(regions, inputs, reps)
+        finally:
+            _restore(self.model, state)
+
+    def _profile(self, regions, inputs, reps):
         env = self._interpret(list(inputs))
         cuda = any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs)
         times = []
@@ -369,7 +395,15 @@ class ModelGraph:
 
     def capture(self, regions, inputs):
         """(inputs, outputs): per region, clones of its input and of its output tensors on inputs, from
-        one run of the interpreter (clones: a later in-place op does not change them)."""
+        one run of the interpreter (clones: a later in-place op does not change them); the model's
+        buffers are restored after."""
+        state = {k: v.clone() for k, v in self.model.state_dict().items()}
+        try:
+            return self._capture(regions, inputs)
+        finally:
+            _restore(self.model, state)
+
+    def _capture(self, regions, inputs):
         env = self._base_env(list(inputs))
         ins, outs = [None] * len(regions), [None] * len(regions)
         starts, ends = {}, {}
@@ -431,7 +465,7 @@ def _close(a, b):
 
 def _like(x):
     if x.is_floating_point():
-        lo, hi = float(x.min()), float(x.max()) if x.numel() else (0.0, 1.0)
+        lo, hi = (float(x.min()), float(x.max())) if x.numel() else (0.0, 1.0)
         if lo >= 0 and hi <= 1:
             return torch.rand_like(x)
         return torch.randn_like(x) * float(x.std() if x.numel() > 1 else 1) + float(x.mean())
@@ -448,7 +482,7 @@ def _restore(model, state):
     """Buffers as they were (BatchNorm in training mode updates its running statistics)."""
     with torch.no_grad():
         for k, v in model.state_dict().items():
-            if k in state and v.data_ptr() != state[k].data_ptr():
+            if k in state:
                 v.copy_(state[k])
 
 

@@ -188,11 +188,16 @@ class Partition(unittest.TestCase):
         torch.manual_seed(0)
         m = ConvNet()  # training mode: BatchNorm updates its running statistics on each call
         before = {k: v.clone() for k, v in m.state_dict().items()}
-        g = ModelGraph.trace(m, (torch.randn(2, 3, 8, 8),))
+        x = torch.randn(2, 3, 8, 8)
+        g = ModelGraph.trace(m, (x,))
         regions = g.partition(0.01)
         self.assertIn("BatchNorm in training mode", " ".join(r.reason for r in regions))
+        g.profile(regions, [x], reps=2)
+        g.capture(regions, [x])
         for k, v in m.state_dict().items():
             self.assertTrue(torch.equal(v, before[k]), k)
+        with self.assertRaisesRegex(ValueError, "replace: region index 9 is not one of the 5 regions"):
+            g.run([x], replace={9: lambda xs: xs})
 
 
 class Export(unittest.TestCase):
