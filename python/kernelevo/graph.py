@@ -436,12 +436,14 @@ def _clone(x):
 
 
 def _flat_outputs(graph):
-    """The graph's output values, tuples (a TupleConstruct/ListConstruct at the end) flattened."""
-    outs = []
-    for v in graph.outputs():
+    """The graph's output values, tuples and lists (TupleConstruct/ListConstruct) flattened as eager
+    outputs are (_flatten)."""
+    outs, todo = [], list(graph.outputs())
+    while todo:
+        v = todo.pop(0)
         n = v.node()
         if n.kind() in ("prim::TupleConstruct", "prim::ListConstruct") and not _is_tensor(v):
-            outs.extend(n.inputs())
+            todo[:0] = list(n.inputs())
         else:
             outs.append(v)
     return outs

@@ -245,8 +245,11 @@ def partition(g):
         if r.kind == "view" and r.status == "task":
             r.status = "view"
         base = _name(g, r, classes)
-        names[base] = names.get(base, 0) + 1
-        r.name = base if names[base] == 1 else "%s.%d" % (base, names[base])
+        r.name, n = base, 1
+        while r.name in names:  # a module with several regions: NAME, NAME.2, NAME.3 (unique over the plan)
+            n += 1
+            r.name = "%s.%d" % (base, n)
+        names[r.name] = True
         r.task_name = G.identifier("%s_%s" % (model, r.name.replace(".", "_")), tasks)
         r.ops = [g.steps[i][0] for i in range(r.start, r.end)
                  if classes[i] not in ("free",) and not g.steps[i][0].startswith("prim::")] or \
