@@ -159,7 +159,11 @@ class ModelGraph:
             with torch.no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("ignore", torch.jit.TracerWarning)
                 with torch.random.fork_rng(devices=_cuda_devices(examples)):
-                    traced = torch.jit.trace(model, examples, check_trace=False)
+                    try:
+                        traced = torch.jit.trace(model, examples, check_trace=False)
+                    except Exception as e:
+                        raise ExportError("torch.jit.trace cannot trace the model: %s: %s" % (
+                            type(e).__name__, " ".join(str(e).split())[:300])) from None
             g = cls(model, traced, examples)
         finally:
             _restore(model, state)
@@ -235,7 +239,13 @@ class ModelGraph:
     def _interpret(self, inputs):
         env = self._base_env(list(inputs))
         with torch.no_grad():
-            self._exec_range(env, range(len(self.nodes)))
+            for i in range(len(self.nodes)):
+                try:
+                    exec_step(self.steps[i], env)
+                except Exception as e:
+                    raise ExportError("the interpreter cannot run node %d (%s, in %s): %s: %s" % (
+                        i, self.steps[i][0], _scope(self.nodes[i]) or "the model's forward", type(e).__name__,
+                        " ".join(str(e).split())[:300])) from None
         return env
 
     def _outputs(self, env):
