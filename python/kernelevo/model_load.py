@@ -271,6 +271,8 @@ class KernelEvoModel(nn.Module):
         self._parts = []  # the graph's Regions (graph.partition), indexed by LoadedRegion.index
         self.mismatch = list(mismatch or [])
         self._set_traced(None, None)
+        # What the graph was traced for: the model's device and mode at load, and the plan's input shapes.
+        self._device, self._training, self._structure = str(model_device(model)), model.training, "tensor"
         self._plan_key = tuple((tuple(int(d) for d in s["shape"]), _torch_dtype(s["dtype"])) for s in plan["inputs"])
         self.runner = "the original model (no region replaced)"
         self.check = "not needed: no region runs as a kernel"
@@ -293,7 +295,9 @@ class KernelEvoModel(nn.Module):
 
     def _interpret(self, *inputs):
         outs = self._graph.run(list(inputs), replace=self._replace())
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        if self._structure == "tensor" and len(outs) == 1:
+            return outs[0]
+        return list(outs) if self._structure == "list" else tuple(outs)
 
     def _sync_runner(self):
         if self.mismatch or not self._kernels():
@@ -320,8 +324,10 @@ class KernelEvoModel(nn.Module):
             return self.model(*args, **kwargs)
         inputs = self._inputs(args, kwargs)
         key = _key(inputs)
-        # The graph and the regions' tasks are the plan's shapes and dtypes: other calls run the model.
-        if tuple(k[:2] for k in key) != self._plan_key:
+        # The graph and the regions' tasks are the plan's shapes and dtypes, traced on the model's device
+        # at load in its mode then: other calls (and a model moved or put in training mode) run the model.
+        if tuple(k[:2] for k in key) != self._plan_key or any(k[2] != self._device for k in key) or \
+                self.model.training != self._training:
             return self.model(*args, **kwargs)
         grad = torch.is_grad_enabled() and any(p.requires_grad for p in self.model.parameters())
         if self._traced is not None and not grad and (key, self._weights_id()) == self._traced_key:
@@ -487,8 +493,16 @@ def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=
     cache_dir = cache_dir or os.path.join(out_dir, "cache")
     device = model_device(model)
     examples = plan_inputs(plan, device, seed=0)
-    with torch.no_grad():
-        graph = ModelGraph.trace(model, tuple(examples))
+    try:
+        with torch.no_grad():
+            graph = ModelGraph.trace(model, tuple(examples))
+            structure = _structure(model(*examples))
+    except Exception as e:
+        return _unchanged(model, plan, out_dir, None, ["it cannot be traced on random inputs of the plan's shapes %s "
+                                                       "(%s: %s)" % ([s["shape"] for s in plan["inputs"]], type(e).__name__,
+                                                                     " ".join(str(e).split())[:300])])
+    if structure.startswith("the model"):
+        return _unchanged(model, plan, out_dir, graph, [structure])
     if graph.fingerprint() != plan.get("fingerprint"):
         why = _mismatch_reasons(plan, graph, model, out_dir)
         return _unchanged(model, plan, out_dir, graph, why)
@@ -504,7 +518,7 @@ def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=
         else:
             regions.append(LoadedRegion(spec, k, "pytorch", _plan_reason(spec)))
     loaded = KernelEvoModel(model, plan, out_dir, graph, regions)
-    loaded._parts = list(parts)
+    loaded._parts, loaded._structure = list(parts), structure
     if check and loaded._kernels():
         disabled = run_check(loaded)
         if disabled:
@@ -516,6 +530,16 @@ def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=
         loaded.check = "not run (check=False)"
     loaded.trace(plan_inputs(plan, device, seed=1))
     return loaded
+
+
+def _structure(out):
+    """"tensor", "tuple" or "list" for what the graph's flat outputs can give back, else why not."""
+    if isinstance(out, torch.Tensor):
+        return "tensor"
+    if isinstance(out, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in out):
+        return "list" if isinstance(out, list) else "tuple"
+    return ("the model returns %s: load_model gives back a tensor or a flat tuple or list of tensors only"
+            % type(out).__name__)
 
 
 def _unchanged(model, plan, out_dir, graph, why):

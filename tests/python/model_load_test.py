@@ -165,6 +165,36 @@ class ModelLoad(unittest.TestCase):
         x7 = torch.randn(7, 16)
         self.assertTrue(self.same(loaded, model, x7))
 
+    def test_calls_the_graph_was_not_traced_for_run_the_model(self):
+        model = tiny()
+        out = self.export(model)
+        calls = {}
+        model_load.load_op = usable(calls=calls)
+        loaded, _ = self.load(out, model)
+        calls.clear()
+        with torch.enable_grad():  # autograd: the interpreter (the traced graph has no backward)
+            self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
+        self.assertEqual(sorted(calls), ["tiny_fc1", "tiny_fc2", "tiny_softmax"])
+        calls.clear()
+        x7 = torch.randn(7, 16)
+        with torch.enable_grad():  # (without autograd the traced graph would not call the double's Python)
+            loaded.train()  # another mode than the plan's trace: the model itself
+            self.assertTrue(torch.equal(loaded(self.x), model(self.x)))
+            loaded.eval()
+            self.assertTrue(torch.equal(loaded(x7), model(x7)))  # another shape
+        self.assertEqual(calls, {})
+
+    def test_a_model_that_cannot_run_the_plans_inputs_runs_unchanged(self):
+        out = self.export(tiny())
+        other = tiny()
+        other.fc1 = nn.Linear(20, 32)
+        loaded, warned = self.load(out, other)
+        self.assertEqual(len(warned), 1)
+        self.assertIn("it cannot be traced on random inputs of the plan's shapes [[4, 16]] (", warned[0])
+        self.assertIn("mat1 and mat2 shapes cannot be multiplied", warned[0])
+        x = torch.randn(4, 20)
+        self.assertTrue(self.same(loaded, other, x))
+
     def test_a_wrong_region_is_disabled_by_the_check_and_named(self):
         model = tiny()
         out = self.export(model)
