@@ -112,7 +112,10 @@ def compare_model(model, loaded, inputs=None, reps=20, verbose=True):
             " (%s)" % torch.cuda.get_device_name(device) if device.type == "cuda" else ""),
         "torch": torch.__version__, "precision": precision_label(xs),
         "inputs": [[str(x.dtype).replace("torch.", ""), list(x.shape)] for x in xs], "reps": reps,
-        "runner": loaded.runner,
+        "runner": loaded.runner, "plan_precision": {k: loaded.plan.get(k) for k in ("precision", "matmul_tf32", "cudnn_tf32")},
+        "region_baseline": ("each region's own PyTorch ops in eager mode (region_module: the graph interpreter runs "
+                            "them one by one), against its operator (the kernel), on the activations the original "
+                            "model computes for these inputs"),
         "end_to_end": {"pytorch_eager_ms": eager, "torch_compile_ms": compiled, "torch_compile": why or "measured",
                        "kernelevo_ms": mine, "speedup_vs_pytorch_eager": _ratio(eager, mine),
                        "speedup_vs_torch_compile": _ratio(compiled, mine)},
@@ -137,10 +140,11 @@ def format_comparison(res):
         "  speedup of the loaded model (same precision): vs PyTorch eager %s; vs torch.compile %s" % (
             "%.3gx" % e["speedup_vs_pytorch_eager"] if e["speedup_vs_pytorch_eager"] else "-",
             "%.3gx" % e["speedup_vs_torch_compile"] if e["speedup_vs_torch_compile"] else e["torch_compile"]),
-        "  loaded model runs: %s" % res["runner"]]
+        "  loaded model runs: %s" % res["runner"],
+        "  regions (%s):" % res["region_baseline"]]
     for r in res["regions"]:
         if "kernel_ms" in r:
-            lines.append("  region %s (%s): kernel %s vs its PyTorch eager ops %s: %.3gx" % (
+            lines.append("  region %s (%s): kernel %s vs its PyTorch eager ops %s: %.3gx vs PyTorch eager" % (
                 r["name"], r["kind"], _ms(r["kernel_ms"]), _ms(r["pytorch_eager_ms"]), r["speedup_vs_pytorch_eager"] or 0))
         else:
             lines.append("  region %s (%s): PyTorch (%s)" % (r["name"], r["kind"], r.get("reason", "")))

@@ -38,7 +38,11 @@ def plan_inputs(plan, device, seed=0):
     g = torch.Generator().manual_seed(seed)
     out = []
     for spec in plan["inputs"]:
-        dtype, shape = _torch_dtype(spec["dtype"]), [int(d) for d in spec["shape"]]
+        try:
+            dtype, shape = _torch_dtype(spec["dtype"]), [int(d) for d in spec["shape"]]
+        except (KeyError, TypeError, ValueError):
+            raise ValueError("plan input %s: dtype %r / shape %r is not one a task can have" % (
+                spec.get("name"), spec.get("dtype"), spec.get("shape"))) from None
         if dtype.is_floating_point:
             x = torch.randn(shape, generator=g).to(dtype)
         elif dtype == torch.bool:
