@@ -19,12 +19,14 @@ from torch import nn
 from .torch_task import ExportError
 
 GEMM_OPS = {"aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm",
-            "aten::einsum", "aten::addbmm", "aten::addmv", "aten::mv", "aten::bilinear"}
+            "aten::einsum", "aten::addbmm", "aten::addmv", "aten::mv", "aten::bilinear", "aten::_addmm_activation"}
 CONV_OPS = {"aten::_convolution", "aten::convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d",
             "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d"}
 RNN_OPS = {"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu", "aten::lstm_cell", "aten::gru_cell",
            "aten::rnn_tanh_cell", "aten::rnn_relu_cell"}
-ATTENTION_OPS = {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention"}
+ATTENTION_OPS = {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention",
+                 "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+                 "aten::_native_multi_head_attention", "aten::_transformer_encoder_layer_fwd"}
 ANCHORS = [(GEMM_OPS, "gemm"), (CONV_OPS, "conv"), (RNN_OPS, "rnn"), (ATTENTION_OPS, "attention")]
 ANCHOR_KINDS = ("gemm", "conv", "rnn", "attention")
 REDUCTION_OPS = {"aten::softmax", "aten::log_softmax", "aten::_softmax", "aten::layer_norm", "aten::batch_norm",

@@ -53,7 +53,8 @@ def _on_device(model, examples, device):
         try:
             work = copy.deepcopy(model).to(dev)
         except Exception as e:
-            raise ExportError("cannot copy the model to %s (%s: %s); move it there first" % (device, type(e).__name__, e))
+            raise ExportError("cannot copy the model to %s (%s: %s); move it there first" % (
+                device, type(e).__name__, e))
     return work, tuple(x.to(dev) for x in examples)
 
 

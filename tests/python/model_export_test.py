@@ -91,6 +91,20 @@ class ValueDependent(nn.Module):
         return self.fc(x) * float(x.max())  # the trace fixes x.max() of the example
 
 
+class Recurrent(nn.Module):
+    """Token ids -> embedding -> GRU -> nn.MultiheadAttention -> LayerNorm -> Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.gru = nn.Embedding(50, 16), nn.GRU(16, 16, batch_first=True)
+        self.mha, self.ln, self.head = nn.MultiheadAttention(16, 2, batch_first=True), nn.LayerNorm(16), nn.Linear(16, 50)
+
+    def forward(self, ids):
+        x, _ = self.gru(self.emb(ids))
+        a, _ = self.mha(x, x, x, need_weights=False)
+        return self.head(self.ln(x + a))
+
+
 def block():
     torch.manual_seed(0)
     return Block().eval(), torch.randn(2, 8, 16)
@@ -170,6 +184,15 @@ class Partition(unittest.TestCase):
                                             ("fc2", "gemm", "task")])
         self.assertEqual(regions[1].reason, "Dropout in training mode (p = 0.5): random output; call model.eval() "
                                             "for inference")
+
+    def test_embedding_rnn_and_multihead_attention(self):
+        torch.manual_seed(0)
+        g, regions = self.check_regions(Recurrent().eval(), torch.randint(0, 50, (2, 7)))
+        self.assertEqual(summary(regions)[:2], [("emb", "pointwise", "task"), ("gru", "rnn", "task")])
+        self.assertEqual(summary(regions)[-2:], [("ln", "reduction", "task"), ("head", "gemm", "task")])
+        # PyTorch's fused MultiheadAttention op, or its matmul -> softmax -> matmul merged (by PyTorch version)
+        # (mha.2 when its input projection, in the module's own forward, comes first as region mha)
+        self.assertTrue([r for r in regions if r.kind == "attention" and r.name.startswith("mha")], summary(regions))
 
     def test_fingerprint_follows_weight_shapes(self):
         torch.manual_seed(0)
