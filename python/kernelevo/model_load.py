@@ -2,6 +2,7 @@
 python/kernelevo/model_plan.md) applied to the user's live module: each region whose kernel is usable
 runs as its operator torch.ops.kernelevo.NAME with the live model's weights, every other region stays in
 PyTorch with the reason, and an end-to-end check on fresh inputs falls back region by region."""
+import inspect
 import math
 import os
 import warnings
@@ -280,6 +281,10 @@ class KernelEvoModel(nn.Module):
         self._plan_key = tuple((tuple(int(d) for d in s["shape"]), _torch_dtype(s["dtype"])) for s in plan["inputs"])
         self.runner = "the original model (no region replaced)"
         self.check = "not needed: no region runs as a kernel"
+        try:  # inspect.signature(loaded) is the model's forward's
+            object.__setattr__(self, "__signature__", inspect.signature(model.forward))
+        except (TypeError, ValueError):
+            pass
         self._sync_runner()
 
     def _set_traced(self, traced, key):
@@ -312,7 +317,6 @@ class KernelEvoModel(nn.Module):
 
     def _inputs(self, args, kwargs):
         if kwargs:
-            import inspect
             bound = inspect.signature(self.model.forward).bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())

@@ -5,6 +5,7 @@ use a test double for load_op: the real KernelEvoOp of the region's task marked 
 region through its operator (the task's reference with the live weights), or computing it wrongly.
 The GPU test (scripts/model_check.sh on the GPU host) validates tests/python/mlp_gelu.cu into the folder's
 cache for the MLP's Linear + GELU region of a small transformer block and loads it for real."""
+import inspect
 import json
 import math
 import os
@@ -154,6 +155,8 @@ class ModelLoad(unittest.TestCase):
             self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
             model.fc2.weight = nn.Parameter(torch.randn(8, 32))  # a new parameter object, too
             self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
+            self.assertTrue(torch.allclose(loaded(x=self.x), model(self.x), atol=1e-6, rtol=1e-6))  # by name
+        self.assertEqual(str(inspect.signature(loaded)), "(x)")  # the model's forward's
         if loaded._traced is not None:  # torch.jit.trace: the regions are operators in its graph
             graph = str(loaded._traced.graph)
             for r in _load_json(os.path.join(out, "plan.json"))["regions"]:
