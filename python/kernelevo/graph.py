@@ -219,8 +219,14 @@ class ModelGraph:
         self.regions = []
 
     def _params(self):
-        live = dict(self.model.named_parameters())
-        live.update(self.model.named_buffers())
+        """{dotted name: the live model's tensor} for the weights the graph reads, looked up on each
+        call (attribute by attribute: a weight tied under two names is found under both)."""
+        live = {}
+        for name in set(self.weight_of.values()):
+            obj = self.model
+            for part in name.split("."):
+                obj = getattr(obj, part)
+            live[name] = obj
         return live
 
     def _base_env(self, inputs):
@@ -508,12 +514,11 @@ class RegionModule(nn.Module):
     def __init__(self, graph, region):
         super().__init__()
         live = graph._params()
-        params = dict(graph.model.named_parameters())
         self._weights = {}  # value id -> attribute
         for name in region.weights:
             attr = name.replace(".", "_")
             t = live[name].detach().clone()
-            if name in params:
+            if isinstance(live[name], nn.Parameter):
                 self.register_parameter(attr, nn.Parameter(t, requires_grad=False))
             else:
                 self.register_buffer(attr, t)
