@@ -359,7 +359,8 @@ class KernelEvoModel(nn.Module):
             with torch.no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 traced = torch.jit.trace(_Traced(self), tuple(inputs), check_trace=False)
-                same = needed_tolerance(traced(*inputs), self._interpret(*inputs)) <= 1e-6
+                same = needed_tolerance(seeded(lambda: traced(*inputs), inputs),
+                                        seeded(lambda: self._interpret(*inputs), inputs)) <= 1e-6
         except Exception as e:
             self.runner += "; torch.jit.trace failed: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:200])
             return
@@ -388,6 +389,16 @@ class KernelEvoModel(nn.Module):
         return "\n".join(lines)
 
 
+def seeded(fn, inputs, seed=CHECK_SEED):
+    """fn() with torch's generators seeded (and restored after: the user's RNG state is untouched), so that
+    ops the check leaves in PyTorch that draw random numbers (a training-mode Dropout, refused at export)
+    draw the same in the original and in the loaded model: they run the same ops in the same order."""
+    devices = sorted({x.device.index or 0 for x in inputs if x.is_cuda})
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        return fn()
+
+
 def record_regions(loaded, inputs, regions):
     """One run of the ORIGINAL computation (every region as its own PyTorch ops, region_module) that
     records each given region's input activations and outputs: {index: (inputs, outputs)}."""
@@ -403,7 +414,7 @@ def record_regions(loaded, inputs, regions):
             return outs
         return run
     with torch.no_grad():
-        loaded._graph.run(list(inputs), replace={r.index: recorder(r) for r in regions})
+        seeded(lambda: loaded._graph.run(list(inputs), replace={r.index: recorder(r) for r in regions}), inputs)
     return records
 
 
@@ -440,7 +451,7 @@ def _end_to_end(loaded, inputs, expected):
     kernels = loaded._kernels()
     tol = max([r.tolerance for r in kernels] + [0.0])
     with torch.no_grad():
-        got = loaded._interpret(*inputs)
+        got = seeded(lambda: loaded._interpret(*inputs), inputs)
     t = needed_tolerance(got, expected)
     return t <= tol, t, tol
 
@@ -451,8 +462,8 @@ def run_check(loaded, seed=CHECK_SEED):
     then the whole model; regions are disabled until it passes. Returns the names disabled."""
     inputs = plan_inputs(loaded.plan, model_device(loaded.model), seed=seed)
     with torch.no_grad():
-        expected = loaded.model(*inputs)
-        plain = loaded._graph.run(list(inputs))
+        expected = seeded(lambda: loaded.model(*inputs), inputs)
+        plain = seeded(lambda: loaded._graph.run(list(inputs)), inputs)
     if needed_tolerance(plain, expected) > 1e-6:
         loaded.mismatch.append("the traced graph does not reproduce the model on fresh inputs (its interpreter differs "
                                "by %.3g in tolerance units): a graph.py problem" % needed_tolerance(plain, expected))

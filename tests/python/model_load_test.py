@@ -54,6 +54,17 @@ class WithConstant(Tiny):
         return torch.softmax(self.fc2(self.act(self.fc1(x))) * self.mask, -1)
 
 
+class WithDropout(Tiny):
+    """A Dropout kept in training mode: its region is refused at export (random output)."""
+
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return torch.softmax(self.fc2(self.drop(self.act(self.fc1(x)))), -1)
+
+
 def tiny(cls=Tiny, **kw):
     torch.manual_seed(3)
     return cls(**kw).eval()
@@ -250,6 +261,23 @@ class ModelLoad(unittest.TestCase):
         self.assertEqual((status["fc1"][0], status["softmax"][0]), ("kernel", "kernel"))
         with torch.no_grad():
             self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
+
+    def test_a_model_with_a_random_region_loads_the_others(self):
+        model = tiny(WithDropout).train()  # the Dropout draws: its region is refused, the rest is not
+        out = self.export(model)
+        model_load.load_op = usable()
+        loaded, warned = self.load(out, model)
+        self.assertEqual(warned, [])
+        status = {n: (s, why) for n, s, why in loaded.regions}
+        refused = [n for n, (s, why) in status.items() if why.startswith("refused at export: Dropout in training mode")]
+        self.assertEqual(len(refused), 1, status)
+        self.assertEqual(sorted(n for n, (s, _) in status.items() if s == "kernel"), ["fc1", "fc2", "softmax"])
+        self.assertIn("passed on fresh random inputs", loaded.check)
+        self.assertNotIn("gave other outputs", loaded.runner)  # the trace is compared with the same draws
+        with torch.no_grad():
+            y = loaded(self.x)
+        self.assertEqual(y.shape, (4, 8))
+        self.assertTrue(torch.allclose(y.sum(-1), torch.ones(4)))  # still a softmax, of randomly dropped values
 
     def test_a_folder_of_another_format_is_refused(self):
         out = self.export(tiny())
