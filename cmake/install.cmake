@@ -11,7 +11,7 @@ include("${CMAKE_CURRENT_LIST_DIR}/KernelEvo.cmake")
 set(KERNELEVO_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/KernelEvo" CACHE STRING
   "Where the KernelEvo CMake package files are installed (relative to the prefix)")
 
-install(TARGETS kevo_abi kevo_runtime EXPORT KernelEvoTargets
+install(TARGETS kevo_abi kevo_runtime kevo_runtime_cublas EXPORT KernelEvoTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -199,6 +199,7 @@ _BINDING = r"""
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include "kernelevo/abi.h"
+#include "kernelevo/cublas_host.h"
 
 extern "C" int kevo_forward(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, cudaStream_t stream);
 
@@ -235,6 +236,9 @@ void run(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& o
 }
 }  // namespace
 
+// The kernel ABI's cuBLAS handles and workspace (version 2), from the cuBLAS this module links.
+KEVO_CUBLAS_HOST_DEFINE_ENTRY_POINTS(kevo_cublas::linked_api())
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &run, "the cached kernel: forward(inputs, outputs)"); }
 """
 
@@ -243,6 +247,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &run, "the cached ke
 # are what kernels use.
 _NVCC_FLAGS = ["-O3", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
                "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__"]
+
+# The toolkit libraries a kernel may call, as the validator links them (tool/compile/source_rules.h
+# kCandidateLinkLibraries); the binding above gives the kernel their handles (kernelevo/cublas_host.h).
+_LINK_LIBRARIES = ["-lcublas", "-lcublasLt"]
 
 
 def _build_root():
@@ -277,6 +285,7 @@ def _compile(task, cu, arch, build_root, verbose):
                                 extra_include_paths=[include], extra_cflags=["-O2"] + entry,
                                 extra_cuda_cflags=_NVCC_FLAGS + ["-gencode=arch=compute_%s,code=[sm_%s,compute_%s]" % (
                                     num, num, num)] + entry,
+                                extra_ldflags=_LINK_LIBRARIES,
                                 is_python_module=True, verbose=verbose)
     _LOADED[key] = module.forward
     return module.forward

@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
+#include "compile/source_rules.h"
 #include "sandbox/sandbox.h"
 
 namespace kevo {
@@ -34,6 +35,27 @@ std::string compile_hint(const std::string& log) {
         if (log.find("No such file") != std::string::npos)
             return "\nnote: candidates include no LibTorch header: only <kernelevo/abi.h>, the CUDA toolkit and the C++ standard library\n";
     return "";
+}
+
+// The toolkit's library directory beside nvcc (bin/../lib64, else targets/<host>/lib), resolved:
+// where the libraries a candidate may call (kCandidateLinkLibraries) are. Empty when it has none
+// (a toolkit without cuBLAS): candidates then link none, and one that calls cuBLAS fails to load.
+std::string toolkit_lib_dir(const std::string& nvcc) {
+    std::error_code ec;
+    const fs::path bin = fs::weakly_canonical(nvcc, ec).parent_path();
+    if (ec || bin.empty()) return "";
+    for (const fs::path& d : {bin / ".." / "lib64", bin / ".." / "targets" / "x86_64-linux" / "lib", bin / ".." / "lib"})
+        if (fs::exists(d / "libcublas.so", ec) && fs::exists(d / "libcublasLt.so", ec)) return fs::weakly_canonical(d, ec).string();
+    return "";
+}
+
+// nvcc's arguments that link the toolkit libraries a candidate may call, only as needed (a kernel
+// that calls none of them depends on none), with the toolkit's directory as its run path.
+std::vector<std::string> link_library_flags(const std::string& lib_dir) {
+    if (lib_dir.empty()) return {};
+    std::string libs = "--push-state,--as-needed,-L" + lib_dir;
+    for (const char* l : kCandidateLinkLibraries) libs += std::string(",-l") + l;
+    return {"-Xlinker", libs + ",--pop-state", "-Xlinker", "-rpath=" + lib_dir};
 }
 }  // namespace
 
@@ -98,8 +120,16 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     const std::string nvcc = nvcc_path(opt);
     const std::string version = nvcc_version(opt);
 
+    // A call the caller's ABI provides instead (its own handle or stream) is refused before nvcc.
+    if (std::string why = forbidden_call_in_source(source); !why.empty()) {
+        res.log = why + "\n";
+        res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return res;
+    }
+    const std::vector<std::string> link_flags = link_library_flags(toolkit_lib_dir(nvcc));
     std::string flags;
     for (const auto& f : opt.extra_flags) flags += f + "\x1f";
+    for (const auto& f : link_flags) flags += f + "\x1f";
     res.source_hash = sha256_hex(source + "\x1e" + abi_header_text() + "\x1e" + res.arch + "\x1e" + flags + "\x1e" + version +
                                  "\x1e" + kLinkContract);
     fs::path dir = (opt.cache_dir.empty() ? cache_root() / "kernels" : opt.cache_dir) / res.source_hash.substr(0, 2);
@@ -146,6 +176,7 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
                "-I" + (tmp.path() / "include").string(), "-o", "kernel.so", "kernel.cu",
                // A candidate without the entry point (or with C++ linkage) fails here, not at run time.
                "-Xlinker", std::string("--require-defined=") + kLinkContract, "-Xptxas", "-v"};
+    po.argv.insert(po.argv.end(), link_flags.begin(), link_flags.end());
     for (const auto& f : opt.extra_flags) po.argv.push_back(f);
     po.cwd = tmp.path();
     po.timeout_s = opt.timeout_s;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include <kernelevo/abi.h>
+#include <kernelevo/cublas_host.h>
 
 #include "device/fill.cuh"
 #include "sandbox/confine.h"
@@ -119,6 +120,9 @@ bool dump_inputs(const std::vector<Spec>& in, const std::string& dir) {
 
 }  // namespace
 
+// The ABI's cuBLAS entry points for the kernel (prepared in main before the confinement).
+KEVO_CUBLAS_HOST_DEFINE_ENTRY_POINTS(kevo_cublas::Host::instance().api())
+
 int main(int argc, char** argv) {
     std::string kernel, dump;
     int warmup = 3, calls = 1;
@@ -145,6 +149,15 @@ int main(int argc, char** argv) {
     // CUDA first: it opens the device files and may start helpers, which the confinement forbids.
     // Without a device this fails here and the first allocation below says so.
     cudaFree(nullptr);
+    // The stream, and cuBLAS for a kernel of ABI version 2, before the confinement (cublas_host.h).
+    cudaStream_t stream = nullptr;
+    if (!kernel.empty()) {
+        if (!check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate")) return 4;
+        int device = 0;
+        cudaGetDevice(&device);
+        const std::string blas = kevo_cublas::prepare_for_kernel(kernel.c_str(), KEVO_CUBLAS_LIBRARY, KEVO_CUBLASLT_LIBRARY, device, stream);
+        if (!blas.empty()) return std::fprintf(stderr, "kernelevo-bench: %s\n", blas.c_str()), 4;
+    }
     if (confine) {
         kevo::ConfineOptions co;
         char cwd[4096];
@@ -168,8 +181,6 @@ int main(int argc, char** argv) {
     std::vector<kevo_tensor> tin, tout;
     for (const Spec& s : in) tin.push_back(s.t);
     for (const Spec& s : out) tout.push_back(s.t);
-    cudaStream_t stream;
-    if (!check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate")) return 4;
     for (int c = 0; c < warmup + calls; ++c) {
         if (c == warmup) cudaProfilerStart();
         int rc = forward(tin.data(), (int)tin.size(), tout.data(), (int)tout.size(), stream);

@@ -80,11 +80,26 @@ double shapes_geomean(const std::vector<ShapeTiming>& shapes) {
     return weighted_geomean(s, w);
 }
 
+// Where the cuBLAS libraries the runner opens for candidates of ABI version 2 really are
+// (runner/cublas_host.cpp): the sandbox shows them and Landlock lets the candidate process read them.
+std::vector<std::string> cublas_dirs() {
+    std::vector<std::string> dirs;
+    for (const char* lib : {KEVO_CUBLAS_LIBRARY, KEVO_CUBLASLT_LIBRARY}) {
+        std::error_code ec;
+        const fs::path real = fs::canonical(lib, ec);
+        if (ec) continue;
+        const std::string dir = real.parent_path().string();
+        if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+    }
+    return dirs;
+}
+
 // Landlock's view for the candidate process: the system paths (with namespaces they are all the
-// sandbox has anyway; without, only the candidate's own /proc entry) and the runner.
+// sandbox has anyway; without, only the candidate's own /proc entry), the runner and cuBLAS.
 std::vector<std::string> candidate_readable(const fs::path& runner, bool namespaces) {
     std::vector<std::string> r = system_readable_paths(namespaces);
     r.push_back(runner.string());
+    for (const auto& d : cublas_dirs()) r.push_back(d);
     return r;
 }
 }  // namespace
@@ -243,6 +258,7 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     policy.workdir = tmp.path();
     policy.gpu = run_on_gpu;
     policy.read_only = {impl_->runner};
+    for (const auto& d : cublas_dirs()) policy.read_only.push_back(d);
     job.sandbox_prefix = sandbox_prefix(policy);
     std::map<std::string, std::string> extra;
     if (options_.device_index >= 0) extra[env_name(EnvVar::kDevice)] = std::to_string(options_.device_index);

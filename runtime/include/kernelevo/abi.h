@@ -9,12 +9,16 @@
  *   caller. Strides are in elements, not bytes.
  * - All work must be enqueued on `stream` (no other stream, no host thread that outlives the call).
  * - Inputs must not be modified. Return 0 on success, non-zero on failure.
+ * - ABI version 2 adds cuBLAS and cuBLASLt, set up by the caller (see kevo_cublas_handle() below):
+ *   a kernel never creates a handle, a stream or a thread of its own. A kernel that does not call
+ *   them is a version-1 kernel and runs under every caller.
  *
  * This header is C-compatible and torch-free on purpose: a kernel compiles in about a second.
  */
 #ifndef KERNELEVO_ABI_H
 #define KERNELEVO_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #if defined(__CUDACC__) || defined(KEVO_HAVE_CUDA_RUNTIME)
@@ -24,7 +28,7 @@
 typedef struct CUstream_st* cudaStream_t;
 #endif
 
-#define KEVO_ABI_VERSION 1
+#define KEVO_ABI_VERSION 2
 #define KEVO_MAX_DIMS 8
 
 /* The one dtype table. Every side (the tool, the runner, the runtime, the generated code and,
@@ -132,6 +136,28 @@ static inline int64_t kevo_numel(const kevo_tensor* t) {
     for (int32_t i = 0; i < t->ndim; ++i) n *= t->sizes[i];
     return n;
 }
+
+/* ABI version 2: cuBLAS and cuBLASLt, provided by the caller (the validator's runner, the runtime
+ * of kernelevo_optimize() libraries, kernelevo.load_op). Handles are made once per process (per
+ * thread and device) by the caller, never by the kernel, outside any timed call; a kernel calls
+ * these inside kevo_forward with the `stream` it was given:
+ *   kevo_cublas_handle(stream)     a cublasHandle_t bound to `stream` and to the caller's
+ *                                  workspace (cublasSetStream/cublasSetWorkspace already done;
+ *                                  pointer mode host, default math mode)
+ *   kevo_cublaslt_handle(stream)   a cublasLtHandle_t (pass `stream` to cublasLtMatmul)
+ *   kevo_cublas_workspace(stream, &bytes)  device scratch for cublasLtMatmul's workspace, owned by
+ *                                  the caller, valid for work on `stream` only
+ * Each returns NULL when the library is unavailable or `stream` is not the call's stream (the
+ * validator accepts no other): return non-zero then. The handle types are cuBLAS's own
+ * (cublasHandle_t is struct cublasContext*, cublasLtHandle_t struct cublasLtContext*), so a
+ * kernel includes <cublas_v2.h> / <cublasLt.h> and uses them directly. KEVO_CUBLAS_SYMBOL_PREFIX
+ * is what every one of these names starts with (the runner exports exactly those). */
+#define KEVO_CUBLAS_SYMBOL_PREFIX "kevo_cublas"
+struct cublasContext;
+struct cublasLtContext;
+struct cublasContext* kevo_cublas_handle(cudaStream_t stream);
+struct cublasLtContext* kevo_cublaslt_handle(cudaStream_t stream);
+void* kevo_cublas_workspace(cudaStream_t stream, size_t* bytes);
 
 /* The entry point every kernel defines. The CMake integration renames it per function and
  * architecture (-Dkevo_forward=...), so several kernels coexist in one binary. */

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "channel.h"
+#include "kernelevo/cublas_host.h"
 #include "context_fence.h"
 #include "device_ops.cuh"
 #include "runner.h"
@@ -347,6 +348,13 @@ void init_gpu(Candidate& c, const CandidateArgs& args) {
     (void)cu();  // the driver API, before the sandbox forbids what its lookup needs
     if ((e = cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking)) != cudaSuccess) fail("cudaStreamCreate", e);
     if (!c.fence.init()) fail("creating the event that bounds timed calls", cudaGetLastError());
+    // cuBLAS handles and workspace for a candidate that asks for them (kernelevo/abi.h, version 2).
+    const std::string blas = kevo_cublas::prepare_for_kernel(args.kernel.c_str(), KEVO_CUBLAS_LIBRARY, KEVO_CUBLASLT_LIBRARY,
+                                                             c.device, c.stream);
+    if (!blas.empty()) {
+        hello(c.sock, 2, "setting up cuBLAS for the candidate failed: " + blas);
+        _exit(0);
+    }
     void* g = nullptr;
     if ((e = cudaHostAlloc(&g, 2 * sizeof(int), cudaHostAllocMapped)) != cudaSuccess) fail("cudaHostAlloc", e);
     c.gate = static_cast<volatile int*>(g);
