@@ -59,22 +59,6 @@ private:
 
 using evolve::SearchArgs;
 
-// "90", "90s", "30m", "2h" -> seconds.
-double parse_duration(const std::string& s) {
-    if (s.empty()) return 0;
-    size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(s, &used);
-    } catch (const std::exception&) {
-        throw UsageError("--max-time: cannot read '" + s + "' (use e.g. 900, 30m or 2h)");
-    }
-    std::string unit = s.substr(used);
-    double mult = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
-    if (mult < 0 || v < 0) throw UsageError("--max-time: cannot read '" + s + "' (use e.g. 900, 30m or 2h)");
-    return v * mult;
-}
-
 std::string format_progress(const evolve::Progress& p) {
     char buf[200];
     long t = static_cast<long>(p.elapsed_s);
@@ -196,6 +180,21 @@ void store_best_baselines(store::Store& st, const store::Program& best, const st
     st.put_meta(evolve::kBestBaselinesMeta, j);
 }
 }  // namespace
+
+double evolve::parse_duration(const std::string& s) {
+    if (s.empty()) return 0;
+    size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(s, &used);
+    } catch (const std::exception&) {
+        throw UsageError("--max-time: cannot read '" + s + "' (use e.g. 900, 30m or 2h)");
+    }
+    std::string unit = s.substr(used);
+    double mult = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+    if (mult < 0 || v < 0) throw UsageError("--max-time: cannot read '" + s + "' (use e.g. 900, 30m or 2h)");
+    return v * mult;
+}
 
 evolve::SearchOutcome evolve::run_search(SearchArgs& a, const std::string& progress_prefix) {
     evolve::SearchOutcome outcome;

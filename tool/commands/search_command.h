@@ -43,6 +43,9 @@ struct SearchOutcome {
     nlohmann::json baselines;   // the PyTorch baselines the search measured (baseline::Result::to_json()), or null
 };
 
+// "90", "90s", "30m", "2h" -> seconds (--max-time); UsageError on anything else.
+double parse_duration(const std::string& s);
+
 // The search options shared by `kernelevo search` and `kernelevo bench`.
 void add_search_options(CLI::App& cmd, SearchArgs& args);
 // One search, resumable through args.state (printing progress lines prefixed by progress_prefix);
@@ -50,3 +53,15 @@ void add_search_options(CLI::App& cmd, SearchArgs& args);
 SearchOutcome run_search(SearchArgs& args, const std::string& progress_prefix = "");
 
 }  // namespace kevo::evolve
+
+namespace kevo {
+// `kernelevo search --model-dir DIR` (model_search_command.cpp): one `kernelevo search` per region of
+// the model folder's plan.json with status "task", as child processes of this executable, at most
+// `jobs` at once, the --max-time split by time share; every search option set on `cmd` is passed on.
+struct ModelSearchArgs {
+    std::string dir;
+    int jobs = 2;
+    bool dry_run = false;
+};
+int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, const CLI::App& cmd);
+}  // namespace kevo

@@ -13,6 +13,7 @@
 #include "commands/commands.h"
 #include "commands/llm_options.h"
 #include "commands/search_command.h"
+#include "common/error.h"
 
 namespace kevo {
 namespace {
@@ -130,8 +131,24 @@ void register_search_command(CLI::App& app, int& rc) {
         "best is written to the cache directory. The run is stored as it goes: run the same command again to resume "
         "it.\nExit codes: 0 finished with a kernel, 1 stopped without one or interrupted, 2 bad usage or no GPU, 3 "
         "stopped to wait for Batch API replies (--llm-batch).");
-    cmd->add_option("--task", a->task, "Task file (JSON)")->required();
-    cmd->add_option("--out", a->out, "Cache directory to write the best kernel to (NAME/sm_XX.cu + .json)")->required();
+    auto m = std::make_shared<ModelSearchArgs>();
+    CLI::Option* task = cmd->add_option("--task", a->task, "Task file (JSON)");
+    CLI::Option* model_dir =
+        cmd->add_option("--model-dir", m->dir,
+                        "A model folder (kernelevo.export_model(), or `kernelevo import kernelbench` of a level-3 problem): "
+                        "search each of its regions (plan.json, status task) with the options given here, --max-time split "
+                        "by the regions' share of the model's time; state, logs and summary.json in DIR/search/, kernels in "
+                        "--out (default DIR/cache). Running it again skips the regions done and resumes the others")
+            ->type_name("DIR")
+            ->check(cli::NonEmpty)
+            ->excludes(task);
+    cmd->add_option("--model-jobs", m->jobs, "--model-dir: region searches at once (they share the GPU through its lock)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 64));
+    cmd->add_flag("--dry-run", m->dry_run, "--model-dir: print each region's share and budget, run nothing");
+    cmd->add_option("--out", a->out,
+                    "Cache directory to write the best kernel to (NAME/sm_XX.cu + .json); required with --task (with "
+                    "--model-dir: DIR/cache)");
     cmd->add_option("--state", a->state,
                     "State store: an SQLite file, or redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] "
                     "for a run that spans machines (port 6379, DB 0 and prefix kernelevo by default; every key "
@@ -152,12 +169,25 @@ void register_search_command(CLI::App& app, int& rc) {
         {"A local model served by vLLM, Triton and CUDA islands",
          "kernelevo search --task gelu/task.json --out kernels --llm-url http://localhost:8000/v1 --model qwen3-coder "
          "--backend both --islands 4"},
+        {"A whole model, region by region (kernelevo.export_model()), 2 hours split by time share",
+         "kernelevo search --model-dir gpt_block --model google/gemini-3-flash --max-time 2h"},
         {"Resume a run that was interrupted: the same command again",
          "kernelevo search --task gelu/task.json --out kernels --model google/gemini-3-flash --max-time 30m"},
         {"Half price through the Batch API: write the requests, submit them, import the replies",
          "kernelevo search --task gelu/task.json --out kernels --model openai/gpt-5-mini --llm-batch"},
     });
-    cmd->callback([a, &rc] { rc = evolve::run_search(*a).rc; });
+    for (const char* name : {"--model-dir", "--model-jobs", "--dry-run"}) cmd->get_option(name)->group("Model");
+    cmd->callback([a, m, cmd, task, model_dir, &rc] {
+        if (model_dir->count() > 0) {
+            rc = run_model_search(*a, *m, *cmd);
+            return;
+        }
+        if (task->count() == 0) throw UsageError("search: give --task FILE (one task) or --model-dir DIR (a model's regions)");
+        if (a->out.empty()) throw UsageError("search: --out is required with --task (the cache directory for the best kernel)");
+        for (const char* name : {"--model-jobs", "--dry-run"})
+            if (cmd->get_option(name)->count() > 0) throw UsageError(std::string(name) + " is for --model-dir only");
+        rc = evolve::run_search(*a).rc;
+    });
 }
 
 }  // namespace kevo

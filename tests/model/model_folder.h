@@ -1,0 +1,47 @@
+// A hand-made model folder for the tests: two region tasks copied from tests/data/gelu_bias (renamed
+// blk_a and blk_b: one kernel serves both), a view region and one below the threshold.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/fs.h"
+
+namespace kevo::model_test {
+
+inline const fs::path kData = KEVO_TEST_DATA_DIR;
+
+inline void write_region_task(const fs::path& dir, const std::string& name) {
+    fs::create_directories(dir);
+    fs::copy_file(kData / "gelu_bias" / "gelu_bias_ref.cpp", dir / "gelu_bias_ref.cpp");
+    nlohmann::json t = nlohmann::json::parse(read_file(kData / "gelu_bias" / "task.json"));
+    t["name"] = name;
+    write_file_atomic(dir / "task.json", t.dump(2));
+}
+
+inline nlohmann::json region(const std::string& name, const std::string& task_name, double share, const std::string& status,
+                             const std::string& task = "") {
+    nlohmann::json r = {{"name", name}, {"task_name", task_name}, {"kind", "pointwise"}, {"nodes", {0, 1}},
+                        {"ops", {"aten::gelu"}}, {"time_ms", share * 4}, {"share", share}, {"status", status},
+                        {"reason", ""}, {"weights", nlohmann::json::array()}};
+    if (!task.empty()) r["task"] = task;
+    return r;
+}
+
+// plan.json of the model "Blk": h.0.b (75%) and h.0.a (25%) searched, a view and a small region not.
+inline nlohmann::json good_plan() {
+    return {{"format", "kernelevo-model-plan/1"}, {"model", "Blk"}, {"source", "export_model"}, {"fingerprint", "00"},
+            {"precision", "pytorch"}, {"device", "cpu"}, {"inputs", nlohmann::json::array()}, {"total_ms", 4.0},
+            {"threshold", 0.01},
+            {"regions", {region("h.0.a", "blk_a", 0.25, "task", "regions/blk_a"), region("h.0.view", "blk_view", 0, "view"),
+                         region("h.0.b", "blk_b", 0.745, "task", "regions/blk_b"),
+                         region("h.0.tiny", "blk_tiny", 0.005, "below_threshold")}}};
+}
+
+inline void make_model_folder(const fs::path& dir, const nlohmann::json& plan = good_plan()) {
+    write_region_task(dir / "regions" / "blk_a", "blk_a");
+    write_region_task(dir / "regions" / "blk_b", "blk_b");
+    write_file_atomic(dir / "plan.json", plan.dump(2));
+}
+
+}  // namespace kevo::model_test

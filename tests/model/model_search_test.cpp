@@ -1,0 +1,194 @@
+// `kernelevo search --model-dir` through the real binary, on a hand-made model folder (two region
+// tasks copied from tests/data/gelu_bias). Without a GPU each region's search stops at its GPU check
+// (exit 2): the bookkeeping (budgets, logs, summary, resume, exit code) is tested on that; on a GPU
+// host, ModelSearchGpu searches both regions from a recorded transcript.
+//   ctest --test-dir BUILD -R model_search_test --output-on-failure
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/fs.h"
+#include "common/process.h"
+#include "llm/llm.h"
+#include "model_folder.h"
+#include "task/task.h"
+#include "validate/validate.h"
+
+using namespace kevo;
+using namespace kevo::model_test;
+using nlohmann::json;
+
+namespace {
+
+const std::string kExe = KEVO_EXE;
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+ProcessResult kernelevo(std::vector<std::string> args, double timeout = 120) {
+    ProcessOptions o;
+    o.argv = {kExe};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.timeout_s = timeout;
+    return run_process(o);
+}
+
+bool have_gpu() {
+    static const bool known = [] {
+        Validator v(load_task(kData / "gelu_bias" / "task.json"), ValidateOptions{});
+        return v.device().present;
+    }();
+    return known;
+}
+
+std::vector<std::string> search(const fs::path& dir, std::vector<std::string> more) {
+    std::vector<std::string> a = {"search", "--model-dir", dir.string()};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+}
+
+TEST(ModelSearch, DryRunPrintsTheBudgetsBySharesLargestFirst) {
+    TempDir dir;
+    make_model_folder(dir.path());
+    auto r = kernelevo(search(dir.path(), {"--max-time", "20m", "--dry-run", "--model", "m"}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "Blk: 2 of 2 region search(es) to run, 1200 s split by time share, 2 at once")) << r.out;
+    // 0.745 and 0.25 of the model, normalised over the two searched: 898 s and 302 s.
+    const size_t b = r.out.find("h.0.b   74.5%   898 s"), a = r.out.find("h.0.a   25.0%   302 s");
+    EXPECT_NE(b, std::string::npos) << r.out;
+    EXPECT_NE(a, std::string::npos) << r.out;
+    EXPECT_LT(b, a) << r.out;
+    EXPECT_FALSE(contains(r.out, "h.0.view")) << r.out;  // not searched
+    EXPECT_TRUE(contains(r.out, "over the LibTorch reference (precision pytorch)")) << r.out;
+    EXPECT_FALSE(fs::exists(dir.path() / "search"));
+}
+
+TEST(ModelSearch, BadUsageIsOneLineAndExitTwo) {
+    TempDir dir;
+    make_model_folder(dir.path());
+    const std::string task = (kData / "gelu_bias" / "task.json").string();
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {search(dir.path(), {"--model", "m"}), "--model-dir needs --max-time"},
+        {search(dir.path(), {"--max-time", "1h", "--task", task}), "--task excludes --model-dir"},
+        {search(dir.path(), {"--max-time", "1h", "--state", "x.db"}), "each region's state is DIR/search/"},
+        {search(dir.path(), {"--max-time", "1h", "--initial", task}), "--initial: a seed kernel is for one task"},
+        {search(dir.path(), {"--max-time", "0"}), "at least one second"},
+        {search(dir.path() / "none", {"--max-time", "1h"}), "is not a folder"},
+        {{"search", "--task", task, "--out", "k", "--dry-run"}, "--dry-run is for --model-dir only"},
+        {{"search", "--max-time", "1h"}, "give --task FILE (one task) or --model-dir DIR"},
+    };
+    for (const auto& [args, message] : cases) {
+        auto r = kernelevo(args);
+        EXPECT_EQ(r.exit_code, 2) << message << ": " << r.err;
+        EXPECT_TRUE(contains(r.err, message)) << r.err;
+    }
+    json plan = good_plan();
+    plan["regions"][2]["task"] = "../elsewhere";
+    write_file_atomic(dir.path() / "plan.json", plan.dump());
+    auto r = kernelevo(search(dir.path(), {"--max-time", "1h"}));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(contains(r.err, "plan.json: regions[2] (h.0.b): task \"../elsewhere\" leaves the model folder")) << r.err;
+    EXPECT_FALSE(fs::exists(dir.path() / "search"));
+}
+
+// No GPU: each region's search stops at its GPU check, the model search says so per region.
+TEST(ModelSearch, EveryRegionRunsAsASearchOfItsOwnAndTheSummarySaysHowItEnded) {
+    if (have_gpu()) GTEST_SKIP() << "this machine has a GPU (ModelSearchGpu covers it)";
+    TempDir dir;
+    make_model_folder(dir.path());
+    auto r = kernelevo(search(dir.path(), {"--max-time", "10m", "--model", "m", "--llm-url", "http://127.0.0.1:9/v1",
+                                           "--islands", "3", "--no-profile", "--json"}));
+    EXPECT_EQ(r.exit_code, 2) << r.err;  // the worst region's exit code
+    EXPECT_TRUE(contains(r.err, "[1/2] h.0.b: searching, budget 449 s")) << r.err;
+    EXPECT_TRUE(contains(r.err, "[2/2] h.0.a: failed (exit code 2)")) << r.err;
+    EXPECT_TRUE(contains(r.err, "validates every candidate on the local GPU")) << r.err;  // the region's own error
+    json out = json::parse(r.out);
+    EXPECT_EQ(out["exit_code"], 2);
+    EXPECT_EQ(out["model"], "Blk");
+    json s = json::parse(read_file(dir.path() / "search" / "summary.json"));
+    EXPECT_EQ(s["format"], "kernelevo-model-search/1");
+    ASSERT_EQ(s["regions"].size(), 2u);
+    EXPECT_EQ(s["regions"][0]["task_name"], "blk_b");
+    EXPECT_EQ(s["regions"][0]["status"], "failed");
+    EXPECT_EQ(s["regions"][0]["exit_code"], 2);
+    EXPECT_EQ(s["regions"][0]["budget_s"], 449);
+    EXPECT_EQ(s["regions"][1]["budget_s"], 151);
+    EXPECT_TRUE(contains(read_file(dir.path() / "search" / "blk_a.log"), "validates every candidate on the local GPU"));
+    // The region's command: its task, the model's cache and state, its budget, the options passed on.
+    const std::string cmd = read_file(dir.path() / "search" / "blk_a.cmd");
+    for (const std::string& part : std::vector<std::string>{"search --task " + (dir.path() / "regions/blk_a/task.json").string(),
+                                    "--out " + (dir.path() / "cache").string(),
+                                    "--state " + (dir.path() / "search/blk_a.db").string(), "--max-time 151",
+                                    "--islands 3", "--no-profile", "--model m"})
+        EXPECT_TRUE(contains(cmd, part)) << part << " not in " << cmd;
+    EXPECT_FALSE(contains(cmd, "--model-dir")) << cmd;
+}
+
+// A region done before (summary.json says so and its state is there) is skipped; the others run,
+// with the whole --max-time split over them.
+TEST(ModelSearch, RunningItAgainSkipsTheRegionsDoneAndSplitsTheTimeOverTheRest) {
+    if (have_gpu()) GTEST_SKIP() << "this machine has a GPU (ModelSearchGpu covers it)";
+    TempDir dir;
+    make_model_folder(dir.path());
+    json done = {{"format", "kernelevo-model-search/1"},
+                 {"regions", {{{"name", "h.0.b"}, {"task_name", "blk_b"}, {"status", "done"}, {"budget_s", 900},
+                               {"exit_code", 0}, {"best_speedup", 1.8}, {"state", "search/blk_b.db"},
+                               {"log", "search/blk_b.log"}}}}};
+    write_file_atomic(dir.path() / "search" / "summary.json", done.dump());
+    write_file_atomic(dir.path() / "search" / "blk_b.db", "");  // (only its presence is asked)
+    auto r = kernelevo(search(dir.path(), {"--max-time", "10m", "--model", "m"}));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "h.0.b: skipped: done in an earlier run (best 1.80x")) << r.err;
+    EXPECT_TRUE(contains(r.err, "[1/1] h.0.a: searching, budget 600 s")) << r.err;
+    EXPECT_FALSE(fs::exists(dir.path() / "search" / "blk_b.log"));
+    json s = json::parse(read_file(dir.path() / "search" / "summary.json"));
+    EXPECT_EQ(s["regions"][0]["status"], "done");
+    EXPECT_EQ(s["regions"][0]["best_speedup"], 1.8);
+    EXPECT_EQ(s["regions"][1]["status"], "failed");
+    EXPECT_TRUE(contains(r.out, "h.0.b   74.5%   900 s      done     0     1.80x")) << r.out;
+
+    // Without its state the region is searched again; --dry-run says so.
+    fs::remove(dir.path() / "search" / "blk_b.db");
+    write_file_atomic(dir.path() / "search" / "summary.json", done.dump());
+    r = kernelevo(search(dir.path(), {"--generations", "2", "--dry-run"}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "2 of 2 region search(es) to run, each for the same generations")) << r.out;
+}
+
+// On a GPU host: both regions searched from one recorded transcript (the same kernel serves both),
+// then the same command again skips both.
+TEST(ModelSearchGpu, TwoRegionsFromAReplayedTranscriptThenNothingLeft) {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    TempDir dir;
+    const fs::path model = dir.path() / "model";
+    make_model_folder(model);
+    {
+        llm::Transcript t(dir.path() / "t.jsonl");
+        llm::ChatRequest req;
+        req.model = "replay-model";
+        req.messages = {{"user", "seed"}};
+        llm::ChatResponse resp;
+        resp.content = "```cuda\n" + read_file(kData / "gelu_bias" / "kernels" / "good.cu") + "```\n";
+        resp.finish_reason = "stop";
+        resp.model = "replay-model";
+        t.record(req, &resp, nullptr, 0.1);
+    }
+    const std::vector<std::string> args =
+        search(model, {"--replay", (dir.path() / "t.jsonl").string(), "--llm-replay-in-order", "--islands", "1", "--children",
+                       "1", "--generations", "0", "--no-profile", "--no-baselines"});
+    auto r = kernelevo(args, 900);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json s = json::parse(read_file(model / "search" / "summary.json"));
+    for (const auto& g : s["regions"]) {
+        EXPECT_EQ(g["status"], "done") << s.dump(2);
+        EXPECT_GT(g["best_speedup"].get<double>(), 0) << s.dump(2);
+        EXPECT_TRUE(fs::exists(model / g["state"].get<std::string>()));
+        EXPECT_TRUE(fs::exists(model / "cache" / g["task_name"].get<std::string>()));
+    }
+    EXPECT_TRUE(contains(r.out, "over the LibTorch reference (precision pytorch)")) << r.out;
+    r = kernelevo(args, 300);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, "h.0.a: skipped: done in an earlier run")) << r.err;
+    EXPECT_TRUE(contains(r.err, "h.0.b: skipped: done in an earlier run")) << r.err;
+}
+
+}  // namespace

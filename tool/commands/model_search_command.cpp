@@ -1,0 +1,267 @@
+// `kernelevo search --model-dir DIR`: an ordinary `kernelevo search` per region of a model folder
+// (python/kernelevo/model_plan.md), as child processes of this executable (tool/model/jobs.h).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+#include "commands/search_command.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/process.h"
+#include "common/text.h"
+#include "model/jobs.h"
+#include "model/plan.h"
+
+namespace kevo {
+namespace {
+
+std::atomic<int> g_model_sigints{0};
+extern "C" void on_model_sigint(int) { g_model_sigints.fetch_add(1); }
+
+// What a region's search gets from the user's command line: every option set on `search` (and
+// --sandbox of kernelevo itself) except those the model search decides per region.
+std::vector<std::string> passed_on_options(const CLI::App& cmd) {
+    static const std::set<std::string> own = {"--model-dir", "--model-jobs", "--dry-run", "--out", "--state",
+                                              "--max-time",  "--json",       "--help",    "--task"};
+    std::vector<std::string> args;
+    for (const CLI::Option* o : cmd.get_options()) {
+        if (o->count() == 0 || o->get_lnames().empty()) continue;
+        const std::string name = "--" + o->get_lnames().front();
+        if (own.count(name)) continue;
+        if (o->get_expected_max() == 0) {
+            for (size_t i = 0; i < o->count(); ++i) args.push_back(name);
+            continue;
+        }
+        for (const auto& v : o->results()) {
+            args.push_back(name);
+            args.push_back(v);
+        }
+    }
+    return args;
+}
+
+std::string clock_text(double s) {
+    const long t = std::lround(s);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    return buf;
+}
+
+// The last line of a region's log (its search's error, for a region that failed), at most 300 characters.
+std::string last_log_line(const fs::path& log) {
+    std::string text;
+    try {
+        text = read_file(log);
+    } catch (const UsageError&) {
+        return "";
+    }
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    const size_t nl = text.rfind('\n');
+    std::string line = printable(nl == std::string::npos ? text : text.substr(nl + 1));
+    return line.size() > 300 ? line.substr(0, 300) + " ..." : line;
+}
+
+std::string budget_text(long s) { return s > 0 ? std::to_string(s) + " s" : "no time limit"; }
+
+std::string speedup_text(const model::RegionRun& r) {
+    return r.best_speedup ? format_double("%.2fx", *r.best_speedup) : std::string("-");
+}
+
+// The region's record after its search: status, exit code, best speedups (from its --json output).
+void record_end(model::RegionRun& run, const model::JobResult& r, const fs::path& json_file) {
+    nlohmann::json j;
+    try {
+        if (fs::exists(json_file)) j = nlohmann::json::parse(read_file(json_file));
+    } catch (const std::exception&) {
+        j = nullptr;  // (a search that crashed may leave half a line)
+    }
+    run.status = model::region_status(r, j);
+    run.exit_code = r.started ? (r.signal ? 128 + r.signal : r.exit_code) : 2;
+    run.elapsed_s = r.seconds;
+    run.stop_reason = j.is_object() ? j.value("stop_reason", "") : "";
+    if (j.is_object() && j["best"].is_object()) {
+        const auto& b = j["best"];
+        run.best_speedup = b.value("speedup_over_reference", b.value("speedup", 0.0));
+        run.over = nlohmann::json::object();
+        if (b.contains("baselines") && b["baselines"].is_object())
+            for (const auto& [k, v] : b["baselines"].items())
+                if (v.is_object() && v.contains("speedup") && v["speedup"].is_number()) run.over[k] = v["speedup"];
+    } else if (run.status != "done") {
+        run.best_speedup.reset();  // (a region done before keeps its best; a rerun that failed says so)
+    }
+}
+
+void print_table(const model::Plan& plan, const model::Summary& s, std::ostream& os) {
+    size_t w = 6;
+    for (const auto& r : s.regions) w = std::max(w, r.name.size());
+    std::set<std::string> over;
+    for (const auto& r : s.regions)
+        for (const auto& [k, v] : r.over.items()) over.insert(k);
+    auto pad = [](std::string t, size_t n) { return t.size() < n ? t + std::string(n - t.size(), ' ') : t; };
+    os << pad("region", w) << "  share   budget     status   exit  best";
+    for (const auto& k : over) os << "  over " << k;
+    os << "\n";
+    for (const auto& r : s.regions) {
+        const model::Region* g = nullptr;
+        for (const auto& x : plan.regions)
+            if (x.task_name == r.task_name) g = &x;
+        os << pad(r.name, w) << "  " << pad(format_double("%.1f%%", 100 * (g ? g->share : 0)), 6) << "  "
+           << pad(r.budget_s > 0 ? std::to_string(r.budget_s) + " s" : "-", 9) << "  " << pad(r.status, 7) << "  "
+           << pad(r.exit_code ? std::to_string(*r.exit_code) : "-", 4) << "  " << pad(speedup_text(r), 6);
+        for (const auto& k : over)
+            os << "  " << pad(r.over.contains(k) && r.over[k].is_number() ? format_double("%.2fx", r.over[k].get<double>()) : "-",
+                              5 + k.size());
+        os << "\n";
+    }
+    os << "best: the region's best kernel over the LibTorch reference (precision "
+       << (plan.precision.empty() ? std::string("as each task says") : plan.precision) << ")"
+       << (over.empty() ? "" : "; over X: over that PyTorch baseline of the region's module (eager, torch.compile)") << "\n";
+}
+
+struct Planned {
+    std::vector<model::RegionRun> runs;  // every searched region, largest share first
+    std::vector<size_t> to_run;          // indexes into runs
+};
+
+Planned plan_runs(const model::Plan& plan, const model::Summary& before, long total_s, bool fresh) {
+    std::vector<const model::Region*> regions = plan.searched();
+    std::stable_sort(regions.begin(), regions.end(), [](auto* x, auto* y) { return x->share > y->share; });
+    Planned p;
+    std::vector<double> shares;
+    for (const model::Region* g : regions) {
+        model::RegionRun r;
+        r.name = g->name;
+        r.task_name = g->task_name;
+        r.state = "search/" + g->task_name + ".db";
+        r.log = "search/" + g->task_name + ".log";
+        const model::RegionRun* old = before.find(g->task_name);
+        if (old && old->status == "done" && !fresh && fs::exists(plan.dir / old->state)) {
+            r = *old;  // done in an earlier run: skipped, its record kept
+        } else {
+            p.to_run.push_back(p.runs.size());
+            shares.push_back(g->share);
+        }
+        p.runs.push_back(r);
+    }
+    std::vector<long> budgets = model::split_budget(shares, total_s);
+    for (size_t k = 0; k < p.to_run.size(); ++k) p.runs[p.to_run[k]].budget_s = budgets[k];
+    return p;
+}
+
+}  // namespace
+
+int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, const CLI::App& cmd) {
+    if (cmd.get_option("--state")->count() > 0)
+        throw UsageError("--state: with --model-dir each region's state is DIR/search/<task_name>.db");
+    if (!a.initial.empty()) throw UsageError("--initial: a seed kernel is for one task, not with --model-dir");
+    const bool by_time = !a.max_time.empty();
+    if (!by_time && cmd.get_option("--generations")->count() == 0)
+        throw UsageError("--model-dir needs --max-time (split over the regions by time share) or --generations (each region the same)");
+    const long total_s = by_time ? std::lround(evolve::parse_duration(a.max_time)) : 0;
+    if (by_time && total_s < 1) throw UsageError("--max-time " + a.max_time + ": at least one second to split over the regions");
+    const model::Plan plan = model::load_plan(m.dir);
+    if (plan.searched().empty())
+        throw UsageError(plan.file.string() + ": no region has status \"task\": nothing to search (plan.md says why for each)");
+    const fs::path search_dir = plan.dir / "search", summary_file = search_dir / "summary.json";
+    const fs::path out = a.out.empty() ? plan.dir / "cache" : fs::absolute(a.out);
+    Planned p = plan_runs(plan, model::read_summary(summary_file), total_s, a.fresh);
+    model::Summary summary;
+    summary.precision = plan.precision;
+    summary.regions = p.runs;
+
+    if (m.dry_run) {
+        std::cout << plan.model << ": " << p.to_run.size() << " of " << p.runs.size() << " region search(es) to run, "
+                  << (by_time ? budget_text(total_s) + " split by time share" : "each for the same generations")
+                  << ", " << m.jobs << " at once\n";
+        print_table(plan, summary, std::cout);
+        return 0;
+    }
+    const std::vector<std::string> passed = passed_on_options(cmd);
+    std::vector<std::string> head = {model::self_executable().string()};
+    if (const CLI::Option* sb = cmd.get_parent() ? cmd.get_parent()->get_option_no_throw("--sandbox") : nullptr)
+        if (sb->count() > 0) head.insert(head.end(), {"--sandbox", sb->results().back()});
+    std::vector<model::Job> jobs;
+    for (size_t k : p.to_run) {
+        const model::RegionRun& r = p.runs[k];
+        const model::Region* g = nullptr;
+        for (const auto& x : plan.regions)
+            if (x.task_name == r.task_name) g = &x;
+        model::Job j;
+        j.argv = head;
+        for (const std::string& s : std::initializer_list<std::string>{"search", "--task", g->task_file.string(), "--out", out.string(), "--state",
+                              (plan.dir / r.state).string(), "--json"})
+            j.argv.push_back(s);
+        if (r.budget_s > 0) j.argv.insert(j.argv.end(), {"--max-time", std::to_string(r.budget_s)});
+        j.argv.insert(j.argv.end(), passed.begin(), passed.end());
+        j.out_file = search_dir / (r.task_name + ".json");
+        j.log_file = plan.dir / r.log;
+        jobs.push_back(std::move(j));
+    }
+    for (const auto& r : p.runs)
+        if (std::find(p.to_run.begin(), p.to_run.end(), static_cast<size_t>(&r - p.runs.data())) == p.to_run.end() && !quiet())
+            std::cerr << "kernelevo: " << r.name << ": skipped: done in an earlier run (best " << speedup_text(r)
+                      << "; --fresh searches it again)\n";
+    write_summary(summary_file, summary);
+
+    const size_t n = jobs.size();
+    auto tag = [&](size_t i) { return "[" + std::to_string(i + 1) + "/" + std::to_string(n) + "] " + p.runs[p.to_run[i]].name; };
+    model::JobEvents ev;
+    ev.started = [&](size_t i) {
+        model::RegionRun& r = summary.regions[p.to_run[i]];
+        std::string line;
+        for (const auto& w : jobs[i].argv) line += (line.empty() ? "" : " ") + shell_quote(w);
+        try {  // the command at the head of its log
+            write_file_atomic(search_dir / (r.task_name + ".cmd"), redact(line) + "\n");
+        } catch (const UsageError&) {
+        }
+        r.status = "running";
+        if (!quiet())
+            std::cerr << "kernelevo: " << tag(i) << ": searching, budget " << budget_text(r.budget_s) << ", log "
+                      << (plan.dir / r.log).string() << "\n";
+    };
+    ev.ended = [&](size_t i, const model::JobResult& res) {
+        model::RegionRun& r = summary.regions[p.to_run[i]];
+        record_end(r, res, jobs[i].out_file);
+        std::cerr << "kernelevo: " << tag(i) << ": " << r.status << " (" << res.describe() << ") after "
+                  << clock_text(res.seconds) << ", best " << speedup_text(r)
+                  << (r.best_speedup ? " over the LibTorch reference" : "") << "\n";
+        if (r.status == "failed")
+            std::cerr << "kernelevo: " << tag(i) << ": " << last_log_line(jobs[i].log_file) << " (log " << jobs[i].log_file.string() << ")\n";
+        write_summary(summary_file, summary);
+    };
+    g_model_sigints = 0;
+    auto old_handler = std::signal(SIGINT, on_model_sigint);
+    if (!quiet())
+        std::cerr << "kernelevo: " << plan.model << ": " << n << " region search(es), "
+                  << (by_time ? budget_text(total_s) + " split by time share" : "by generations") << ", " << m.jobs
+                  << " at once; summary " << summary_file.string() << "\n";
+    model::run_jobs(jobs, m.jobs, g_model_sigints, ev);
+    std::signal(SIGINT, old_handler);
+    for (auto& r : summary.regions)
+        if (r.status == "running") r.status = "stopped";
+    write_summary(summary_file, summary);
+
+    if (g_model_sigints.load() > 0)
+        std::cerr << "kernelevo: interrupted: state saved; to continue, run the same command again\n";
+    int rc = 0;
+    for (const auto& r : summary.regions)
+        if (r.status != "done") rc = std::max(rc, r.exit_code.value_or(1) == 0 ? 1 : r.exit_code.value_or(1));
+    if (a.json) {
+        nlohmann::json j = summary.to_json();
+        j["model"] = plan.model;
+        j["exit_code"] = rc;
+        std::cout << j.dump(2) << std::endl;
+    } else {
+        print_table(plan, summary, std::cout);
+    }
+    return rc;
+}
+
+}  // namespace kevo

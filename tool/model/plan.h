@@ -1,0 +1,74 @@
+// A model folder (python/kernelevo/model_plan.md, the one description of its format): its plan.json
+// (the regions of a partitioned model and their share of its time), the split of a search budget
+// over the regions by time share, and search/summary.json (what `kernelevo search --model-dir`
+// did for each region, read back when the same command runs again).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/fs.h"
+
+namespace kevo::model {
+
+// plan.json's "format"; python/kernelevo/model_export.py's PLAN_FORMAT writes the same.
+inline constexpr const char* kPlanFormat = "kernelevo-model-plan/1";
+// search/summary.json's "format".
+inline constexpr const char* kSummaryFormat = "kernelevo-model-search/1";
+
+struct Region {
+    std::string name, task_name, kind, status, reason;
+    double time_ms = 0, share = 0;
+    std::string task;    // as written: relative to the model folder (status "task" only)
+    fs::path task_file;  // DIR/<task>/task.json, absolute (status "task" only)
+    bool searched() const { return status == "task"; }
+};
+
+struct Plan {
+    fs::path dir, file;  // the model folder and its plan.json, absolute
+    std::string model, source, precision, device;
+    double total_ms = 0, threshold = 0;
+    std::vector<Region> regions;  // in graph order
+    std::vector<const Region*> searched() const;  // the regions with status "task"
+};
+
+// Reads DIR/plan.json. A missing file, another format, a missing or mistyped key, duplicate names,
+// a region task path that is absolute or leaves DIR (symbolic links resolved), and a region task
+// folder without task.json are UsageErrors of one line naming the file (and the region).
+Plan load_plan(const fs::path& dir);
+
+// Whole seconds for each share of `total_s`: shares normalised over the given ones (all zero: an
+// even split), each at least `floor_fraction` of an even split, the rest in proportion to the
+// shares; the seconds add up to total_s (largest remainders first) and each is at least 1 when
+// total_s allows.
+std::vector<long> split_budget(const std::vector<double>& shares, long total_s, double floor_fraction = 0.1);
+
+// One region in search/summary.json. Paths are relative to the model folder.
+struct RegionRun {
+    std::string name, task_name;
+    std::string status = "pending";  // done | stopped | failed | skipped | pending
+    long budget_s = 0;               // 0: no time limit (a search by generations)
+    std::optional<int> exit_code;    // the region's `kernelevo search` exit code (none: not run)
+    std::optional<double> best_speedup;  // over the LibTorch reference
+    std::string state, log;
+    std::string stop_reason;         // the child search's stop_reason
+    double elapsed_s = 0;            // wall time of its last run
+    nlohmann::json over = nlohmann::json::object();  // {"eager": 1.2, "compile": 0.9}: over the PyTorch baselines
+};
+
+struct Summary {
+    std::string precision;  // the plan's
+    std::vector<RegionRun> regions;
+    const RegionRun* find(const std::string& task_name) const;
+    nlohmann::json to_json() const;
+};
+
+// Writes the summary atomically (readers never see a partial file).
+void write_summary(const fs::path& file, const Summary& s);
+// Reads a summary written before; a missing file is an empty summary; another format or a
+// damaged file is a UsageError naming the file.
+Summary read_summary(const fs::path& file);
+
+}  // namespace kevo::model
