@@ -5,6 +5,7 @@ PyTorch with the reason, and an end-to-end check on fresh inputs falls back regi
 import inspect
 import math
 import os
+import re
 import warnings
 
 import torch
@@ -183,14 +184,20 @@ def _task_weight_order(spec, op, model, live):
     if len(specs) != len(names):
         return None, "the task has %d weight(s), the plan's region %d" % (len(specs), len(names))
     for n, s, t in zip(names, specs, op._weights["cpu"]):
-        attr = n.replace(".", "_")
-        if not (s["name"] == attr or s["name"].startswith(attr + "_") or s["name"] == "t_" + attr):
+        if not _names_match(s["name"], n):
             return None, "the task's weight %s is not the region's parameter %s" % (s["name"], n)
         if list(t.shape) != list(live[n].shape) or t.dtype != live[n].dtype:
             return None, "%s: %s%s in the task, %s%s in the model" % (
                 n, str(t.dtype).replace("torch.", ""), list(t.shape), str(live[n].dtype).replace("torch.", ""),
                 list(live[n].shape))
     return names, None
+
+
+def _names_match(task_name, param):
+    """Whether a task's weight input is the parameter: the importer names it identifier(param with "." -> "_")
+    (a "t_" prefix before a digit, a "_2" suffix where taken)."""
+    attr = param.replace(".", "_")
+    return re.fullmatch(r"(t_)?%s(_\d+)?" % re.escape(attr), task_name) is not None
 
 
 def _live_tensors(model):
@@ -215,10 +222,16 @@ def _mismatch_reasons(plan, graph, model, out_dir):
         task = _load_json(task_json)
         ws = task["inputs"][len(task["inputs"]) - len(spec.get("weights", [])):]
         bound = (task.get("shapes") or [{}])[0]
-        for n, w in zip(spec.get("weights", []), ws):
+        for n in spec.get("weights", []):
+            w = next((w for w in ws if _names_match(w["name"], n)), None)
+            if w is None or n not in live:
+                continue
             shape = [d if isinstance(d, int) else bound.get(d) for d in w["shape"]]
-            if n in live and list(live[n].shape) != shape:
+            if list(live[n].shape) != shape:
                 why.append("parameter %s: shape %s in the plan's task, %s in this model" % (n, shape, list(live[n].shape)))
+            elif _torch_dtype(w["dtype"]) != live[n].dtype:
+                why.append("parameter %s: %s in the plan's task, %s in this model" % (
+                    n, w["dtype"], str(live[n].dtype).replace("torch.", "")))
     n_plan = max([s["nodes"][1] for s in plan["regions"] if s.get("nodes")] + [0])
     if n_plan and n_plan != len(graph.nodes):
         why.append("the traced graph has %d node(s), the plan's regions cover %d" % (len(graph.nodes), n_plan))
