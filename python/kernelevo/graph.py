@@ -546,11 +546,15 @@ class RegionModule(nn.Module):
 
 
 def input_names(region):
-    """Names for the region's inputs: the traced values' names ("q", "input_2"), else x0, x1, ..."""
+    """Names for the region's inputs: the traced values' names ("q", "input_2"), else the producing
+    module's path ("attn_c_attn_out"), else x0, x1, ..."""
     used, names = set(), []
     for k, v in enumerate(region.inputs):
         base = v.debugName().split(".")[0]
-        names.append(identifier(base if base and not base[0].isdigit() else "x%d" % k, used))
+        if not base or base[0].isdigit():
+            scope = _scope(v.node()) if v.node().kind() != "prim::Param" else ""
+            base = scope.replace(".", "_") + "_out" if scope else "x%d" % k
+        names.append(identifier(base, used))
     return names
 
 

@@ -131,6 +131,26 @@ def _merge_free(regions, classes):
     return out
 
 
+def _peel_views(g, regions, classes):
+    """Views at the end of a region that only the attention region after it reads move into it (q, k,
+    v split and transposed out of a qkv projection are the attention's prologue: the projection's
+    output stays one contiguous tensor); shape arithmetic moves along. A region left empty goes."""
+    outputs = {v.unique() for v in g.output_values}
+    for a, b in zip(list(regions), list(regions[1:])):
+        if a.status != "task" or b.status != "task" or b.kind != "attention":
+            continue
+        while a.end - a.start > 0:
+            j = a.end - 1
+            if classes[j] != "free" and not (classes[j] == "view" and all(
+                    u not in outputs and all(b.start <= k < b.end for k in g._uses.get(u, []))
+                    for u in g.steps[j][3])):
+                break
+            a.end, b.start = j, j
+        if a.end == a.start:
+            regions.remove(a)
+    return regions
+
+
 def _reaches(g, src, lo, hi, target_ins):
     """Whether value src reaches one of target_ins through the nodes lo..hi-1."""
     live = {src}
@@ -233,7 +253,8 @@ def _name(g, r, classes):
 def partition(g):
     classes = [node_class(g, i) for i in range(len(g.steps))]
     refused = [refusal(g, i) for i in range(len(g.steps))]
-    regions = _merge_attention(g, _merge_free(_scan(g, classes, refused), classes), classes)
+    regions = _merge_free(_scan(g, classes, refused), classes)
+    regions = _peel_views(g, _merge_attention(g, regions, classes), classes)
     names, tasks = {}, set()
     model = re.sub(r"[^A-Za-z0-9_]", "_", type(g.model).__name__.lower())
     for r in regions:

@@ -163,10 +163,14 @@ class Partition(unittest.TestCase):
             ("attn.c_proj", "gemm", "task"), ("ln_2", "reduction", "task"), ("mlp.c_fc", "gemm", "task"),
             ("mlp.c_proj", "gemm", "task")])
         attn = regions[2]
-        self.assertEqual([o for o in attn.ops if o in ("aten::matmul", "aten::softmax", "aten::masked_fill")],
-                         ["aten::matmul", "aten::masked_fill", "aten::softmax", "aten::matmul"])
+        self.assertEqual([o for o in attn.ops if o in ("aten::matmul", "aten::softmax", "aten::masked_fill",
+                                                       "aten::split")],
+                         ["aten::split", "aten::matmul", "aten::masked_fill", "aten::softmax", "aten::matmul"])
         self.assertEqual(attn.weights, ["attn.bias"])  # the causal mask, a buffer
-        self.assertEqual(len(attn.inputs), 3)  # q, k (transposed), v
+        # the qkv projection's output, one tensor: q, k, v are split and transposed in the attention
+        self.assertEqual(regions[1].ops, ["aten::linear"])
+        self.assertEqual(len(attn.inputs), 1)
+        self.assertEqual(attn.inputs[0], regions[1].outputs[0])
         self.assertEqual(regions[5].ops, ["aten::linear", "aten::gelu"])
         self.assertEqual(regions[3].weights, ["attn.c_proj.weight", "attn.c_proj.bias"])
         self.assertEqual(len(regions[3].inputs), 2)  # the attention's output and the residual
