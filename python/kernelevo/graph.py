@@ -7,8 +7,10 @@ with evolved regions substituted). The model folder's format is model_plan.md.
     ys = g.run([x], replace={3: my_fn})     # region 3 computed by my_fn(list of its input tensors)
     m = region_module(g, regions[3])        # nn.Module: forward(*region.inputs) -> region.outputs
 """
+import contextlib
 import hashlib
 import inspect
+import os
 import statistics
 import time
 import warnings
@@ -158,7 +160,7 @@ class ModelGraph:
                     k, type(x).__name__))
         state = {k: v.clone() for k, v in model.state_dict(keep_vars=False).items()}
         try:
-            with torch.no_grad(), warnings.catch_warnings():
+            with torch.no_grad(), warnings.catch_warnings(), _watched() as events:
                 warnings.simplefilter("ignore", torch.jit.TracerWarning)
                 with torch.random.fork_rng(devices=_cuda_devices(examples)):
                     try:
@@ -166,6 +168,7 @@ class ModelGraph:
                     except Exception as e:
                         raise ExportError("torch.jit.trace cannot trace the model: %s: %s" % (
                             type(e).__name__, " ".join(str(e).split())[:300])) from None
+            _refuse_data_conversions(events)
             g = cls(model, traced, examples)
         finally:
             _restore(model, state)
@@ -492,6 +495,24 @@ def _like(x):
     if x.dtype == torch.bool:
         return torch.randint_like(x, 0, 2).bool()
     return x.clone()  # integer inputs (indices, lengths) keep their values
+
+
+def _watched():
+    """The importer's conversions_watched(): tensors turned into Python values while tracing, each
+    with whether its value is shape-derived (1/sqrt(k.size(-1)) is; float(x.max()) is not)."""
+    from .torch_task import _importer
+    watch = getattr(_importer(), "conversions_watched", None)
+    return watch() if watch else contextlib.nullcontext([])
+
+
+def _refuse_data_conversions(events):
+    """A tensor's values turned into a Python value in the model's code (not torch's own): the trace
+    fixed one path or one value, so it is not the model."""
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    for e in events:
+        if not e["shape"] and not os.path.abspath(e["file"]).startswith(torch_dir):
+            raise ExportError("data-dependent control flow at %s:%d (the trace would fix one path): a tensor's values "
+                              "turned into a Python value (%s)" % (os.path.basename(e["file"]), e["line"], e["method"]))
 
 
 def _cuda_devices(xs):

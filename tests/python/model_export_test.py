@@ -105,6 +105,17 @@ class Recurrent(nn.Module):
         return self.head(self.ln(x + a))
 
 
+class DataBranch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        if x.sum() > 0:  # every draw of rand inputs takes this branch: only the trace's provenance tells
+            return self.fc(x)
+        return -self.fc(x)
+
+
 def block():
     torch.manual_seed(0)
     return Block().eval(), torch.randn(2, 8, 16)
@@ -210,6 +221,9 @@ class Partition(unittest.TestCase):
         torch.manual_seed(0)
         with self.assertRaisesRegex(kernelevo.ExportError, "data-dependent"):
             ModelGraph.trace(ValueDependent().eval(), (torch.randn(4, 8),))
+        with self.assertRaisesRegex(kernelevo.ExportError, "data-dependent control flow at model_export_test.py:\\d+ "
+                                    ".*__bool__"):
+            ModelGraph.trace(DataBranch().eval(), (torch.rand(4, 8),))
 
     def test_the_live_model_is_not_modified(self):
         torch.manual_seed(0)
