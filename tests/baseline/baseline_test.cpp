@@ -6,6 +6,7 @@
 #include "baseline/baseline.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/process.h"
 #include "sandbox/sandbox.h"
 
 namespace kevo {
@@ -217,6 +218,24 @@ TEST(Baseline, AnAOTInductorCrashCostsOnlyItsOwnTime) {
     EXPECT_DOUBLE_EQ(r.sets[1].eager_us, 240.0);
     EXPECT_EQ(r.checks["aoti"]["rel_l2"], 2e-7);
     EXPECT_FALSE(r.not_run.count("aoti"));
+}
+
+// A process that dies inside a named AOTInductor step (a real child killed by SIGSEGV, as PyTorch 2.11's
+// aoti_load_package on the H200) is reported as PyTorch's crash in that step; other failures keep
+// the script's own words.
+TEST(Baseline, ACrashInsideAnAOTInductorStepNamesTheStep) {
+    ProcessOptions po;
+    po.argv = {"/bin/sh", "-c", "echo 'aoti step: torch.export.export' >&2; echo 'aoti step: torch._inductor.aoti_load_package' >&2; kill -SEGV $$"};
+    ProcessResult p = run_process(po);
+    ASSERT_EQ(p.term_signal, 11) << p.describe();
+    EXPECT_EQ(baseline::script_failure(p).rfind("AOTInductor crashed inside PyTorch (", 0), 0u) << baseline::script_failure(p);
+    EXPECT_NE(baseline::script_failure(p).find(") in torch._inductor.aoti_load_package: a fault of this PyTorch"), std::string::npos)
+        << baseline::script_failure(p);
+
+    po.argv = {"/bin/sh", "-c", "echo 'aoti step: torch.export.export' >&2; echo 'Traceback: boom' >&2; exit 1"};
+    p = run_process(po);
+    EXPECT_EQ(baseline::script_failure(p).rfind("the baseline script failed (exit code 1", 0), 0u) << baseline::script_failure(p);
+    EXPECT_NE(baseline::script_failure(p).find("Traceback: boom"), std::string::npos);
 }
 
 }  // namespace

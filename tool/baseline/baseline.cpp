@@ -237,8 +237,7 @@ Result measure_once(const Task& task, const Options& o, const DeviceInfo& device
         const size_t brace = p.out.rfind("\n{");
         r = Result::from_json(nlohmann::json::parse(p.out.substr(brace == std::string::npos ? 0 : brace + 1)));
     } catch (const std::exception&) {
-        std::string err = p.err.size() > 300 ? "..." + p.err.substr(p.err.size() - 300) : p.err;
-        return not_run_all("the baseline script failed (" + p.describe() + (err.empty() ? "" : ": " + err) + ")", precision);
+        return not_run_all(script_failure(p), precision);
     }
     if (r.precision.empty()) r.precision = precision;
     for (const auto& e : table()) {
@@ -250,6 +249,21 @@ Result measure_once(const Task& task, const Options& o, const DeviceInfo& device
 }
 
 }  // namespace
+
+// Why the script gave no answer. A crash inside one of AOTInductor's steps (the script names each
+// on stderr before it starts) is PyTorch's own: on the H200 (PyTorch 2.11) aoti_load_package died
+// with a segmentation fault even for a Linear + ReLU in a plain python3, outside kernelevo.
+std::string script_failure(const ProcessResult& p) {
+    const bool crashed = p.term_signal != 0 || (p.exit_code > 128 && p.exit_code < 160);  // bwrap passes 128 + signal on
+    const size_t at = p.err.rfind("aoti step: ");
+    if (crashed && at != std::string::npos) {
+        const std::string step = p.err.substr(at + 11, p.err.find('\n', at) - at - 11);
+        return "AOTInductor crashed inside PyTorch (" + p.describe() + ") in " + step +
+               ": a fault of this PyTorch, not of the task or its kernel";
+    }
+    std::string err = p.err.size() > 300 ? "..." + p.err.substr(p.err.size() - 300) : p.err;
+    return "the baseline script failed (" + p.describe() + (err.empty() ? "" : ": " + err) + ")";
+}
 
 Result with_aoti(Result r, const Result& a) {
     r.not_run.erase("aoti");

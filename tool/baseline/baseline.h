@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/process.h"
 #include "evaluate/evaluator.h"
 #include "task/task.h"
 #include "validate/validate.h"
@@ -83,6 +84,9 @@ std::string no_module_reason(const std::filesystem::path& task_dir);
 // AOTInductor, when asked for with others, is measured by a second process of its own (a crash there
 // costs only its own time).
 Result measure(const Task& task, const Options& options, const DeviceInfo& device);
+// Why the baseline script gave no answer, from its process: a crash inside one of AOTInductor's steps
+// (the script names each on stderr before it starts) is said to be PyTorch's, naming the step.
+std::string script_failure(const ProcessResult& p);
 // `r` (eager and torch.compile) with AOTInductor's time, reason and check taken from `aoti`'s run.
 Result with_aoti(Result r, const Result& aoti);
 

@@ -234,15 +234,20 @@ def aoti_package(torch, model, args, ctx, path):
     """AOTInductor as a C++ deployment builds it: torch.export, then aoti_compile_and_package to `path`,
     loaded back with aoti_load_package. Raises AotiStepError naming the step that failed."""
     step = "import torch._inductor"
+
+    def begin(name):  # on stderr before the step: a crash inside PyTorch is reported with its step's name
+        print("aoti step: %s" % name, file=sys.stderr, flush=True)
+        return name
     try:
+        begin(step)
         import torch._inductor as inductor
-        step = "torch.export.export"
+        step = begin("torch.export.export")
         with ctx():
             program = torch.export.export(model, tuple(args))
-        step = "torch._inductor.aoti_compile_and_package"
+        step = begin("torch._inductor.aoti_compile_and_package")
         with ctx():
             package = inductor.aoti_compile_and_package(program, package_path=path)
-        step = "torch._inductor.aoti_load_package"
+        step = begin("torch._inductor.aoti_load_package")
         return inductor.aoti_load_package(package)
     except Exception as e:
         raise AotiStepError("%s failed: %s: %s" % (step, type(e).__name__, one_line(e)))
