@@ -208,6 +208,23 @@ TEST(Bench, RejectsBadUsageAndLoadsARealCandidate) {
     EXPECT_NE(r.err.find("kernelevo-bench: cudaMalloc: "), std::string::npos) << r.err;
 }
 
+// A candidate of kernel ABI version 2 (cuBLAS through the caller's handle) loads too: the bench
+// exports kevo_cublas_handle and the like, and the candidate's cuBLAS loads beside it.
+TEST(Bench, LoadsACandidateThatCallsCublas) {
+    TempDir cache("kevo-bench-test");
+    CompileOptions co;
+    co.cache_dir = cache.path();
+    CompileResult c = compile_kernel(read_file(fs::path(KEVO_TEST_DATA_DIR) / "matmul" / "kernels" / "cublas_sgemm.cu"), co);
+    ASSERT_TRUE(c.ok) << c.log;
+    ProcessOptions po;
+    po.argv = bench_command(default_bench(), c.library, load_task(fs::path(KEVO_TEST_DATA_DIR) / "matmul" / "task.json"), 1);
+    po.timeout_s = 60;
+    ProcessResult r = run_process(po);
+    if (r.exit_code == 0) GTEST_SKIP() << "a GPU ran it (profiled on the GPU host by kevo_search_gpu_test)";
+    EXPECT_EQ(r.exit_code, 4) << r.describe() << " " << r.err;  // 3 would be: the kernel could not be loaded
+    EXPECT_NE(r.err.find("kernelevo-bench: cudaMalloc: "), std::string::npos) << r.err;
+}
+
 // ---- the profiled run is sandboxed ----------------------------------------------------------------
 
 namespace {

@@ -149,10 +149,11 @@ int main(int argc, char** argv) {
     // CUDA first: it opens the device files and may start helpers, which the confinement forbids.
     // Without a device this fails here and the first allocation below says so.
     cudaFree(nullptr);
-    // The stream, and cuBLAS for a kernel of ABI version 2, before the confinement (cublas_host.h).
+    // The stream, and cuBLAS for a kernel of ABI version 2, before the confinement (cublas_host.h);
+    // a stream that could not be made is reported where it is first used.
     cudaStream_t stream = nullptr;
-    if (!kernel.empty()) {
-        if (!check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate")) return 4;
+    const cudaError_t stream_made = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (!kernel.empty() && stream_made == cudaSuccess) {
         int device = 0;
         cudaGetDevice(&device);
         const std::string blas = kevo_cublas::prepare_for_kernel(kernel.c_str(), KEVO_CUBLAS_LIBRARY, KEVO_CUBLASLT_LIBRARY, device, stream);
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
     std::vector<kevo_tensor> tin, tout;
     for (const Spec& s : in) tin.push_back(s.t);
     for (const Spec& s : out) tout.push_back(s.t);
+    if (!check(stream_made, "cudaStreamCreate")) return 4;
     for (int c = 0; c < warmup + calls; ++c) {
         if (c == warmup) cudaProfilerStart();
         int rc = forward(tin.data(), (int)tin.size(), tout.data(), (int)tout.size(), stream);
