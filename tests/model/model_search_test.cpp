@@ -154,6 +154,26 @@ TEST(ModelSearch, RunningItAgainSkipsTheRegionsDoneAndSplitsTheTimeOverTheRest) 
     EXPECT_TRUE(contains(r.out, "2 of 2 region search(es) to run, each for the same generations")) << r.out;
 }
 
+// bench --model-dir: the suite is the regions' tasks, the report in DIR/bench unless --out says.
+TEST(ModelBench, TheSuiteIsTheRegionsTasks) {
+    TempDir dir;
+    make_model_folder(dir.path());
+    auto r = kernelevo({"bench", "--model-dir", dir.path().string(), "--kernels", (dir.path() / "cache").string(), "--no-baselines"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    json report = json::parse(read_file(dir.path() / "bench" / "report.json"));
+    EXPECT_EQ(report["suite"], (dir.path() / "regions").string());
+    ASSERT_EQ(report["results"].size(), 2u) << report.dump(2);
+    EXPECT_EQ(report["results"][0]["name"], "blk_a");
+    EXPECT_EQ(report["results"][1]["name"], "blk_b");
+    r = kernelevo({"bench", "--model-dir", dir.path().string(), "--suite", dir.path().string(), "--out", "x"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(contains(r.err, "--suite excludes --model-dir")) << r.err;
+    fs::remove_all(dir.path() / "regions" / "blk_a");
+    r = kernelevo({"bench", "--model-dir", dir.path().string(), "--kernels", (dir.path() / "cache").string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(contains(r.err, "plan.json: regions[0] (h.0.a): task folder")) << r.err;
+}
+
 // On a GPU host: both regions searched from one recorded transcript (the same kernel serves both),
 // then the same command again skips both.
 TEST(ModelSearchGpu, TwoRegionsFromAReplayedTranscriptThenNothingLeft) {

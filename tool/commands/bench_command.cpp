@@ -13,12 +13,14 @@
 #include "baseline/baseline.h"
 #include "bench/bench.h"
 #include "cli/cli.h"
+#include "cli/validators.h"
 #include "cache/cache.h"
 #include "commands/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
 #include "commands/search_command.h"
+#include "model/plan.h"
 #include "store/writer.h"
 #include "task/task.h"
 #include "validate/validate.h"
@@ -337,8 +339,16 @@ void register_bench_command(CLI::App& app, int& rc) {
         "the same command to continue (REPORT_DIR/bench.json; each search resumes from REPORT_DIR/state/NAME.db; "
         "kernels found go to REPORT_DIR/kernels). Exit 0 when done, 1 when interrupted, 2 on bad usage or when no "
         "task could run (no GPU).");
-    cmd->add_option("--suite", a->suite, "Suite directory: one folder per task with a task.json")->required();
-    cmd->add_option("--out", a->out, "Report directory (also holds the resumable state)")->required();
+    auto model_dir = std::make_shared<std::string>();
+    CLI::Option* suite = cmd->add_option("--suite", a->suite, "Suite directory: one folder per task with a task.json");
+    cmd->add_option("--model-dir", *model_dir,
+                    "A model folder (kernelevo.export_model()): the suite is its regions' tasks (DIR/regions), the report "
+                    "goes to --out (default DIR/bench); with --kernels DIR/cache it validates what `kernelevo search "
+                    "--model-dir` found")
+        ->type_name("DIR")
+        ->check(cli::NonEmpty)
+        ->excludes(suite);
+    cmd->add_option("--out", a->out, "Report directory (also holds the resumable state); required with --suite");
     cmd->add_option("--kernels", a->kernels,
                     "Validate ready kernels instead of searching: DIR/NAME.cu, DIR/NAME/sm_XX.cu, DIR/NAME/kernel.cu "
                     "or the only .cu in DIR/NAME (only --arch, --timeout, --timing-trials, --no-baselines and --aoti apply then; "
@@ -373,7 +383,16 @@ void register_bench_command(CLI::App& app, int& rc) {
         {"Continue after an interruption: the same command again",
          "kernelevo bench --suite suite --out bench-report --model openai/gpt-5-mini --max-time 10m"},
     });
-    cmd->callback([a, search_only, &rc] {
+    cmd->callback([a, search_only, model_dir, &rc] {
+        if (!model_dir->empty()) {  // the regions with status "task" are the folders of DIR/regions (model_plan.md)
+            const model::Plan plan = model::load_plan(*model_dir);
+            if (plan.searched().empty())
+                throw UsageError(plan.file.string() + ": no region has status \"task\": nothing to bench");
+            a->suite = (plan.dir / "regions").string();
+            if (a->out.empty()) a->out = (plan.dir / "bench").string();
+        }
+        if (a->suite.empty()) throw UsageError("bench: give --suite DIR (a suite of tasks) or --model-dir DIR (a model's regions)");
+        if (a->out.empty()) throw UsageError("bench: --out is required with --suite (the report directory)");
         std::string given;
         size_t n = 0;
         for (const CLI::Option* o : *search_only)
