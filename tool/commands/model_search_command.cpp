@@ -155,6 +155,52 @@ Planned plan_runs(const model::Plan& plan, const model::Summary& before, long to
     return p;
 }
 
+// Each region's search: this executable, `search` on the region's task with the model's cache and the
+// region's state and budget, and the options passed on.
+std::vector<model::Job> region_jobs(const model::Plan& plan, const Planned& p, const fs::path& out, const CLI::App& cmd) {
+    const fs::path search_dir = plan.dir / "search";
+    const std::vector<std::string> passed = passed_on_options(cmd);
+    std::vector<std::string> head = {model::self_executable().string()};
+    if (const CLI::Option* sb = cmd.get_parent() ? cmd.get_parent()->get_option_no_throw("--sandbox") : nullptr)
+        if (sb->count() > 0) head.insert(head.end(), {"--sandbox", sb->results().back()});
+    std::vector<model::Job> jobs;
+    for (size_t k : p.to_run) {
+        const model::RegionRun& r = p.runs[k];
+        const model::Region* g = nullptr;
+        for (const auto& x : plan.regions)
+            if (x.task_name == r.task_name) g = &x;
+        model::Job j;
+        j.argv = head;
+        j.argv.insert(j.argv.end(), {"search", "--task", g->task_file.string(), "--out", out.string(), "--state",
+                                     (plan.dir / r.state).string(), "--json"});
+        if (r.budget_s > 0) j.argv.insert(j.argv.end(), {"--max-time", std::to_string(r.budget_s)});
+        j.argv.insert(j.argv.end(), passed.begin(), passed.end());
+        j.out_file = search_dir / (r.task_name + ".json");
+        j.log_file = plan.dir / r.log;
+        jobs.push_back(std::move(j));
+    }
+    return jobs;
+}
+
+// The end: the table (or --json), and the exit code: 0 when every region's search finished, else the
+// worst region's (1 for one interrupted or never started).
+int finish(const model::Plan& plan, const model::Summary& summary, bool json, bool interrupted) {
+    if (interrupted)
+        std::cerr << "kernelevo: interrupted: state saved; to continue, run the same command again\n";
+    int rc = 0;
+    for (const auto& r : summary.regions)
+        if (r.status != "done") rc = std::max(rc, r.exit_code.value_or(1) == 0 ? 1 : r.exit_code.value_or(1));
+    if (json) {
+        nlohmann::json j = summary.to_json();
+        j["model"] = plan.model;
+        j["exit_code"] = rc;
+        std::cout << j.dump(2) << std::endl;
+    } else {
+        print_table(plan, summary, std::cout);
+    }
+    return rc;
+}
+
 }  // namespace
 
 int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, const CLI::App& cmd) {
@@ -183,27 +229,7 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
         print_table(plan, summary, std::cout);
         return 0;
     }
-    const std::vector<std::string> passed = passed_on_options(cmd);
-    std::vector<std::string> head = {model::self_executable().string()};
-    if (const CLI::Option* sb = cmd.get_parent() ? cmd.get_parent()->get_option_no_throw("--sandbox") : nullptr)
-        if (sb->count() > 0) head.insert(head.end(), {"--sandbox", sb->results().back()});
-    std::vector<model::Job> jobs;
-    for (size_t k : p.to_run) {
-        const model::RegionRun& r = p.runs[k];
-        const model::Region* g = nullptr;
-        for (const auto& x : plan.regions)
-            if (x.task_name == r.task_name) g = &x;
-        model::Job j;
-        j.argv = head;
-        for (const std::string& s : std::initializer_list<std::string>{"search", "--task", g->task_file.string(), "--out", out.string(), "--state",
-                              (plan.dir / r.state).string(), "--json"})
-            j.argv.push_back(s);
-        if (r.budget_s > 0) j.argv.insert(j.argv.end(), {"--max-time", std::to_string(r.budget_s)});
-        j.argv.insert(j.argv.end(), passed.begin(), passed.end());
-        j.out_file = search_dir / (r.task_name + ".json");
-        j.log_file = plan.dir / r.log;
-        jobs.push_back(std::move(j));
-    }
+    const std::vector<model::Job> jobs = region_jobs(plan, p, out, cmd);
     for (const auto& r : p.runs)
         if (std::find(p.to_run.begin(), p.to_run.end(), static_cast<size_t>(&r - p.runs.data())) == p.to_run.end() && !quiet())
             std::cerr << "kernelevo: " << r.name << ": skipped: done in an earlier run (best " << speedup_text(r)
@@ -248,20 +274,7 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
         if (r.status == "running") r.status = "stopped";
     write_summary(summary_file, summary);
 
-    if (g_model_sigints.load() > 0)
-        std::cerr << "kernelevo: interrupted: state saved; to continue, run the same command again\n";
-    int rc = 0;
-    for (const auto& r : summary.regions)
-        if (r.status != "done") rc = std::max(rc, r.exit_code.value_or(1) == 0 ? 1 : r.exit_code.value_or(1));
-    if (a.json) {
-        nlohmann::json j = summary.to_json();
-        j["model"] = plan.model;
-        j["exit_code"] = rc;
-        std::cout << j.dump(2) << std::endl;
-    } else {
-        print_table(plan, summary, std::cout);
-    }
-    return rc;
+    return finish(plan, summary, a.json, g_model_sigints.load() > 0);
 }
 
 }  // namespace kevo
