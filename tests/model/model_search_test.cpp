@@ -7,6 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <csignal>
+#include <thread>
+
+#include "../llm/loopback_server.h"
 #include "common/fs.h"
 #include "common/process.h"
 #include "llm/llm.h"
@@ -209,6 +213,46 @@ TEST(ModelSearchGpu, TwoRegionsFromAReplayedTranscriptThenNothingLeft) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(contains(r.err, "h.0.a: skipped: done in an earlier run")) << r.err;
     EXPECT_TRUE(contains(r.err, "h.0.b: skipped: done in an earlier run")) << r.err;
+}
+
+// On a GPU host: Ctrl-C (twice: the regions' LLM requests hang) stops both regions' searches, the
+// summary says "stopped" and the exit code is 1; the same command again resumes them.
+TEST(ModelSearchGpu, CtrlCStopsEveryRegionAndTheSameCommandResumes) {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    TempDir dir;
+    make_model_folder(dir.path());
+    llm::test::LoopbackServer server;
+    llm::test::ScriptedReply hang;
+    hang.delay_s = 30;
+    hang.body = R"({"choices": [{"message": {"content": "no code"}, "finish_reason": "stop"}]})";
+    server.set_default(hang);
+    ProcessOptions o;
+    o.argv = {kExe, "search", "--model-dir", dir.path().string(), "--llm-url", server.base_url(), "--model", "m",
+              "--max-time", "20m", "--islands", "1", "--children", "1", "--no-profile", "--no-baselines"};
+    o.env = {{"KERNELEVO_API_KEY", "sk-test"}};
+    Subprocess parent(o);
+    while (server.requests().size() < 2 && parent.alive()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_EQ(server.requests().size(), 2u) << parent.err_tail(4000);  // both regions are waiting for the LLM
+    ::kill(parent.pid(), SIGINT);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    ::kill(parent.pid(), SIGINT);  // the second aborts the LLM requests
+    std::string line;
+    while (parent.read_line(line, 120) == Subprocess::Read::line) {
+    }
+    while (parent.alive()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(parent.describe_exit(), "exit code 1") << parent.err_tail(4000);
+    json s = json::parse(read_file(dir.path() / "search" / "summary.json"));
+    for (const auto& g : s["regions"]) {
+        EXPECT_EQ(g["status"], "stopped") << s.dump(2);
+        EXPECT_TRUE(fs::exists(dir.path() / g["state"].get<std::string>())) << s.dump(2);
+    }
+    // Again: both are resumed from their state (not skipped), each says so in its log.
+    server.set_default({});
+    auto r = kernelevo(search(dir.path(), {"--llm-url", server.base_url(), "--model", "m", "--max-time", "20",
+                                           "--islands", "1", "--children", "1", "--no-profile", "--no-baselines"}),
+                       300);
+    EXPECT_FALSE(contains(r.err, "skipped")) << r.err;
+    EXPECT_TRUE(contains(read_file(dir.path() / "search" / "blk_a.log"), "resuming the run in")) << r.err;
 }
 
 }  // namespace
