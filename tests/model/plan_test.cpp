@@ -79,6 +79,11 @@ TEST(ModelPlan, MissingKeysAndBadJsonAreRefused) {
     write_file_atomic(dir.path() / "plan.json", plan.dump());
     EXPECT_TRUE(contains(plan_error(dir.path()), "duplicate task_name \"blk_a\""));
 
+    plan = good_plan();
+    plan["regions"][0]["task_name"] = "../../x";  // it names the region's state and log files
+    write_file_atomic(dir.path() / "plan.json", plan.dump());
+    EXPECT_TRUE(contains(plan_error(dir.path()), "regions[0] (h.0.a): task_name \"../../x\" is not an identifier"));
+
     write_file_atomic(dir.path() / "plan.json", "{\"format\": ");
     e = plan_error(dir.path());
     EXPECT_TRUE(contains(e, "plan.json: not valid JSON")) << e;
@@ -175,6 +180,14 @@ TEST(ModelSummary, RoundTrip) {
     EXPECT_EQ(r.find("blk_c"), nullptr);
 
     EXPECT_TRUE(model::read_summary(dir.path() / "none.json").regions.empty());  // never written: empty
+    write_file_atomic(file, "{\"format\": \"kernelevo-model-search/1\", \"regions\": [{\"name\": \"a\", \"task_name\": \"a\", "
+                            "\"status\": \"done\", \"budget_s\": \"ten\"}]}");
+    try {
+        model::read_summary(file);
+        ADD_FAILURE() << "a damaged summary was read";
+    } catch (const UsageError& e) {
+        EXPECT_TRUE(contains(e.what(), file.string() + ": damaged: ")) << e.what();
+    }
     write_file_atomic(file, "{\"format\": \"something-else\", \"regions\": []}");
     try {
         model::read_summary(file);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <regex>
 #include <set>
 
 #include "common/error.h"
@@ -31,6 +32,12 @@ const json& need(const fs::path& file, const std::string& where, const json& obj
 std::string str(const fs::path& file, const std::string& where, const json& obj, const char* key) {
     return need(file, where, obj, key, json::value_t::string).get<std::string>();
 }
+// An optional string key: "" when absent or not a string (the exporter writes null for "no value").
+std::string opt_str(const json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 double num(const fs::path& file, const std::string& where, const json& obj, const char* key) {
     return need(file, where, obj, key, json::value_t::number_float).get<double>();
 }
@@ -60,11 +67,14 @@ Region read_region(const Plan& p, const json& r, size_t i) {
     g.name = str(p.file, where, r, "name");
     where += " (" + g.name + ")";
     g.task_name = str(p.file, where, r, "task_name");
+    static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
+    if (!std::regex_match(g.task_name, identifier))  // it names files: search/<task_name>.db
+        fail(p.file, where, "task_name \"" + g.task_name + "\" is not an identifier (letters, digits and _)");
     g.status = str(p.file, where, r, "status");
     g.share = num(p.file, where, r, "share");
     if (!std::isfinite(g.share) || g.share < 0) fail(p.file, where, "\"share\" must be a number >= 0");
-    g.kind = r.value("kind", "");
-    g.reason = r.value("reason", "");
+    g.kind = opt_str(r, "kind");
+    g.reason = opt_str(r, "reason");
     if (r.contains("time_ms") && r["time_ms"].is_number()) g.time_ms = r["time_ms"].get<double>();
     static const std::set<std::string> statuses = {"task", "below_threshold", "refused", "failed", "view"};
     if (!statuses.count(g.status))
@@ -104,9 +114,9 @@ Plan load_plan(const fs::path& dir) {
     if (format != kPlanFormat)
         fail(p.file, "", "format \"" + format + "\" is not " + kPlanFormat + " (written by another version of KernelEvo?)");
     p.model = str(p.file, "", j, "model");
-    p.source = j.value("source", "");
-    p.precision = j.value("precision", "");
-    p.device = j.value("device", "");
+    p.source = opt_str(j, "source");
+    p.precision = opt_str(j, "precision");
+    p.device = opt_str(j, "device");
     if (j.contains("total_ms") && j["total_ms"].is_number()) p.total_ms = j["total_ms"].get<double>();
     if (j.contains("threshold") && j["threshold"].is_number()) p.threshold = j["threshold"].get<double>();
     const json& regions = need(p.file, "", j, "regions", json::value_t::array);
@@ -201,26 +211,30 @@ Summary read_summary(const fs::path& file) {
     } catch (const json::exception& e) {
         fail(file, "", std::string("not valid JSON: ") + e.what() + " (remove it to start the model's search over)");
     }
-    if (!j.is_object() || j.value("format", "") != kSummaryFormat)
+    if (!j.is_object() || opt_str(j, "format") != kSummaryFormat)
         fail(file, "", std::string("not a ") + kSummaryFormat + " summary (remove it to start the model's search over)");
-    s.precision = j.value("precision", "");
-    const json& rs = need(file, "", j, "regions", json::value_t::array);
-    for (size_t i = 0; i < rs.size(); ++i) {
-        const std::string where = "regions[" + std::to_string(i) + "]";
-        if (!rs[i].is_object()) fail(file, where, "must be an object");
-        RegionRun r;
-        r.name = str(file, where, rs[i], "name");
-        r.task_name = str(file, where, rs[i], "task_name");
-        r.status = str(file, where, rs[i], "status");
-        r.budget_s = rs[i].value("budget_s", 0L);
-        if (rs[i].contains("exit_code") && rs[i]["exit_code"].is_number_integer()) r.exit_code = rs[i]["exit_code"].get<int>();
-        if (rs[i].contains("best_speedup") && rs[i]["best_speedup"].is_number()) r.best_speedup = rs[i]["best_speedup"].get<double>();
-        if (rs[i].contains("best_over") && rs[i]["best_over"].is_object()) r.over = rs[i]["best_over"];
-        r.stop_reason = rs[i].value("stop_reason", "");
-        r.elapsed_s = rs[i].value("elapsed_s", 0.0);
-        r.state = rs[i].value("state", "");
-        r.log = rs[i].value("log", "");
-        s.regions.push_back(std::move(r));
+    try {
+        s.precision = j.value("precision", "");
+        const json& rs = need(file, "", j, "regions", json::value_t::array);
+        for (size_t i = 0; i < rs.size(); ++i) {
+            const std::string where = "regions[" + std::to_string(i) + "]";
+            if (!rs[i].is_object()) fail(file, where, "must be an object");
+            RegionRun r;
+            r.name = str(file, where, rs[i], "name");
+            r.task_name = str(file, where, rs[i], "task_name");
+            r.status = str(file, where, rs[i], "status");
+            r.budget_s = rs[i].value("budget_s", 0L);
+            if (rs[i].contains("exit_code") && rs[i]["exit_code"].is_number_integer()) r.exit_code = rs[i]["exit_code"].get<int>();
+            if (rs[i].contains("best_speedup") && rs[i]["best_speedup"].is_number()) r.best_speedup = rs[i]["best_speedup"].get<double>();
+            if (rs[i].contains("best_over") && rs[i]["best_over"].is_object()) r.over = rs[i]["best_over"];
+            r.stop_reason = rs[i].value("stop_reason", "");
+            r.elapsed_s = rs[i].value("elapsed_s", 0.0);
+            r.state = rs[i].value("state", "");
+            r.log = rs[i].value("log", "");
+            s.regions.push_back(std::move(r));
+        }
+    } catch (const json::exception& e) {  // a value of the wrong type
+        fail(file, "", std::string("damaged: ") + e.what() + " (remove it to start the model's search over)");
     }
     return s;
 }
