@@ -72,5 +72,105 @@ TEST(KernelBenchImportShapes, AScaleFromASizeImportsAndABranchOnTheDataIsRefused
     EXPECT_FALSE(fs::exists(imp.out / "kb1_905_DataBranchAttention"));
 }
 
+// ---- level 3: a problem as a whole model (a model folder of region tasks) ----
+
+fs::path level3(const std::string& file) {
+    return fs::path(KEVO_SOURCE_DIR) / "tests" / "data" / "kernelbench_problems" / "level3" / file;
+}
+
+// The transformer block and the MLP (level 3: model folders) beside a level-1 problem (one task).
+const kbtest::Import& models_import() {
+    static const kbtest::Import imp = kbtest::cached_import(
+        "kernelbench-models",
+        {"--max-numel", "4096", level3("44_MiniGPTBlock.py").string(), level3("1_MLP.py").string(),
+         (fs::path(KEVO_SOURCE_DIR) / "tests" / "data" / "kernelbench_problems" / "level1" /
+          "83_conv_depthwise_2D_square_input_asymmetric_kernel.py").string()});
+    return imp;
+}
+
+// Each region task of an installed model folder loads as a task and uses the tool's reference.
+int check_regions(const fs::path& dir, const nlohmann::json& plan) {
+    int tasks = 0;
+    for (const auto& r : plan["regions"]) {
+        if (r["status"] != "task") {
+            EXPECT_TRUE(r["task"].is_null()) << r.dump();
+            continue;
+        }
+        ++tasks;
+        const std::string task_name = r["task_name"].get<std::string>();
+        EXPECT_EQ(r["task"], "regions/" + task_name);
+        Task t = load_task(dir / "regions" / task_name / "task.json");
+        EXPECT_EQ(t.name, task_name);
+        EXPECT_EQ(t.reference_source, fs::absolute(dir / "regions" / "kernelbench_reference.cpp").lexically_normal());
+        EXPECT_TRUE(fs::exists(dir / "regions" / task_name / "model.pt"));
+        EXPECT_TRUE(fs::exists(dir / "regions" / task_name / "pytorch.json"));
+    }
+    return tasks;
+}
+
+TEST(KernelBenchImportModels, Level3ProblemsBecomeModelFoldersOfRegionTasks) {
+    const auto& imp = models_import();
+    ASSERT_TRUE(imp.run.started) << imp.run.error;
+    ASSERT_FALSE(imp.report.is_null()) << imp.run.describe() << "\n" << imp.run.err;
+    EXPECT_EQ(imp.run.exit_code, 0) << imp.run.err;
+    EXPECT_EQ(imp.report["imported"], 3) << imp.run.err;
+    struct Case {
+        const char* name;
+        const char* kind;  // a region kind the plan must hold
+        int min_tasks;
+    };
+    for (const Case& c : {Case{"kb3_44_MiniGPTBlock", "attention", 4}, Case{"kb3_1_MLP", "gemm", 3}}) {
+        ASSERT_TRUE(imp.by_name.count(c.name)) << imp.run.err;
+        const auto& r = imp.by_name.at(c.name);
+        ASSERT_EQ(r.value("status", ""), "ok") << r.dump();
+        const fs::path dir = imp.out / c.name;
+        EXPECT_FALSE(fs::exists(dir / "task.json")) << "a model folder, not one task";
+        const auto plan = nlohmann::json::parse(read_file(dir / "plan.json"));
+        EXPECT_EQ(plan["format"], "kernelevo-model-plan/1");
+        EXPECT_TRUE(fs::exists(dir / "plan.md"));
+        bool kind = false;
+        for (const auto& region : plan["regions"]) kind = kind || region["kind"] == c.kind;
+        EXPECT_TRUE(kind) << c.name << " has no " << c.kind << " region: " << plan.dump();
+        const int tasks = check_regions(dir, plan);
+        EXPECT_GE(tasks, c.min_tasks) << plan.dump();
+        // import.json and the line per model say the same as the plan.
+        const auto& m = r["model"];
+        EXPECT_EQ(m["tasks"], tasks);
+        EXPECT_EQ(m["regions"].size(), plan["regions"].size());
+        EXPECT_EQ(m["plan"], (dir / "plan.json").string());
+        EXPECT_NE(imp.run.err.find("imported model " + std::string(c.name) + ": " + std::to_string(plan["regions"].size()) +
+                                   " regions, " + std::to_string(tasks) + " tasks, " + std::to_string(m.value("refused", 0)) + " refused, "),
+                  std::string::npos)
+            << imp.run.err;
+    }
+    // A level-1 problem in the same import is still one task, verified against the Python model.
+    const auto& one = imp.by_name.at("kb1_83_conv_depthwise_2D_square_input_asymmetric_kernel");
+    EXPECT_EQ(one.value("status", ""), "ok") << one.dump();
+    EXPECT_FALSE(one.contains("model"));
+    EXPECT_TRUE(one["verify"].value("ok", false)) << one.dump();
+    (void)load_task(imp.out / "kb1_83_conv_depthwise_2D_square_input_asymmetric_kernel" / "task.json");
+}
+
+// --whole: the transformer block as one task (its size-derived scale and p = 0 dropouts import).
+TEST(KernelBenchImportModels, WholeImportsALevel3ProblemAsOneTask) {
+    const auto imp = kbtest::cached_import("kernelbench-whole", {"--whole", "--max-numel", "4096", level3("44_MiniGPTBlock.py").string()});
+    ASSERT_FALSE(imp.report.is_null()) << imp.run.describe() << "\n" << imp.run.err;
+    ASSERT_TRUE(imp.by_name.count("kb3_44_MiniGPTBlock")) << imp.run.err;
+    const auto& r = imp.by_name.at("kb3_44_MiniGPTBlock");
+    ASSERT_EQ(r.value("status", ""), "ok") << r.dump();
+    EXPECT_TRUE(r["verify"].value("ok", false)) << r.dump();
+    EXPECT_FALSE(r.contains("model"));
+    EXPECT_FALSE(fs::exists(imp.out / "kb3_44_MiniGPTBlock" / "plan.json"));
+    (void)load_task(imp.out / "kb3_44_MiniGPTBlock" / "task.json");
+}
+
+TEST(KernelBenchImportModels, RegionsAndWholeTogetherIsExitTwo) {
+    auto r = kbtest::kernelevo({"import", "kernelbench", level3("1_MLP.py").string(), "--out", "/tmp/kevo-kb-never", "--regions",
+                                "--whole"}, 120);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--regions"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists("/tmp/kevo-kb-never"));
+}
+
 }  // namespace
 }  // namespace kevo

@@ -81,8 +81,9 @@ inline Import cached_import(const std::string& name, const std::vector<std::stri
     if (fd >= 0) ::flock(fd, LOCK_EX);
     std::string key;
     for (const auto& a : args) key += a + "\x1f";
-    for (const char* f : {"import_kernelbench.py", "jit_reference.cpp"})
-        key += sha256_file(fs::path(KEVO_SOURCE_DIR) / "tool" / "kernelbench" / f);
+    for (const char* f : {"tool/kernelbench/import_kernelbench.py", "tool/kernelbench/jit_reference.cpp",
+                          "python/kernelevo/model_export.py", "python/kernelevo/graph.py", "python/kernelevo/torch_task.py"})
+        key += sha256_file(fs::path(KEVO_SOURCE_DIR) / f);
     std::error_code ec;
     key += std::to_string(fs::last_write_time(KEVO_EXE, ec).time_since_epoch().count());
     key = sha256_hex(key);

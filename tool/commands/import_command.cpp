@@ -21,6 +21,7 @@ void register_import_command(CLI::App& app, int& rc) {
         {"Import KernelBench's level 1 into a suite", "kernelevo import kernelbench KernelBench/level1 --out suite"},
         {"Smaller problems for a small GPU, the report as JSON",
          "kernelevo import kernelbench KernelBench/level1 --out suite --max-numel 1000000 --json"},
+        {"Level 3: each model as a folder of region tasks", "kernelevo import kernelbench KernelBench/level3 --out models"},
     });
     imp->require_subcommand(1);
     CLI::App* kb = imp->add_subcommand(
@@ -62,6 +63,17 @@ void register_import_command(CLI::App& app, int& rc) {
                    "PyTorch runs it by default, cuDNN convolutions in TF32; strict: fp32 everywhere). Correctness is judged "
                    "against strict fp32 with a tolerance that admits the policy's own error, measured per problem")
         ->capture_default_str();
+    auto* regions = kb->add_flag_callback("--regions", [o] { o->regions = 1; },
+                                          "Import every problem as a whole model (the default for problems under a folder "
+                                          "named level3): OUT/NAME/ becomes a model folder (plan.json, plan.md, regions/TASK/) "
+                                          "made by the Python helper's export_model: the model traced, each region's share "
+                                          "of its time measured, one task per region worth a kernel, regions that cannot be "
+                                          "imported faithfully (BatchNorm or Dropout in training mode, ...) left in PyTorch "
+                                          "with their reason; next: kernelevo search --model-dir OUT/NAME");
+    auto* whole = kb->add_flag_callback("--whole", [o] { o->regions = 0; },
+                                        "Import every problem as one task for its whole forward, level 3 included");
+    regions->excludes(whole);
+    whole->excludes(regions);
     kb->add_flag("--no-sandbox", o->no_sandbox,
                  "Run the problem files' Python with your own rights (network, home directory, environment): UNSAFE, "
                  "only for files you trust or where bubblewrap cannot run");

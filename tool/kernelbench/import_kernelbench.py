@@ -1141,9 +1141,93 @@ def import_one(path, args, reference_source, max_numel, joint=False):
         return _import_one(path, args, reference_source, src, mod, shrunk, phases)
 
 
+def kernelevo_python(given=""):
+    """The folder holding the kernelevo Python package (export_model): --kernelevo-python as the tool
+    passes it, else the installed share/kernelevo/python beside this share/kernelevo/kernelbench, else
+    the source tree's python/."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for c in (given, os.path.join(here, "..", "python"), os.path.join(here, "..", "..", "python")):
+        if c and os.path.isfile(os.path.join(c, "kernelevo", "model_export.py")):
+            return os.path.abspath(c)
+    raise RuntimeError("the kernelevo Python package (kernelevo/model_export.py) was not found %s" % (
+        "in " + given if given else "beside the importer (%s): reinstall kernelevo" % here))
+
+
+def import_model(path, args, max_numel, joint=False):
+    """A problem as a whole model (level 3): built and its inputs drawn as _import_one does, then
+    kernelevo.export_model traces it, times its regions and writes OUT/NAME/ as a model folder
+    (python/kernelevo/model_plan.md: plan.json, plan.md, regions/TASK/ per region worth a kernel).
+    A region that cannot be imported faithfully (BatchNorm or Dropout in training mode, ...) stays
+    in PyTorch with its reason in the plan; only a model that cannot be traced at all is refused."""
+    name = task_name(path)
+    phases = Phases(name)
+    src, mod = load_problem(path)
+    changed = shrink(mod, max_numel, joint) if max_numel > 0 else {}
+    shrunk_note = " (with sizes shrunk by --max-numel: %s)" % ", ".join(
+        "%s=%s" % (k, v[1]) for k, v in changed.items()) if changed else ""
+    phases.done("load")
+    t0 = time.time()
+    model = build_model(mod, shrunk_note).to(torch.device(args.device))
+    raw, _ = draw_inputs(mod, args, 42, shrunk_note)
+    for i, x in enumerate(raw):
+        if not isinstance(x, torch.Tensor):
+            raise Refused("input %d is a %s: a model import takes tensor inputs only" % (i, type(x).__name__))
+    phases.done("build")
+    sys.path.insert(0, kernelevo_python(getattr(args, "kernelevo_python", "")))
+    from kernelevo.model_export import export_model
+    from kernelevo.torch_task import ExportError
+    p = getattr(args, "precision", None) or DEFAULT_PRECISION
+    try:
+        plan = export_model(model, tuple(raw), os.path.join(args.out, name), name=name, device=args.device, quiet=True,
+                            precision={k: p[k] for k in ("policy", "cudnn_tf32", "matmul_tf32")},
+                            source=os.path.abspath(path))
+    except ExportError as e:
+        raise Refused("the model cannot be exported%s: %s" % (shrunk_note, one_line(e)))
+    phases.done("export")
+    result = {"source": os.path.abspath(path), "name": name, "status": "ok", "kind": "model",
+              "plan": os.path.relpath(plan, args.out), "phases": phases.seconds, "seconds": time.time() - t0}
+    if changed:
+        result["shrunk"] = {k: v[1] for k, v in changed.items()}
+    return result
+
+
 def _meta_inputs(mod):
     with on_meta():
         return [x for x in mod.get_inputs() if isinstance(x, torch.Tensor)]
+
+
+def build_model(mod, shrunk_note=""):
+    """The model, exactly as KernelBench builds it: seed 42, get_init_inputs(), seed 42, Model(*init)
+    on the CPU."""
+    try:
+        torch.manual_seed(42)
+        init = mod.get_init_inputs()
+        torch.manual_seed(42)
+        model = mod.Model(*init)
+    except Exception as e:
+        raise (ShrinkRefused if shrunk_note else Refused)("constructing the model failed%s: %s: %s" % (shrunk_note, type(e).__name__, one_line(e)))
+    if not isinstance(model, nn.Module):
+        raise Refused("Model(...) is not an nn.Module")
+    return model
+
+
+def draw_inputs(mod, args, seed, shrunk_note=""):
+    """get_inputs() after torch.manual_seed(seed), recorded (Recorder): (inputs, recorder). On the GPU
+    it draws there directly (drawing multi-GiB inputs on the CPU and copying them took most of an
+    import); the values differ from KernelBench's CPU draws, the distribution does not, and an input
+    stored as a file is the tensor that was used."""
+    device = torch.device(args.device)
+    for where in ([device, None] if args.device_kind == "cuda" else [None]):
+        rec = Recorder(where)
+        torch.manual_seed(seed)
+        with rec.active():
+            try:
+                return list(mod.get_inputs()), rec
+            except Exception as e:
+                # Drawn on the GPU, a tensor may meet one made on the CPU (torch.arange): on the CPU then.
+                failure = e
+    e = failure
+    raise (ShrinkRefused if shrunk_note else Refused)("get_inputs() failed%s: %s: %s" % (shrunk_note, type(e).__name__, one_line(e)))
 
 
 def _import_one(path, args, reference_source, src, mod, changed, phases, name=None):
@@ -1160,16 +1244,7 @@ def _import_one(path, args, reference_source, src, mod, changed, phases, name=No
         notes.append("sizes shrunk for this machine: " + ", ".join("%s %s->%s" % (k, a, b) for k, (a, b) in changed.items()))
     device = torch.device(args.device)
 
-    # The model, exactly as KernelBench builds it.
-    try:
-        torch.manual_seed(42)
-        init = mod.get_init_inputs()
-        torch.manual_seed(42)
-        model = mod.Model(*init)
-    except Exception as e:
-        raise (ShrinkRefused if shrunk_note else Refused)("constructing the model failed%s: %s: %s" % (shrunk_note, type(e).__name__, one_line(e)))
-    if not isinstance(model, nn.Module):
-        raise Refused("Model(...) is not an nn.Module")
+    model = build_model(mod, shrunk_note)
     for m in model.modules():
         if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training:
             raise Refused("BatchNorm in training mode (KernelBench never calls eval()): it normalizes with batch "
@@ -1183,20 +1258,7 @@ def _import_one(path, args, reference_source, src, mod, changed, phases, name=No
     phases.done("build")
 
     def draw(seed):
-        # On the GPU, get_inputs() draws there directly (drawing multi-GiB inputs on the CPU and
-        # copying them took most of an import); the values differ from KernelBench's CPU draws, the
-        # distribution does not, and an input stored as a file is the tensor that was used.
-        for where in ([device, None] if args.device_kind == "cuda" else [None]):
-            rec = Recorder(where)
-            torch.manual_seed(seed)
-            with rec.active():
-                try:
-                    return list(mod.get_inputs()), rec
-                except Exception as e:
-                    # Drawn on the GPU, a tensor may meet one made on the CPU (torch.arange): on the CPU then.
-                    failure = e
-        e = failure
-        raise (ShrinkRefused if shrunk_note else Refused)("get_inputs() failed%s: %s: %s" % (shrunk_note, type(e).__name__, one_line(e)))
+        return draw_inputs(mod, args, seed, shrunk_note)
 
     raw, rec = draw(42)
     raw_values = [None if isinstance(x, torch.Tensor) else x for x in raw]
@@ -1480,6 +1542,9 @@ def main():
     ap.add_argument("--scratch", default="")
     ap.add_argument("--precision", default=json.dumps(DEFAULT_PRECISION),
                     help="the tasks' precision policy as JSON: {task: its task.json form or null, policy, cudnn_tf32, matmul_tf32}")
+    ap.add_argument("--regions", action="store_true",
+                    help="import each problem as a whole model: a model folder of regions (kernelevo.export_model)")
+    ap.add_argument("--kernelevo-python", default="", help="the folder holding the kernelevo Python package")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     args.precision = json.loads(args.precision)
@@ -1505,7 +1570,10 @@ def main():
             tries = [(args.max_numel, False), (args.max_numel, True), (args.max_numel * 16, True), (args.max_numel * 256, True)]
             for attempt, (limit, joint) in enumerate(tries):
                 try:
-                    res = import_one(path, args, args.reference_source, limit, joint)
+                    if args.regions:
+                        res = import_model(path, args, limit, joint)
+                    else:
+                        res = import_one(path, args, args.reference_source, limit, joint)
                     break
                 except ShrinkRefused:
                     if attempt == len(tries) - 1:
@@ -1514,7 +1582,9 @@ def main():
             res = {"source": os.path.abspath(path), "name": task_name(path), "status": "refused", "reason": str(e)}
         except Timeout:
             res = {"source": os.path.abspath(path), "name": task_name(path), "status": "failed",
-                   "reason": "timed out after %d s (try --max-numel, or a larger --timeout)" % args.timeout}
+                   "reason": "timed out after %d s (raise --timeout, the seconds allowed per problem%s; or shrink it with "
+                             "--max-numel)" % (args.timeout, ": a whole model's regions are each traced, timed and "
+                                               "checked" if args.regions else "")}
         except MemoryError:
             res = {"source": os.path.abspath(path), "name": task_name(path), "status": "failed", "reason": "out of memory"}
         except Exception as e:

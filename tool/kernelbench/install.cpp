@@ -42,10 +42,10 @@ std::string text_or_empty(const nlohmann::json& obj, const char* key) {
 
 // The task to write, from the importer's result: its own name, the suite's generic reference (never
 // what the result says), and the files it names (`files`), each a plain name checked above.
-nlohmann::json checked_task(const nlohmann::json& result, const std::string& name, std::set<std::string>& files,
+nlohmann::json checked_task(const nlohmann::json& given, const std::string& name, std::set<std::string>& files,
                             const nlohmann::json& precision) {
-    if (!result.contains("task_json") || !result["task_json"].is_object()) throw NotInstalled("the result holds no task");
-    nlohmann::json task = result["task_json"];
+    if (!given.is_object()) throw NotInstalled("the result holds no task");
+    nlohmann::json task = given;
     if (text_or_empty(task, "name") != name)
         throw NotInstalled("the result names task '" + text_or_empty(task, "name") + "', not " + name);
     const nlohmann::json ref = task.contains("reference") && task["reference"].is_object() ? task["reference"] : nlohmann::json::object();
@@ -128,22 +128,34 @@ void remove_private_dir(const fs::path& dir) {
     fs::remove_all(dir, ec);
 }
 
+namespace {
+
+// Writes the checked task `given` (named `name`) into the new folder `to`: the files it names, copied
+// from `from`, and task.json, which must load as a task (sizes, names, shapes).
+void stage_task(const nlohmann::json& given, const std::string& name, const fs::path& from, const fs::path& to,
+                const nlohmann::json& precision) {
+    std::set<std::string> files;
+    const nlohmann::json task = checked_task(given, name, files, precision);
+    for (const auto& f : files) copy_checked(from / f, to / f);
+    // Its name, description and reference first, as the importer writes a task.
+    nlohmann::ordered_json ordered;
+    for (const char* key : {"name", "description", "reference"})
+        if (task.contains(key)) ordered[key] = nlohmann::ordered_json::parse(task[key].dump());
+    for (const auto& [key, value] : task.items())
+        if (!ordered.contains(key)) ordered[key] = nlohmann::ordered_json::parse(value.dump());
+    write_file_atomic(to / "task.json", ordered.dump(2) + "\n");
+    (void)load_task(to / "task.json");
+}
+
+}  // namespace
+
 void install_result(nlohmann::json& result, const fs::path& private_dir, const fs::path& out, const std::string& name,
                     const nlohmann::json& precision) {
     fs::path stage;
     try {
-        std::set<std::string> files;
-        const nlohmann::json task = checked_task(result, name, files, precision);
         stage = fresh_dir(out, "." + name + ".install-");
-        for (const auto& f : files) copy_checked(private_dir / name / f, stage / f);
-        // Its name, description and reference first, as the importer writes a task.
-        nlohmann::ordered_json ordered;
-        for (const char* key : {"name", "description", "reference"})
-            if (task.contains(key)) ordered[key] = nlohmann::ordered_json::parse(task[key].dump());
-        for (const auto& [key, value] : task.items())
-            if (!ordered.contains(key)) ordered[key] = nlohmann::ordered_json::parse(value.dump());
-        write_file_atomic(stage / "task.json", ordered.dump(2) + "\n");
-        (void)load_task(stage / "task.json");  // sizes, names, shapes: it must load as a task
+        stage_task(result.contains("task_json") ? result["task_json"] : nlohmann::json(), name, private_dir / name, stage,
+                   precision);
         const fs::path dest = out / name;
         std::error_code ec;
         fs::remove_all(dest, ec);
@@ -160,6 +172,97 @@ void install_result(nlohmann::json& result, const fs::path& private_dir, const f
         result.erase("task");
     }
     result.erase("task_json");
+}
+
+namespace {
+
+// A file of the sandbox's that is read, never followed through a link, at most `limit` bytes.
+std::string read_checked(const fs::path& file, uintmax_t limit) {
+    std::error_code ec;
+    if (fs::symlink_status(file, ec).type() != fs::file_type::regular)
+        throw NotInstalled(file.filename().string() + " is missing or not a regular file");
+    if (fs::file_size(file, ec) > limit) throw NotInstalled(file.filename().string() + " is larger than expected");
+    return read_file(file);
+}
+
+nlohmann::ordered_json parse_checked(const fs::path& file) {
+    try {
+        return nlohmann::ordered_json::parse(read_checked(file, 64u << 20));
+    } catch (const nlohmann::json::exception& e) {
+        throw NotInstalled(file.filename().string() + " is not JSON: " + e.what());
+    }
+}
+
+// One region of the plan: its task folder staged from PRIVATE/regions/TASK/ when its status is
+// "task" (the task checked as a suite's task is, plus its pytorch.json and model.pt2), counted in `summary`.
+void stage_region(nlohmann::ordered_json& r, const fs::path& from, const fs::path& to, const nlohmann::json& precision,
+                  nlohmann::json& summary) {
+    static const std::regex ident("[A-Za-z_][A-Za-z0-9_]{0,127}");
+    if (!r.is_object()) throw NotInstalled("plan.json: a region is not an object");
+    const std::string task_name = r.contains("task_name") && r["task_name"].is_string() ? r["task_name"].get<std::string>() : "";
+    const std::string status = r.contains("status") && r["status"].is_string() ? r["status"].get<std::string>() : "";
+    if (!std::regex_match(task_name, ident)) throw NotInstalled("plan.json: region task_name '" + task_name + "' is not an identifier");
+    if (status != "task") {
+        r["task"] = nullptr;  // only the tool's own folders are named
+    } else {
+        if (!r.contains("task") || r["task"] != "regions/" + task_name)
+            throw NotInstalled("plan.json: region " + task_name + " names a task folder other than regions/" + task_name);
+        const fs::path src = from / task_name, dest = to / task_name;
+        fs::create_directories(dest);
+        stage_task(nlohmann::json::parse(parse_checked(src / "task.json").dump()), task_name, src, dest, precision);
+        std::error_code ec;
+        if (fs::exists(fs::symlink_status(src / "pytorch.json", ec)))
+            write_file_atomic(dest / "pytorch.json", parse_checked(src / "pytorch.json").dump(2) + "\n");
+        if (fs::exists(fs::symlink_status(src / "model.pt2", ec))) copy_checked(src / "model.pt2", dest / "model.pt2");
+    }
+    const std::string key = status == "task" ? "tasks" : status;
+    summary[key] = summary.value(key, 0) + 1;
+    summary["regions"].push_back({{"name", r.value("name", "")}, {"task_name", task_name}, {"kind", r.value("kind", "")},
+                                  {"share", r.contains("share") && r["share"].is_number() ? r["share"].get<double>() : 0.0},
+                                  {"status", status}, {"reason", r.contains("reason") && r["reason"].is_string() ? r["reason"].get<std::string>() : ""}});
+}
+
+}  // namespace
+
+void install_model(nlohmann::json& result, const fs::path& private_dir, const fs::path& out, const std::string& name,
+                   const std::string& reference_text, const nlohmann::json& precision) {
+    fs::path stage;
+    try {
+        const fs::path from = private_dir / name;
+        nlohmann::ordered_json plan = parse_checked(from / "plan.json");
+        if (!plan.is_object() || !plan.contains("regions") || !plan["regions"].is_array())
+            throw NotInstalled("plan.json holds no list of regions");
+        stage = fresh_dir(out, "." + name + ".install-");
+        fs::create_directories(stage / "regions");
+        write_suite_reference(stage / "regions", reference_text);  // the tool's, never the sandbox's
+        nlohmann::json summary = {{"tasks", 0}, {"refused", 0}, {"below_threshold", 0}, {"failed", 0}, {"regions", nlohmann::json::array()}};
+        std::set<std::string> seen;
+        for (auto& r : plan["regions"]) {
+            stage_region(r, from / "regions", stage / "regions", precision, summary);
+            if (!seen.insert(summary["regions"].back()["task_name"].get<std::string>()).second)
+                throw NotInstalled("plan.json: two regions are task " + summary["regions"].back()["task_name"].get<std::string>());
+        }
+        write_file_atomic(stage / "plan.json", plan.dump(2) + "\n");
+        std::error_code ec;
+        if (fs::exists(fs::symlink_status(from / "plan.md", ec))) write_file_atomic(stage / "plan.md", read_checked(from / "plan.md", 16u << 20));
+        const fs::path dest = out / name;
+        fs::remove_all(dest, ec);
+        fs::rename(stage, dest);
+        summary["model"] = plan.value("model", name);
+        summary["plan"] = (dest / "plan.json").string();
+        summary["device"] = plan.value("device", "");
+        summary["total_ms"] = plan.contains("total_ms") && plan["total_ms"].is_number() ? plan["total_ms"].get<double>() : 0.0;
+        result["model"] = summary;
+    } catch (const std::exception& e) {
+        if (!stage.empty()) remove_private_dir(stage);
+        result["status"] = "failed";
+        std::string why = e.what();
+        for (size_t at; !stage.empty() && (at = why.find(stage.string())) != std::string::npos;)
+            why.replace(at, stage.string().size(), (out / name).string());
+        result["reason"] = "the importer's model was not installed: " + why;
+        result.erase("model");
+    }
+    result.erase("plan");
 }
 
 }  // namespace kevo::kernelbench

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <mutex>
@@ -142,9 +143,26 @@ fs::path data_dir() {
 
 namespace {
 
+// The folder holding the kernelevo Python package (export_model, for problems imported as models):
+// $KERNELEVO_PYTHON_DIR, the installed share/kernelevo/python beside share/kernelevo/kernelbench, or
+// the source tree's python/ beside tool/kernelbench.
+fs::path python_package_dir(const fs::path& data) {
+    std::vector<fs::path> candidates;
+    if (const char* env = std::getenv("KERNELEVO_PYTHON_DIR")) candidates.push_back(env);
+    candidates.push_back(data.parent_path() / "python");
+    candidates.push_back(data.parent_path().parent_path() / "python");
+    for (const auto& c : candidates)
+        if (!c.empty() && fs::exists(c / "kernelevo" / "model_export.py")) return fs::weakly_canonical(c);
+    throw UsageError("a whole-model import (a level-3 problem, or --regions) needs kernelevo's Python package "
+                     "(kernelevo/model_export.py), not found beside " + data.string() +
+                     ": reinstall kernelevo, set KERNELEVO_PYTHON_DIR, or import with --whole");
+}
+
 // What every problem's run shares: the Python, the sandbox's view, the argument list, the GPU lock.
 struct ImportSetup {
     const ImportOptions* o = nullptr;
+    fs::path python_package;     // python/kernelevo's folder, for problems imported as models
+    std::string reference_text;  // jit_reference.cpp: the reference of every task, also of model regions
     fs::path out;  // the suite, canonical
     std::string device, python, executable;
     PythonInfo py;
@@ -158,8 +176,16 @@ struct ImportSetup {
 
 // One problem, alone in its Python process and sandbox, writing only to a fresh private folder;
 // the tool installs what it reports (install_result) and removes the folder.
+// Whether a problem is imported as a whole model: --regions, --whole, else a level-3 problem.
+bool as_model(const ImportOptions& o, const std::string& src) {
+    if (o.regions >= 0) return o.regions > 0;
+    std::smatch m;
+    return std::regex_search(src, m, std::regex("level[_-]?([0-9]+)")) && m[1].str() == "3";
+}
+
 nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mutex& print_mu) {
     const std::string name = problem_task_name(src);
+    const bool model = as_model(*s.o, src);
     const fs::path priv = make_private_dir(s.out, name);
     struct Removed {
         fs::path dir;
@@ -171,6 +197,7 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
         std::vector<std::string> args = {s.executable, "-c", kProtocolWrapper};
         args.insert(args.end(), s.importer_args.begin(), s.importer_args.end());
         args.insert(args.end(), {"--out", priv.string()});
+        if (model) args.insert(args.end(), {"--regions", "--kernelevo-python", s.python_package.string()});
         if (s.sandboxed) args.insert(args.end(), {"--scratch", "/tmp"});  // the sandbox's private tmpfs, gone with it
         std::unique_ptr<GpuLock> held;
         if (s.lock_dev) held = lock_device(*s.lock_dev, [&](const std::string& line) {
@@ -185,7 +212,11 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
         j = r.by_source[src];
     } else {
         std::string err = r.err.empty() ? "" : std::string(": ") + (r.err.size() >= 600 ? "..." : "") + r.err;
-        j = {{"source", src}, {"status", "failed"}, {"reason", one_line("the importer stopped (" + r.exit + ")" + err)}};
+        const std::string hint = r.exit.find("timed out") != std::string::npos
+                                     ? "; raise --timeout (seconds per problem, now " + std::to_string(static_cast<long>(s.o->timeout_s)) +
+                                           (model ? "; a whole model's regions are each traced, timed and checked" : "") + ")"
+                                     : "";
+        j = {{"source", src}, {"status", "failed"}, {"reason", one_line("the importer stopped (" + r.exit + hint + ")" + err)}};
     }
     // The result comes from the sandbox: only its known shapes are taken.
     static const std::set<std::string> statuses = {"ok", "refused", "failed"};
@@ -196,21 +227,32 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
     j["name"] = name;  // the tool's name for it, whatever the result said
     if (!r.fatal.empty()) j["fatal"] = r.fatal;
     note_sandbox_denial(j, s.sandboxed);
-    if (j.value("status", "") == "ok") install_result(j, priv, s.out, name, parse_precision(s.o->precision, "--precision").to_json());
+    const nlohmann::json precision = parse_precision(s.o->precision, "--precision").to_json();
+    j.erase("model");  // the tool's summary of what it installs, never the sandbox's
+    if (j.value("status", "") == "ok" && model) install_model(j, priv, s.out, name, s.reference_text, precision);
+    else if (j.value("status", "") == "ok") install_result(j, priv, s.out, name, precision);
     j.erase("task_json");
+    j.erase("plan");
     return j;
 }
 
 void print_result(const nlohmann::json& j, size_t done, size_t total, const std::string& device) {
     std::string status = j.value("status", "failed");
-    std::cerr << "[" << done << "/" << total << "] " << j.value("name", "?") << ": " << status;
-    if (status == "ok") {
+    std::cerr << "[" << done << "/" << total << "] ";
+    if (status == "ok" && j.contains("model")) {
+        const auto& m = j["model"];
+        std::cerr << "imported model " << j.value("name", "?") << ": " << m["regions"].size() << " regions, "
+                  << m.value("tasks", 0) << " tasks, " << m.value("refused", 0) << " refused, " << m.value("below_threshold", 0)
+                  << " below threshold" << (m.value("failed", 0) > 0 ? ", " + std::to_string(m.value("failed", 0)) + " failed" : "")
+                  << " (" << m.value("plan", "") << ")";
+    } else if (status == "ok") {
+        std::cerr << j.value("name", "?") << ": ok";
         const auto& v = j["verify"];
         if (v.is_object() && v.contains("max_abs_diff") && v["max_abs_diff"].is_number())
             std::cerr << " (C++ reference on the " << v.value("device", device) << " vs Python: max |diff| "
                       << v["max_abs_diff"].get<double>() << ")";
     } else {
-        std::cerr << ": " << j.value("reason", "");
+        std::cerr << j.value("name", "?") << ": " << status << ": " << j.value("reason", "");
     }
     const double seconds = j.contains("seconds") && j["seconds"].is_number() ? j["seconds"].get<double>() : 0.0;
     std::cerr << " [" << fmt_seconds(seconds) << "]\n";
@@ -401,6 +443,14 @@ ImportSummary import_problems(const ImportOptions& o) {
     s.library = fs::weakly_canonical(rb.library);
     s.readable = {dir, refcheck};
     s.readable.insert(s.readable.end(), sources.begin(), sources.end());
+    s.reference_text = read_file(dir / "jit_reference.cpp");
+    if (std::any_of(sources.begin(), sources.end(), [&](const std::string& src) { return as_model(o, src); })) {
+        s.python_package = python_package_dir(dir);
+        s.readable.push_back(s.python_package);
+        // The precision table the package reads beside the importer (installed) or in the source tree.
+        for (const fs::path& table : {dir / "precision.h", dir.parent_path() / "task" / "precision.h"})
+            if (fs::exists(table)) s.readable.push_back(fs::weakly_canonical(table));
+    }
     s.py = probe_python(s.python);
     const Confinement conf = confine(o, s.py, s.readable, s.library, s.gpu, s.out);  // the label, and bwrap's absence as an error
     s.sandboxed = !conf.prefix.empty();

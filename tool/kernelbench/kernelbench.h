@@ -29,6 +29,10 @@ struct ImportOptions {
     // The tasks' precision policy (task.json "precision", a KEVO_PRECISION_LIST name): what their
     // reference is timed as; the importer widens the tolerance to admit the policy's own error.
     std::string precision = kevo_precision_name(KEVO_PRECISION_PYTORCH);
+    // A problem as a whole model (issue 38): a model folder OUT/NAME/ (python/kernelevo/model_plan.md)
+    // of region tasks made by kernelevo.export_model, instead of one task for its whole forward.
+    // -1: problems under a folder named level3 (--regions: all, 1; --whole: none, 0).
+    int regions = -1;
 };
 
 struct ImportSummary {

@@ -38,4 +38,15 @@ void remove_private_dir(const std::filesystem::path& dir);
 void install_result(nlohmann::json& result, const std::filesystem::path& private_dir, const std::filesystem::path& out,
                     const std::string& name, const nlohmann::json& precision = nullptr);
 
+// Installs an "ok" result of a model import (a level-3 problem: PRIVATE/NAME/ is a model folder,
+// python/kernelevo/model_plan.md) as OUT/NAME/: plan.json (its regions checked: an identifier as
+// task_name, a task folder only where the status is "task" and then exactly regions/TASK_NAME),
+// plan.md, and each region's task staged as install_result stages a task (its reference the tool's
+// own copy of `reference_text` in OUT/NAME/regions/, its files plain files, task.json loading as a
+// task) with its pytorch.json (parsed) and model.pt2. result["model"] becomes the plan's summary
+// (counts by status, the regions); on any failure the result is "failed" with the reason and
+// OUT/NAME/ is left as it was.
+void install_model(nlohmann::json& result, const std::filesystem::path& private_dir, const std::filesystem::path& out,
+                   const std::string& name, const std::string& reference_text, const nlohmann::json& precision = nullptr);
+
 }  // namespace kevo::kernelbench
