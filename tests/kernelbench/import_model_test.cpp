@@ -172,5 +172,64 @@ TEST(KernelBenchImportModels, RegionsAndWholeTogetherIsExitTwo) {
     EXPECT_FALSE(fs::exists("/tmp/kevo-kb-never"));
 }
 
+// A problem is untrusted code in the importer's process: it can change what export_model writes. The
+// tool installs nothing of a model whose plan names a task folder outside regions/ or whose region
+// holds a link instead of a file; an honest model of the same import is installed.
+TEST(KernelBenchImportModels, AHostilePlanOrALinkedRegionFileIsNotInstalled) {
+    const fs::path src = fs::path(KEVO_BINARY_DIR) / "test-cache" / "kernelbench-hostile-models-src" / "level3";
+    const std::string head =
+        "import os, sys\nimport torch\nimport torch.nn as nn\n"
+        "sys.path.insert(0, sys.argv[sys.argv.index('--kernelevo-python') + 1])\n"
+        "import kernelevo.model_export as me\n_orig = me._write\n";
+    const std::string model =
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(64, 64)\n\n"
+        "    def forward(self, x):\n        return torch.relu(self.fc(x))\n\n"
+        "def get_inputs():\n    return [torch.rand(32, 64)]\n\ndef get_init_inputs():\n    return []\n";
+    const std::string escape = head +
+        "def _write(out_dir, plan, overwrite):\n"
+        "    for r in plan['regions']:\n"
+        "        if r['status'] == 'task':\n            r['task'] = 'regions/../../../escaped'\n"
+        "    _orig(out_dir, plan, overwrite)\nme._write = _write\n" + model;
+    const std::string linked = head +
+        "def _write(out_dir, plan, overwrite):\n"
+        "    _orig(out_dir, plan, overwrite)\n"
+        "    for r in plan['regions']:\n"
+        "        if r['status'] == 'task':\n"
+        "            d = os.path.join(out_dir, r['task'])\n"
+        "            os.remove(os.path.join(d, 'model.pt'))\n"
+        "            os.symlink('/etc/passwd', os.path.join(d, 'model.pt'))\n"
+        "me._write = _write\n" + model;
+    std::vector<std::string> args = {"--max-numel", "4096"};
+    for (auto [file, text] : {std::pair{"901_EscapingPlan.py", escape}, std::pair{"902_LinkedRegionFile.py", linked},
+                              std::pair{"903_Honest.py", head + model}}) {
+        std::error_code ec;
+        if (!fs::exists(src / file, ec) || read_file(src / file) != text) write_file_atomic(src / file, text);
+        args.push_back((src / file).string());
+    }
+    const auto imp = kbtest::cached_import("kernelbench-hostile-models", args);
+    ASSERT_FALSE(imp.report.is_null()) << imp.run.describe() << "\n" << imp.run.err;
+    struct Case {
+        const char* name;
+        const char* reason;
+    };
+    for (const Case& c : {Case{"kb3_901_EscapingPlan", "names a task folder other than regions/"},
+                          Case{"kb3_902_LinkedRegionFile", "model.pt is missing or not a regular file"}}) {
+        ASSERT_TRUE(imp.by_name.count(c.name)) << imp.run.err;
+        const auto& r = imp.by_name.at(c.name);
+        EXPECT_EQ(r.value("status", ""), "failed") << r.dump();
+        EXPECT_NE(r.value("reason", "").find("the importer's model was not installed: "), std::string::npos) << r.dump();
+        EXPECT_NE(r.value("reason", "").find(c.reason), std::string::npos) << r.dump();
+        EXPECT_FALSE(r.contains("model"));
+        EXPECT_FALSE(fs::exists(imp.out / c.name));
+    }
+    EXPECT_FALSE(fs::exists(imp.out.parent_path() / "escaped"));
+    EXPECT_FALSE(fs::exists(imp.out / "escaped"));
+    ASSERT_TRUE(imp.by_name.count("kb3_903_Honest")) << imp.run.err;
+    EXPECT_EQ(imp.by_name.at("kb3_903_Honest").value("status", ""), "ok") << imp.by_name.at("kb3_903_Honest").dump();
+    EXPECT_TRUE(fs::exists(imp.out / "kb3_903_Honest" / "plan.json"));
+    // Nothing is left of the private folders or the staging.
+    for (const auto& e : fs::directory_iterator(imp.out)) EXPECT_NE(e.path().filename().string().rfind(".", 0), 0u) << e.path();
+}
+
 }  // namespace
 }  // namespace kevo
