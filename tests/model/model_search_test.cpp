@@ -100,7 +100,8 @@ TEST(ModelSearch, EveryRegionRunsAsASearchOfItsOwnAndTheSummarySaysHowItEnded) {
     TempDir dir;
     make_model_folder(dir.path());
     auto r = kernelevo(search(dir.path(), {"--max-time", "10m", "--model", "m", "--llm-url", "http://127.0.0.1:9/v1",
-                                           "--islands", "3", "--no-profile", "--json"}));
+                                           "--islands", "3", "--no-profile", "--json", "--budget-usd", "2",
+                                           "--budget-tokens", "100000"}));
     EXPECT_EQ(r.exit_code, 2) << r.err;  // the worst region's exit code
     EXPECT_TRUE(contains(r.err, "[1/2] h.0.b: searching, budget 449 s")) << r.err;
     EXPECT_TRUE(contains(r.err, "[2/2] h.0.a: failed (exit code 2)")) << r.err;
@@ -122,9 +123,12 @@ TEST(ModelSearch, EveryRegionRunsAsASearchOfItsOwnAndTheSummarySaysHowItEnded) {
     for (const std::string& part : std::vector<std::string>{"search --task " + (dir.path() / "regions/blk_a/task.json").string(),
                                     "--out " + (dir.path() / "cache").string(),
                                     "--state " + (dir.path() / "search/blk_a.db").string(), "--max-time 151",
-                                    "--islands 3", "--no-profile", "--model m"})
+                                    "--islands 3", "--no-profile", "--model m",
+                                    // the money and tokens split by the same shares (25.1256%)
+                                    "--budget-usd 0.502512 ", "--budget-tokens 25125 "})
         EXPECT_TRUE(contains(cmd, part)) << part << " not in " << cmd;
     EXPECT_FALSE(contains(cmd, "--model-dir")) << cmd;
+    EXPECT_FALSE(contains(cmd, "--budget-usd 2 ")) << cmd;
 }
 
 // A region done before (summary.json says so and its state is there) is skipped; the others run,

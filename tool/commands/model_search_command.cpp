@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <regex>
 #include <set>
 
 #include "commands/search_command.h"
@@ -29,7 +30,8 @@ extern "C" void on_model_sigint(int) { g_model_sigints.fetch_add(1); }
 // --sandbox of kernelevo itself) except those the model search decides per region.
 std::vector<std::string> passed_on_options(const CLI::App& cmd) {
     static const std::set<std::string> own = {"--model-dir", "--model-jobs", "--dry-run", "--out", "--state",
-                                              "--max-time",  "--json",       "--help",    "--task"};
+                                              "--max-time",  "--json",       "--help",    "--task",
+                                              "--budget-usd", "--budget-tokens"};  // (split like the time)
     std::vector<std::string> args;
     for (const CLI::Option* o : cmd.get_options()) {
         if (o->count() == 0 || o->get_lnames().empty()) continue;
@@ -128,6 +130,7 @@ void print_table(const model::Plan& plan, const model::Summary& s, std::ostream&
 struct Planned {
     std::vector<model::RegionRun> runs;  // every searched region, largest share first
     std::vector<size_t> to_run;          // indexes into runs
+    std::vector<double> fraction;        // per to_run: its part of the budgets (time, USD, tokens)
 };
 
 Planned plan_runs(const model::Plan& plan, const model::Summary& before, long total_s, bool fresh) {
@@ -151,21 +154,27 @@ Planned plan_runs(const model::Plan& plan, const model::Summary& before, long to
         p.runs.push_back(r);
     }
     std::vector<long> budgets = model::split_budget(shares, total_s);
-    for (size_t k = 0; k < p.to_run.size(); ++k) p.runs[p.to_run[k]].budget_s = budgets[k];
+    const long parts = 1000000;  // the same split, finer, for --budget-usd and --budget-tokens
+    std::vector<long> fine = model::split_budget(shares, parts);
+    for (size_t k = 0; k < p.to_run.size(); ++k) {
+        p.runs[p.to_run[k]].budget_s = budgets[k];
+        p.fraction.push_back(static_cast<double>(fine[k]) / parts);
+    }
     return p;
 }
 
 // Each region's search: this executable, `search` on the region's task with the model's cache and the
 // region's state and budget, and the options passed on.
-std::vector<model::Job> region_jobs(const model::Plan& plan, const Planned& p, const fs::path& out, const CLI::App& cmd) {
+std::vector<model::Job> region_jobs(const model::Plan& plan, const Planned& p, const fs::path& out, const CLI::App& cmd,
+                                    const llm::LlmOptions& llm) {
     const fs::path search_dir = plan.dir / "search";
     const std::vector<std::string> passed = passed_on_options(cmd);
     std::vector<std::string> head = {model::self_executable().string()};
     if (const CLI::Option* sb = cmd.get_parent() ? cmd.get_parent()->get_option_no_throw("--sandbox") : nullptr)
         if (sb->count() > 0) head.insert(head.end(), {"--sandbox", sb->results().back()});
     std::vector<model::Job> jobs;
-    for (size_t k : p.to_run) {
-        const model::RegionRun& r = p.runs[k];
+    for (size_t n = 0; n < p.to_run.size(); ++n) {
+        const model::RegionRun& r = p.runs[p.to_run[n]];
         const model::Region* g = nullptr;
         for (const auto& x : plan.regions)
             if (x.task_name == r.task_name) g = &x;
@@ -174,6 +183,11 @@ std::vector<model::Job> region_jobs(const model::Plan& plan, const Planned& p, c
         j.argv.insert(j.argv.end(), {"search", "--task", g->task_file.string(), "--out", out.string(), "--state",
                                      (plan.dir / r.state).string(), "--json"});
         if (r.budget_s > 0) j.argv.insert(j.argv.end(), {"--max-time", std::to_string(r.budget_s)});
+        const double f = p.fraction[n];
+        if (llm.max_cost_usd > 0) j.argv.insert(j.argv.end(), {"--budget-usd", format_double("%.6f", llm.max_cost_usd * f)});
+        if (llm.max_total_tokens > 0)
+            j.argv.insert(j.argv.end(), {"--budget-tokens", std::to_string(std::max<int64_t>(
+                                                               1, static_cast<int64_t>(static_cast<double>(llm.max_total_tokens) * f)))});
         j.argv.insert(j.argv.end(), passed.begin(), passed.end());
         j.out_file = search_dir / (r.task_name + ".json");
         j.log_file = plan.dir / r.log;
@@ -229,7 +243,7 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
         print_table(plan, summary, std::cout);
         return 0;
     }
-    const std::vector<model::Job> jobs = region_jobs(plan, p, out, cmd);
+    const std::vector<model::Job> jobs = region_jobs(plan, p, out, cmd, a.llm);
     for (const auto& r : p.runs)
         if (std::find(p.to_run.begin(), p.to_run.end(), static_cast<size_t>(&r - p.runs.data())) == p.to_run.end() && !quiet())
             std::cerr << "kernelevo: " << r.name << ": skipped: done in an earlier run (best " << speedup_text(r)
@@ -244,7 +258,8 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
         std::string line;
         for (const auto& w : jobs[i].argv) line += (line.empty() ? "" : " ") + shell_quote(w);
         try {  // the command at the head of its log
-            write_file_atomic(search_dir / (r.task_name + ".cmd"), redact(line) + "\n");
+            static const std::regex userinfo("://[^/@\\s]*@");  // a password in --llm-url or --workers
+            write_file_atomic(search_dir / (r.task_name + ".cmd"), std::regex_replace(redact(line), userinfo, "://***@") + "\n");
         } catch (const UsageError&) {
         }
         r.status = "running";
