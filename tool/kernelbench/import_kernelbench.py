@@ -454,6 +454,14 @@ def conversions_watched():
                 setattr(torch.Tensor, method, orig)
 
 
+def unwatched(caught):
+    """The warnings of a trace less the conversion warnings raised inside conversions_watched()'s
+    wrappers (this file), which its events describe with their provenance."""
+    here = os.path.abspath(__file__)
+    return [w for w in caught if not (issubclass(w.category, torch.jit.TracerWarning) and "Converting a tensor to a Python"
+                                      in str(w.message) and os.path.abspath(w.filename) == here)]
+
+
 def refuse_data_conversions(events, caught, path):
     """Refuses a trace that turned data into a Python value in the problem's own code (a branch or a
     size taken from the values: the trace would fix one path). Shape-derived values (1/sqrt(k.size(-1)))
@@ -1344,7 +1352,8 @@ def _import_one(path, args, reference_source, src, mod, changed, phases, name=No
     # A second draw of inputs shows a trace that baked in value-dependent decisions. Those come with a
     # tracer warning (a tensor turned into a Python value) or an op whose output shape depends on the
     # values; without either the trace is value-independent and the second full run is skipped.
-    suspicious = value_dependent(traced.graph, caught)
+    # Conversions the watched methods saw count only when their value is data, not a shape.
+    suspicious = value_dependent(traced.graph, unwatched(caught)) or any(not e["shape"] for e in events)
     if suspicious:
         raw2, _ = draw(43)
         call2 = [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw2]
@@ -1358,7 +1367,8 @@ def _import_one(path, args, reference_source, src, mod, changed, phases, name=No
         del raw2, call2, eager2, traced2
         verify["trace_max_abs_diff_other_inputs"] = trace_diff
     else:
-        verify["second_draw"] = "skipped: no tracer warning and no op whose output depends on the values"
+        verify["second_draw"] = ("skipped: no tracer warning, no tensor's values turned into a Python value (sizes "
+                                 "only) and no op whose output depends on the values")
     phases.done("check")
 
     # The reference's own error: the model in fp64 on the same inputs (strict fp32, TF32 off).
