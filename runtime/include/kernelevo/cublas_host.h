@@ -84,8 +84,9 @@ inline bool kernel_uses_cublas(const char* path) {
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
 struct Handles {
-    cublasHandle_t blas = nullptr;
-    cublasLtHandle_t lt = nullptr;
+    cublasHandle_t blas = nullptr;  // null where cublasCreate failed
+    cublasLtHandle_t lt = nullptr;  // null where cublasLtCreate failed
+    bool tried = false;             // made (or failed) once: never again on this thread and device
 };
 
 class Host {
@@ -105,7 +106,8 @@ public:
      * asking for another stream gets NULL). Returns an empty string or why it failed. */
     const char* prepare(int device, cudaStream_t stream, bool freeze) {
         if (cudaSetDevice(device) != cudaSuccess) return "cudaSetDevice failed";
-        if (!handles(device).blas) return "cublasCreate or cublasLtCreate failed";
+        const Handles& h = handles(device);
+        if (!h.blas || !h.lt) return "cublasCreate or cublasLtCreate failed";
         size_t bytes = 0;
         if (!workspace(device, stream, &bytes)) return "the cuBLAS workspace could not be allocated";
         std::lock_guard<std::mutex> lock(mu_);
@@ -159,13 +161,13 @@ private:
     Handles& handles(int device) {
         thread_local std::map<int, Handles> mine;
         Handles& h = mine[device];
-        if (h.blas && h.lt) return h;
+        if (h.tried) return h;
         std::lock_guard<std::mutex> lock(mu_);
-        if (frozen_ || !api_.complete()) return h = Handles{};
-        Handles made;
-        if (api_.create(&made.blas) != CUBLAS_STATUS_SUCCESS) made.blas = nullptr;
-        if (made.blas && api_.lt_create(&made.lt) != CUBLAS_STATUS_SUCCESS) made.blas = nullptr;  // a leak, once
-        return h = made.blas ? made : Handles{};
+        if (frozen_ || !api_.complete()) return h;  // nothing made (the runner once frozen)
+        h.tried = true;
+        if (api_.create(&h.blas) != CUBLAS_STATUS_SUCCESS) h.blas = nullptr;
+        if (api_.lt_create(&h.lt) != CUBLAS_STATUS_SUCCESS) h.lt = nullptr;
+        return h;
     }
 
     void* workspace(int device, cudaStream_t stream, size_t* bytes) {
