@@ -253,6 +253,17 @@ _NVCC_FLAGS = ["-O3", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSI
 _LINK_LIBRARIES = ["-lcublas", "-lcublasLt"]
 
 
+def _link_flags(cuda_home):
+    """The libraries, and the toolkit's library folder as the run path (the folder holding them), so
+    that the module finds the cuBLAS it was linked with whatever the loader's path says."""
+    flags = list(_LINK_LIBRARIES)
+    for sub in ("lib64", "lib"):
+        d = os.path.join(cuda_home or "", sub)
+        if cuda_home and os.path.isfile(os.path.join(d, "libcublas.so")):
+            return flags + ["-L" + d, "-Wl,-rpath," + os.path.realpath(d)]
+    return flags
+
+
 def _build_root():
     """torch's documented extension folder: $TORCH_EXTENSIONS_DIR, else ~/.cache/torch_extensions."""
     return os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions")
@@ -285,7 +296,7 @@ def _compile(task, cu, arch, build_root, verbose):
                                 extra_include_paths=[include], extra_cflags=["-O2"] + entry,
                                 extra_cuda_cflags=_NVCC_FLAGS + ["-gencode=arch=compute_%s,code=[sm_%s,compute_%s]" % (
                                     num, num, num)] + entry,
-                                extra_ldflags=_LINK_LIBRARIES,
+                                extra_ldflags=_link_flags(cpp_extension.CUDA_HOME),
                                 is_python_module=True, verbose=verbose)
     _LOADED[key] = module.forward
     return module.forward
