@@ -142,10 +142,13 @@ class ModelGraph:
     def __init__(self, model, traced, example_inputs):
         self.model, self.traced = model, traced
         self.graph = traced.inlined_graph
-        self.examples = list(example_inputs)
+        self._examples = [_example_spec(x) for x in example_inputs]  # (dtype, shape, value range): not the tensors
         self._read_graph()
-        self._example_env = self._interpret(self.examples)
-        self._classify()
+        env = self._interpret(list(example_inputs))
+        self._classify(env)
+        # Only the static values outlive the trace (region modules and replaced regions read them);
+        # the example run's activations are dropped here (at real sizes they are GiBs).
+        self._static_values = {u: _clone(env[u]) for u in self.static if u in env}
 
     @classmethod
     def trace(cls, model, example_inputs):
@@ -299,7 +302,7 @@ class ModelGraph:
         for v, x in zip(r.outputs, outs):
             env[v.unique()] = x
         for uid in self._static_defined(r):
-            env[uid] = self._example_env[uid]
+            env[uid] = self._static_values[uid]
         # weight-derived values the region computed and later nodes read (e.g. a slice of a mask buffer)
         self._exec_range(env, [j for j in range(r.start, r.end)
                                if all(u in self.free and u not in self.static for u in self.steps[j][3])])
@@ -323,10 +326,10 @@ class ModelGraph:
                                   "on input values (data-dependent control flow) or on ops the trace cannot see" % (
                                       "" if xs is examples else " on other inputs of the same shapes"))
 
-    def _classify(self):
+    def _classify(self, env):
         """static: shape-derived values (not tensors, or 0-dim tensors computed from those), fixed by
-        the trace; free: values that do not depend on the model inputs (weights and what is computed
-        from them), recomputed by a region that uses them."""
+        the trace (their values in env, the example run); free: values that do not depend on the model
+        inputs (weights and what is computed from them), recomputed by a region that uses them."""
         self.static, self.free = set(), set(self.weight_of) | set(self.constants)
         for uid, v in self.constants.items():
             if not isinstance(v, torch.Tensor) or v.numel() <= 1:
@@ -335,7 +338,7 @@ class ModelGraph:
             ins = [v.unique() for v in node.inputs()]
             tensor_ins = [u for u, v in zip(ins, node.inputs()) if _is_tensor(v) and u not in self.static]
             for o in node.outputs():
-                val = self._example_env.get(o.unique())
+                val = env.get(o.unique())
                 if (not _is_tensor(o) and not _flatten(val)) or node.kind() == "prim::NumToTensor" or \
                         (not tensor_ins and isinstance(val, torch.Tensor) and val.numel() <= 1):
                     self.static.add(o.unique())
@@ -365,11 +368,7 @@ class ModelGraph:
             names = [p for p in inspect.signature(self.model.forward).parameters]
         except (TypeError, ValueError):
             names = []
-        specs = []
-        for k, x in enumerate(self.examples):
-            name = names[k] if k < len(names) else "input%d" % k
-            specs.append({"name": name, "dtype": str(x.dtype).replace("torch.", ""), "shape": list(x.shape)})
-        return specs
+        return [dict(name=names[k] if k < len(names) else "input%d" % k, **spec) for k, spec in enumerate(self._examples)]
 
     def partition(self, threshold=0.0):
         """The regions (also kept as self.regions, which run(replace=...) indexes); statuses "task",
@@ -450,6 +449,11 @@ def identifier(text, used):
     """The importer's identifier(): letters, digits and _, unique in used."""
     from .torch_task import _importer
     return _importer().identifier(text, used)
+
+
+def _example_spec(x):
+    """An example input's {"dtype", "shape"} (what the graph keeps of it after the trace)."""
+    return {"dtype": str(x.dtype).replace("torch.", ""), "shape": list(x.shape)}
 
 
 def _clone(x):
@@ -551,7 +555,7 @@ class RegionModule(nn.Module):
         self._steps = [s for s in steps if not all(u in graph.static for u in s[3])]
         used = {u for s in self._steps for u in s[2]}
         self._fixed = {u: v for u, v in graph.constants.items() if u in used}
-        self._fixed.update({u: graph._example_env[u] for u in graph.static if u in used})
+        self._fixed.update({u: graph._static_values[u] for u in graph.static if u in used})
         self._inputs = [v.unique() for v in region.inputs]
         self._outputs = [v.unique() for v in region.outputs]
 

@@ -3,6 +3,7 @@ tiny models traced, partitioned into regions, the interpreter and each region mo
 eager PyTorch, and the model folder checked against python/kernelevo/model_plan.md.
 Usage: model_export_test.py [unittest args]. Exits 77 (ctest: skipped) without PyTorch. The GPU test
 runs only where this PyTorch sees CUDA."""
+import gc
 import json
 import math
 import os
@@ -239,6 +240,36 @@ class Partition(unittest.TestCase):
             self.assertTrue(torch.equal(v, before[k]), k)
         with self.assertRaisesRegex(ValueError, "replace: region index 9 is not one of the 5 regions"):
             g.run([x], replace={9: lambda xs: xs})
+
+    def test_the_example_run_is_not_kept(self):
+        """The graph outlives the trace (load_model keeps it): only its static values stay, not the
+        example inputs nor any activation of the example run (GiBs at real sizes)."""
+        import weakref
+        import kernelevo.graph as G
+        made = []  # weak references to every tensor the interpreter computes while tracing
+
+        def recording(step, env):
+            real_exec_step(step, env)
+            made.extend(weakref.ref(env[u]) for u in step[3] if isinstance(env[u], torch.Tensor) and env[u].numel() > 1)
+
+        m, x = block()
+        real_exec_step, G.exec_step = G.exec_step, recording
+        try:
+            g = ModelGraph.trace(m, (x,))
+        finally:
+            G.exec_step = real_exec_step
+        example = weakref.ref(x)
+        del x
+        gc.collect()
+        self.assertIsNone(example(), "the graph keeps the example input")
+        self.assertGreater(len(made), 10)
+        self.assertEqual([r() for r in made if r() is not None], [], "the graph keeps activations of the example run")
+        regions = g.partition(0.0)  # and what it kept is enough: each region replaced still equals eager
+        x = torch.randn(2, 8, 16)
+        want = m(x)
+        got = g.run([x], replace={k: (lambda r: lambda xs: region_module(g, r)(*xs))(r) for k, r in enumerate(regions)
+                                  if r.status == "task"})
+        self.assertTrue(torch.allclose(got[0], want, atol=1e-5), (got[0] - want).abs().max())
 
 
 class Export(unittest.TestCase):
