@@ -363,7 +363,8 @@ class ModelGraph:
         return h.hexdigest()
 
     def input_specs(self):
-        """[{"name", "dtype", "shape"}] of the model inputs (names from forward's parameters)."""
+        """[{"name", "dtype", "shape"}] of the model inputs (names from forward's parameters); integer
+        inputs also "low", "high" (_example_spec)."""
         try:
             names = [p for p in inspect.signature(self.model.forward).parameters]
         except (TypeError, ValueError):
@@ -452,8 +453,12 @@ def identifier(text, used):
 
 
 def _example_spec(x):
-    """An example input's {"dtype", "shape"} (what the graph keeps of it after the trace)."""
-    return {"dtype": str(x.dtype).replace("torch.", ""), "shape": list(x.shape)}
+    """An example input's {"dtype", "shape"} (what the graph keeps of it after the trace), and for
+    integer inputs (token ids, indices) their range [low, high): the examples' min and max + 1."""
+    spec = {"dtype": str(x.dtype).replace("torch.", ""), "shape": list(x.shape)}
+    if x.numel() and x.dtype != torch.bool and not x.is_floating_point() and not x.is_complex():
+        spec["low"], spec["high"] = int(x.min()), int(x.max()) + 1
+    return spec
 
 
 def _clone(x):

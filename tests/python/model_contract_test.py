@@ -3,7 +3,8 @@ writes a folder, the built `kernelevo search --model-dir DIR --dry-run` and `ker
 --model-dir DIR --kernels DIR/cache` read it, and the plan holds every key model_plan.md's example
 shows. A key renamed on either side fails here: the C++ reader refuses a plan without a key it needs
 (exit 2), or its table no longer shows the plan's regions and shares, or the plan no longer has a
-documented key. CPU only (the bench validates no kernel here: none is cached).
+documented key. Also: integer inputs' value range ("low"/"high") from export_model to
+load_model's plan_inputs. CPU only (the bench validates no kernel here: none is cached).
 Usage: model_contract_test.py KERNELEVO [unittest args]. Exits 77 (ctest: skipped) without PyTorch."""
 import json
 import os
@@ -24,6 +25,7 @@ except ImportError:
     print("SKIP this Python has no PyTorch")
     sys.exit(77)
 import kernelevo  # noqa: E402
+from kernelevo.model_load import plan_inputs, read_plan  # noqa: E402
 
 KERNELEVO = None  # set from argv
 
@@ -35,6 +37,17 @@ class Tiny(nn.Module):
 
     def forward(self, x):
         return torch.softmax(self.fc2(self.act(self.fc1(x))), -1)
+
+
+class Tokens(nn.Module):
+    """Token ids into an embedding of 64 rows (ids 0..50 in the examples), then a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.head = nn.Embedding(64, 16), nn.Linear(16, 32)
+
+    def forward(self, ids):
+        return self.head(self.emb(ids))
 
 
 def doc_example(heading):
@@ -114,6 +127,23 @@ class ModelFolder(unittest.TestCase):
         rc, out, err = run("search", "--model-dir", broken, "--max-time", "60", "--dry-run")
         self.assertEqual(rc, 2, out + err)
         self.assertIn('missing key "share"', err)
+
+
+class IntegerInputs(unittest.TestCase):
+    def test_token_ids_keep_their_range(self):
+        tmp = tempfile.mkdtemp(prefix="kevo_contract_ids_")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        torch.manual_seed(0)
+        ids = torch.randint(0, 51, (4, 32))
+        ids[0, 0], ids[0, 1] = 0, 50  # the examples go from 0 up to 50
+        out = os.path.join(tmp, "tokens")
+        kernelevo.export_model(Tokens().eval(), ids, out, threshold=0.0, device="cpu", quiet=True)
+        spec = read_plan(out)["inputs"][0]
+        self.assertEqual((spec["dtype"], spec["low"], spec["high"]), ("int64", 0, 51), spec)
+        drawn = plan_inputs(read_plan(out), "cpu")[0]
+        self.assertEqual((drawn.dtype, list(drawn.shape)), (torch.int64, [4, 32]))
+        self.assertTrue(0 <= int(drawn.min()) and int(drawn.max()) < 51, drawn)
+        self.assertGreater(len(torch.unique(drawn)), 10, "integer inputs drawn from [0, 2) again: %s" % drawn)
 
 
 if __name__ == "__main__":
