@@ -142,12 +142,10 @@ class ModelGraph:
     def __init__(self, model, traced, example_inputs):
         self.model, self.traced = model, traced
         self.graph = traced.inlined_graph
-        self._examples = [_example_spec(x) for x in example_inputs]  # (dtype, shape, value range): not the tensors
+        self._examples = [_example_spec(x) for x in example_inputs]  # their specs, not the tensors
         self._read_graph()
         env = self._interpret(list(example_inputs))
-        self._classify(env)
-        # Only the static values outlive the trace (region modules and replaced regions read them);
-        # the example run's activations are dropped here (at real sizes they are GiBs).
+        self._classify(env)  # then only the static values are kept: the example run's activations are GiBs
         self._static_values = {u: _clone(env[u]) for u in self.static if u in env}
 
     @classmethod
@@ -363,13 +361,13 @@ class ModelGraph:
         return h.hexdigest()
 
     def input_specs(self):
-        """[{"name", "dtype", "shape"}] of the model inputs (names from forward's parameters); integer
-        inputs also "low", "high" (_example_spec)."""
+        """[{"name", "dtype", "shape"(, "low", "high")}] of the model inputs (names from forward's parameters)."""
         try:
             names = [p for p in inspect.signature(self.model.forward).parameters]
         except (TypeError, ValueError):
             names = []
-        return [dict(name=names[k] if k < len(names) else "input%d" % k, **spec) for k, spec in enumerate(self._examples)]
+        return [dict(name=names[k] if k < len(names) else "input%d" % k, **spec)
+                for k, spec in enumerate(self._examples)]
 
     def partition(self, threshold=0.0):
         """The regions (also kept as self.regions, which run(replace=...) indexes); statuses "task",

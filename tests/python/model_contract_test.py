@@ -101,7 +101,8 @@ class ModelFolder(unittest.TestCase):
         self.assertEqual(sum(b for _, b in rows.values()), 60, out)
         for r in self.tasks:  # the share the C++ side shows is the plan's
             self.assertAlmostEqual(rows[r["name"]][0], 100 * r["share"], delta=0.051, msg=out)
-        self.assertIn("%s: %d of %d region search(es) to run" % (self.plan["model"], len(self.tasks), len(self.tasks)), out)
+        n = len(self.tasks)
+        self.assertIn("%s: %d of %d region search(es) to run" % (self.plan["model"], n, n), out)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "search", "summary.json")), "a dry run writes nothing")
 
     def test_bench_lists_every_task_region(self):
