@@ -4,13 +4,17 @@
 //   CRASH          the worker process dies (SIGKILL) while running it
 //   THROW          the job fails with an error that quotes the source
 //   NOT_JUDGED_ONCE  its first run (in this handler) is not judged: the GPU's memory taken by others
+//   CONFIRM_SPEEDUP=<x>  what a confirmation job (JobSpec::confirm) measures (default: SPEEDUP);
+//                  it passes when within the job's "agree" of the first speedup, as Validator::confirm
 // Compile jobs put the source's bytes in the queue as the "object"; run jobs fetch and verify it.
 // Every job a handler finishes is appended as "<kind> <job id> <worker>" to log_path when set.
 #pragma once
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -57,11 +61,13 @@ public:
             r = {{"kind", "run"}, {"status", mismatch ? "mismatch" : "ok"}, {"speedup", mismatch ? 0 : speedup},
                  {"kernel_us", 10 / speedup}, {"reference_us", 10}, {"log", mismatch ? "output differs at index 7" : ""},
                  {"arch", job.spec.arch}, {"gpu", "Scripted GPU"}};
+            if (!job.spec.confirm.is_null()) r = confirmation(job.spec.confirm, r, marker(src, "CONFIRM_SPEEDUP", speedup));
         }
+        const std::string kind = job.spec.confirm.is_null() ? job.spec.kind : "confirm";
         if (!log_path.empty()) {
-            std::ofstream(log_path, std::ios::app) << job.spec.kind << " " << job.id << " " << name << "\n";
+            std::ofstream(log_path, std::ios::app) << kind << " " << job.id << " " << name << "\n";
         }
-        log(job.spec.kind + " " + job.id.substr(0, 8) + " done");
+        log(kind + " " + job.id.substr(0, 8) + " done");
         return r;
     }
     nlohmann::json device() override {
@@ -74,6 +80,20 @@ public:
     }
 
 private:
+    // A confirmation job's answer: the first result with the second (measuring `second`) in
+    // details.confirmation, ok when the two speedups agree.
+    static nlohmann::json confirmation(const nlohmann::json& confirm, nlohmann::json r, double second) {
+        const nlohmann::json first = confirm.value("first", nlohmann::json::object());
+        const double a = first.value("speedup", 0.0), agree = confirm.value("agree", 0.1);
+        nlohmann::json again = r;
+        again["speedup"] = second;
+        r["details"] = {{"confirmation", again}};
+        if (r.value("status", "") == "ok" && !(a > 0 && std::abs(a - second) / std::max(a, second) <= agree)) {
+            r["status"] = "rejected";
+            r["log"] = "the second validation (scripted) measured " + std::to_string(second) + "x, the first " + std::to_string(a) + "x";
+        }
+        return r;
+    }
     std::set<std::string> not_judged_;  // NOT_JUDGED_ONCE sources already answered so
 };
 

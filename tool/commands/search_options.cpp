@@ -1,7 +1,8 @@
 // `kernelevo search`'s command line: its options (shared with bench through add_search_options), their
-// groups in --help, and the subcommand; run_search (search_command.cpp) does the work.
+// groups in --help, and the subcommand; the use case workflows::run_search() does the work.
 #include <CLI/CLI.hpp>
 
+#include <iostream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -186,7 +187,9 @@ void register_search_command(CLI::App& app, int& rc) {
         if (a->out.empty()) throw UsageError("search: --out is required with --task (the cache directory for the best kernel)");
         for (const char* name : {"--model-jobs", "--dry-run"})
             if (cmd->get_option(name)->count() > 0) throw UsageError(std::string(name) + " is for --model-dir only");
-        rc = evolve::run_search(*a).rc;
+        const workflows::SearchOutcome outcome = workflows::run_search(*a);
+        if (!outcome.summary.is_null()) std::cout << outcome.summary.dump(2) << std::endl;  // --json
+        rc = outcome.rc;
     });
 }
 

@@ -45,6 +45,12 @@ public:
     // A few lines from a profiler (Nsight Compute) about a compiled candidate that ran correctly,
     // for the next prompts; "" when there is no profiler. Never called concurrently with run().
     virtual std::string profile(const CompileResult& /*compiled*/) { return ""; }
+    // A second, independent judgement of a candidate whose run() passed (`first`), before it enters
+    // a cache. ok when the second passes and the two speedups agree within `agree` (a fraction);
+    // else `feedback` says why not. details["confirmation"] holds the second judgement; status
+    // no_device: no verdict (no device, or the wait gave up). Default (the queue's workers, tests):
+    // run() once more and compare; validate/ confirms in a fresh sandbox with new seeds.
+    virtual Evaluation confirm(const CompileResult& compiled, const Evaluation& first, double agree = 0.1);
     // Runs the search may have in flight at once: 1 for the local GPU; many through the queue,
     // where every worker takes its GPU's jobs one at a time.
     virtual int parallel_runs() { return 1; }

@@ -47,6 +47,16 @@ Evaluation ValidatorEvaluator::run(const CompileResult& compiled) {
     return to_evaluation(r);
 }
 
+Evaluation ValidatorEvaluator::confirm(const CompileResult& compiled, const Evaluation& first, double agree) {
+    ValidationResult r = v_.confirm(compiled, ValidationResult::from_json(first.details), agree);
+    Evaluation e;
+    e.status = r.status;
+    e.speedup = r.speedup;
+    if (!r.ok()) e.feedback = r.log;
+    e.details = {{"confirmation", r.details.value("confirmation", nlohmann::json())}};
+    return e;
+}
+
 std::string ValidatorEvaluator::profile(const CompileResult& compiled) {
     if (!profile_command) return "";
     if (!profiler_) profiler_ = std::make_unique<profile::Profiler>(profile_options, log);

@@ -23,6 +23,8 @@ public:
     // Runs `profile_command(compiled)` (a program that runs the candidate) under ncu; "" while no
     // command is given or ncu is missing (said once through `log`).
     std::string profile(const CompileResult& compiled) override;
+    // Validator::confirm: a fresh sandbox, new seeds, the reference measured again.
+    Evaluation confirm(const CompileResult& compiled, const Evaluation& first, double agree = 0.1) override;
 
     std::function<std::vector<std::string>(const CompileResult&)> profile_command;
     profile::ProfileOptions profile_options;

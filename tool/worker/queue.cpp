@@ -94,6 +94,7 @@ nlohmann::json JobSpec::to_json() const {
                         {"source", source}, {"options", options}};
     if (!object_sha256.empty()) j["object_sha256"] = object_sha256;
     if (rerun > 0) j["rerun"] = rerun;  // absent when 0: the ids of first runs stay as they were
+    if (!confirm.is_null()) j["confirm"] = confirm;
     return j;
 }
 
@@ -107,6 +108,7 @@ JobSpec JobSpec::from_json(const nlohmann::json& j) {
     s.object_sha256 = j.value("object_sha256", std::string());
     s.options = j.value("options", nlohmann::json::object());
     s.rerun = j.value("rerun", 0);
+    s.confirm = j.value("confirm", nlohmann::json());
     return s;
 }
 

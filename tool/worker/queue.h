@@ -55,6 +55,10 @@ struct JobSpec {
     // the GPU's memory taken by others) before: part of the id, so that the search's own re-run is a
     // new job and not the stored verdict of the old one.
     int rerun = 0;
+    // run: null, or the confirmation of a result that passed ({"first": its ValidationResult JSON,
+    // "agree": a fraction}): the worker then runs Validator::confirm (fresh sandbox, new seeds, the
+    // reference measured again). Part of the id: never answered by the stored verdict of the run.
+    nlohmann::json confirm;
     nlohmann::json to_json() const;
     static JobSpec from_json(const nlohmann::json& j);
     std::string id() const;      // content hash of the spec

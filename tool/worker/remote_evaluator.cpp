@@ -242,9 +242,8 @@ CompileResult RemoteEvaluator::compile(const std::string& source) {
     return c;
 }
 
-Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
-    std::string lib = compiled.library.string(), source, toolkit;
-    if (lib == kStoppedObject) return stopped_evaluation("compile");
+JobSpec RemoteEvaluator::run_spec(const CompileResult& compiled, std::string& toolkit) {
+    std::string lib = compiled.library.string(), source;
     {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = sources_.find(lib);
@@ -256,6 +255,32 @@ Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
     JobSpec s = spec("run", source);
     std::string rest = lib.substr(std::string(kObjectScheme).size());
     s.object_sha256 = rest.substr(0, rest.find('/'));
+    return s;
+}
+
+Evaluation RemoteEvaluator::confirm(const CompileResult& compiled, const Evaluation& first, double agree) {
+    if (compiled.library.string() == kStoppedObject) return stopped_evaluation("compile");
+    std::string toolkit;
+    JobSpec s = run_spec(compiled, toolkit);
+    s.confirm = {{"first", first.details}, {"agree", agree}};
+    std::optional<nlohmann::json> waited = wait(s);
+    if (!waited) return stopped_evaluation("run");
+    const nlohmann::json& r = *waited;
+    if (r.value("status", "") == "error")
+        throw UsageError("worker " + r.value("worker", std::string("?")) + ": " + r.value("log", std::string()));
+    ValidationResult v = ValidationResult::from_json(r);
+    Evaluation e;
+    e.status = v.status;
+    e.speedup = v.speedup;
+    if (!v.ok()) e.feedback = v.log;
+    e.details = {{"confirmation", v.details.value("confirmation", nlohmann::json())}, {"worker", r.value("worker", std::string())}};
+    return e;
+}
+
+Evaluation RemoteEvaluator::run(const CompileResult& compiled) {
+    if (compiled.library.string() == kStoppedObject) return stopped_evaluation("compile");
+    std::string toolkit;
+    JobSpec s = run_spec(compiled, toolkit);
     const std::string first_id = s.id();
     {
         std::lock_guard<std::mutex> lock(mu_);

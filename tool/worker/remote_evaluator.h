@@ -36,6 +36,9 @@ public:
     std::string arch() override;
     CompileResult compile(const std::string& source) override;
     Evaluation run(const CompileResult& compiled) override;
+    // A "run" job with the confirmation asked (JobSpec::confirm): a worker confirms as the local
+    // validator does, in a fresh sandbox with new seeds.
+    Evaluation confirm(const CompileResult& compiled, const Evaluation& first, double agree = 0.1) override;
     int parallel_runs() override { return 1 << 20; }  // the workers take turns per GPU
     int capacity() override;                          // 2 per live worker of this architecture
 
@@ -69,6 +72,9 @@ private:
     std::vector<nlohmann::json> live_workers();
     JobSpec spec(const std::string& kind, const std::string& source) const;
     Evaluation stopped_evaluation(const std::string& kind);
+    // The run job of a candidate compile() answered (its source and the compiling worker's toolkit
+    // taken from what compile() kept).
+    JobSpec run_spec(const CompileResult& compiled, std::string& toolkit);
 
     const Task& task_;
     ValidateOptions options_;

@@ -180,7 +180,10 @@ nlohmann::json ValidatorHandler::handle(const Claimed& job, Queue& queue, const 
         }
     }
     if (!cr.ok) cr = v.compile(spec.source);
-    ValidationResult res = v.run(cr);
+    ValidationResult res = spec.confirm.is_null()
+                               ? v.run(cr)
+                               : v.confirm(cr, ValidationResult::from_json(spec.confirm.value("first", nlohmann::json::object())),
+                                           spec.confirm.value("agree", 0.1));
     nlohmann::json r = res.to_json();
     r["kind"] = "run";
     r["object_fetch_s"] = fetch_s;
