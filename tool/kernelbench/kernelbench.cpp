@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
@@ -148,7 +149,7 @@ namespace {
 // the source tree's python/ beside tool/kernelbench.
 fs::path python_package_dir(const fs::path& data) {
     std::vector<fs::path> candidates;
-    if (const char* env = std::getenv("KERNELEVO_PYTHON_DIR")) candidates.push_back(env);
+    if (const char* dir = env(EnvVar::kPythonDir)) candidates.push_back(dir);
     candidates.push_back(data.parent_path() / "python");
     candidates.push_back(data.parent_path().parent_path() / "python");
     for (const auto& c : candidates)
