@@ -10,6 +10,39 @@
 namespace kevo {
 
 // ASCII lower case (header names, host names, file extensions, option words).
+// `s` with comments and string/character literals (quotes included) blanked to spaces, newlines and
+// length kept (offsets and line numbers hold): a candidate's code as its checks read it.
+inline std::string blank_comments_and_literals(const std::string& s) {
+    std::string m = s;
+    size_t i = 0;
+    auto blank = [&](size_t from, size_t to) {
+        for (size_t k = from; k < to && k < m.size(); ++k)
+            if (m[k] != '\n') m[k] = ' ';
+    };
+    while (i < s.size()) {
+        if (s.compare(i, 2, "//") == 0) {
+            size_t e = s.find('\n', i);
+            e = e == std::string::npos ? s.size() : e;
+            blank(i, e);
+            i = e;
+        } else if (s.compare(i, 2, "/*") == 0) {
+            size_t e = s.find("*/", i + 2);
+            e = e == std::string::npos ? s.size() : e + 2;
+            blank(i, e);
+            i = e;
+        } else if (s[i] == '"' || s[i] == '\'') {
+            const char q = s[i];
+            size_t e = i + 1;
+            while (e < s.size() && s[e] != q && s[e] != '\n') e += s[e] == '\\' ? 2 : 1;
+            blank(i, e + 1 < s.size() ? e + 1 : s.size());
+            i = e + 1;
+        } else {
+            ++i;
+        }
+    }
+    return m;
+}
+
 inline std::string lower(std::string s) {
     for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;

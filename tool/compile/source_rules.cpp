@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/text.h"
+
 namespace kevo {
 
 namespace {
@@ -33,44 +35,13 @@ const Rule kRules[] = {
     {"cuStreamCreate", true, kUseStream},
 };
 
-// `source` with comments and string/character literals blanked (newlines kept, for line numbers).
-std::string code_only(const std::string& s) {
-    std::string out(s);
-    size_t i = 0;
-    auto blank = [&](size_t from, size_t to) {
-        for (size_t k = from; k < to && k < out.size(); ++k)
-            if (out[k] != '\n') out[k] = ' ';
-    };
-    while (i < s.size()) {
-        if (s.compare(i, 2, "//") == 0) {
-            size_t e = s.find('\n', i);
-            e = e == std::string::npos ? s.size() : e;
-            blank(i, e);
-            i = e;
-        } else if (s.compare(i, 2, "/*") == 0) {
-            size_t e = s.find("*/", i + 2);
-            e = e == std::string::npos ? s.size() : e + 2;
-            blank(i, e);
-            i = e;
-        } else if (s[i] == '"' || s[i] == '\'') {
-            const char q = s[i];
-            size_t e = i + 1;
-            while (e < s.size() && s[e] != q && s[e] != '\n') e += s[e] == '\\' ? 2 : 1;
-            blank(i + 1, e);
-            i = e + 1;
-        } else {
-            ++i;
-        }
-    }
-    return out;
-}
 
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 }  // namespace
 
 std::string forbidden_call_in_source(const std::string& source) {
-    const std::string code = code_only(source);
+    const std::string code = blank_comments_and_literals(source);
     size_t i = 0;
     while (i < code.size()) {
         if (!ident_char(code[i]) || (i > 0 && ident_char(code[i - 1]))) {

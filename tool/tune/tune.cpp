@@ -12,41 +12,12 @@
 #include <sstream>
 #include <thread>
 
+#include "common/text.h"
+
 namespace kevo::tune {
 
 namespace {
 
-// The source with comments and string/char literals blanked out (same length, so offsets hold).
-std::string mask_comments(const std::string& s) {
-    std::string m = s;
-    size_t i = 0;
-    auto blank = [&](size_t from, size_t to) {
-        for (size_t k = from; k < to && k < m.size(); ++k)
-            if (m[k] != '\n') m[k] = ' ';
-    };
-    while (i < s.size()) {
-        if (s.compare(i, 2, "//") == 0) {
-            size_t e = s.find('\n', i);
-            e = e == std::string::npos ? s.size() : e;
-            blank(i, e);
-            i = e;
-        } else if (s.compare(i, 2, "/*") == 0) {
-            size_t e = s.find("*/", i + 2);
-            e = e == std::string::npos ? s.size() : e + 2;
-            blank(i, e);
-            i = e;
-        } else if (s[i] == '"' || s[i] == '\'') {
-            char q = s[i];
-            size_t e = i + 1;
-            while (e < s.size() && s[e] != q && s[e] != '\n') e += s[e] == '\\' ? 2 : 1;
-            blank(i, std::min(e + 1, s.size()));
-            i = e + 1;
-        } else {
-            ++i;
-        }
-    }
-    return m;
-}
 
 bool parse_int(const std::string& t, int64_t& v) {
     if (t.empty()) return false;
@@ -143,7 +114,7 @@ Point tpe_propose(const std::vector<Tunable>& t, const std::vector<Trial>& done,
 
 std::vector<Tunable> parse_tunables(const std::string& source) {
     static const std::regex decl(R"(KEVO_TUNABLE\s*\(([^()]*)\))");
-    const std::string masked = mask_comments(source);
+    const std::string masked = blank_comments_and_literals(source);
     std::vector<Tunable> out;
     for (auto it = std::sregex_iterator(masked.begin(), masked.end(), decl); it != std::sregex_iterator(); ++it) {
         const std::smatch& m = *it;
