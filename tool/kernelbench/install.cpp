@@ -147,6 +147,18 @@ void stage_task(const nlohmann::json& given, const std::string& name, const fs::
     (void)load_task(to / "task.json");
 }
 
+// An installation that failed: its staging folder removed, the result "failed" with the reason, which
+// names the place in the suite rather than the staging folder. `what`: "result" or "model".
+void mark_not_installed(nlohmann::json& result, const fs::path& stage, const fs::path& dest, const std::string& what,
+                        const std::string& error) {
+    if (!stage.empty()) remove_private_dir(stage);
+    result["status"] = "failed";
+    std::string why = error;
+    for (size_t at; !stage.empty() && (at = why.find(stage.string())) != std::string::npos;)
+        why.replace(at, stage.string().size(), dest.string());
+    result["reason"] = "the importer's " + what + " was not installed: " + why;
+}
+
 }  // namespace
 
 void install_result(nlohmann::json& result, const fs::path& private_dir, const fs::path& out, const std::string& name,
@@ -162,13 +174,7 @@ void install_result(nlohmann::json& result, const fs::path& private_dir, const f
         fs::rename(stage, dest);
         result["task"] = (dest / "task.json").string();
     } catch (const std::exception& e) {
-        if (!stage.empty()) remove_private_dir(stage);
-        result["status"] = "failed";
-        // A reason names the task's place, not the staging folder's.
-        std::string why = e.what();
-        for (size_t at; !stage.empty() && (at = why.find(stage.string())) != std::string::npos;)
-            why.replace(at, stage.string().size(), (out / name).string());
-        result["reason"] = "the importer's result was not installed: " + why;
+        mark_not_installed(result, stage, out / name, "result", e.what());
         result.erase("task");
     }
     result.erase("task_json");
@@ -254,12 +260,7 @@ void install_model(nlohmann::json& result, const fs::path& private_dir, const fs
         summary["total_ms"] = plan.contains("total_ms") && plan["total_ms"].is_number() ? plan["total_ms"].get<double>() : 0.0;
         result["model"] = summary;
     } catch (const std::exception& e) {
-        if (!stage.empty()) remove_private_dir(stage);
-        result["status"] = "failed";
-        std::string why = e.what();
-        for (size_t at; !stage.empty() && (at = why.find(stage.string())) != std::string::npos;)
-            why.replace(at, stage.string().size(), (out / name).string());
-        result["reason"] = "the importer's model was not installed: " + why;
+        mark_not_installed(result, stage, out / name, "model", e.what());
         result.erase("model");
     }
     result.erase("plan");
