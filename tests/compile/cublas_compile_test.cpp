@@ -56,6 +56,22 @@ TEST(CompileCublas, LtMatmulWithTheCallersWorkspaceCompilesAndLinksCublasLt) {
     EXPECT_TRUE(library_mentions(r.library, "kevo_cublas_workspace"));
 }
 
+// nvcc on PATH may be a wrapper script outside the toolkit (a /usr/local/bin/nvcc that execs the
+// toolkit's): the toolkit's libraries are still found (as nvcc itself reports them) and linked.
+// CI ran into this: its PATH had only the wrapper, and cuBLAS kernels linked nothing.
+TEST(CompileCublas, AnNvccWrapperScriptElsewhereStillLinksTheToolkitsCublas) {
+    TempDir cache("kevo-test-cache");
+    TempDir bin("kevo-test-nvcc-wrapper");
+    CompileOptions o = options(cache.path());
+    const std::string real = fs::weakly_canonical(nvcc_path(o)).string();
+    write_file_atomic(bin.path() / "nvcc", "#!/bin/sh\nexec '" + real + "' \"$@\"\n");
+    fs::permissions(bin.path() / "nvcc", fs::perms::owner_all);
+    o.nvcc = (bin.path() / "nvcc").string();
+    CompileResult r = compile_kernel(kernel("cublas_sgemm.cu"), o);
+    ASSERT_TRUE(r.ok) << r.log;
+    EXPECT_TRUE(library_mentions(r.library, "libcublas.so")) << r.library;
+}
+
 TEST(CompileCublas, VersionOneKernelCompilesAndDependsOnNoCublas) {
     TempDir cache("kevo-test-cache");
     CompileResult r = compile_kernel(kVersionOne, options(cache.path()));

@@ -66,6 +66,24 @@ TEST(ModelSearch, DryRunPrintsTheBudgetsBySharesLargestFirst) {
     EXPECT_FALSE(fs::exists(dir.path() / "search"));
 }
 
+// --region picks regions by name or task name; the budget is theirs alone; a wrong name lists the rest.
+TEST(ModelSearch, RegionNamesTheRegionsToSearchAndTheBudgetIsTheirs) {
+    TempDir dir;
+    make_model_folder(dir.path());
+    auto r = kernelevo(search(dir.path(), {"--max-time", "20m", "--dry-run", "--region", "h.0.a"}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "Blk: 1 of 1 region search(es) to run, 1200 s")) << r.out;
+    EXPECT_TRUE(contains(r.out, "h.0.a   25.0%   1200 s")) << r.out;
+    EXPECT_FALSE(contains(r.out, "h.0.b")) << r.out;
+    auto bad = kernelevo(search(dir.path(), {"--max-time", "20m", "--dry-run", "--region", "h.0.zz"}));
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_TRUE(contains(bad.err, "--region h.0.zz: ")) << bad.err;
+    EXPECT_TRUE(contains(bad.err, "(h.0.a, h.0.b)") || contains(bad.err, "(h.0.b, h.0.a)")) << bad.err;
+    auto task_only = kernelevo({"search", "--task", (kData / "gelu_bias" / "task.json").string(), "--out", "k", "--region", "x"});
+    EXPECT_EQ(task_only.exit_code, 2);
+    EXPECT_TRUE(contains(task_only.err, "--region is for --model-dir only")) << task_only.err;
+}
+
 TEST(ModelSearch, BadUsageIsOneLineAndExitTwo) {
     TempDir dir;
     make_model_folder(dir.path());

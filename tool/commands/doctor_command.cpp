@@ -114,6 +114,8 @@ void register_doctor_command(CLI::App& app, int& rc) {
         std::string nvcc;
         try {
             nvcc = nvcc_path(co) + " (" + nvcc_version(co) + ")";
+            const std::string libs = candidate_library_dir(co);
+            nvcc += libs.empty() ? "; no cuBLAS for candidates" : "; cuBLAS for candidates in " + libs;
         } catch (const std::exception& e) {
             nvcc = std::string("missing: ") + e.what();
         }

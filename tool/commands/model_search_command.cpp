@@ -29,7 +29,7 @@ extern "C" void on_model_sigint(int) { g_model_sigints.fetch_add(1); }
 // What a region's search gets from the user's command line: every option set on `search` (and
 // --sandbox of kernelevo itself) except those the model search decides per region.
 std::vector<std::string> passed_on_options(const CLI::App& cmd) {
-    static const std::set<std::string> own = {"--model-dir", "--model-jobs", "--dry-run", "--out", "--state",
+    static const std::set<std::string> own = {"--model-dir", "--model-jobs", "--dry-run", "--region", "--out", "--state",
                                               "--max-time",  "--json",       "--help",    "--task",
                                               "--budget-usd", "--budget-tokens"};  // (split like the time)
     std::vector<std::string> args;
@@ -133,11 +133,34 @@ struct Planned {
     std::vector<double> fraction;        // per to_run: its part of the budgets (time, USD, tokens)
 };
 
-Planned plan_runs(const model::Plan& plan, const model::Summary& before, long total_s, bool fresh) {
-    std::vector<const model::Region*> regions = plan.searched();
+// The regions --region names (by region or task name), every searched one when none is named.
+std::vector<const model::Region*> chosen_regions(const model::Plan& plan, const std::vector<std::string>& only) {
+    std::vector<const model::Region*> all = plan.searched(), out;
+    if (only.empty()) return all;
+    for (const std::string& want : only) {
+        auto it = std::find_if(all.begin(), all.end(), [&](auto* g) { return g->name == want || g->task_name == want; });
+        if (it == all.end()) {
+            std::string names;
+            for (auto* g : all) names += (names.empty() ? "" : ", ") + g->name;
+            throw UsageError("--region " + want + ": " + plan.file.string() + " has no region of that name (or task name) to search (" +
+                             names + ")");
+        }
+        if (std::find(out.begin(), out.end(), *it) == out.end()) out.push_back(*it);
+    }
+    return out;
+}
+
+Planned plan_runs(const model::Plan& plan, const model::Summary& before, long total_s, bool fresh,
+                  const std::vector<std::string>& only) {
+    std::vector<const model::Region*> regions = chosen_regions(plan, only);
     std::stable_sort(regions.begin(), regions.end(), [](auto* x, auto* y) { return x->share > y->share; });
     Planned p;
     std::vector<double> shares;
+    // Regions left out by --region keep their records from earlier runs.
+    for (const auto& old : before.regions)
+        if (std::none_of(regions.begin(), regions.end(), [&](auto* g) { return g->task_name == old.task_name; }) &&
+            std::any_of(plan.regions.begin(), plan.regions.end(), [&](const auto& g) { return g.task_name == old.task_name; }))
+            p.runs.push_back(old);
     for (const model::Region* g : regions) {
         model::RegionRun r;
         r.name = g->name;
@@ -231,7 +254,7 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
         throw UsageError(plan.file.string() + ": no region has status \"task\": nothing to search (plan.md says why for each)");
     const fs::path search_dir = plan.dir / "search", summary_file = search_dir / "summary.json";
     const fs::path out = a.out.empty() ? plan.dir / "cache" : fs::absolute(a.out);
-    Planned p = plan_runs(plan, model::read_summary(summary_file), total_s, a.fresh);
+    Planned p = plan_runs(plan, model::read_summary(summary_file), total_s, a.fresh, m.regions);
     model::Summary summary;
     summary.precision = plan.precision;
     summary.regions = p.runs;

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,7 @@ struct ModelSearchArgs {
     std::string dir;
     int jobs = 2;
     bool dry_run = false;
+    std::vector<std::string> regions;  // --region: only these (region or task names)
 };
 int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, const CLI::App& cmd);
 }  // namespace kevo

@@ -147,6 +147,10 @@ void register_search_command(CLI::App& app, int& rc) {
         ->capture_default_str()
         ->check(CLI::Range(1, 64));
     cmd->add_flag("--dry-run", m->dry_run, "--model-dir: print each region's share and budget, run nothing");
+    cmd->add_option("--region", m->regions,
+                    "--model-dir: search only this region (its name in plan.md, e.g. mlp.c_fc, or its task name); repeat "
+                    "for several. The budget is split over the regions named; the others keep their earlier results")
+        ->type_name("NAME");
     cmd->add_option("--out", a->out,
                     "Cache directory to write the best kernel to (NAME/sm_XX.cu + .json); required with --task (with "
                     "--model-dir: DIR/cache)");
@@ -177,7 +181,7 @@ void register_search_command(CLI::App& app, int& rc) {
         {"Half price through the Batch API: write the requests, submit them, import the replies",
          "kernelevo search --task gelu/task.json --out kernels --model openai/gpt-5-mini --llm-batch"},
     });
-    for (const char* name : {"--model-dir", "--model-jobs", "--dry-run"}) cmd->get_option(name)->group("Model");
+    for (const char* name : {"--model-dir", "--model-jobs", "--dry-run", "--region"}) cmd->get_option(name)->group("Model");
     cmd->callback([a, m, cmd, task, model_dir, &rc] {
         if (model_dir->count() > 0) {
             rc = run_model_search(*a, *m, *cmd);
@@ -185,7 +189,7 @@ void register_search_command(CLI::App& app, int& rc) {
         }
         if (task->count() == 0) throw UsageError("search: give --task FILE (one task) or --model-dir DIR (a model's regions)");
         if (a->out.empty()) throw UsageError("search: --out is required with --task (the cache directory for the best kernel)");
-        for (const char* name : {"--model-jobs", "--dry-run"})
+        for (const char* name : {"--model-jobs", "--dry-run", "--region"})
             if (cmd->get_option(name)->count() > 0) throw UsageError(std::string(name) + " is for --model-dir only");
         const workflows::SearchOutcome outcome = workflows::run_search(*a);
         if (!outcome.summary.is_null()) std::cout << outcome.summary.dump(2) << std::endl;  // --json

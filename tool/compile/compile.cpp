@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "compile/source_rules.h"
 #include "sandbox/sandbox.h"
 
@@ -37,16 +39,61 @@ std::string compile_hint(const std::string& log) {
     return "";
 }
 
-// The toolkit's library directory beside nvcc (bin/../lib64, else targets/<host>/lib), resolved:
-// where the libraries a candidate may call (kCandidateLinkLibraries) are. Empty when it has none
-// (a toolkit without cuBLAS): candidates then link none, and one that calls cuBLAS fails to load.
-std::string toolkit_lib_dir(const std::string& nvcc) {
+// A directory holding every library a candidate may call (kCandidateLinkLibraries), resolved.
+bool has_candidate_libraries(const fs::path& d) {
+    std::error_code ec;
+    for (const char* l : kCandidateLinkLibraries)
+        if (!fs::exists(d / ("lib" + std::string(l) + ".so"), ec)) return false;
+    return true;
+}
+
+// Where the toolkit behind an nvcc lives: its root and the directory holding the libraries a
+// candidate may call. First beside nvcc's real binary (bin/../lib64, targets/<host>/lib); else as
+// nvcc itself reports them (`nvcc --dryrun` prints its TOP and the -L directories it links with),
+// for an nvcc on PATH that is a wrapper script elsewhere (/usr/local/bin/nvcc exec'ing the
+// toolkit's). `lib` is empty when the toolkit has no cuBLAS. Remembered per nvcc.
+struct Toolkit {
+    std::string top;
+    std::string lib;
+};
+
+Toolkit toolkit_of(const std::string& nvcc) {
+    static std::mutex mu;
+    static std::map<std::string, Toolkit> known;
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known.find(nvcc); it != known.end()) return it->second;
+    Toolkit& found = known[nvcc];
     std::error_code ec;
     const fs::path bin = fs::weakly_canonical(nvcc, ec).parent_path();
-    if (ec || bin.empty()) return "";
-    for (const fs::path& d : {bin / ".." / "lib64", bin / ".." / "targets" / "x86_64-linux" / "lib", bin / ".." / "lib"})
-        if (fs::exists(d / "libcublas.so", ec) && fs::exists(d / "libcublasLt.so", ec)) return fs::weakly_canonical(d, ec).string();
-    return "";
+    if (!ec && !bin.empty())
+        for (const char* sub : {"lib64", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib", "lib"})
+            if (has_candidate_libraries(bin / ".." / sub)) {
+                found.top = fs::weakly_canonical(bin / "..", ec).string();
+                found.lib = fs::weakly_canonical(bin / ".." / sub, ec).string();
+                return found;
+            }
+    ProcessOptions po;
+    po.argv = {nvcc, "--dryrun", "-x", "cu", "-c", "/dev/null", "-o", "/dev/null"};
+    po.timeout_s = 60;
+    const ProcessResult r = run_process(po);
+    static const std::regex lib_re(R"re(-L"?([^" ]+))re");
+    std::vector<fs::path> dirs;
+    for (const std::string& text : {r.out, r.err}) {
+        std::istringstream in(text);
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.rfind("#$ TOP=", 0) == 0) found.top = fs::weakly_canonical(line.substr(7), ec).string();
+            if (line.rfind("#$ LIBRARIES=", 0) != 0) continue;
+            for (std::sregex_iterator m(line.begin(), line.end(), lib_re), e; m != e; ++m)
+                if ((*m)[1].str().find("stubs") == std::string::npos) dirs.emplace_back((*m)[1].str());
+        }
+    }
+    for (const fs::path& d : dirs)
+        if (has_candidate_libraries(d)) {
+            found.lib = fs::weakly_canonical(d, ec).string();
+            break;
+        }
+    return found;
 }
 
 // nvcc's arguments that link the toolkit libraries a candidate may call, only as needed (a kernel
@@ -93,6 +140,8 @@ std::string nvcc_version(const CompileOptions& options) {
     return v;
 }
 
+std::string candidate_library_dir(const CompileOptions& options) { return toolkit_of(nvcc_path(options)).lib; }
+
 std::string trim_compiler_log(const std::string& log, size_t max_bytes) {
     std::istringstream in(log);
     std::string line, out;
@@ -126,7 +175,18 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
         res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return res;
     }
-    const std::vector<std::string> link_flags = link_library_flags(toolkit_lib_dir(nvcc));
+    const Toolkit toolkit = toolkit_of(nvcc);
+    const std::string& lib_dir = toolkit.lib;
+    // A candidate that calls cuBLAS where the toolkit has none would compile and then fail to load
+    // with an unresolved symbol: say so here, once, naming the toolkit.
+    if (lib_dir.empty() && blank_comments_and_literals(source).find("cublas") != std::string::npos) {
+        res.log = "this CUDA toolkit (" + nvcc + ") has no libcublas.so and libcublasLt.so that nvcc links with; "
+                  "a kernel that calls cuBLAS cannot be built here (install the toolkit's cuBLAS, or set KERNELEVO_NVCC "
+                  "to the nvcc of a toolkit that has it)\n";
+        res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return res;
+    }
+    const std::vector<std::string> link_flags = link_library_flags(lib_dir);
     std::string flags;
     for (const auto& f : opt.extra_flags) flags += f + "\x1f";
     for (const auto& f : link_flags) flags += f + "\x1f";
@@ -185,6 +245,11 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     check_sandbox_layers();
     SandboxPolicy policy;
     policy.workdir = tmp.path();
+    // The toolkit wherever it lives: the nvcc named (maybe a wrapper script outside it, shown as
+    // that one file, not its folder) and the toolkit's root and libraries.
+    if (nvcc.find('/') != std::string::npos) policy.read_only.push_back(fs::absolute(nvcc).string());
+    if (!toolkit.top.empty()) policy.read_only.push_back(toolkit.top);
+    if (!lib_dir.empty()) policy.read_only.push_back(lib_dir);
     std::vector<std::string> prefix = sandbox_prefix(policy);
     po.argv.insert(po.argv.begin(), prefix.begin(), prefix.end());
     po.exact_env = sandbox_environment({{"HOME", tmp.path().string()}});

@@ -39,6 +39,9 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
 // The nvcc used (for metadata): its path and "release X.Y" line.
 std::string nvcc_path(const CompileOptions& options);
 std::string nvcc_version(const CompileOptions& options);
+// The folder of the toolkit's cuBLAS and cuBLASLt that candidates link with (found beside nvcc's
+// real binary or as `nvcc --dryrun` reports it); empty when the toolkit has none.
+std::string candidate_library_dir(const CompileOptions& options);
 // The kernel ABI header's text (embedded at build time), written next to each compiled source.
 const std::string& abi_header_text();
 // Trims a compiler log for humans and LLMs: drops noise, keeps the first errors verbatim, caps size.
