@@ -1,6 +1,6 @@
 """scripts/model_proof.sh's Python half: for one KernelBench level-3 problem and its imported model folder,
 builds the model as KernelBench (and the importer) builds it (seed 42, get_init_inputs()), moves it to the
-GPU, loads the folder's kernels with kernelevo.load_model (the end-to-end check on fresh inputs included),
+GPU (the CPU where there is none), loads the folder's kernels with kernelevo.load_model (the end-to-end check on fresh inputs included),
 checks the loaded model's outputs against the original on other fresh inputs, and times both with
 compare_model (PyTorch eager, torch.compile, the loaded model; each region that runs as a kernel).
 Prints the report and one JSON line 'RESULT {...}'. Usage: model_proof.py PROBLEM.py MODEL_DIR"""
@@ -28,13 +28,14 @@ def build(problem):
 def main():
     problem, out_dir = sys.argv[1], sys.argv[2]
     mod, model = build(problem)
-    model = model.cuda()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = model.to(device)
     loaded = kernelevo.load_model(out_dir, model, verbose=False)
     print(loaded.report())
     kernels = [name for name, status, _ in loaded.regions if status == "kernel"]
     # Fresh inputs (seed 7, not the export's nor the check's), on the GPU: the original and the loaded model.
     torch.manual_seed(7)
-    xs = [x.cuda() if torch.is_tensor(x) else x for x in mod.get_inputs()]
+    xs = [x.to(device) if torch.is_tensor(x) else x for x in mod.get_inputs()]
     with torch.no_grad():
         want = model(*xs)
         got = loaded(*xs)
