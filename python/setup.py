@@ -1,8 +1,9 @@
 """Builds the kernelevo package (pyproject.toml holds the metadata). The package's version is the CMake
 project's (../CMakeLists.txt), and the build copies what the helper runs from the source tree into
 kernelevo/_share, the one source staying where it is:
-  tool/kernelbench/import_kernelbench.py, tool/kernelbench/jit_reference.cpp, tool/task/precision.h
-      -> kernelevo/_share/kernelbench/ (export_task runs the importer, its reference and policy table)
+  tool/kernelbench/jit_reference.cpp, tool/task/precision.h
+      -> kernelevo/_share/kernelbench/ (export_task's reference and policy table; the importer's code is
+         the package's own kernelevo.kernelbench)
   runtime/include/kernelevo/abi.h -> kernelevo/_share/include/kernelevo/ (load_op's binding includes it)
 """
 import os
@@ -15,8 +16,7 @@ from setuptools.command.build_py import build_py
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SHARED = {
-    "kernelbench": ["tool/kernelbench/import_kernelbench.py", "tool/kernelbench/jit_reference.cpp",
-                    "tool/task/precision.h"],
+    "kernelbench": ["tool/kernelbench/jit_reference.cpp", "tool/task/precision.h"],
     "include/kernelevo": ["runtime/include/kernelevo/abi.h"],
 }
 

@@ -7,7 +7,6 @@ with evolved regions substituted). The model folder's format is model_plan.md.
     ys = g.run([x], replace={3: my_fn})     # region 3 computed by my_fn(list of its input tensors)
     m = region_module(g, regions[3])        # nn.Module: forward(*region.inputs) -> region.outputs
 """
-import contextlib
 import hashlib
 import inspect
 import os
@@ -446,8 +445,8 @@ _PRIM_OPS = {"prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack", 
 
 def identifier(text, used):
     """The importer's identifier(): letters, digits and _, unique in used."""
-    from .torch_task import _importer
-    return _importer().identifier(text, used)
+    from .kernelbench.common import identifier as importer_identifier
+    return importer_identifier(text, used)
 
 
 def _example_spec(x):
@@ -507,9 +506,8 @@ def _like(x):
 def _watched():
     """The importer's conversions_watched(): tensors turned into Python values while tracing, each
     with whether its value is shape-derived (1/sqrt(k.size(-1)) is; float(x.max()) is not)."""
-    from .torch_task import _importer
-    watch = getattr(_importer(), "conversions_watched", None)
-    return watch() if watch else contextlib.nullcontext([])
+    from .kernelbench.trace import conversions_watched
+    return conversions_watched()
 
 
 def _refuse_data_conversions(events):

@@ -11,14 +11,15 @@ import torch
 from torch import nn
 
 from . import library
-from .torch_task import SIDECAR, _importer, _load_json, _read_bytes
+from .kernelbench.common import DTYPES
+from .torch_task import SIDECAR, _load_json, _read_bytes
 
 _LOADED = {}  # (NAME, ARCH, digest) -> the compiled kernel's forward(inputs, outputs), once per process
 
 
 def _torch_dtype(name):
     """The torch dtype of a task-file dtype name, from the importer's table (its DTYPES)."""
-    return {n: t for t, (n, _) in _importer().DTYPES.items()}[name]
+    return {n: t for t, (n, _) in DTYPES.items()}[name]
 
 
 def _read_raw(path, dtype, shape):

@@ -7,6 +7,7 @@ import re
 import torch
 
 from . import graph as G
+from .kernelbench.trace import DROPOUT_OPS, RANDOM_OPS  # the importer's sets: one source
 
 ANCHOR_OF = {op: kind for ops, kind in G.ANCHORS for op in ops}
 
@@ -49,15 +50,6 @@ def refusal(g, i):
     if kind in G.SCALAR_OPS and ins[0] not in g.static and ins[0] not in g.free:
         return "%s reads a value of a tensor (the trace fixed it: data-dependent)" % kind
     return ""
-
-
-def _importer_sets():
-    from .torch_task import _importer
-    kb = _importer()
-    return kb.RANDOM_OPS, kb.DROPOUT_OPS
-
-
-RANDOM_OPS, DROPOUT_OPS = _importer_sets()
 
 
 PACKING = ("prim::ListConstruct", "prim::TupleConstruct")

@@ -1,17 +1,18 @@
 """export_task(): a live PyTorch module or function + example inputs -> a kernelevo task directory,
-through the KernelBench importer's own code (tool/kernelbench/import_kernelbench.py)."""
+through the KernelBench importer's own code (kernelevo.kernelbench)."""
 import copy
-import importlib.util
 import inspect
 import json
 import os
 import re
 import shutil
-import sys
 import types
 
 import torch
 from torch import nn
+
+from .kernelbench.common import Refused, identifier
+from .kernelbench.task_import import _import_one
 
 # Next to task.json: which task inputs the caller passes and which are the module's weights
 # (load_op() reads it; the task format itself does not distinguish them).
@@ -41,31 +42,20 @@ class ExportError(RuntimeError):
 
 
 def _kernelbench_dir():
-    """The importer's folder: $KERNELEVO_KERNELBENCH_DIR, the installed share/kernelevo/kernelbench
-    (this package is installed as share/kernelevo/python/kernelevo), the copy `pip install` put in
-    the package (kernelevo/_share, made from the source tree by setup.py), or the source tree's."""
+    """The folder of the importer's data files (jit_reference.cpp, precision.h):
+    $KERNELEVO_KERNELBENCH_DIR, the installed share/kernelevo/kernelbench (this package is installed as
+    share/kernelevo/python/kernelevo), the copy `pip install` put in the package (kernelevo/_share, made
+    from the source tree by setup.py), or the source tree's."""
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [os.environ.get("KERNELEVO_KERNELBENCH_DIR", ""),
                   os.path.join(here, "..", "..", "kernelbench"),
                   os.path.join(here, "_share", "kernelbench"),
                   os.path.join(here, "..", "..", "tool", "kernelbench")]
     for c in candidates:
-        if c and os.path.isfile(os.path.join(c, "import_kernelbench.py")):
+        if c and os.path.isfile(os.path.join(c, "jit_reference.cpp")):
             return os.path.abspath(c)
-    raise ExportError("the KernelBench importer (import_kernelbench.py) was not found next to this package; "
+    raise ExportError("the KernelBench importer's files (jit_reference.cpp) were not found next to this package; "
                       "set KERNELEVO_KERNELBENCH_DIR to kernelevo's share/kernelevo/kernelbench")
-
-
-def _importer():
-    """import_kernelbench.py as a module (loaded once; its functions are the one import path)."""
-    mod = sys.modules.get("kernelevo._import_kernelbench")
-    if mod is None:
-        path = os.path.join(_kernelbench_dir(), "import_kernelbench.py")
-        spec = importlib.util.spec_from_file_location("kernelevo._import_kernelbench", path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod
-        spec.loader.exec_module(mod)
-    return mod
 
 
 class _Function(nn.Module):
@@ -215,7 +205,6 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
     The importer's C++ self-check (kernelevo-refcheck) is not run here; `kernelevo validate`
     checks the reference it builds against these files. Raises ExportError with the reason.
     """
-    kb = _importer()
     chosen = _precision(live_precision() if precision is None else precision)
     if inputs not in ("random", "examples"):
         raise ValueError("inputs: 'random' or 'examples', not %r" % (inputs,))
@@ -231,8 +220,8 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
     else:
         raise TypeError("fn_or_module: an nn.Module or a function, not %s" % type(fn_or_module).__name__)
     path, src = _source_of(user)
-    name = name or kb.identifier(getattr(user, "__name__", None) or type(user).__name__.lower(), set())
-    if name != kb.identifier(name, set()):
+    name = name or identifier(getattr(user, "__name__", None) or type(user).__name__.lower(), set())
+    if name != identifier(name, set()):
         raise ValueError("name %r: letters, digits and _ only, not starting with a digit" % name)
     target = os.path.join(os.path.abspath(out_dir), name)
     if os.path.exists(target) and not overwrite:
@@ -266,8 +255,8 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
     torch.set_grad_enabled(False)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     try:
-        result = kb._import_one(path, args, reference, problem_text, problem, {}, _QuietPhases(), name=name)
-    except kb.Refused as e:
+        result = _import_one(path, args, reference, problem_text, problem, {}, _QuietPhases(), name=name)
+    except Refused as e:
         raise ExportError("%s cannot be exported: %s" % (name, e)) from None
     finally:
         shutil.rmtree(os.path.join(out_dir, name + ".tmp"), ignore_errors=True)

@@ -127,7 +127,7 @@ TEST(Dtype, SixteenBitFloatsRoundAsCudaDoes) {
 }
 
 // refcheck compares the C++ reference with the Python model on inputs each side makes itself:
-// refcheck.cpp with fill_host, import_kernelbench.py with refcheck_values. Same bits, every kind.
+// refcheck.cpp with fill_host, kernelevo.kernelbench.fill with refcheck_values. Same bits, every kind.
 TEST(Filler, HostFillIsPythonsRefcheckValues) {
     kevo_device_test::expect_python_draws_the_host_fill("/usr/bin/python3", "cpu");
 }

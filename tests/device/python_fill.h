@@ -1,4 +1,4 @@
-// The KernelBench importer's Python half of refcheck (import_kernelbench.py refcheck_values, torch)
+// The KernelBench importer's Python half of refcheck (kernelevo.kernelbench.fill refcheck_values, torch)
 // against refcheck's C++ half (fill_host): both must make every generated input bit for bit alike,
 // or refcheck compares the C++ reference and the Python model on different inputs.
 #pragma once
@@ -36,14 +36,14 @@ inline void expect_python_draws_the_host_fill(const std::string& python, const s
         {"randint", KEVO_INIT_RANDINT, 0, 255, KEVO_UINT8, "uint8"}, {"ones", KEVO_INIT_ONES, 0, 1, KEVO_FLOAT32, "float32"},
         {"zeros", KEVO_INIT_ZEROS, 0, 1, KEVO_INT64, "int64"},
     };
-    const std::string dir = std::string(KEVO_SOURCE_DIR) + "/tool/kernelbench";
-    const std::string probe = "import sys; sys.path.insert(0, '" + dir + "'); import torch, import_kernelbench; " +
+    const std::string dir = std::string(KEVO_SOURCE_DIR) + "/python";
+    const std::string probe = "import sys; sys.path.insert(0, '" + dir + "'); import torch; import kernelevo.kernelbench.fill; " +
                               (device == "cuda" ? "assert torch.cuda.is_available()" : "pass");
     if (run_command(python + " -c \"" + probe + "\" 2>&1") != "")
         GTEST_SKIP() << "the importer's Python (torch" << (device == "cuda" ? " with CUDA" : "") << ") is not usable here";
     const int64_t n = 300007;
     const std::string prefix = ::testing::TempDir() + "kevo_fill_py_" + device;
-    std::string script = "import sys, torch; sys.path.insert(0, '" + dir + "'); import import_kernelbench as kb\n";
+    std::string script = "import sys, torch; sys.path.insert(0, '" + dir + "'); from kernelevo.kernelbench import fill as kb\n";
     size_t k = 0;
     for (const Case& c : cases) {
         char line[512];

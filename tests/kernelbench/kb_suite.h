@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,10 @@ inline Import cached_import(const std::string& name, const std::vector<std::stri
     for (const char* f : {"tool/kernelbench/import_kernelbench.py", "tool/kernelbench/jit_reference.cpp",
                           "python/kernelevo/model_export.py", "python/kernelevo/graph.py", "python/kernelevo/torch_task.py"})
         key += sha256_file(fs::path(KEVO_SOURCE_DIR) / f);
+    std::set<fs::path> importer;  // the importer's code (kernelevo.kernelbench), in a fixed order
+    for (const auto& e : fs::directory_iterator(fs::path(KEVO_SOURCE_DIR) / "python" / "kernelevo" / "kernelbench"))
+        if (e.path().extension() == ".py") importer.insert(e.path());
+    for (const auto& f : importer) key += f.filename().string() + sha256_file(f);
     std::error_code ec;
     key += std::to_string(fs::last_write_time(KEVO_EXE, ec).time_since_epoch().count());
     key = sha256_hex(key);

@@ -50,17 +50,19 @@ nlohmann::json sets_spec(const Task& task, const Options& o) {
 
 // The sandbox the script runs in: the import's (no network, writes only to its own work dir and a
 // private /tmp, no home, allowlisted environment), with the GPU's device nodes; visible read-only:
-// the Python installation, the script, the importer (its filler) and the task's folder and files.
+// the Python installation, the script, the importer's code (kernelevo.kernelbench: its filler) and the
+// task's folder and files.
 // Empty argv prefix with `why` set: no sandbox here (bwrap missing), so the module is not run.
 std::vector<std::string> confine(const kernelbench::PythonInstall& py, const Task& task, const fs::path& work,
-                                 std::optional<std::map<std::string, std::string>>& env, std::string& why) {
+                                 const fs::path& package, std::optional<std::map<std::string, std::string>>& env,
+                                 std::string& why) {
     if (sandbox_mode() == SandboxMode::off) return {py.executable};
     const SandboxLayers& l = sandbox_layers();
     if (!l.namespaces) {
         why = "the task's Python module runs only in the sandbox, which needs bubblewrap here (" + l.why_not + ")";
         return {};
     }
-    std::vector<fs::path> readable = {script_path().parent_path(), kernelbench::data_dir(), task.file.parent_path()};
+    std::vector<fs::path> readable = {script_path().parent_path(), package, task.file.parent_path()};
     for (const auto& t : task.inputs)
         if (!t.init.file.empty()) readable.push_back(t.init.file);
     kernelbench::PythonSandbox box = kernelbench::python_sandbox(py, work, true, readable, {{"TORCHINDUCTOR_CACHE_DIR", "/tmp/.inductor"}});
@@ -208,21 +210,23 @@ Result measure_once(const Task& task, const Options& o, const DeviceInfo& device
     const std::string precision = task_precision(task);
     if (std::string why = no_module_reason(task.file.parent_path()); !why.empty()) return not_run_all(why, precision);
     std::string python;
+    fs::path package;  // the folder holding kernelevo.kernelbench, whose filler draws the inputs
     try {
         python = kernelbench::find_python(o.python);
+        package = kernelbench::python_package_dir();
     } catch (const UsageError& e) {
         return not_run_all(e.what(), precision);
     }
     const kernelbench::PythonInstall py = kernelbench::python_install(python);
     TempDir work("kernelevo-baseline");
-    nlohmann::json spec{{"task_dir", task.file.parent_path().string()}, {"work_dir", work.path().string()}, {"importer_dir", kernelbench::data_dir().string()},
+    nlohmann::json spec{{"task_dir", task.file.parent_path().string()}, {"work_dir", work.path().string()}, {"kernelevo_python", package.string()},
                         {"precision", precision}, {"cudnn_tf32", task.precision.cudnn_tf32},
                         {"matmul_tf32", task.precision.matmul_tf32}, {"l2_flush", o.l2_flush}, {"warmup", o.warmup}, {"trials", o.trials},
                         {"which", o.which}, {"sets", sets_spec(task, o)}};
     write_file_atomic(work.path() / "spec.json", spec.dump());
     ProcessOptions po;
     std::string why;
-    po.argv = confine(py, task, work.path(), po.exact_env, why);
+    po.argv = confine(py, task, work.path(), package, po.exact_env, why);
     if (po.argv.empty()) return not_run_all(why, precision);
     po.argv.insert(po.argv.end(), {script_path().string(), (work.path() / "spec.json").string()});
     po.timeout_s = o.timeout_s;

@@ -5,7 +5,8 @@ C++ user deploying through LibTorch runs), timed on the validator's inputs. Run 
 in the import's sandbox: the module is someone else's code.
 
 Usage: baseline_torch.py SPEC.json, where SPEC (written by tool/baseline/baseline.cpp) holds
-  task_dir, importer_dir (import_kernelbench.py: its filler_values, the validator's filler bit for bit),
+  task_dir, kernelevo_python (the folder holding the kernelevo package: kernelevo.kernelbench's filler, the
+  validator's filler bit for bit),
   work_dir (the private folder AOTInductor's packages go to),
   precision (pytorch | strict | tf32 | bf16) with the TF32 flags the timed reference runs with
   (cudnn_tf32, matmul_tf32), l2_flush (read | none), warmup, trials, which
@@ -32,7 +33,6 @@ run), "sets": [{"set", "label", "eager_ms", "compile_ms", "aoti_ms"}], "torch_ve
 Never exits non-zero for a baseline that cannot run: the reason says why.
 """
 import contextlib
-import importlib.util
 import json
 import os
 import statistics
@@ -53,12 +53,12 @@ def emit(out):
 
 
 def importer(spec):
-    """import_kernelbench.py as a module: its filler_values and DTYPES are the one source."""
-    path = os.path.join(spec["importer_dir"], "import_kernelbench.py")
-    mod_spec = importlib.util.spec_from_file_location("kernelevo_import_kernelbench", path)
-    mod = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(mod)
-    return mod
+    """The importer's code (kernelevo.kernelbench): its filler (refcheck_values), DTYPES, load_problem and
+    on_meta are the one source."""
+    sys.path.insert(0, spec["kernelevo_python"])
+    from kernelevo.kernelbench import common, fill, problem
+    return types.SimpleNamespace(DTYPES=common.DTYPES, refcheck_values=fill.refcheck_values,
+                                 load_problem=common.load_problem, on_meta=problem.on_meta)
 
 
 def set_precision(torch, spec):

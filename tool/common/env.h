@@ -27,7 +27,7 @@ enum class EnvKind { setting, diagnostic, test_hook };
     X(kBench, "KERNELEVO_BENCH", setting, "kernelevo", "The kernelevo-bench the profiler runs", "beside `kernelevo`")  \
     X(kRunner, "KERNELEVO_RUNNER", setting, "kernelevo", "The judge (kernelevo-runner) the validator starts", "beside `kernelevo`") \
     X(kPythonDir, "KERNELEVO_PYTHON_DIR", setting, "kernelevo",                                                       \
-      "The folder holding kernelevo's Python package, for whole-model imports (`export_model`)",                      \
+      "The folder holding kernelevo's Python package (the KernelBench importer's code, `export_model`)",              \
       "the installed `share/kernelevo/python`, else the source tree's `python/`")                                      \
     X(kApiKey, "KERNELEVO_API_KEY", setting, "kernelevo",                                                             \
       "The LLM API key (never printed; `--llm-key-env` names another variable)", "`OPENAI_API_KEY`, or `OPENROUTER_API_KEY` for openrouter.ai") \

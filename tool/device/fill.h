@@ -1,5 +1,5 @@
 // The one input filler: the values the validator's runner, the profiler's bench and the KernelBench
-// import's refcheck (and its Python half, import_kernelbench.py's refcheck_values) give an input.
+// import's refcheck (and its Python half, kernelevo/kernelbench/fill.py's refcheck_values) give an input.
 // value(seed, i, kind, a, b) depends only on its arguments: a counter-based draw per element.
 //
 // Host and device give the same bits: the formula uses only operations IEEE 754 rounds exactly

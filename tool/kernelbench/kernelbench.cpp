@@ -142,27 +142,24 @@ fs::path data_dir() {
     throw UsageError("the KernelBench importer's files are missing (looked in " + installed.string() + ")");
 }
 
-namespace {
-
-// The folder holding the kernelevo Python package (export_model, for problems imported as models):
-// $KERNELEVO_PYTHON_DIR, the installed share/kernelevo/python beside share/kernelevo/kernelbench, or
-// the source tree's python/ beside tool/kernelbench.
-fs::path python_package_dir(const fs::path& data) {
+fs::path python_package_dir() {
+    const fs::path data = data_dir();
     std::vector<fs::path> candidates;
     if (const char* dir = env(EnvVar::kPythonDir)) candidates.push_back(dir);
     candidates.push_back(data.parent_path() / "python");
     candidates.push_back(data.parent_path().parent_path() / "python");
     for (const auto& c : candidates)
-        if (!c.empty() && fs::exists(c / "kernelevo" / "model_export.py")) return fs::weakly_canonical(c);
-    throw UsageError("a whole-model import (a level-3 problem, or --regions) needs kernelevo's Python package "
-                     "(kernelevo/model_export.py), not found beside " + data.string() +
-                     ": reinstall kernelevo, set KERNELEVO_PYTHON_DIR, or import with --whole");
+        if (!c.empty() && fs::exists(c / "kernelevo" / "kernelbench" / "driver.py")) return fs::weakly_canonical(c);
+    throw UsageError("the KernelBench importer's code is kernelevo's Python package (kernelevo/kernelbench/), not found "
+                     "beside " + data.string() + ": reinstall kernelevo, or set KERNELEVO_PYTHON_DIR to the folder holding it");
 }
+
+namespace {
 
 // What every problem's run shares: the Python, the sandbox's view, the argument list, the GPU lock.
 struct ImportSetup {
     const ImportOptions* o = nullptr;
-    fs::path python_package;     // python/kernelevo's folder, for problems imported as models
+    fs::path python_package;     // the folder holding python/kernelevo: the importer's code, export_model
     std::string reference_text;  // jit_reference.cpp: the reference of every task, also of model regions
     fs::path out;  // the suite, canonical
     std::string device, python, executable;
@@ -198,7 +195,7 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
         std::vector<std::string> args = {s.executable, "-c", kProtocolWrapper};
         args.insert(args.end(), s.importer_args.begin(), s.importer_args.end());
         args.insert(args.end(), {"--out", priv.string()});
-        if (model) args.insert(args.end(), {"--regions", "--kernelevo-python", s.python_package.string()});
+        if (model) args.push_back("--regions");
         if (s.sandboxed) args.insert(args.end(), {"--scratch", "/tmp"});  // the sandbox's private tmpfs, gone with it
         std::unique_ptr<GpuLock> held;
         if (s.lock_dev) held = lock_device(*s.lock_dev, [&](const std::string& line) {
@@ -445,9 +442,10 @@ ImportSummary import_problems(const ImportOptions& o) {
     s.readable = {dir, refcheck};
     s.readable.insert(s.readable.end(), sources.begin(), sources.end());
     s.reference_text = read_file(dir / "jit_reference.cpp");
+    // The importer's code (kernelevo.kernelbench, read-only like the rest): every problem needs it.
+    s.python_package = python_package_dir();
+    s.readable.push_back(s.python_package);
     if (std::any_of(sources.begin(), sources.end(), [&](const std::string& src) { return as_model(o, src); })) {
-        s.python_package = python_package_dir(dir);
-        s.readable.push_back(s.python_package);
         // The precision table the package reads beside the importer (installed) or in the source tree.
         for (const fs::path& table : {dir / "precision.h", dir.parent_path() / "task" / "precision.h"})
             if (fs::exists(table)) s.readable.push_back(fs::weakly_canonical(table));
@@ -479,7 +477,7 @@ ImportSummary import_problems(const ImportOptions& o) {
     s.importer_args = {(dir / "import_kernelbench.py").string(), "--reference-source", (s.out / kReferenceName).string(),
                        "--device", s.device, "--refcheck", refcheck.string(), "--library", conf.library.string(),
                        "--max-numel", std::to_string(o.max_numel), "--timeout", std::to_string(static_cast<long>(o.timeout_s)),
-                       "--precision", precision_arg.dump()};
+                       "--precision", precision_arg.dump(), "--kernelevo-python", s.python_package.string()};
     std::vector<nlohmann::json> results = run_all(s, sources, jobs, t0);
     return summarize(o, s, rb, torch_version, conf.label, results, t0);
 }

@@ -41,8 +41,13 @@ struct ImportSummary {
     nlohmann::json report;     // also written to OUT/import.json
 };
 
-// Where the shipped data files (jit_reference.cpp, import_kernelbench.py) live.
+// Where the shipped data files (jit_reference.cpp, import_kernelbench.py, the importer's entry script) live.
 std::filesystem::path data_dir();
+// The folder holding the kernelevo Python package, whose kernelevo/kernelbench/ is the importer's code
+// (and kernelevo.export_model, for problems imported as models): $KERNELEVO_PYTHON_DIR, the installed
+// share/kernelevo/python beside share/kernelevo/kernelbench, or the source tree's python/ beside
+// tool/kernelbench. Throws UsageError when none holds it.
+std::filesystem::path python_package_dir();
 // A Python with PyTorch: `python` when given (throws UsageError when it has no torch), else python3
 // if it has torch, else /usr/bin/python3 (Debian's python3-torch). Returns the interpreter and
 // fills `torch_version` ("2.11.0 cuda=True"); throws UsageError when none has torch.

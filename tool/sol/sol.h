@@ -33,7 +33,7 @@
 //     F(m x m, r x r), whose (m+r-1)^2 multiplies for m^2 outputs tend to one per output and input
 //     channel as the tile grows (F(4x4,3x3): 4x fewer than direct, F(6x6,3x3): 5.06x, the limit 9x),
 //     and at or below the pointwise products of an FFT convolution: no known algorithm needs fewer.
-//   The KernelBench importer counts so (import_kernelbench.py graph_flops); a hand-written task
+//   The KernelBench importer counts so (kernelevo/kernelbench/graph_file.py graph_flops); a hand-written task
 //   giving a convolution's direct count gets a compute floor too high by up to its window size.
 //
 // The floor is the larger of the memory and compute floors, and never below the launch floor
