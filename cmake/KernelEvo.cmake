@@ -21,6 +21,13 @@
 #     [SEARCH_OPTIONS <args>...]          # extra `kernelevo search` arguments for this function
 #     [REQUIRED])                         # like KERNELEVO_REQUIRE_KERNELS, for this function only
 #
+#   kernelevo_optimize(<name> TASK <task.json> CACHE_DIR <dir> ...)   # a task file made elsewhere
+#     (export_task, export_model's regions, `kernelevo import kernelbench`): <name> is the task's,
+#     the file gives tensors, shapes, tolerance, precision and reference (not repeated here); its
+#     hashes come from `kernelevo cache hash` (KernelEvoModel.cmake).
+#   kernelevo_optimize_model(<name> MODEL_DIR <dir> [TARGET t] ...)  # every region of a model folder
+#     as such a function, in the one library kernelevo_model_<name> (KernelEvoModel.cmake)
+#
 # Init kinds (optional, after '='): randn(mean,std) rand(low,high) randint(low,high) full(value)
 # ones zeros arange. Defaults: randn(0,1) for floating dtypes, randint(-100,100) for integers.
 #
@@ -141,12 +148,13 @@ include("${CMAKE_CURRENT_LIST_DIR}/KernelEvoArch.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/KernelEvoTask.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/KernelEvoCache.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/KernelEvoDispatch.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/KernelEvoModel.cmake")
 
 # ---- the public function --------------------------------------------------------------------
 
 function(kernelevo_optimize NAME)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "REQUIRED"
-    "TARGET;REFERENCE;FUNCTION;CACHE_DIR;NAMESPACE;RETURNS;TRIALS;FLOPS;PRECISION"
+    "TARGET;REFERENCE;FUNCTION;CACHE_DIR;NAMESPACE;RETURNS;TRIALS;FLOPS;PRECISION;TASK"
     "INPUTS;OUTPUTS;SHAPES;ARCHITECTURES;TOLERANCE;SEARCH_OPTIONS;TIMING_SHAPES;TIMING_WEIGHTS")
   set(_fn "kernelevo_optimize(${NAME})")
   if(ARG_UNPARSED_ARGUMENTS)
@@ -158,7 +166,18 @@ function(kernelevo_optimize NAME)
   if(NAME MATCHES "^(abi|arch|runtime|aten_dispatch|kernelevo)$")
     message(FATAL_ERROR "${_fn}: the name '${NAME}' is reserved by KernelEvo's headers")
   endif()
-  foreach(_req REFERENCE INPUTS OUTPUTS CACHE_DIR)
+  if(ARG_TASK)
+    # The task file says all of it: its tensors, shapes, tolerance, precision and reference.
+    foreach(_own REFERENCE FUNCTION INPUTS OUTPUTS SHAPES TOLERANCE TIMING_SHAPES TIMING_WEIGHTS FLOPS PRECISION TRIALS)
+      if(DEFINED ARG_${_own})
+        message(FATAL_ERROR "${_fn}: ${_own} is the task file's with TASK (edit ${ARG_TASK} or leave TASK out)")
+      endif()
+    endforeach()
+    set(_reqs CACHE_DIR)
+  else()
+    set(_reqs REFERENCE INPUTS OUTPUTS CACHE_DIR)
+  endif()
+  foreach(_req IN LISTS _reqs)
     if(NOT ARG_${_req})
       message(FATAL_ERROR "${_fn}: ${_req} is required")
     endif()
@@ -186,6 +205,13 @@ function(kernelevo_optimize NAME)
   endif()
   if(NOT ARG_NAMESPACE STREQUAL "" AND NOT ARG_NAMESPACE MATCHES "^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$")
     message(FATAL_ERROR "${_fn}: NAMESPACE '${ARG_NAMESPACE}' is not a C++ namespace")
+  endif()
+  if(ARG_TASK)
+    get_filename_component(_task_in "${ARG_TASK}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    _kevo_find_executable(_task_exe)
+    _kevo_read_task_file(${NAME} "${_task_in}" "${_task_exe}" _t)
+    set(ARG_FUNCTION "${_t_REF_FUNCTION}")
+    set(ARG_REFERENCE "${_t_REF_SOURCE}")
   endif()
   if(NOT ARG_FUNCTION)
     set(ARG_FUNCTION "${NAME}")
@@ -218,9 +244,14 @@ function(kernelevo_optimize NAME)
   get_filename_component(_cache "${ARG_CACHE_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
 
 
-  _kevo_write_task(${NAME} FUNCTION "${ARG_FUNCTION}" REFERENCE "${_ref}" TRIALS "${ARG_TRIALS}" OUT _t
-    INPUTS ${ARG_INPUTS} OUTPUTS ${ARG_OUTPUTS} SHAPES ${ARG_SHAPES} TOLERANCE ${ARG_TOLERANCE}
-    TIMING_SHAPES ${ARG_TIMING_SHAPES} TIMING_WEIGHTS ${ARG_TIMING_WEIGHTS} FLOPS "${ARG_FLOPS}" PRECISION "${ARG_PRECISION}")
+  if(NOT ARG_TASK)
+    _kevo_write_task(${NAME} FUNCTION "${ARG_FUNCTION}" REFERENCE "${_ref}" TRIALS "${ARG_TRIALS}" OUT _t
+      INPUTS ${ARG_INPUTS} OUTPUTS ${ARG_OUTPUTS} SHAPES ${ARG_SHAPES} TOLERANCE ${ARG_TOLERANCE}
+      TIMING_SHAPES ${ARG_TIMING_SHAPES} TIMING_WEIGHTS ${ARG_TIMING_WEIGHTS} FLOPS "${ARG_FLOPS}" PRECISION "${ARG_PRECISION}")
+  elseif(_t_HASH_ERROR)
+    _kevo_warning("KernelEvo: ${NAME}: cached kernels cannot be checked against ${_t_TASK_FILE}: ${_t_HASH_ERROR}; "
+      "every architecture runs the reference")
+  endif()
 
   # ---- architectures ------------------------------------------------------------------------
   _kevo_requested_architectures("${ARG_ARCHITECTURES}" "${ARG_TARGET}" _arch_in _arch_from)
@@ -266,6 +297,11 @@ function(kernelevo_optimize NAME)
   set(_manifest_arches "")
   set(_ref_hashes "${_t_REF_HASH}" "${_t_REF_FILE_HASH}")
   foreach(_arch IN LISTS _arches)
+    if(ARG_TASK AND _t_HASH_ERROR)
+      list(APPEND _failed "${_arch}")
+      list(APPEND _manifest_arches "    {\"arch\": \"${_arch}\", \"state\": \"unchecked\", \"reason\": \"no task hash\"}")
+      continue()
+    endif()
     _kevo_lookup("${_cache}" "${NAME}" "${_arch}" "${_t_TASK_HASH}" "${_ref_hashes}" _l)
     set(_words "${_exe_shown}" search --task "${_t_TASK_FILE}" --out "${_cache}" --arch "${_arch}" ${_model_words} ${_search_opts})
     _kevo_shell_join("${_words}" _cmd)
@@ -353,7 +389,7 @@ function(kernelevo_optimize NAME)
   # ---- the library target per function -----------------------------------------------------
   _kevo_add_function_library(${NAME} TASK _t NAMESPACE "${ARG_NAMESPACE}" FUNCTION "${ARG_FUNCTION}"
     REFERENCE "${_ref}" RETURNS "${ARG_RETURNS}" CACHE_DIR "${_cache}" REFERENCE_IN "${ARG_TARGET}"
-    KERNELS ${_kernels})
+    SIGNATURE "${_t_REF_SIGNATURE}" SETUP "${_t_REF_SETUP}" SETUP_ARG "${_t_REF_ARG}" KERNELS ${_kernels})
   if(ARG_TARGET)
     _kevo_link_into(${ARG_TARGET} kernelevo_${NAME})
   endif()

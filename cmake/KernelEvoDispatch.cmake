@@ -93,7 +93,7 @@ endfunction()
 # kernels of KERNELS (cached entries, compiled each for its own architecture) and, unless
 # REFERENCE_IN names a target that already compiles it, the reference.
 function(_kevo_add_function_library NAME)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TASK;NAMESPACE;FUNCTION;REFERENCE;RETURNS;CACHE_DIR;REFERENCE_IN"
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TASK;NAMESPACE;FUNCTION;REFERENCE;RETURNS;CACHE_DIR;REFERENCE_IN;SIGNATURE;SETUP;SETUP_ARG"
     "KERNELS")
   set(T "${ARG_TASK}")
   set(_lib "kernelevo_${NAME}")
@@ -161,7 +161,14 @@ function(_kevo_add_function_library NAME)
   # The reference's declaration, in its own namespace.
   string(REGEX MATCH "[A-Za-z_][A-Za-z0-9_]*$" _ref_base "${ARG_FUNCTION}")
   string(REGEX REPLACE "(::)?[A-Za-z_][A-Za-z0-9_]*$" "" _ref_ns "${ARG_FUNCTION}")
-  if(_ref_ns)
+  set(_ref_included 0)
+  if(ARG_SIGNATURE STREQUAL "vector" OR NOT "${ARG_SETUP}" STREQUAL "")
+    # A task file's reference taking and returning std::vector<at::Tensor>, maybe with a setup (a
+    # TorchScript file loaded once): called through a wrapper with this function's signature.
+    _kevo_task_reference_wrapper(${NAME} "${ARG_REFERENCE}" "${ARG_FUNCTION}" "${ARG_SIGNATURE}" "${ARG_SETUP}"
+      "${ARG_SETUP_ARG}" "${KEVO_RETURN}" "${KEVO_PARAMS}" "${KEVO_CALL_ARGS}" KEVO_REFERENCE_DECL KEVO_REFERENCE)
+    set(_ref_included 1)
+  elseif(_ref_ns)
     set(KEVO_REFERENCE_DECL "namespace ${_ref_ns} {\n${KEVO_RETURN} ${_ref_base}(${KEVO_PARAMS});\n}\n")
   else()
     set(KEVO_REFERENCE_DECL "${KEVO_RETURN} ${_ref_base}(${KEVO_PARAMS});\n")
@@ -213,7 +220,9 @@ function(_kevo_add_function_library NAME)
       endif()
     endforeach()
   endif()
-  if(NOT _has_ref)
+  if(_ref_included)
+    # Included by the dispatch (and by a torch library's fragment): not compiled on its own.
+  elseif(NOT _has_ref)
     target_sources(${_lib} PRIVATE "${ARG_REFERENCE}")
   endif()
   # For kernelevo_torch_library(): a module needs the reference too where the user's target has it.

@@ -296,14 +296,11 @@ function(_kevo_reference_hash ref out out_file out_deps)
   set(${out_deps} "${_deps}" PARENT_SCOPE)
 endfunction()
 
-# Writes <build>/kernelevo/<NAME>/task.json (the validator's format) from kernelevo_optimize()'s
-# arguments and computes its hashes. Sets, with prefix <OUT>: _TASK_FILE, _TASK_HASH, _REF_HASH,
-# _REF_FILE_HASH, _REF_DEPS (see _kevo_reference_hash), _SYMBOLS (dimension names in order), _INPUT_NAMES, _INPUT_SPECS / _OUTPUT_SPECS (C initializers of
-# kevo_tensor_spec), _N_IN, _N_OUT.
-function(_kevo_write_task NAME)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "FUNCTION;REFERENCE;TRIALS;OUT;FLOPS;PRECISION" "INPUTS;OUTPUTS;SHAPES;TOLERANCE;TIMING_SHAPES;TIMING_WEIGHTS")
-  set(_ref "${ARG_REFERENCE}")
-  # ---- tensors, symbols, shapes -------------------------------------------------------------
+# The tensors of ARG_INPUTS and ARG_OUTPUTS ("name:dtype[dims]" each) in the caller's scope: _symbols
+# (dimension names in order of first use), _INPUTS_JSON/_OUTPUTS_JSON (canonical objects),
+# _INPUTS_SPECS/_OUTPUTS_SPECS (kevo_tensor_spec initializers), _INPUTS_NAMES/_OUTPUTS_NAMES,
+# _INPUTS_COUNT/_OUTPUTS_COUNT and _low_precision. A macro: it sets them where it is called.
+macro(_kevo_collect_tensors NAME)
   set(_symbols "")
   set(_all_names "")
   set(_low_precision 0)
@@ -354,6 +351,17 @@ function(_kevo_write_task NAME)
   if(_INPUTS_COUNT GREATER 64 OR _OUTPUTS_COUNT GREATER 64)
     message(FATAL_ERROR "kernelevo_optimize(${NAME}): at most 64 inputs and 64 outputs")
   endif()
+endmacro()
+
+# Writes <build>/kernelevo/<NAME>/task.json (the validator's format) from kernelevo_optimize()'s
+# arguments and computes its hashes. Sets, with prefix <OUT>: _TASK_FILE, _TASK_HASH, _REF_HASH,
+# _REF_FILE_HASH, _REF_DEPS (see _kevo_reference_hash), _SYMBOLS (dimension names in order), _INPUT_NAMES, _INPUT_SPECS / _OUTPUT_SPECS (C initializers of
+# kevo_tensor_spec), _N_IN, _N_OUT.
+function(_kevo_write_task NAME)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "FUNCTION;REFERENCE;TRIALS;OUT;FLOPS;PRECISION" "INPUTS;OUTPUTS;SHAPES;TOLERANCE;TIMING_SHAPES;TIMING_WEIGHTS")
+  set(_ref "${ARG_REFERENCE}")
+  # ---- tensors, symbols, shapes -------------------------------------------------------------
+  _kevo_collect_tensors(${NAME})
 
   set(_shapes_json "")
   if(ARG_SHAPES)
@@ -546,3 +554,4 @@ function(_kevo_write_task NAME)
   set(${ARG_OUT}_N_IN "${_INPUTS_COUNT}" PARENT_SCOPE)
   set(${ARG_OUT}_N_OUT "${_OUTPUTS_COUNT}" PARENT_SCOPE)
 endfunction()
+

@@ -35,6 +35,7 @@ install(FILES
   "${CMAKE_CURRENT_LIST_DIR}/KernelEvoTask.cmake"
   "${CMAKE_CURRENT_LIST_DIR}/KernelEvoCache.cmake"
   "${CMAKE_CURRENT_LIST_DIR}/KernelEvoDispatch.cmake"
+  "${CMAKE_CURRENT_LIST_DIR}/KernelEvoModel.cmake"
   "${KERNELEVO_TABLES_FILE}"
   DESTINATION ${KERNELEVO_INSTALL_CMAKEDIR})
 install(FILES

@@ -91,4 +91,21 @@ protected:
 
 inline bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
+// The Python that loads the operator library: $KEVO_PYTHON, else /usr/bin/python3, else python3 on
+// PATH, the first that imports torch ("" when none does). Its torch's CMake prefix goes to `prefix`
+// (the library must be built against that LibTorch: the C++ ABI must match).
+inline std::string python_with_torch(std::string& prefix) {
+    std::vector<std::string> candidates;
+    if (const char* p = std::getenv("KEVO_PYTHON")) candidates.push_back(p);
+    candidates.push_back("/usr/bin/python3");
+    candidates.push_back("python3");
+    for (const std::string& py : candidates) {
+        Outcome r = run({py, "-c", "import torch; print(torch.utils.cmake_prefix_path)"});
+        if (r.rc != 0) continue;
+        prefix = r.out.substr(0, r.out.find('\n'));
+        return py;
+    }
+    return "";
+}
+
 }  // namespace kevo::cmake_test

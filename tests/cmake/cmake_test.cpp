@@ -392,23 +392,6 @@ TEST_F(CMakeProject, BuildsRunsAndAddingAnArchitectureRebuildsOnlyThatKernel) {
     EXPECT_EQ(app.rc, 0) << app.out;
 }
 
-// The Python that loads the operator library: $KEVO_PYTHON, else /usr/bin/python3, else python3 on
-// PATH, the first that imports torch ("" when none does). Its torch's CMake prefix goes to `prefix`
-// (the library must be built against that LibTorch: the C++ ABI must match).
-std::string python_with_torch(std::string& prefix) {
-    std::vector<std::string> candidates;
-    if (const char* p = std::getenv("KEVO_PYTHON")) candidates.push_back(p);
-    candidates.push_back("/usr/bin/python3");
-    candidates.push_back("python3");
-    for (const std::string& py : candidates) {
-        Outcome r = run({py, "-c", "import torch; print(torch.utils.cmake_prefix_path)"});
-        if (r.rc != 0) continue;
-        prefix = r.out.substr(0, r.out.find('\n'));
-        return py;
-    }
-    return "";
-}
-
 // kernelevo_torch_library(): the functions as PyTorch operators, loaded from Python with
 // torch.ops.load_library and checked there (torch_op_check.py): CPU = the reference, CUDA (where a
 // GPU is) = the cached kernel, gradients = the reference's, Meta shapes, torch.compile where the

@@ -6,10 +6,12 @@
 //   "reference": {"source": "../kernelbench_reference.cpp", "function": "kevo_kb::forward",
 //                 "signature": "vector", "setup": "kevo_kb::setup", "arg": "model.pt"}
 // so one build serves every task of a suite; kevo_ref_setup() loads the task's model.pt once.
+#pragma once  // included by each kernelevo_optimize(TASK) function of a model that uses it
 #include <torch/script.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -17,8 +19,16 @@
 
 namespace kevo_kb {
 namespace detail {
-inline std::unique_ptr<torch::jit::Module>& module() {
-    static std::unique_ptr<torch::jit::Module> m;
+// The module forward() runs: the one the last setup() named.
+inline std::shared_ptr<torch::jit::Module>& module() {
+    static std::shared_ptr<torch::jit::Module> m;
+    return m;
+}
+// Every module loaded, by file and device: a program that links several tasks' references (the
+// regions of a model as kernelevo_optimize(TASK) functions) switches between them with setup(),
+// which loads each file once. setup() and forward() are called under one lock by such a program.
+inline std::map<std::string, std::shared_ptr<torch::jit::Module>>& loaded() {
+    static std::map<std::string, std::shared_ptr<torch::jit::Module>> m;
     return m;
 }
 inline void flatten(const c10::IValue& v, std::vector<at::Tensor>& out) {
@@ -66,7 +76,8 @@ inline int follow_context_convolutions(torch::jit::Module& m) {
 }  // namespace detail
 
 // Loads the TorchScript file onto the device the reference runs on (the current CUDA device when
-// LibTorch has CUDA, else the CPU).
+// LibTorch has CUDA, else the CPU), once per file and device: a later setup() of a file loaded
+// before makes it the one forward() runs again.
 inline void setup(const std::string& path) {
     c10::Device device(at::kCPU);
 #if defined(KEVO_TORCH_CUDA)
@@ -77,10 +88,16 @@ inline void setup(const std::string& path) {
     // Run the graph op by op, as eager PyTorch does: no profiling-executor fusion, which would
     // change both the numbers and the timing baseline (LibTorch eager).
     torch::jit::setGraphExecutorOptimize(false);
+    const std::string key = path + "@" + device.str();
+    if (auto it = detail::loaded().find(key); it != detail::loaded().end()) {
+        detail::module() = it->second;
+        return;
+    }
     try {
-        auto m = std::make_unique<torch::jit::Module>(torch::jit::load(path, device));
+        auto m = std::make_shared<torch::jit::Module>(torch::jit::load(path, device));
         m->eval();
         detail::follow_context_convolutions(*m);
+        detail::loaded()[key] = m;
         detail::module() = std::move(m);
     } catch (const c10::Error& e) {
         throw std::runtime_error("cannot load the TorchScript model " + path + ": " + e.what_without_backtrace());

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>  // not pulled in by ATen.h in every LibTorch version
 
+#include <mutex>
 #include <tuple>
 #include <vector>
 
@@ -113,5 +114,13 @@ private:
 #endif
     cudaStream_t stream_ = nullptr;
 };
+
+// One process-wide lock for the references of task files that keep state between calls (a setup
+// that loads a TorchScript file, then the function that runs it): kernelevo_optimize(TASK) of several
+// regions of one model shares the reference source's state, so setup and call run under it.
+inline std::mutex& reference_lock() {
+    static std::mutex m;
+    return m;
+}
 
 }  // namespace kevo_aten
