@@ -2,6 +2,7 @@
 regions an expert would fuse, each region's share of the model's time, and one task folder per
 region worth a kernel (export_task of the region as a module with its weights bound)."""
 import copy
+import inspect
 import json
 import numbers
 import os
@@ -11,7 +12,7 @@ import sys
 import torch
 from torch import nn
 
-from .graph import ModelGraph, identifier, input_names, region_module
+from .graph import ModelGraph, _scope, identifier, input_names, region_module
 from .torch_task import ExportError, _precision, export_task, live_precision
 
 PLAN_FORMAT = "kernelevo-model-plan/1"
@@ -129,11 +130,66 @@ def _export_regions(g, regions, examples, out_dir, chosen, device, overwrite, qu
             continue
         _say(quiet, "exporting region %s (%s, %.1f%%) as %s" % (r.name, r.kind, 100 * r.share, r.task_name))
         try:
-            export_task(region_module(g, r), tuple(args), os.path.join(out_dir, "regions"), name=r.task_name,
+            module = region_module(g, r)
+            module.kevo_source = region_source(g, r)
+            export_task(module, tuple(args), os.path.join(out_dir, "regions"), name=r.task_name,
                         inputs=inputs, precision=spec, device=device, quiet=True, overwrite=overwrite)
         except (ExportError, RuntimeError, ValueError, TypeError) as e:
             r.status, r.reason = "failed", " ".join(str(e).split())[:500]
             _say(quiet, "region %s failed: %s" % (r.name, r.reason))
+
+
+def region_source(g, region):
+    """What the LLM reads as a region's problem.py: which part of the model the region is, and the
+    source of the modules written by the user (not torch.nn's) that its ops come from: for each op,
+    the nearest such module around it (the model at worst), each class once."""
+    owners = []
+    for node in g.nodes[region.start:region.end + 1]:
+        owner = _user_owner(g.model, _scope(node))
+        if owner not in owners:
+            owners.append(owner)
+    head = ["# Region `%s` (%s) of %s: %s. This task computes only these ops, on the activations and weights" % (
+                region.name, region.kind, type(g.model).__name__, ", ".join(op.split("::")[-1] for op in region.ops)),
+            "# graph.py lists (it is exact); the code below is the model's own, for context: %s" % ", ".join(
+                "%s (%s)" % ("the model" if not path else "module " + path, type(m).__name__) for path, m in owners)]
+    texts, seen = [], set()
+    for _, m in owners:
+        if type(m) not in seen:
+            seen.add(type(m))
+            texts.append(_class_source(type(m)))
+    return "\n".join(head) + "\n" + "\n".join(texts)
+
+
+def _user_owner(model, path):
+    """(path, module): the module at `path` or the first above it whose class is not torch's."""
+    parts = path.split(".") if path else []
+    for k in range(len(parts), 0, -1):
+        try:
+            m = model.get_submodule(".".join(parts[:k]))
+        except AttributeError:
+            continue
+        if not type(m).__module__.startswith("torch."):
+            return ".".join(parts[:k]), m
+    return "", model
+
+
+def _class_source(cls):
+    """The class's source; else (a class whose module is not importable, as a KernelBench problem run
+    from its file) its own methods' sources, which their code objects locate."""
+    try:
+        return inspect.getsource(cls)
+    except (OSError, TypeError):
+        pass
+    parts = []
+    for name in ("__init__", "forward"):
+        fn = cls.__dict__.get(name)
+        try:
+            parts.append(inspect.getsource(fn))
+        except (OSError, TypeError):
+            pass
+    if not parts:
+        return "# (the source of %s is not available)\n" % cls.__name__
+    return "class %s(...):  # its __init__ and forward\n%s" % (cls.__name__, "\n".join(parts))
 
 
 def _plan(g, regions, model_name, source, chosen, device, total, threshold):

@@ -80,6 +80,7 @@ def _source_of(obj):
         text = inspect.getsource(target)
     except (OSError, TypeError):
         text = "# (source not available: %r)\n" % (target,)
+    text = getattr(obj, "kevo_source", None) or text  # a model's region: export_model says what to show
     return os.path.abspath(path) if path else "<kernelevo.export_task>", text
 
 

@@ -1,10 +1,21 @@
 // Kernel extraction and SEARCH/REPLACE edits on awkward replies.
 #include <gtest/gtest.h>
 
+#include "language/registry.h"
 #include "llm/reply.h"
 
 namespace kevo::llm {
 namespace {
+
+// The reply parser as the search calls it: with every candidate language's fences (the registry's).
+const ReplyLanguages& languages() {
+    static const ReplyLanguages l{language::fence_tags(), language::marks_candidate};
+    return l;
+}
+std::string extract_kernel(const std::string& reply) { return llm::extract_kernel(reply, languages()); }
+std::string candidate_from_reply(const std::string& reply, const std::string* parent = nullptr) {
+    return llm::candidate_from_reply(reply, languages(), parent);
+}
 
 const std::string kKernel =
     "#include <kernelevo/abi.h>\n"

@@ -334,6 +334,15 @@ class Export(unittest.TestCase):
         self.assertEqual([i["name"] for i in task["inputs"]][-1], "attn_bias")
         for k, v in m.state_dict().items():
             self.assertTrue(torch.equal(v, before[k]), k)
+        # What the LLM reads as the region's PyTorch code: which region it is, and the user's classes
+        # its ops come from (mlp.c_fc's Linear and GELU are in MLP; torch.nn's own classes are not shown).
+        with open(os.path.join(self.dir, "block", "regions", "block_mlp_c_fc", "problem.py")) as f:
+            shown = f.read()
+        self.assertIn("# Region `mlp.c_fc` (gemm) of Block: linear, gelu.", shown)
+        self.assertIn("module mlp (MLP)", shown)
+        self.assertIn("return self.c_proj(self.act(self.c_fc(x)))", shown)
+        self.assertNotIn("source not available", shown)
+        self.assertNotIn("class Linear", shown)
 
     def test_dropout_region_refused_and_the_rest_exported(self):
         torch.manual_seed(0)

@@ -522,7 +522,7 @@ TEST(TritonCache, EntryKeepsTheSourceAndGoesStaleWhenItChanges) {
     m.triton = {{"triton_version", "3.6.0"}, {"launches", nlohmann::json::array()}};
     std::string py = gelu_source();
     cache::store(dir.path(), "// generated wrapper\n", m, &py);
-    fs::path pyfile = cache::triton_source_path(dir.path(), t.name, "sm_90");
+    fs::path pyfile = cache::candidate_source_path(dir.path(), t.name, "sm_90", triton::language());
     EXPECT_EQ(read_file(pyfile), py);
     cache::Lookup l = cache::lookup(dir.path(), t.name, "sm_90", t.hash(), t.reference_hash());
     ASSERT_EQ(l.state, cache::State::valid) << l.reason;

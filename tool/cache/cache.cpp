@@ -11,6 +11,7 @@
 #include "common/hash.h"
 #include "common/text.h"
 #include "compile/compile.h"
+#include "language/registry.h"
 #include "reference/reference.h"
 
 namespace kevo::cache {
@@ -35,7 +36,27 @@ T get_or(const nlohmann::json& j, const char* key, T def) {
     return j.at(key).get<T>();
 }
 
+// The language `backend` names when its candidate is kept beside the .cu (a cache_source_extension()), else nullptr.
+const CandidateLanguage* with_source_file(const std::string& backend) {
+    const CandidateLanguage* l = language::named(backend);
+    return l && !l->cache_source_extension().empty() ? l : nullptr;
+}
+
+// The key of the metadata that holds that language's facts ("" for none).
+std::string facts_key(const std::string& backend) {
+    const CandidateLanguage* l = with_source_file(backend);
+    return l ? l->cache_metadata_key() : "";
+}
+
 }  // namespace
+
+// An entry's possible files: the .cu, the .json and every language's candidate source.
+static std::vector<fs::path> entry_files(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
+    std::vector<fs::path> files = {source_path(cache_dir, function, arch), metadata_path(cache_dir, function, arch)};
+    for (const CandidateLanguage* l : language::all())
+        if (!l->cache_source_extension().empty()) files.push_back(candidate_source_path(cache_dir, function, arch, *l));
+    return files;
+}
 
 const char* state_name(State s) {
     switch (s) {
@@ -72,7 +93,7 @@ nlohmann::json EntryMeta::to_json() const {
     j["kernelevo_version"] = kernelevo_version;
     if (!note.empty()) j["note"] = note;
     j["backend"] = backend;
-    if (backend == "triton") j["triton"] = triton.is_null() ? nlohmann::json::object() : triton;
+    if (const std::string key = facts_key(backend); !key.empty()) j[key] = triton.is_null() ? nlohmann::json::object() : triton;
     return j;
 }
 
@@ -102,7 +123,8 @@ EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
         m.kernelevo_version = get_or<std::string>(j, "kernelevo_version", "");
         m.note = get_or<std::string>(j, "note", "");
         m.backend = get_or<std::string>(j, "backend", "cuda");
-        m.triton = j.contains("triton") ? j.at("triton") : nlohmann::json();
+        const std::string key = facts_key(m.backend);
+        m.triton = !key.empty() && j.contains(key) ? j.at(key) : nlohmann::json();
     } catch (const nlohmann::json::exception& e) {
         throw UsageError(std::string("cache metadata: ") + e.what());
     }
@@ -141,8 +163,9 @@ fs::path source_path(const fs::path& cache_dir, const std::string& function, con
 fs::path metadata_path(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
     return cache_dir / function / (arch + ".json");
 }
-fs::path triton_source_path(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
-    return cache_dir / function / (arch + ".py");
+fs::path candidate_source_path(const fs::path& cache_dir, const std::string& function, const std::string& arch,
+                               const CandidateLanguage& language) {
+    return cache_dir / function / (arch + language.cache_source_extension());
 }
 
 Lookup lookup(const fs::path& cache_dir, const std::string& function, const std::string& arch,
@@ -185,13 +208,14 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
         (legacy_reference_hash.empty() || m.reference_hash != legacy_reference_hash))
         why.push_back("the reference source changed");
     if (sha256_file(r.source) != m.source_hash) why.push_back("the kernel source was edited after it was stored");
-    if (m.backend == "triton") {
-        fs::path py = triton_source_path(cache_dir, function, arch);
+    if (const CandidateLanguage* l = with_source_file(m.backend)) {
+        fs::path src = candidate_source_path(cache_dir, function, arch, *l);
         std::string recorded = m.triton.is_object() ? m.triton.value("source_hash", "") : "";
-        if (!fs::is_regular_file(py)) why.push_back("the Triton source " + py.filename().string() + " is missing");
-        else if (sha256_file(py) != recorded)
-            why.push_back("the Triton source " + py.filename().string() + " was edited after it was stored (run kernelevo cache add "
-                          "on it to regenerate " + r.source.filename().string() + ")");
+        const std::string what = "the " + l->display_name() + " source " + src.filename().string();
+        if (!fs::is_regular_file(src)) why.push_back(what + " is missing");
+        else if (sha256_file(src) != recorded)
+            why.push_back(what + " was edited after it was stored (run kernelevo cache add on it to regenerate " +
+                          r.source.filename().string() + ")");
     }
     if (why.empty()) {
         r.state = State::valid;
@@ -218,7 +242,7 @@ std::vector<EntryReport> scan(const fs::path& cache_dir, const std::map<std::str
         auto t = tasks.find(e.function);
         r.checked = t != tasks.end();
         r.lookup = lookup(cache_dir, e.function, e.arch, r.checked ? &t->second : nullptr);
-        for (const fs::path& f : {r.lookup.source, r.lookup.metadata, triton_source_path(cache_dir, e.function, e.arch)}) {
+        for (const fs::path& f : entry_files(cache_dir, e.function, e.arch)) {
             std::error_code ec;
             if (!fs::is_regular_file(f, ec)) continue;
             const auto size = fs::file_size(f, ec);
@@ -232,35 +256,41 @@ std::vector<EntryReport> scan(const fs::path& cache_dir, const std::map<std::str
 }
 
 void store_candidate(const fs::path& cache_dir, const std::string& source, const CompileResult& compiled, EntryMeta meta) {
-    if (compiled.backend != "triton") {
+    const CandidateLanguage* l = with_source_file(compiled.backend);
+    if (!l) {
         store(cache_dir, source, meta);
         return;
     }
     if (!compiled.ok || compiled.generated_source.empty())
-        throw UsageError("cache: the Triton candidate did not compile, so there is no generated .cu to store: " + compiled.log);
-    meta.backend = "triton";
+        throw UsageError("cache: the " + l->display_name() + " candidate did not compile, so there is no generated .cu to store: " +
+                         compiled.log);
+    meta.backend = l->name();
     meta.triton = compiled.backend_info.is_object() ? compiled.backend_info : nlohmann::json::object();
     meta.triton.erase("aot_s");  // a timing of this compile, not a property of the entry
     store(cache_dir, compiled.generated_source, meta, &source);
 }
 
-void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta, const std::string* triton_source) {
+void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta, const std::string* candidate_source) {
     if (!is_identifier(meta.function)) throw UsageError("cache: '" + meta.function + "' is not a valid function name");
     if (!is_normalized_arch(meta.arch)) throw UsageError("cache: '" + meta.arch + "' is not an architecture such as sm_90");
     meta.source_hash = sha256_hex(source);
     if (meta.date.empty()) meta.date = utc_now();
-    fs::path py = triton_source_path(cache_dir, meta.function, meta.arch);
-    if (triton_source) {
-        meta.backend = "triton";
+    const CandidateLanguage* l = with_source_file(meta.backend);
+    if (candidate_source && !l) l = with_source_file(language::of_source(*candidate_source).name());
+    if (candidate_source && l) {
+        const fs::path src = candidate_source_path(cache_dir, meta.function, meta.arch, *l);
+        meta.backend = l->name();
         if (!meta.triton.is_object()) meta.triton = nlohmann::json::object();
-        meta.triton["source_hash"] = sha256_hex(*triton_source);
-        meta.triton["source_file"] = py.filename().string();
-        write_file_atomic(py, *triton_source);
-    } else if (meta.backend == "triton") {
-        throw UsageError("cache: a Triton entry needs its Triton source");
-    } else {
+        meta.triton["source_hash"] = sha256_hex(*candidate_source);
+        meta.triton["source_file"] = src.filename().string();
+        write_file_atomic(src, *candidate_source);
+    } else if (l) {
+        throw UsageError("cache: a " + l->display_name() + " entry needs its " + l->display_name() + " source");
+    }
+    for (const CandidateLanguage* other : language::all()) {  // a kernel replaces an earlier entry in another language
+        if (other == l || other->cache_source_extension().empty()) continue;
         std::error_code ec;
-        fs::remove(py, ec);  // a CUDA kernel replaces an earlier Triton entry
+        fs::remove(candidate_source_path(cache_dir, meta.function, meta.arch, *other), ec);
     }
     write_file_atomic(source_path(cache_dir, meta.function, meta.arch), source);
     write_file_atomic(metadata_path(cache_dir, meta.function, meta.arch), meta.to_json().dump(2) + "\n");
@@ -279,8 +309,7 @@ void remove_entry(const fs::path& cache_dir, const std::string& function, const 
                          "entry is not wanted");
     // A file that is a link is removed itself, never what it points to (std::filesystem::remove).
     std::error_code ec;
-    for (const fs::path& f : {source_path(cache_dir, function, arch), metadata_path(cache_dir, function, arch),
-                              triton_source_path(cache_dir, function, arch)}) {
+    for (const fs::path& f : entry_files(cache_dir, function, arch)) {
         fs::remove(f, ec);
         if (ec) throw UsageError("cache: cannot remove " + f.string() + ": " + ec.message());
     }

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compile/compile.h"
+#include "compile/language.h"
 #include "task/task.h"
 
 namespace kevo::cache {
@@ -37,8 +38,12 @@ struct EntryMeta {
     std::string date;                          // ISO 8601 UTC (filled by store() when empty)
     std::string kernelevo_version;
     std::string note;                          // free text ("hand-written: float4 loads, one pass")
-    std::string backend = "cuda";              // "cuda" | "triton" (the .cu was generated from NAME/sm_XX.py)
-    nlohmann::json triton;                     // backend triton: source_hash (of the .py), triton_version, launches
+    std::string backend = "cuda";              // the candidate's language (language/registry.h)
+    // A language whose candidate is not the .cu (CandidateLanguage::cache_source_extension(): the .cu
+    // was generated from NAME/sm_XX.<ext>): its facts, under its cache_metadata_key() in the file:
+    // source_hash (of that source), source_file, its version, launches. Pending: named for the one
+    // such language until commands/cache_command.cpp, which reads it, moves to workflows/.
+    nlohmann::json triton;
     nlohmann::json to_json() const;
     static EntryMeta from_json(const nlohmann::json& j);  // throws UsageError on a broken file
 };
@@ -62,8 +67,9 @@ struct Lookup {
 
 std::filesystem::path source_path(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
 std::filesystem::path metadata_path(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
-// A Triton entry's candidate source, kept beside the generated .cu: NAME/sm_XX.py.
-std::filesystem::path triton_source_path(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
+// The candidate source of an entry in `language`, kept beside the generated .cu: NAME/sm_XX.<ext>.
+std::filesystem::path candidate_source_path(const std::filesystem::path& cache_dir, const std::string& function,
+                                            const std::string& arch, const CandidateLanguage& language);
 
 // task_hash / reference_hash empty: not checked (state is valid unless the entry is broken or
 // its source was edited). An entry recording legacy_reference_hash (Task::reference_file_hash():
@@ -84,15 +90,16 @@ Lookup lookup(const std::filesystem::path& cache_dir, const std::string& functio
 
 // Writes both files atomically (source first, metadata last), filling meta.source_hash (and
 // meta.date when empty). Throws UsageError when function/arch are not valid names.
-// With `triton_source` (meta.backend "triton"; `source` is then the .cu generated from it), also
-// writes NAME/sm_XX.py and records its hash: editing the .py makes the entry stale.
+// With `candidate_source` (in meta.backend's language, or else the language that recognizes it;
+// `source` is then the .cu generated from it), also writes NAME/sm_XX.<ext> and records its hash:
+// editing it makes the entry stale. Any other language's source file of the entry is removed.
 void store(const std::filesystem::path& cache_dir, const std::string& source, EntryMeta meta,
-           const std::string* triton_source = nullptr);
+           const std::string* candidate_source = nullptr);
 
-// Stores a candidate with its metadata: a CUDA .cu as it is; a Triton candidate (compiled.backend
-// "triton") as the .cu generated from it (compiled.generated_source) with the .py beside it and
-// the Triton metadata (version, specializations). Throws UsageError when a Triton candidate did
-// not compile.
+// Stores a candidate with its metadata: a CUDA .cu as it is; a candidate in a language with a
+// cache_source_extension() (compiled.backend) as the .cu generated from it (compiled.generated_source)
+// with its source beside it and its compile's facts (version, specializations). Throws UsageError
+// when such a candidate did not compile.
 void store_candidate(const std::filesystem::path& cache_dir, const std::string& source, const CompileResult& compiled, EntryMeta meta);
 
 // Every entry under cache_dir: (function, arch) pairs for which a .cu or a .json exists, sorted.
@@ -104,13 +111,13 @@ std::vector<EntryName> list_entries(const std::filesystem::path& cache_dir);
 // "" or, when the entry folder cache_dir/function is a symbolic link, why nothing is deleted
 // through it ("DIR/NAME is a symbolic link (to TARGET)"): the cache never follows a link out of it.
 std::string linked_folder(const std::filesystem::path& cache_dir, const std::string& function);
-// Deletes one entry's files (NAME/sm_XX.cu, .json and a Triton entry's .py) and NAME/ when left
+// Deletes one entry's files (NAME/sm_XX.cu, .json and any language's candidate source) and NAME/ when left
 // empty. Never through a symbolic link: a file that is a link is removed itself, not what it points
 // to, and an entry whose folder is a link is refused (UsageError, linked_folder()'s reason).
 void remove_entry(const std::filesystem::path& cache_dir, const std::string& function, const std::string& arch);
 
 // One entry as the cache commands see it: its lookup() against its function's task (when
-// `tasks` has one) and the bytes of its files (.cu, .json and a Triton entry's .py).
+// `tasks` has one) and the bytes of its files (.cu, .json and any language's candidate source).
 struct EntryReport {
     std::string function, arch;
     Lookup lookup;

@@ -7,16 +7,22 @@
 #include <cerrno>
 #include <regex>
 
+#include "language/registry.h"
+
 namespace kevo::cache {
 namespace fs = std::filesystem;
 
 const std::vector<ObjectArea>& object_areas() {
-    static const std::vector<ObjectArea> areas = {
-        {"kernels", "CUDA kernels built by nvcc"},
-        {"references", "LibTorch references"},
-        {"triton", "Triton kernels"},
-        {"worker", "a worker's fetched tasks and objects"},
-    };
+    // CUDA's kernels, the references, every other language's objects, a worker's.
+    static const std::vector<ObjectArea> areas = [] {
+        std::vector<ObjectArea> a;
+        for (const CandidateLanguage* l : language::all()) {
+            a.push_back({l->object_folder(), l->object_description()});
+            if (a.size() == 1) a.push_back({"references", "LibTorch references"});
+        }
+        a.push_back({"worker", "a worker's fetched tasks and objects"});
+        return a;
+    }();
     return areas;
 }
 

@@ -1,5 +1,5 @@
 // The compiled-object cache (cache_root(): ~/.cache/kernelevo, $KERNELEVO_CACHE_HOME): what nvcc,
-// LibTorch and Triton builds and a worker's fetched objects leave there, summarized and cleaned like
+// LibTorch and every candidate language's builds and a worker's fetched objects leave there, summarized and cleaned like
 // `ccache -s` / `ccache -C` (`kernelevo cache objects stats|clean`). Search states and device
 // measurements under the same root are not objects and are never touched.
 #pragma once
@@ -12,8 +12,8 @@ namespace kevo::cache {
 
 // The subfolders of cache_root() that hold compiled objects, and what each holds.
 struct ObjectArea {
-    const char* folder;
-    const char* what;
+    std::string folder;
+    std::string what;
 };
 const std::vector<ObjectArea>& object_areas();
 

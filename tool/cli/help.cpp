@@ -154,7 +154,7 @@ public:
         return out;
     }
 
-    // " INT=3", " {cuda,triton,both}=cuda", " TEXT ... REQUIRED": the value's kind without the
+    // " INT=3", " {full,diff,mixed}=mixed", " TEXT ... REQUIRED": the value's kind without the
     // validators' words (a range is checked, and said, when a value is out of it).
     std::string make_option_opts(const CLI::Option* opt) const override {
         if (!opt->get_option_text().empty()) return " " + opt->get_option_text();

@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "compile/arch_support.h"
 #include "baseline/baseline.h"
-#include "triton/backends.h"
+#include "language/registry.h"
 #include "validate/annotate.h"
 #include "validate/validate.h"
 
@@ -167,12 +167,10 @@ void register_validate_command(CLI::App& app, int& rc) {
                                        "Exit 0 ok, 1 the candidate failed, "
                                        "2 bad usage, a broken task or setup, or no GPU to run on (status no_device).");
     cmd->add_option("--task", args->task, "Task file (JSON)")->required();
-    cmd->add_option("--kernel", args->kernel,
-                    "Candidate kernel: one .cu file defining kevo_forward (see kernelevo/abi.h), or a Triton candidate: one .py "
-                    "with @triton.jit kernels and KEVO_LAUNCH, compiled ahead of time by Triton")->required();
-    cmd->add_option("--backend", args->backend, "cuda, triton, or auto (Triton when the file is a Triton candidate)")
+    cmd->add_option("--kernel", args->kernel, language::kernel_help())->required();
+    cmd->add_option("--backend", args->backend, language::backend_help())
         ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "cuda", "triton"}));
+        ->check(CLI::IsMember(language::backend_choices()));
     cmd->add_option("--python", args->python,
                     "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3); also the Python with PyTorch "
                     "for the baselines (default: python3 if it has torch, else /usr/bin/python3)");
@@ -240,9 +238,13 @@ void register_validate_command(CLI::App& app, int& rc) {
         // An architecture the toolkit cannot compile is a setup error, not a failed candidate.
         require_toolkit_arch(v->arch(), opt.compile);
         const bool progress = !args->json && !quiet();
-        if (progress)
+        if (progress) {
+            // A language whose candidate is not the .cu compiles it into one ahead of time.
+            const CandidateLanguage& l = language::chosen(source, opt.compile);
+            const bool ahead = !l.cache_source_extension().empty();
             std::cerr << "kernelevo: compiling " << args->kernel << " for " << v->arch()
-                      << (candidate_backend(source, opt.compile) == "triton" ? " (Triton, ahead of time)" : "") << " ...\n";
+                      << (ahead ? " (" + l.display_name() + ", ahead of time)" : "") << " ...\n";
+        }
         CompileResult c = v->compile(source);
         if (progress && c.ok) {
             char b[64];

@@ -1,7 +1,7 @@
 // Compiling a candidate kernel (.cu, kernel ABI) into a shared object with nvcc, in a private temp
 // dir, cached by content hash. Thread-safe: compiles may run in parallel on the CPU cores.
-// The CUDA backend of the compile seam (compile/backend.h); a candidate of any backend is compiled
-// through compile_candidate() (tool/triton/backends.h).
+// CUDA's compile step of the candidate-language seam (compile/language.h); a candidate in any
+// language is compiled through compile_candidate() (language/registry.h).
 #pragma once
 #include <filesystem>
 #include <memory>
@@ -24,16 +24,16 @@ struct CompileOptions {
     long memory_bytes = 8L << 30;              // address-space limit of each compiler process
     std::filesystem::path cache_dir;           // empty: cache_root()/kernels
     std::string nvcc;                          // empty: $KERNELEVO_NVCC, else nvcc on PATH / CUDA's bin
-    // Read by compile_candidate() and the Triton backend only. They stay here, in the one options
-    // struct that the validator, the worker queue and the commands carry without knowing backends:
-    // a per-backend options type would have to travel through all of them.
-    std::string backend = "auto";              // "cuda", "triton", or "auto": Triton when the source is a Triton candidate
-    std::string python;                        // Triton: empty: $KERNELEVO_PYTHON, else python3
-    std::shared_ptr<const Task> task;          // Triton: the task whose tensors and dimensions the launch description binds
+    // Read by compile_candidate() and the languages compiled through Python only. They stay here, in
+    // the one options struct that the validator, the worker queue and the commands carry without
+    // knowing languages: a per-language options type would have to travel through all of them.
+    std::string backend = "auto";              // a CandidateLanguage::name(), or "auto": the language that recognizes the source
+    std::string python;                        // a Python-compiled language: empty: $KERNELEVO_PYTHON, else python3
+    std::shared_ptr<const Task> task;          // the task whose tensors and dimensions a launch description binds
 };
 
-// The CUDA backend: nvcc. options.backend, python and task are not read (a Triton candidate goes
-// through compile_candidate(), tool/triton/backends.h).
+// CUDA's compile: nvcc. options.backend, python and task are not read (a candidate in another
+// language goes through compile_candidate(), language/registry.h).
 CompileResult compile_kernel(const std::string& source, const CompileOptions& options);
 
 // The nvcc used (for metadata): its path and "release X.Y" line.

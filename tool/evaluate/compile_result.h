@@ -1,4 +1,4 @@
-// What compiling a candidate gives (compile/ builds it, triton/ fills its Triton fields, the
+// What compiling a candidate gives (compile/ builds it, a language compiled ahead of time fills its own fields, the
 // validator and the queue carry it): the library, its hashes, the log, and what ptxas said about
 // each kernel.
 #pragma once
@@ -35,9 +35,9 @@ struct CompileResult {
     std::string source_hash;        // sha256 of the source + flags + arch + nvcc version
     std::string arch;
     std::vector<KernelResources> kernels;  // registers, spills, shared memory per __global__ (ptxas -v)
-    std::string backend = "cuda";   // "cuda" or "triton"
-    std::string generated_source;   // Triton: the kernel-ABI .cu built around Triton's AOT output (what a cache entry stores)
-    nlohmann::json backend_info;    // Triton: triton_version, launches (specializations), aot_s
+    std::string backend = "cuda";   // the candidate's language (CandidateLanguage::name(), compile/language.h)
+    std::string generated_source;   // a language compiled ahead of time: the kernel-ABI .cu built from it (what a cache entry stores)
+    nlohmann::json backend_info;    // that language's facts: its version, launches (specializations), aot_s
 };
 
 // A compile result as it travels from a compile worker to the search (worker/): one list of the

@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "common/hash.h"
-#include "triton/launch.h"
+#include "language/registry.h"
 
 namespace kevo::evolve {
 
@@ -65,25 +65,11 @@ std::string normalize_source(const std::string& s) {
 std::string normalized_hash(const std::string& source) { return sha256_hex(normalize_source(source)); }
 
 std::string technique_of(const std::string& source) {
-    // Triton programs have techniques of their own, so an archive keeps the best of each backend.
-    if (triton::is_triton_source(source)) {
-        static const std::vector<std::pair<std::regex, const char*>> triton_rules = {
-            {std::regex(R"(\btl\.dot\b)"), "triton_dot"},
-            {std::regex(R"(\btl\.(sum|max|min|reduce|cumsum|argmax|argmin)\b)"), "triton_reduce"},
-        };
-        for (const auto& [re, tag] : triton_rules)
-            if (std::regex_search(source, re)) return tag;
-        return "triton_plain";
-    }
-    static const std::vector<std::pair<std::regex, const char*>> rules = {
-        {std::regex(R"(\bwmma::|\bmma\.sync|\bmma_sync\b|\bwgmma\b|__hmma)"), "tensor_core"},
-        {std::regex(R"(__shfl_\w*sync|cooperative_groups::reduce|cg::reduce)"), "warp_shuffle"},
-        {std::regex(R"(__shared__)"), "shared_memory"},
-        {std::regex(R"(\b(float4|float2|half2|__half2|int4|uint4|double2|__nv_bfloat162)\b)"), "vectorized"},
-    };
-    for (const auto& [re, tag] : rules)
-        if (std::regex_search(source, re)) return tag;
-    return "plain";
+    // Each language has techniques of its own, so an archive keeps the best of each language.
+    const CandidateLanguage& language = language::of_source(source);
+    for (const Technique& t : language.techniques())
+        if (std::regex_search(source, t.pattern)) return t.tag;
+    return language.plain_technique();
 }
 
 int speedup_bin(double speedup) {

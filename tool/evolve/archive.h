@@ -17,9 +17,10 @@ namespace kevo::evolve {
 std::string normalize_source(const std::string& source);
 std::string normalized_hash(const std::string& source);
 
-// The most advanced technique a kernel uses: "tensor_core", "warp_shuffle", "shared_memory",
-// "vectorized" or "plain"; for Triton programs "triton_dot", "triton_reduce" or "triton_plain"
-// (so CUDA and Triton programs never compete for one cell).
+// The most advanced technique a kernel uses, by the techniques of its language
+// (CandidateLanguage::techniques(), language/registry.h): for CUDA "tensor_core", "warp_shuffle",
+// "shared_memory", "vectorized" or "plain". Tags differ across languages, so programs of two
+// languages never compete for one cell.
 std::string technique_of(const std::string& source);
 
 // Speedup bins: quarter octaves (1.0, 1.19, 1.41, 1.68, 2.0, ...), clamped to [-16, 32].

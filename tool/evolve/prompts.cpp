@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "language/registry.h"
 
 namespace kevo::evolve {
 
@@ -10,8 +11,10 @@ extern const std::map<std::string, std::string> kEmbeddedPrompts;
 
 Prompts::Prompts() : templates_(kEmbeddedPrompts) {}
 
-const std::vector<std::string>& Prompts::names() {
-    static const std::vector<std::string> n = {"system", "abi", "triton", "seed", "mutate_full", "mutate_diff", "repair"};
+std::vector<std::string> Prompts::names() {
+    std::vector<std::string> n = {"system"};
+    for (const CandidateLanguage* l : language::all()) n.push_back(l->prompt_template());  // "abi": CUDA's
+    for (const char* t : {"seed", "mutate_full", "mutate_diff", "repair"}) n.push_back(t);
     return n;
 }
 

@@ -5,7 +5,7 @@
 // Templates and their placeholders:
 //   system       (none)
 //   abi          (none)                      the kernel ABI text with a short example
-//   triton       (none)                      the Triton candidate format (KEVO_LAUNCH) with an example
+//   (one per further candidate language, CandidateLanguage::prompt_template(): its format, with an example)
 //   seed         task_name task reference abi gpu speed_of_light language fence
 //   mutate_full  task_name task reference abi gpu speed_of_light language fence parent_code parent_fence
 //                parent_metrics inspirations tried feedback
@@ -15,8 +15,8 @@
 // does not repeat one: a kernel identical to an earlier one is dropped unevaluated.
 // feedback holds the validation result: timings, the speed-of-light line, ptxas resources and, for
 // the best kernels, the profiler's summary.
-// For a Triton candidate {{abi}} is the triton template, {{language}} "Triton" and {{fence}}
-// "python"; for CUDA the abi template, "CUDA" and "cuda".
+// {{abi}} is the candidate language's template, {{language}} its display name and {{fence}} its
+// first fence tag (compile/language.h): for CUDA the abi template, "CUDA" and "cuda".
 #pragma once
 #include <filesystem>
 #include <map>
@@ -28,7 +28,7 @@ namespace kevo::evolve {
 class Prompts {
 public:
     Prompts();  // the embedded defaults
-    static const std::vector<std::string>& names();
+    static std::vector<std::string> names();  // system, every language's template, seed, ...
     // Replaces the templates that DIR/<name>.md provides. Throws UsageError when DIR is not a
     // directory or provides none of them.
     void load_overrides(const std::filesystem::path& dir);

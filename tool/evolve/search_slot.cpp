@@ -50,7 +50,7 @@ SlotRunner::Plan SlotRunner::make_plan(const Slot& slot, Rng& rng) {
     plan.initial = slot.generation == 0 && !cfg.initial_source.empty();
     plan.kind = plan.initial ? "initial" : plan.parent ? "mutation" : "seed";
     plan.backend = island_backend(slot.island);
-    // A parent in the other backend (a migrant, or the seed on a CUDA island of a "both" run)
+    // A parent in another language (a migrant, or the seed on a CUDA island of a "both" run)
     // is translated: a full rewrite in this island's backend.
     plan.translate = plan.parent && backend_of(plan.parent->source) != plan.backend;
     if (plan.translate) plan.diff = false;
@@ -95,10 +95,12 @@ SlotRunner::Request SlotRunner::first_request(const Plan& plan) {
         r.vars["inspirations"] = inspirations_text(plan.inspirations);
         r.vars["tried"] = tried_text(*plan.island);
         std::string fb = "Current kernel: " + parent->feedback;
-        if (plan.translate)
-            fb = "The current kernel is written in " + std::string(backend == "triton" ? "CUDA" : "Triton") +
-                 "; write the " + (backend == "triton" ? "Triton" : "CUDA") + " version of it (the same algorithm where it " +
-                 "fits), in the " + (backend == "triton" ? "Triton" : "CUDA") + " kernel format above.\n\n" + fb;
+        if (plan.translate) {
+            const std::string from = language_named(backend_of(parent->source)).display_name();
+            const std::string to = language_named(backend).display_name();
+            fb = "The current kernel is written in " + from + "; write the " + to + " version of it (the same algorithm " +
+                 "where it fits), in the " + to + " kernel format above.\n\n" + fb;
+        }
         if (!plan.island->last_feedback.empty() && plan.island->last_feedback != parent->feedback)
             fb += "\n\nMost recent candidate on this island: " + plan.island->last_feedback;
         r.vars["feedback"] = fb;
@@ -129,7 +131,8 @@ store::Program SlotRunner::attempt(const Slot& slot, const Plan& plan, int n, co
         store::LlmCall call = llm_call(key, n == 0 ? plan.kind : "repair", request.messages);
         p.llm_call_id = call.id;
         try {
-            p.source = llm::candidate_from_reply(call.reply, request.edit_base.empty() ? nullptr : &request.edit_base);
+            p.source = llm::candidate_from_reply(call.reply, reply_languages(),
+                                                 request.edit_base.empty() ? nullptr : &request.edit_base);
         } catch (const llm::ReplyError& e) {
             p.status = program_state_name(ProgramState::no_code);
             p.feedback = std::string("Your reply could not be used: ") + e.what();
@@ -247,14 +250,14 @@ std::string tried_text(const Island& island) {
 }
 
 std::map<std::string, std::string> SlotRunner::base_vars(const std::string& backend) const {
-    const bool tr = backend == "triton";
+    const CandidateLanguage& l = language_named(backend);
     return {{"task_name", s_.task.name}, {"task", s_.task_text}, {"reference", s_.reference},
-            {"abi", s_.prompts.text(tr ? "triton" : "abi")}, {"gpu", s_.gpu_text}, {"speed_of_light", s_.limits_text},
-            {"language", tr ? "Triton" : "CUDA"}, {"fence", fence_of(backend)}};
+            {"abi", s_.prompts.text(l.prompt_template())}, {"gpu", s_.gpu_text}, {"speed_of_light", s_.limits_text},
+            {"language", l.display_name()}, {"fence", fence_of(backend)}};
 }
 
 std::string SlotRunner::island_backend(int island) const {
-    if (s_.cfg.backend == "both") return island % 2 == 0 ? "triton" : "cuda";
+    if (s_.cfg.backend == "both") return mixed_language(island);
     return s_.cfg.backend;
 }
 

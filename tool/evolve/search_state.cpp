@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "evolve/prompt_text.h"
-#include "triton/launch.h"
+#include "language/registry.h"
 
 namespace kevo::evolve::detail {
 
@@ -20,8 +20,25 @@ Elite elite_of(const store::Program& p) {
     return Elite{p.id, p.speedup, technique_of(p.source), static_cast<int64_t>(normalize_source(p.source).size())};
 }
 
-std::string backend_of(const std::string& source) { return triton::is_triton_source(source) ? "triton" : "cuda"; }
-std::string fence_of(const std::string& backend) { return backend == "triton" ? "python" : "cuda"; }
+std::string backend_of(const std::string& source) { return language::of_source(source).name(); }
+
+const CandidateLanguage& language_named(const std::string& backend) {
+    const CandidateLanguage* l = language::named(backend);
+    if (!l) throw UsageError("no candidate language named '" + backend + "'");
+    return *l;
+}
+
+std::string fence_of(const std::string& backend) { return language_named(backend).fence_tags().front(); }
+
+const llm::ReplyLanguages& reply_languages() {
+    static const llm::ReplyLanguages l{language::fence_tags(), language::marks_candidate};
+    return l;
+}
+
+std::string mixed_language(int island) {
+    const auto& all = language::all();
+    return all[all.size() - 1 - static_cast<size_t>(island) % all.size()]->name();
+}
 
 namespace {
 bool counts_as_failed(const std::string& status) {

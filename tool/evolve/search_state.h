@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compile/language.h"
 #include "evaluate/evaluator.h"
 #include "evolve/archive.h"
 #include "evolve/batch_mode.h"
@@ -21,6 +22,7 @@
 #include "evolve/search.h"
 #include "evolve/waste.h"
 #include "llm/budget.h"
+#include "llm/reply.h"
 #include "store/store.h"
 #include "task/task.h"
 
@@ -50,8 +52,13 @@ struct Stopped {};
 
 std::string fixed(double v, int digits);
 Elite elite_of(const store::Program& p);
-std::string backend_of(const std::string& source);  // "triton" or "cuda"
-std::string fence_of(const std::string& backend);   // the Markdown fence of a backend's code
+std::string backend_of(const std::string& source);  // the name of its language (language/registry.h)
+const CandidateLanguage& language_named(const std::string& backend);  // UsageError when none is
+std::string fence_of(const std::string& backend);   // the Markdown fence of a language's code
+const llm::ReplyLanguages& reply_languages();        // the reply parser's view of every language
+// The language island `island` of a "both" run writes: every language in turn, the last listed
+// first (of two: even islands the second language, odd ones CUDA).
+std::string mixed_language(int island);
 
 struct Slot {
     std::string key;  // "g0.seed", "g3.i1.c0"

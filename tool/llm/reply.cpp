@@ -2,6 +2,7 @@
 #include "llm/reply.h"
 
 #include <cctype>
+#include <algorithm>
 #include <set>
 
 #include "llm/util.h"
@@ -67,11 +68,8 @@ bool closing_fence(const std::string& line, const Fence& fence) {
     return t.size() >= fence.length && t.find_first_not_of(fence.ch) == std::string::npos;
 }
 
-bool is_code_language(const std::string& info) {
-    static const std::set<std::string> langs = {"",  "cuda", "cu",  "cpp", "c++", "cxx", "cc",
-                                                "c", "h",    "hpp", "cuh", "hxx",
-                                                "python", "py", "triton"};  // Triton candidates
-    return langs.count(info) > 0;
+bool is_code_language(const std::string& info, const ReplyLanguages& languages) {
+    return std::find(languages.fence_tags.begin(), languages.fence_tags.end(), info) != languages.fence_tags.end();
 }
 
 // Blanks out comments and string/char literals (keeping newlines), so that identifiers found
@@ -173,7 +171,7 @@ bool defines_kevo_forward(const std::string& source) {
     return false;
 }
 
-std::string extract_kernel(const std::string& raw_reply) {
+std::string extract_kernel(const std::string& raw_reply, const ReplyLanguages& languages) {
     const std::vector<std::string> lines = split_lines(normalize_newlines(raw_reply));
     std::vector<std::string> blocks;
     size_t other_blocks = 0;
@@ -182,7 +180,7 @@ std::string extract_kernel(const std::string& raw_reply) {
         if (!opening_fence(lines[i], fence)) continue;
         size_t end = i + 1;
         while (end < lines.size() && !closing_fence(lines[end], fence)) ++end;
-        if (is_code_language(fence.info)) blocks.push_back(join_lines(lines, i + 1, end));
+        if (is_code_language(fence.info, languages)) blocks.push_back(join_lines(lines, i + 1, end));
         else ++other_blocks;
         i = end;
     }
@@ -196,7 +194,7 @@ std::string extract_kernel(const std::string& raw_reply) {
     }
     if (blocks.size() == 1) return blocks[0];
     for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-        if (defines_kevo_forward(*it) || it->find("KEVO_LAUNCH") != std::string::npos) return *it;  // CUDA or Triton
+        if (defines_kevo_forward(*it) || (languages.marks_candidate && languages.marks_candidate(*it))) return *it;
     throw ReplyError("the reply has " + std::to_string(blocks.size()) +
                      " code blocks and none defines kevo_forward; put the complete kernel source, with "
                      "extern \"C\" int kevo_forward(...), in one ```cuda block");
@@ -286,14 +284,14 @@ std::string apply_edits(const std::string& parent, const std::string& reply) {
     return out;
 }
 
-std::string candidate_from_reply(const std::string& reply, const std::string* parent) {
+std::string candidate_from_reply(const std::string& reply, const ReplyLanguages& languages, const std::string* parent) {
     if (!parse_edit_blocks(reply).empty()) {
         if (!parent)
             throw ReplyError("the reply has SEARCH/REPLACE edit blocks but there is no parent source to apply them "
                              "to; send the complete kernel source in one ```cuda block");
         return apply_edits(*parent, reply);
     }
-    return extract_kernel(reply);
+    return extract_kernel(reply, languages);
 }
 
 }  // namespace kevo::llm

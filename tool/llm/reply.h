@@ -2,6 +2,7 @@
 // aider-style SEARCH/REPLACE edit blocks to the parent source. Error messages are precise enough to
 // be fed back to the model in a repair prompt.
 #pragma once
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,14 +14,22 @@ struct ReplyError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// The kernel source in a reply. Code blocks are fenced with ``` or ~~~ and tagged cuda, cu, cpp,
-// c++, cxx, cc, c, h, hpp or nothing; blocks in other languages are ignored. With one such block,
-// that block; with several, the last one that defines kevo_forward (models tend to put the final
-// version last). A reply with no fence at all is taken whole when it defines kevo_forward (some
+// The languages a reply's code may be written in (language/registry.h has them for every candidate
+// language): the tags their code fences carry ("" for an untagged fence), and what marks a block as
+// a whole candidate besides a definition of kevo_forward (empty: nothing else).
+struct ReplyLanguages {
+    std::vector<std::string> fence_tags;
+    std::function<bool(const std::string&)> marks_candidate;
+};
+
+// The kernel source in a reply. Code blocks are fenced with ``` or ~~~ and tagged with one of
+// `languages`' tags (CUDA's: cuda, cu, cpp, c++, cxx, cc, c, h, hpp or nothing); blocks in other
+// languages are ignored. With one such block, that block; with several, the last one that defines
+// kevo_forward or that a language marks (models tend to put the final version last). A reply with no fence at all is taken whole when it defines kevo_forward (some
 // local models answer with bare code). An unterminated last fence runs to the end of the reply.
 // Line endings come back as "\n". Throws ReplyError when there is no block, or when several blocks
 // are present and none defines kevo_forward.
-std::string extract_kernel(const std::string& reply);
+std::string extract_kernel(const std::string& reply, const ReplyLanguages& languages);
 
 // True when `source` defines (not just declares or calls) a function named kevo_forward.
 bool defines_kevo_forward(const std::string& source);
@@ -48,6 +57,6 @@ std::string apply_edits(const std::string& parent, const std::string& reply);
 
 // The candidate a reply describes: apply_edits() when the reply has edit blocks and a parent is
 // given, otherwise extract_kernel().
-std::string candidate_from_reply(const std::string& reply, const std::string* parent = nullptr);
+std::string candidate_from_reply(const std::string& reply, const ReplyLanguages& languages, const std::string* parent = nullptr);
 
 }  // namespace kevo::llm

@@ -1,5 +1,5 @@
-// The Triton backend of the compile seam (compile/backend.h, chosen by compile_candidate() in
-// backends.h): a Triton candidate (one Python file, see launch.h) is
+// Triton's compile behind the candidate-language seam (compile/language.h; its language is
+// backends.h's, chosen by compile_candidate() in language/registry.h): a Triton candidate (one Python file, see launch.h) is
 // compiled ahead of time by Triton (python -m triton.tools.compile, one process per
 // specialization, in parallel, through run_process like nvcc) into C with the cubin embedded,
 // wrapped into a kernel-ABI .cu (aot.h) and compiled by the CUDA path (the wrapper opens the CUDA

@@ -17,7 +17,7 @@
 #include "reference/reference.h"
 #include "common/hash.h"
 #include "task/fitness.h"
-#include "triton/backends.h"
+#include "language/registry.h"
 #include "sandbox/confine.h"
 #include "sandbox/sandbox.h"
 #include "device/tolerance.h"
@@ -203,9 +203,9 @@ std::string Validator::arch() {
 CompileResult Validator::compile(const std::string& source) {
     CompileOptions co = options_.compile;
     co.arch = arch();
-    // A Triton candidate binds the task's tensors and dimensions (its launch description).
+    // A candidate with a launch description binds the task's tensors and dimensions.
     if (!co.task) co.task = std::make_shared<const Task>(task_);
-    return compile_candidate(source, co);  // CUDA or Triton (CompileOptions::backend)
+    return compile_candidate(source, co);  // in its language (CompileOptions::backend)
 }
 
 ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed_offset, bool fresh_reference) {

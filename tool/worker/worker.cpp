@@ -135,8 +135,9 @@ nlohmann::json ValidatorHandler::handle(const Claimed& job, Queue& queue, const 
     Validator& v = validator(spec, queue);
     if (spec.kind == "compile") {
         CompileResult cr = v.compile(spec.source);
-        // Every field of the result travels (compile/compile.h): a Triton candidate's generated .cu
-        // and AOT facts too, so the search host stores the best kernel without a Triton of its own,
+        // Every field of the result travels (compile/compile.h): the .cu generated from a candidate in
+        // a language compiled ahead of time, and that compile's facts too, so the search host stores
+        // the best kernel without that language's compiler of its own,
         // and ptxas's figures, which the search's prompts quote.
         nlohmann::json r = compile_result_to_json(cr);
         r["kind"] = "compile";

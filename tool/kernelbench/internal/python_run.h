@@ -18,7 +18,7 @@ namespace kevo::kernelbench {
 namespace fs = std::filesystem;
 
 // What the import needs to know of a Python: its torch ("1.13.1 cuda=False") and, to run it in the
-// sandbox with its installation read-only, where it lives (as the Triton compile's probe does:
+// sandbox with its installation read-only, where it lives (as the ahead-of-time compile's probe does:
 // sys.executable, the import path that becomes PYTHONPATH inside, the prefixes).
 using PythonInfo = PythonInstall;
 

@@ -1,0 +1,2 @@
+// Triton itself may name Triton
+const char* kName = "triton";
