@@ -24,7 +24,7 @@ TEST(StateCheck, AResumeReadsTheFileOnce) {
     TempDir dir;
     const std::string path = make_state(dir);
     const int64_t before = state_content_checks();
-    StateCheck checked = check_state(path);  // what search_command.cpp does before taking the lease
+    StateCheck checked = check_state(path);  // what workflows::run_search (tool/workflows/search.cpp) does before taking the lease
     auto store = open_store(path, Access::read_write, checked);
     EXPECT_EQ(state_content_checks() - before, 1);
     EXPECT_EQ(store->get_meta("x"), nlohmann::json(7));
