@@ -217,6 +217,65 @@ std::string baselines_line(const nlohmann::json& b) {
     }
     return line + "\n";
 }
+
+// Batch mode: which requests went into which file, and what became of them ("" without batches).
+std::string batches_line(store::Store& st) {
+    auto batched = st.batch_requests();
+    if (batched.empty()) return "";
+    int files = 0, answered = 0, failed_lines = 0, waiting = 0;
+    for (const auto& b : batched) {
+        files = std::max(files, b.batch);
+        if (!b.error.empty()) ++failed_lines;
+        else if (st.find_llm_call(b.key)) ++answered;
+        else ++waiting;
+    }
+    std::ostringstream s;
+    s << "Batches: " << files << " file(s), " << batched.size() << " requests: " << answered << " answered, "
+      << failed_lines << " failed, " << waiting << " waiting (last: " << batched.back().file << ")\n";
+    return s.str();
+}
+
+// The two tables: best speedup by generation, and by tokens spent (each improvement).
+std::string history_tables(const std::vector<store::Generation>& history) {
+    std::ostringstream s;
+    s << "\nBest speedup by generation:\n  gen     best   correct  failed    tokens      cost   elapsed\n";
+    for (const auto& g : history) {
+        char line[160];
+        std::snprintf(line, sizeof line, "%5d  %6.3fx  %8lld  %6lld  %8s  %8s  %s\n", g.generation, g.best_speedup,
+                      static_cast<long long>(g.ok), static_cast<long long>(g.failed),
+                      tokens_str(static_cast<double>(g.tokens)).c_str(), ("$" + format_double("%.3f", g.cost_usd)).c_str(),
+                      duration_str(g.elapsed_s).c_str());
+        s << line;
+    }
+    s << "\nBest speedup by tokens spent (each improvement):\n     tokens     best  generation\n";
+    double shown = -1;
+    for (const auto& g : history) {
+        if (g.best_speedup <= shown) continue;
+        shown = g.best_speedup;
+        char line[96];
+        std::snprintf(line, sizeof line, "  %9s  %6.3fx  %10d\n", tokens_str(static_cast<double>(g.tokens)).c_str(),
+                      g.best_speedup, g.generation);
+        s << line;
+    }
+    return s.str();
+}
+
+// "\nMigrations: N; restarts: M (island I at generation G, ...)\n"
+std::string events_line(const std::vector<store::Event>& events) {
+    int migrations = 0;
+    std::vector<std::string> restarts;
+    for (const auto& e : events) {
+        if (e.kind == "migration") ++migrations;
+        if (e.kind == "restart")
+            restarts.push_back("island " + e.detail.value("island", nlohmann::json(0)).dump() + " at generation " +
+                               std::to_string(e.generation));
+    }
+    std::ostringstream s;
+    s << "\nMigrations: " << migrations << "; restarts: " << restarts.size();
+    for (size_t i = 0; i < restarts.size(); ++i) s << (i ? ", " : " (") << restarts[i] << (i + 1 == restarts.size() ? ")" : "");
+    s << "\n";
+    return s.str();
+}
 }  // namespace
 
 std::string report_text(store::Store& st) {
@@ -241,18 +300,7 @@ std::string report_text(store::Store& st) {
       << tokens_str(static_cast<double>(spent.prompt_tokens)) << " prompt), $" << format_double("%.4f", spent.cost_usd) << "; time "
       << duration_str(elapsed) << "\n";
     s << waste_of(st).text();
-    if (auto batched = st.batch_requests(); !batched.empty()) {
-        // Batch mode: which requests went into which file, and what became of them.
-        int files = 0, answered = 0, failed_lines = 0, waiting = 0;
-        for (const auto& b : batched) {
-            files = std::max(files, b.batch);
-            if (!b.error.empty()) ++failed_lines;
-            else if (st.find_llm_call(b.key)) ++answered;
-            else ++waiting;
-        }
-        s << "Batches: " << files << " file(s), " << batched.size() << " requests: " << answered << " answered, "
-          << failed_lines << " failed, " << waiting << " waiting (last: " << batched.back().file << ")\n";
-    }
+    s << batches_line(st);
     // Over what, at which precision: the judge's words for the timed reference ("precision pytorch (cuDNN TF32 on, ...)").
     const nlohmann::json* rp = best && best->details.contains("reference_precision") ? &best->details["reference_precision"] : nullptr;
     std::string timed = rp && rp->is_object() ? rp->value("timing", std::string()) : std::string();
@@ -269,36 +317,7 @@ std::string report_text(store::Store& st) {
         s << "Best: no correct kernel yet\n";
     if (best) s << baselines_line(best_baselines(st, best->id));
 
-    s << "\nBest speedup by generation:\n  gen     best   correct  failed    tokens      cost   elapsed\n";
-    for (const auto& g : history) {
-        char line[160];
-        std::snprintf(line, sizeof line, "%5d  %6.3fx  %8lld  %6lld  %8s  %8s  %s\n", g.generation, g.best_speedup,
-                      static_cast<long long>(g.ok), static_cast<long long>(g.failed),
-                      tokens_str(static_cast<double>(g.tokens)).c_str(), ("$" + format_double("%.3f", g.cost_usd)).c_str(),
-                      duration_str(g.elapsed_s).c_str());
-        s << line;
-    }
-    s << "\nBest speedup by tokens spent (each improvement):\n     tokens     best  generation\n";
-    double shown = -1;
-    for (const auto& g : history) {
-        if (g.best_speedup <= shown) continue;
-        shown = g.best_speedup;
-        char line[96];
-        std::snprintf(line, sizeof line, "  %9s  %6.3fx  %10d\n", tokens_str(static_cast<double>(g.tokens)).c_str(),
-                      g.best_speedup, g.generation);
-        s << line;
-    }
-    int migrations = 0;
-    std::vector<std::string> restarts;
-    for (const auto& e : events) {
-        if (e.kind == "migration") ++migrations;
-        if (e.kind == "restart")
-            restarts.push_back("island " + e.detail.value("island", nlohmann::json(0)).dump() + " at generation " +
-                               std::to_string(e.generation));
-    }
-    s << "\nMigrations: " << migrations << "; restarts: " << restarts.size();
-    for (size_t i = 0; i < restarts.size(); ++i) s << (i ? ", " : " (") << restarts[i] << (i + 1 == restarts.size() ? ")" : "");
-    s << "\n";
+    s << history_tables(history) << events_line(events);
     return s.str();
 }
 
