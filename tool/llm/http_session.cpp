@@ -167,6 +167,59 @@ void HttpSession::give_transfer(std::unique_ptr<Transfer> transfer) {
     idle_.push_back(std::move(transfer));
 }
 
+namespace {
+// The request's method and body: a multipart form (returned, for the caller to free), a JSON body or a GET.
+curl_mime* set_request_body(CURL* h, const HttpExchange& ex) {
+    if (ex.method == "POST" && !ex.parts.empty()) {
+        curl_mime* mime = curl_mime_init(h);
+        for (const auto& part : ex.parts) {
+            curl_mimepart* p = curl_mime_addpart(mime);
+            curl_mime_name(p, part.name.c_str());
+            curl_mime_data(p, part.data.data(), part.data.size());
+            if (!part.filename.empty()) {
+                curl_mime_filename(p, part.filename.c_str());
+                curl_mime_type(p, "application/jsonl");
+            }
+        }
+        curl_easy_setopt(h, CURLOPT_MIMEPOST, mime);
+        return mime;
+    }
+    if (ex.method == "POST") {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, ex.body.data());
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(ex.body.size()));
+    } else {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    }
+    return nullptr;
+}
+
+// Drives the transfer `h` (already in `multi`) until it ends, is cancelled, or reads for longer than
+// read_s after connecting; sets a.connected and a.read_timed_out. True when it was aborted.
+bool perform(CURLM* multi, CURL* h, double read_s, const std::atomic<bool>& cancelled, HttpResult& a) {
+    std::optional<Clock::time_point> connected_at;
+    bool aborted = false;
+    for (int running = 1; running;) {
+        if (curl_multi_perform(multi, &running) != CURLM_OK) break;
+        if (!running) break;
+        curl_off_t pretransfer_us = 0;   // > 0 once connected (TCP + TLS), also on a reused connection
+        curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+        if (!connected_at && pretransfer_us > 0) connected_at = Clock::now();
+        if (cancelled) {
+            aborted = true;
+            break;
+        }
+        if (connected_at && std::chrono::duration<double>(Clock::now() - *connected_at).count() > read_s) {
+            a.read_timed_out = aborted = true;
+            break;
+        }
+        curl_multi_poll(multi, nullptr, 0, 50, nullptr);
+    }
+    a.connected = connected_at.has_value();
+    return aborted;
+}
+}  // namespace
+
 // Runs the transfer through a multi handle so that it can enforce the read timeout from the
 // moment the connection is ready (libcurl's own timeout counts from the start) and notice
 // cancel() within a poll interval.
@@ -188,25 +241,7 @@ HttpResult HttpSession::attempt(const HttpExchange& ex) {
     const double connect_s = config_.connect_timeout_s, read_s = config_.read_timeout_s;
     curl_easy_setopt(h, CURLOPT_URL, url.c_str());
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    if (ex.method == "POST" && !ex.parts.empty()) {
-        mime = curl_mime_init(h);
-        for (const auto& part : ex.parts) {
-            curl_mimepart* p = curl_mime_addpart(mime);
-            curl_mime_name(p, part.name.c_str());
-            curl_mime_data(p, part.data.data(), part.data.size());
-            if (!part.filename.empty()) {
-                curl_mime_filename(p, part.filename.c_str());
-                curl_mime_type(p, "application/jsonl");
-            }
-        }
-        curl_easy_setopt(h, CURLOPT_MIMEPOST, mime);
-    } else if (ex.method == "POST") {
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, ex.body.data());
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(ex.body.size()));
-    } else {
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-    }
+    mime = set_request_body(h, ex);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "kernelevo");
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -224,24 +259,7 @@ HttpResult HttpSession::attempt(const HttpExchange& ex) {
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &a.retry_after);
 
     curl_multi_add_handle(t->multi, h);
-    std::optional<Clock::time_point> connected_at;
-    bool aborted = false;
-    for (int running = 1; running;) {
-        if (curl_multi_perform(t->multi, &running) != CURLM_OK) break;
-        if (!running) break;
-        curl_off_t pretransfer_us = 0;   // > 0 once connected (TCP + TLS), also on a reused connection
-        curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
-        if (!connected_at && pretransfer_us > 0) connected_at = Clock::now();
-        if (cancelled_) {
-            aborted = true;
-            break;
-        }
-        if (connected_at && std::chrono::duration<double>(Clock::now() - *connected_at).count() > read_s) {
-            a.read_timed_out = aborted = true;
-            break;
-        }
-        curl_multi_poll(t->multi, nullptr, 0, 50, nullptr);
-    }
+    const bool aborted = perform(t->multi, h, read_s, cancelled_, a);
     int queued = 0;
     CURLcode code = CURLE_ABORTED_BY_CALLBACK;
     if (!aborted)
@@ -254,7 +272,7 @@ HttpResult HttpSession::attempt(const HttpExchange& ex) {
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a.status);
     curl_off_t pretransfer_us = 0;
     curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
-    a.connected = connected_at.has_value() || pretransfer_us > 0;
+    a.connected = a.connected || pretransfer_us > 0;
     curl_multi_remove_handle(t->multi, h);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(h, CURLOPT_MIMEPOST, nullptr);
