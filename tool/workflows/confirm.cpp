@@ -3,7 +3,7 @@
 
 #include "cache/cache.h"
 #include "common/error.h"
-#include "triton/launch.h"
+#include "language/registry.h"
 
 namespace kevo::workflows {
 
@@ -22,14 +22,17 @@ Evaluation first_of(const store::Program& best) {
 CacheOutcome confirm_and_cache(Evaluator& evaluator, const Task& task, const store::Program& best, const CacheRequest& req) {
     CacheOutcome out;
     nlohmann::json details = best.details;
-    const bool triton = triton::is_triton_source(best.source);
+    const CandidateLanguage& language = language::of_source(best.source);
+    const bool generated = !language.cache_source_extension().empty();
     const bool confirming = evaluator.device().present;
-    // A Triton kernel is stored as the .cu generated from it, with the .py beside it (compiled
-    // before: served from the compile cache, here or through the queue's stored result).
+    // A kernel in a language whose cache entry keeps its own source beside it (Triton's .py) is
+    // stored as the .cu generated from it (compiled before: served from the compile cache, here or
+    // through the queue's stored result).
     CompileResult compiled;
-    if (confirming || triton) compiled = evaluator.compile(best.source);
-    if (triton && (!compiled.ok || compiled.generated_source.empty()))
-        throw UsageError("the best kernel (program #" + std::to_string(best.id) + ", Triton) does not compile again here: " + compiled.log);
+    if (confirming || generated) compiled = evaluator.compile(best.source);
+    if (generated && (!compiled.ok || compiled.generated_source.empty()))
+        throw UsageError("the best kernel (program #" + std::to_string(best.id) + ", " + language.display_name() +
+                         ") does not compile again here: " + compiled.log);
     if (!confirming) {
         out.not_confirmed = "no device to judge it again";
     } else if (!compiled.ok) {
@@ -53,7 +56,7 @@ CacheOutcome confirm_and_cache(Evaluator& evaluator, const Task& task, const sto
     meta.prompt_tokens = req.spent.prompt_tokens;
     meta.completion_tokens = req.spent.completion_tokens;
     meta.cost_usd = req.spent.cost_usd;
-    cache::store_candidate(req.out, best.source, triton ? compiled : CompileResult{}, meta);
+    cache::store_candidate(req.out, best.source, generated ? compiled : CompileResult{}, meta);
     out.written = true;
     out.source = cache::source_path(req.out, task.name, req.arch);
     return out;
