@@ -177,6 +177,51 @@ void refuse(httplib::Response& res, int status, const std::string& message) {
     res.set_header("Cache-Control", "no-store");
 }
 
+// Every request passes here before routing, before any body is read: the Host and Origin checks,
+// read-only methods without a body, then the token (none when `token` is empty). Handled: refused.
+httplib::Server::HandlerResponse guard(const HostCheck& hosts, const std::string& token, const httplib::Request& req,
+                                       httplib::Response& res) {
+    using Handled = httplib::Server::HandlerResponse;
+    // Two Host headers name two sites: which one a proxy or cache keyed on is anyone's guess.
+    if (req.get_header_value_count("Host") > 1) {
+        refuse(res, 400, "a request must have exactly one Host header");
+        GuardedServer::close_after_reply();
+        return Handled::Handled;
+    }
+    std::string host = req.get_header_value("Host");
+    if (!hosts.allows(host)) {
+        refuse(res, 421, "this is kernelevo serve at " + hosts.shown + ", not '" + host + "': open http://" +
+                             hosts.shown + "/");
+        return Handled::Handled;
+    }
+    // A page of another site may link here (a navigation: the page cannot read what it opens),
+    // but not fetch or embed from here.
+    std::string origin = req.get_header_value("Origin");
+    if ((req.has_header("Origin") && lower(origin) != "http://" + lower(host)) ||
+        (req.get_header_value("Sec-Fetch-Site") == "cross-site" && req.get_header_value("Sec-Fetch-Mode") != "navigate")) {
+        refuse(res, 403, "requests from other sites are refused (Origin '" + origin + "')");
+        return Handled::Handled;
+    }
+    if (req.method != "GET" && req.method != "HEAD") {
+        refuse(res, 405, "kernelevo serve is read-only: GET or HEAD only");
+        GuardedServer::close_after_reply();  // a body may follow: it is not read
+        return Handled::Handled;
+    }
+    if (req.has_header("Transfer-Encoding") ||
+        (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
+        refuse(res, 413, "kernelevo serve takes no request body");
+        GuardedServer::close_after_reply();
+        return Handled::Handled;
+    }
+    if (token.empty()) return Handled::Unhandled;
+    std::string given = req.get_param_value("token");
+    std::string auth = req.get_header_value("Authorization");
+    if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
+    bool ok = given.size() == token.size() && CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
+    if (ok) return Handled::Unhandled;
+    refuse(res, 401, "a token is required: ?token=... or Authorization: Bearer ...");
+    return Handled::Handled;
+}
 }  // namespace
 
 bool is_loopback(const std::string& host) {
@@ -429,51 +474,9 @@ nlohmann::json Server::program(const std::string& run, int64_t id) {
 
 int Server::start() {
     auto& http = impl_->http;
-    using Handled = httplib::Server::HandlerResponse;
-    // Every request passes here before routing, before any body is read: the Host and Origin
-    // checks, read-only methods without a body, then the token.
+    // Every request passes the guard before routing, before any body is read.
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        const HostCheck& hosts = *impl_->hosts;
-        // Two Host headers name two sites: which one a proxy or cache keyed on is anyone's guess.
-        if (req.get_header_value_count("Host") > 1) {
-            refuse(res, 400, "a request must have exactly one Host header");
-            GuardedServer::close_after_reply();
-            return Handled::Handled;
-        }
-        std::string host = req.get_header_value("Host");
-        if (!hosts.allows(host)) {
-            refuse(res, 421, "this is kernelevo serve at " + hosts.shown + ", not '" + host + "': open http://" +
-                                 hosts.shown + "/");
-            return Handled::Handled;
-        }
-        // A page of another site may link here (a navigation: the page cannot read what it opens),
-        // but not fetch or embed from here.
-        std::string origin = req.get_header_value("Origin");
-        if ((req.has_header("Origin") && lower(origin) != "http://" + lower(host)) ||
-            (req.get_header_value("Sec-Fetch-Site") == "cross-site" && req.get_header_value("Sec-Fetch-Mode") != "navigate")) {
-            refuse(res, 403, "requests from other sites are refused (Origin '" + origin + "')");
-            return Handled::Handled;
-        }
-        if (req.method != "GET" && req.method != "HEAD") {
-            refuse(res, 405, "kernelevo serve is read-only: GET or HEAD only");
-            GuardedServer::close_after_reply();  // a body may follow: it is not read
-            return Handled::Handled;
-        }
-        if (req.has_header("Transfer-Encoding") ||
-            (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
-            refuse(res, 413, "kernelevo serve takes no request body");
-            GuardedServer::close_after_reply();
-            return Handled::Handled;
-        }
-        const std::string& token = impl_->opt.token;
-        if (token.empty()) return Handled::Unhandled;
-        std::string given = req.get_param_value("token");
-        std::string auth = req.get_header_value("Authorization");
-        if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
-        bool ok = given.size() == token.size() && CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
-        if (ok) return Handled::Unhandled;
-        refuse(res, 401, "a token is required: ?token=... or Authorization: Bearer ...");
-        return Handled::Handled;
+        return guard(*impl_->hosts, impl_->opt.token, req, res);
     });
     // "Expect: 100-continue" announces a body: refused before the client sends it.
     http.set_expect_100_continue_handler([](const httplib::Request&, httplib::Response& res) {
