@@ -1,25 +1,25 @@
 // What cache_command.cpp (status, add, remove, prune, hash) shares with cache_stats_command.cpp
-// (`cache stats`): the tasks a command is given and their hashes. Internal to tool/commands.
+// (`cache stats`): the stats printer and the words for a cache use case's wrong input. Internal to
+// tool/commands; the work is workflows/cache.h's.
 #pragma once
-#include <map>
-#include <string>
-#include <vector>
-
-#include "cache/cache.h"
-#include "task/task.h"
+#include "workflows/cache.h"
 
 namespace kevo {
 
-struct StatsArgs {
-    std::string cache_dir, build_dir;
-    std::vector<std::string> tasks;
-    bool json = false;
-};
+// `cache stats`: prints (or as JSON) workflows::cache_stats(); rc 0.
+void run_stats(const workflows::CacheStatsRequest& a, bool json, int& rc);
 
-// Tasks given with --task, plus those kernelevo_optimize() wrote under BUILD/kernelevo/*/task.json.
-std::map<std::string, Task> collect_tasks(const std::vector<std::string>& task_files, const std::string& build_dir);
-std::map<std::string, cache::TaskHashes> hashes_of(const std::map<std::string, Task>& tasks);
-// `cache stats`: prints (or --json) the summary; rc 0.
-void run_stats(const StatsArgs& a, int& rc);
+// A cache use case's wrong input, said with the options it came from (--cache-dir, --build-dir, ...).
+[[noreturn]] void throw_with_flags(const workflows::CacheInputError& e);
+
+// Runs a cache use case, its wrong inputs said with the command line's options.
+template <class F>
+void with_flags(F&& f) {
+    try {
+        f();
+    } catch (const workflows::CacheInputError& e) {
+        throw_with_flags(e);
+    }
+}
 
 }  // namespace kevo

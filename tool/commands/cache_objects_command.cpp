@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "workflows/cache.h"
 
 namespace kevo {
 namespace fs = std::filesystem;
@@ -29,14 +30,12 @@ void register_cache_objects_command(CLI::App& cache, int& rc) {
                                                        "is an empty one. Exit 0.");
     stats->add_flag("--json", *json, "Print JSON");
     stats->callback([json, &rc] {
-        const fs::path root = cache_root();
+        const workflows::ObjectCacheStats st = workflows::object_cache_stats();
+        const fs::path& root = st.root;
+        const std::uint64_t files = st.files, bytes = st.bytes;
         nlohmann::json j = {{"root", root.string()}, {"areas", nlohmann::json::array()}};
-        std::uint64_t files = 0, bytes = 0;
-        for (const auto& s : cache::object_stats(root)) {
+        for (const auto& s : st.areas)
             j["areas"].push_back({{"folder", s.folder}, {"what", s.what}, {"files", s.files}, {"size_bytes", s.bytes}});
-            files += s.files;
-            bytes += s.bytes;
-        }
         j["files"] = files;
         j["size_bytes"] = bytes;
         if (*json) {
