@@ -164,6 +164,39 @@ TEST(BadInput, CacheAddUnvalidatedRefusesAnEmptyOrBinaryKernel) {
     }
 }
 
+// The search's settings are checked once, in the library (evolve::validate(), whose messages name
+// them in words); the command shows each under its flag, as it always did, before any state.
+TEST(BadInput, TheSearchsSettingsAreNamedByTheirFlags) {
+    TempDir dir;
+    const std::string state = (dir.path() / "state.db").string();
+    write_file_atomic(dir.path() / "not_a_dir", "");
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--islands", "65"}, "--islands: must be between 1 and 64, not 65"},
+        {{"--repair-attempts", "51"}, "--repair-attempts: must be between 0 and 50, not 51"},
+        {{"--generations", "-1"}, "--generations: must be 0 or more, not -1"},
+        {{"--temperature", "0"}, "--temperature: must be a positive number, not 0"},
+        {{"--llm-temperature", "2.5"}, "--llm-temperature: must be between 0 and 2, not 2.5"},
+        {{"--max-tokens", "0"}, "--max-tokens: must be a positive number, not 0"},
+        {{"--target-sol", "1.5"}, "--target-sol: must be between 0 and 1, not 1.5"},
+        {{"--max-time", "5x"}, "--max-time: cannot read '5x' (use e.g. 900, 30m or 2h)"},
+        {{"--backend", "both", "--islands", "1"}, "--backend both needs at least 2 islands (even islands write Triton, odd ones CUDA)"},
+        {{"--model", "other"}, "--llm-batch needs exactly one --model: a Batch API input file holds requests for one model"},
+        {{"--budget-usd", "2"}, "--llm-batch with --budget-usd needs --llm-price (the batch price): Batch API replies report no cost"},
+        {{"--prompts", (dir.path() / "not_a_dir").string()}, "--prompts: " + (dir.path() / "not_a_dir").string() + " is not a directory"},
+    };
+    for (const auto& [extra, why] : cases) {
+        auto r = kernelevo(batch_search(state, dir.path(), extra), kEnv);
+        expect_usage_error(r, "kernelevo: error: " + why, extra[0] + " " + extra[1]);
+        EXPECT_FALSE(contains(r.err, "the number of")) << r.err;  // the library's words are not shown
+        EXPECT_FALSE(fs::exists(state)) << extra[0] << " " << extra[1] << ": a state was created";
+    }
+    // The same under --json, and with --model-dir (checked before any region's search starts).
+    auto json = kernelevo(batch_search(state, dir.path(), {"--islands", "0", "--json"}), kEnv);
+    EXPECT_TRUE(contains(json.out, "\"error\":\"--islands: must be between 1 and 64, not 0\"")) << json.out;
+    auto model = kernelevo({"search", "--model-dir", dir.path().string(), "--max-time", "1h", "--children", "0"});
+    expect_usage_error(model, "--children: must be between 1 and 64, not 0", "--model-dir --children 0");
+}
+
 TEST(BadInput, BatchFetchDoesNotOverwriteAnExistingFileUnlessForced) {
     TempDir dir;
     const fs::path out = dir.path() / "replies.jsonl";

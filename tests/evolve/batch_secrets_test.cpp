@@ -20,15 +20,15 @@ TEST(SearchBatchSecrets, AnInputFileKeepsAKernelQuotingASecretByteForByte) {
     auto store = store::open_store((dir.path() / "state.db").string());
     testing::ScriptedEvaluator evaluator;
     SearchConfig cfg;
-    cfg.islands = 1;
-    cfg.children = 1;
-    cfg.generations = 2;
-    cfg.repair_attempts = 0;
-    cfg.seed = 7;
-    cfg.model = "vendor/m";
-    cfg.llm_batch = true;
-    cfg.batch_prefix = (dir.path() / "gelu").string();
-    cfg.batch_url = "https://api.openai.com/v1";
+    cfg.structure.islands = 1;
+    cfg.structure.children = 1;
+    cfg.evolution.generations = 2;
+    cfg.evolution.repair_attempts = 0;
+    cfg.structure.seed = 7;
+    cfg.requests.model = "vendor/m";
+    cfg.batch.enabled = true;
+    cfg.batch.prefix = (dir.path() / "gelu").string();
+    cfg.batch.url = "https://api.openai.com/v1";
     testing::ScriptedProvider never([](const llm::ChatRequest&) {
         ADD_FAILURE() << "a request was sent";
         return std::string();
@@ -42,7 +42,7 @@ TEST(SearchBatchSecrets, AnInputFileKeepsAKernelQuotingASecretByteForByte) {
     write_file_atomic(out, testing::answer_batch(read_file(res.batch_file), [&](const llm::ChatRequest&) {
         return testing::kernel_reply(1, 1.5, kSecret);
     }));
-    cfg.batch_replies.push_back(out.string());
+    cfg.batch.replies.push_back(out.string());
     res = run();
     ASSERT_EQ(res.stop_reason, "batch");
     bool quoted = false;

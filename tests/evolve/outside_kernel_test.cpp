@@ -47,12 +47,12 @@ TEST(SearchOutsideKernel, ABusyGpuFailureDoesNotPoisonTheKernelsHash) {
         return prompt_kind(r) == "seed" ? kernel_reply(1, 1.0) : kernel_reply(2, 1.5, "BUSY_GPU");
     });
     SearchConfig cfg;
-    cfg.islands = 1;
-    cfg.children = 1;
-    cfg.generations = 2;
-    cfg.repair_attempts = 1;
-    cfg.outside_kernel_retries = 0;  // not judged at once
-    cfg.seed = 3;
+    cfg.structure.islands = 1;
+    cfg.structure.children = 1;
+    cfg.evolution.generations = 2;
+    cfg.evolution.repair_attempts = 1;
+    cfg.evolution.outside_kernel_retries = 0;  // not judged at once
+    cfg.structure.seed = 3;
     Search search(task, cfg, Prompts(), provider, evaluator, *store);
     SearchResult res = search.run();
 

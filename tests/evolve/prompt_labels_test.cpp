@@ -22,11 +22,11 @@ std::string first_mutation_prompt(SearchConfig cfg) {
     auto store = store::open_store((dir.path() / "state.db").string());
     testing::ScriptedEvaluator evaluator;
     testing::ScriptedProvider provider(testing::evolving);
-    cfg.islands = 1;
-    cfg.children = 1;
-    cfg.generations = 1;
-    cfg.repair_attempts = 0;
-    cfg.seed = 3;
+    cfg.structure.islands = 1;
+    cfg.structure.children = 1;
+    cfg.evolution.generations = 1;
+    cfg.evolution.repair_attempts = 0;
+    cfg.structure.seed = 3;
     Search(task, cfg, Prompts(), provider, evaluator, *store).run();
     for (const auto& q : provider.requests()) {
         const std::string u = testing::user_prompt(q);
@@ -39,7 +39,7 @@ std::string first_mutation_prompt(SearchConfig cfg) {
 TEST(PromptLabels, TheParentsSpeedupNamesWhatItIsOver) {
     EXPECT_NE(first_mutation_prompt(SearchConfig()).find("x over the LibTorch reference"), std::string::npos);
     SearchConfig eager;
-    eager.speedup_label = "PyTorch eager";
+    eager.evolution.speedup_label = "PyTorch eager";
     const std::string u = first_mutation_prompt(eager);
     EXPECT_NE(u.find("x over PyTorch eager"), std::string::npos) << u;
     EXPECT_EQ(u.find("x over the LibTorch reference"), std::string::npos) << u;

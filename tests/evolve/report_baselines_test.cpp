@@ -19,10 +19,10 @@ TEST(ReportBaselines, ShowsTheBestsSpeedupsOverPyTorchOrWhyNot) {
     testing::ScriptedEvaluator evaluator;
     testing::ScriptedProvider provider(testing::evolving);
     SearchConfig cfg;
-    cfg.islands = 1;
-    cfg.children = 1;
-    cfg.generations = 1;
-    cfg.seed = 3;
+    cfg.structure.islands = 1;
+    cfg.structure.children = 1;
+    cfg.evolution.generations = 1;
+    cfg.structure.seed = 3;
     SearchResult res = Search(task, cfg, Prompts(), provider, evaluator, *store).run();
     ASSERT_TRUE(res.best);
 

@@ -92,13 +92,13 @@ std::string evolving(const llm::ChatRequest& request);
 // two islands of two children, repairs, migrations and restarts within a few generations.
 inline SearchConfig kill_test_config(int generations) {
     SearchConfig cfg;
-    cfg.islands = 2;
-    cfg.children = 2;
-    cfg.generations = generations;
-    cfg.repair_attempts = 2;
-    cfg.migration_interval = 2;
-    cfg.restart_after = 3;
-    cfg.seed = 11;
+    cfg.structure.islands = 2;
+    cfg.structure.children = 2;
+    cfg.evolution.generations = generations;
+    cfg.evolution.repair_attempts = 2;
+    cfg.evolution.migration_interval = 2;
+    cfg.evolution.restart_after = 3;
+    cfg.structure.seed = 11;
     return cfg;
 }
 

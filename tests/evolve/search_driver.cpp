@@ -26,13 +26,13 @@ int main(int argc, char** argv) {
     evolve::testing::ScriptedProvider provider(evolve::testing::evolving);
     provider.log_path = argv[4];
     evolve::SearchConfig cfg = evolve::testing::kill_test_config(std::stoi(argv[2]));
-    cfg.steady = argc == 7 && std::string(argv[6]) == "steady";
-    if (argc > 6 && !cfg.steady) {
-        cfg.llm_batch = true;
-        cfg.model = "vendor/m";
-        cfg.batch_prefix = argv[6];
-        cfg.batch_url = "https://api.openai.com/v1";
-        for (int i = 7; i < argc; ++i) cfg.batch_replies.push_back(argv[i]);
+    cfg.evolution.steady = argc == 7 && std::string(argv[6]) == "steady";
+    if (argc > 6 && !cfg.evolution.steady) {
+        cfg.batch.enabled = true;
+        cfg.requests.model = "vendor/m";
+        cfg.batch.prefix = argv[6];
+        cfg.batch.url = "https://api.openai.com/v1";
+        for (int i = 7; i < argc; ++i) cfg.batch.replies.push_back(argv[i]);
     }
     evolve::Search search(task, cfg, evolve::Prompts(), provider, evaluator, *store);
     evolve::SearchResult r = search.run();

@@ -43,13 +43,13 @@ struct SearchRun {
 
 SearchConfig small(int generations) {
     SearchConfig c;
-    c.islands = 2;
-    c.children = 2;
-    c.generations = generations;
-    c.repair_attempts = 2;
-    c.migration_interval = 0;
-    c.restart_after = 0;
-    c.seed = 7;
+    c.structure.islands = 2;
+    c.structure.children = 2;
+    c.evolution.generations = generations;
+    c.evolution.repair_attempts = 2;
+    c.evolution.migration_interval = 0;
+    c.evolution.restart_after = 0;
+    c.structure.seed = 7;
     return c;
 }
 
@@ -110,8 +110,8 @@ TEST(Search, BothBackendsAlternateIslandsAndKeepEach) {
                "\n\nKEVO_LAUNCH = {\"kernel\": \"k\"}\n```\n";
     });
     SearchConfig cfg = small(2);
-    cfg.backend = "both";
-    cfg.mode = "full";
+    cfg.structure.backend = "both";
+    cfg.evolution.mode = "full";
     SearchResult res = r.run(cfg, provider);
     ASSERT_TRUE(res.best);
     auto reqs = provider.requests();
@@ -143,7 +143,7 @@ TEST(Search, RepairGivesUpAfterTheConfiguredAttempts) {
         return kernel_reply(static_cast<long>(req.seed.value()), 1.0, "MISMATCH");
     });
     SearchConfig cfg = small(0);
-    cfg.repair_attempts = 3;
+    cfg.evolution.repair_attempts = 3;
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(provider.calls(), 4u);  // the seed and 3 repairs
     EXPECT_EQ(r.programs().size(), 4u);
@@ -188,7 +188,7 @@ TEST(Search, MigratesTheBestToTheNextIsland) {
     SearchRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(2);
-    cfg.migration_interval = 2;
+    cfg.evolution.migration_interval = 2;
     r.run(cfg, provider);
     auto events = r.store->events();
     int migrations = 0;
@@ -215,7 +215,7 @@ TEST(Search, RestartsAnIslandThatStopsImproving) {
         return kernel_reply(v, prompt_kind(req) == "seed" ? 1.0 : 0.5);
     });
     SearchConfig cfg = small(3);
-    cfg.restart_after = 2;
+    cfg.evolution.restart_after = 2;
     r.run(cfg, provider);
     int restarts = 0;
     for (const auto& e : r.store->events())
@@ -252,9 +252,9 @@ TEST_P(Schedules, StopsAtTheTokenBudgetWithoutOverrunningItAndResumesWithALarger
     SearchRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(50);
-    cfg.steady = GetParam();
-    cfg.max_tokens = 200;
-    cfg.budget_tokens = 10000;  // each call uses 150 tokens and reserves its prompt's bytes + 200
+    cfg.evolution.steady = GetParam();
+    cfg.requests.max_tokens = 200;
+    cfg.stopping.budget_tokens = 10000;  // each call uses 150 tokens and reserves its prompt's bytes + 200
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(res.stop_reason, "budget");
     store::Spent spent = r.store->spent();
@@ -269,27 +269,27 @@ TEST_P(Schedules, StopsAtTheTokenBudgetWithoutOverrunningItAndResumesWithALarger
     EXPECT_EQ(r.run(cfg, again).stop_reason, "budget");
     EXPECT_LE(r.store->spent().tokens(), 10000);
     // A larger one: the run continues.
-    cfg.budget_tokens = 16000;
+    cfg.stopping.budget_tokens = 16000;
     ScriptedProvider more(evolving);
     EXPECT_EQ(r.run(cfg, more).stop_reason, "budget");
     EXPECT_GT(more.calls(), 0u);
     EXPECT_LE(r.store->spent().tokens(), 16000);
     // A cost cap, with the price that makes the scripted $0.001 per call (100 + 50 tokens).
     double spent_usd = r.store->spent().cost_usd;
-    cfg.budget_tokens = 0;
-    cfg.budget_usd = spent_usd + 0.02;
-    cfg.price = llm::Price{2, 16};
+    cfg.stopping.budget_tokens = 0;
+    cfg.stopping.budget_usd = spent_usd + 0.02;
+    cfg.requests.price = llm::Price{2, 16};
     ScriptedProvider paid(evolving);
     EXPECT_EQ(r.run(cfg, paid).stop_reason, "budget");
     EXPECT_GT(paid.calls(), 0u);
-    EXPECT_LE(r.store->spent().cost_usd, cfg.budget_usd + 1e-12);
+    EXPECT_LE(r.store->spent().cost_usd, cfg.stopping.budget_usd + 1e-12);
 }
 
 TEST(Search, StopsAtTheTargetSpeedup) {
     SearchRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(100);
-    cfg.target_speedup = 1.5;
+    cfg.stopping.target_speedup = 1.5;
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(res.stop_reason, "target");
     EXPECT_GE(res.best->speedup, 1.5);
@@ -306,9 +306,9 @@ std::vector<std::tuple<std::string, std::string, std::string>> outcome(SearchRun
 
 TEST(Search, InterruptedRunResumesWithoutRepayingOrReevaluating) {
     SearchConfig cfg = small(4);
-    cfg.migration_interval = 2;
-    cfg.restart_after = 3;
-    cfg.mode = "full";
+    cfg.evolution.migration_interval = 2;
+    cfg.evolution.restart_after = 3;
+    cfg.evolution.mode = "full";
 
     SearchRun straight;
     ScriptedProvider p0(evolving);
@@ -345,13 +345,13 @@ TEST(Search, InterruptedRunResumesWithoutRepayingOrReevaluating) {
 
 TEST(Search, IsDeterministicUnderASeed) {
     SearchConfig cfg = small(3);
-    cfg.migration_interval = 2;
+    cfg.evolution.migration_interval = 2;
     SearchRun a, b, c;
     ScriptedProvider pa(evolving), pb(evolving), pc(evolving);
     a.run(cfg, pa);
     b.run(cfg, pb);
     EXPECT_EQ(outcome(a), outcome(b));
-    cfg.seed = 8;
+    cfg.structure.seed = 8;
     c.run(cfg, pc);
     EXPECT_NE(outcome(a), outcome(c));
 }
@@ -368,9 +368,9 @@ TEST(Search, AppliesSearchReplaceEdits) {
                "=======\nstatic const long kVariant = 2;  // SPEEDUP=2.000\n>>>>>>> REPLACE\n";
     });
     SearchConfig cfg = small(2);
-    cfg.islands = 1;
-    cfg.children = 1;
-    cfg.mode = "diff";
+    cfg.structure.islands = 1;
+    cfg.structure.children = 1;
+    cfg.evolution.mode = "diff";
     r.run(cfg, provider);
     auto child = r.program("g1.i0.c0.a0");
     ASSERT_TRUE(child);
@@ -387,7 +387,7 @@ TEST(Search, StartsFromTheInitialKernel) {
     SearchRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(1);
-    cfg.initial_source = testing::kernel_source(99, 1.2);
+    cfg.structure.initial_source = testing::kernel_source(99, 1.2);
     r.run(cfg, provider);
     auto seed = r.program("g0.seed.a0");
     ASSERT_TRUE(seed);
@@ -395,7 +395,7 @@ TEST(Search, StartsFromTheInitialKernel) {
     EXPECT_DOUBLE_EQ(seed->speedup, 1.2);
     EXPECT_EQ(provider.calls(), 4u);  // generation 1 only
     // A resume with another seed kernel (or none) is another run.
-    cfg.initial_source.clear();
+    cfg.structure.initial_source.clear();
     EXPECT_THROW(r.run(cfg, provider), UsageError);
 }
 
@@ -418,7 +418,7 @@ size_t requests_during_a_slow_reply(bool steady) {
     });
     self = &provider;
     SearchConfig cfg = small(4);
-    cfg.steady = steady;
+    cfg.evolution.steady = steady;
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(res.stop_reason, "generations");
     EXPECT_EQ(res.generations_committed, 5);
@@ -436,9 +436,9 @@ TEST(Search, SteadyStateCommitsGenerationsInOrderWithMigrationAndRestarts) {
     SearchRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(6);
-    cfg.steady = true;
-    cfg.migration_interval = 2;
-    cfg.restart_after = 3;
+    cfg.evolution.steady = true;
+    cfg.evolution.migration_interval = 2;
+    cfg.evolution.restart_after = 3;
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(res.stop_reason, "generations");
     auto history = r.store->history();
@@ -456,8 +456,8 @@ TEST(Search, SteadyStateCommitsGenerationsInOrderWithMigrationAndRestarts) {
 
 TEST(Search, SteadyStateResumesWithoutRepayingOrReevaluating) {
     SearchConfig cfg = small(5);
-    cfg.steady = true;
-    cfg.migration_interval = 2;
+    cfg.evolution.steady = true;
+    cfg.evolution.migration_interval = 2;
     SearchRun r;
     std::atomic<bool> stop{false};
     std::atomic<int> calls{0};
@@ -489,7 +489,7 @@ TEST(Search, ReportShowsTheHistory) {
     SearchRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(3);
-    cfg.migration_interval = 2;
+    cfg.evolution.migration_interval = 2;
     r.run(cfg, provider);
     std::string text = report_text(*r.store);
     for (const char* part : {"Task gelu_bias (sm_90), 4 generation(s) committed, stopped: generations",
@@ -518,10 +518,10 @@ namespace batch {
 
 SearchConfig config(const fs::path& dir) {
     SearchConfig cfg = small(3);
-    cfg.model = "vendor/m";
-    cfg.llm_batch = true;
-    cfg.batch_prefix = (dir / "gelu").string();
-    cfg.batch_url = "https://api.openai.com/v1";
+    cfg.requests.model = "vendor/m";
+    cfg.batch.enabled = true;
+    cfg.batch.prefix = (dir / "gelu").string();
+    cfg.batch.url = "https://api.openai.com/v1";
     return cfg;
 }
 
@@ -543,7 +543,7 @@ std::string never(const llm::ChatRequest&) {
 
 TEST(SearchBatch, WritesRequestsAndResumesFromTheRepliesToTheOutcomeOfAnOnlineRun) {
     SearchConfig online_cfg = small(3);
-    online_cfg.model = "vendor/m";
+    online_cfg.requests.model = "vendor/m";
     SearchRun online;
     ScriptedProvider p0(evolving);
     ASSERT_EQ(online.run(online_cfg, p0).stop_reason, "generations");
@@ -589,7 +589,7 @@ TEST(SearchBatch, WritesRequestsAndResumesFromTheRepliesToTheOutcomeOfAnOnlineRu
         if (failed_id.empty() && requests.size() >= 2) fail = {failed_id = requests[1].first};
         fs::path out = b.dir.path() / ("replies-" + std::to_string(rounds) + ".jsonl");
         write_file_atomic(out, testing::answer_batch(read_file(res.batch_file), evolving, fail));
-        cfg.batch_replies.push_back(out.string());
+        cfg.batch.replies.push_back(out.string());
         res = b.run(cfg, never);
         ++rounds;
     }
@@ -635,7 +635,7 @@ TEST(SearchBatch, RequestsWaitingInABatchAreNeverSentOnline) {
 
     // Online, without the replies: the seed waits for its batch.
     SearchConfig online = cfg;
-    online.llm_batch = false;
+    online.batch.enabled = false;
     ScriptedProvider p(evolving);
     SearchResult waiting = b.run(online, p);
     EXPECT_EQ(waiting.stop_reason, "batch");
@@ -651,7 +651,7 @@ TEST(SearchBatch, RequestsWaitingInABatchAreNeverSentOnline) {
     // With the replies, the run goes on online.
     fs::path out = b.dir.path() / "replies.jsonl";
     write_file_atomic(out, testing::answer_batch(read_file(res.batch_file), evolving));
-    online.batch_replies = {out.string()};
+    online.batch.replies = {out.string()};
     EXPECT_EQ(b.run(online, p).stop_reason, "generations");
     EXPECT_GT(p.calls(), 0u);
     for (const auto& q : p.requests()) EXPECT_NE(prompt_kind(q), "seed") << "the seed's reply was requested again";
@@ -665,7 +665,7 @@ TEST(SearchBatch, RefusesRepliesThatAreNotThisRunsAndBadSettings) {
     fs::path other = b.dir.path() / "other.jsonl";
     write_file_atomic(other, R"({"id":"x","custom_id":"b1:g7.i0.c0.a0","response":{"status_code":200,"body":{}},"error":null})"
                              "\n");
-    cfg.batch_replies = {other.string()};
+    cfg.batch.replies = {other.string()};
     try {
         b.run(cfg, never);
         ADD_FAILURE() << "no error";
@@ -678,10 +678,10 @@ TEST(SearchBatch, RefusesRepliesThatAreNotThisRunsAndBadSettings) {
     EXPECT_TRUE(b.store->llm_calls().empty());
 
     SearchConfig no_model = batch::config(b.dir.path());
-    no_model.model.clear();
+    no_model.requests.model.clear();
     EXPECT_THROW(b.run(no_model, never), UsageError);
     SearchConfig no_price = batch::config(b.dir.path());
-    no_price.budget_usd = 1;
+    no_price.stopping.budget_usd = 1;
     EXPECT_THROW(b.run(no_price, never), UsageError);
 }
 
@@ -689,13 +689,13 @@ TEST(SearchBatch, ImportedRepliesCountTheReportedCostElseThePrice) {
     for (double reported : {0.0125, -1.0}) {
         SearchRun b;
         SearchConfig cfg = batch::config(b.dir.path());
-        cfg.price = llm::Price{1, 2};   // 100 * 1e-6 + 50 * 2e-6 = $0.0002 per reply
+        cfg.requests.price = llm::Price{1, 2};   // 100 * 1e-6 + 50 * 2e-6 = $0.0002 per reply
         ScriptedProvider never(batch::never);
         SearchResult res = b.run(cfg, never);
         ASSERT_EQ(res.stop_reason, "batch");
         fs::path out = b.dir.path() / "replies.jsonl";
         write_file_atomic(out, testing::answer_batch(read_file(res.batch_file), evolving, {}, reported));
-        cfg.batch_replies = {out.string()};
+        cfg.batch.replies = {out.string()};
         b.run(cfg, never);
         auto call = b.store->find_llm_call("g0.seed.a0");
         ASSERT_TRUE(call);
@@ -708,7 +708,7 @@ TEST(SearchBatch, ImportedRepliesCountTheReportedCostElseThePrice) {
 TEST(SearchBatch, TheBudgetHoldsWhatIsDeferred) {
     SearchRun b;
     SearchConfig cfg = batch::config(b.dir.path());
-    cfg.budget_tokens = 1000;  // less than one request may use
+    cfg.stopping.budget_tokens = 1000;  // less than one request may use
     ScriptedProvider never(batch::never);
     SearchResult res = b.run(cfg, never);
     EXPECT_EQ(res.stop_reason, "budget");
@@ -842,7 +842,7 @@ TEST(SearchBatch, RepliesOfAnotherRunAreRefusedWithNothingChangedThenItsOwnImpor
     // A's file, alone or next to B's own (every file is checked before anything is stored).
     for (const std::vector<std::string>& files : {std::vector<std::string>{of_a.string()},
                                                   std::vector<std::string>{of_b.string(), of_a.string()}}) {
-        b.cfg.batch_replies = files;
+        b.cfg.batch.replies = files;
         std::string why = b.refusal();
         EXPECT_TRUE(batch::contains(why, of_a.string() + ":1: the replies of another run of gelu_bias on sm_90 (run " +
                                              a.run_id() + "); this state is run " + b.run_id() + " of gelu_bias on sm_90."))
@@ -856,7 +856,7 @@ TEST(SearchBatch, RepliesOfAnotherRunAreRefusedWithNothingChangedThenItsOwnImpor
     // skipped, never counted twice.
     std::vector<std::string> log;
     b.cfg.log = [&log](const std::string& line) { log.push_back(line); };
-    b.cfg.batch_replies = {of_b.string()};
+    b.cfg.batch.replies = {of_b.string()};
     ASSERT_EQ(b.run().stop_reason, "batch");
     auto seed = b.store->find_llm_call("g0.seed.a0");
     ASSERT_TRUE(seed);
@@ -865,7 +865,7 @@ TEST(SearchBatch, RepliesOfAnotherRunAreRefusedWithNothingChangedThenItsOwnImpor
     EXPECT_EQ(b.store->spent().calls, 1);
     EXPECT_NE(std::find(log.begin(), log.end(), "imported 1 replies from " + of_b.string()), log.end());
     const std::string after = batch::fingerprint(*b.store);
-    b.cfg.batch_replies = {of_b.string(), of_b.string()};
+    b.cfg.batch.replies = {of_b.string(), of_b.string()};
     log.clear();
     EXPECT_EQ(b.run().stop_reason, "batch");
     EXPECT_EQ(b.store->spent().calls, 1);
@@ -883,18 +883,18 @@ TEST(SearchBatch, RepliesOfAnotherTaskOrArchitectureAreRefused) {
     fs::path of_ampere = ampere.answer(ampere.first.batch_file, evolving, "replies-sm80.jsonl");
     const std::string before = batch::fingerprint(*b.store);
     const std::string self = "; this state is run " + b.run_id() + " of gelu_bias on sm_90.";
-    b.cfg.batch_replies = {of_conv.string()};
+    b.cfg.batch.replies = {of_conv.string()};
     std::string why = b.refusal();
     EXPECT_TRUE(batch::contains(why, of_conv.string() + ":1: the replies of a run of another task or architecture (run " +
                                          conv.run_id() + " of matmul on sm_90)" + self)) << why;
-    b.cfg.batch_replies = {of_ampere.string()};
+    b.cfg.batch.replies = {of_ampere.string()};
     why = b.refusal();
     EXPECT_TRUE(batch::contains(why, of_ampere.string() + ":1: the replies of a run of another task or architecture (run " +
                                          ampere.run_id() + " of gelu_bias on sm_80)" + self)) << why;
     EXPECT_EQ(batch::fingerprint(*b.store), before);
     // And the other way round: B's file is no reply for them either.
     fs::path of_b = b.answer(b.first.batch_file, evolving, "replies-b.jsonl");
-    conv.cfg.batch_replies = {of_b.string()};
+    conv.cfg.batch.replies = {of_b.string()};
     EXPECT_TRUE(batch::contains(conv.refusal(), "(run " + b.run_id() + " of gelu_bias on sm_90); this state is run " +
                                                     conv.run_id() + " of matmul on sm_90.")) << conv.refusal();
 }
@@ -905,7 +905,7 @@ TEST(SearchBatch, RepliesOfAnotherTaskOrArchitectureAreRefused) {
 TEST(SearchBatch, BrokenRepliesFilesAreRefusedWholeWithNothingChanged) {
     batch::BatchRun b;
     // Round 2 has several requests (the first generation's mutations).
-    b.cfg.batch_replies = {b.answer(b.first.batch_file, evolving, "replies-1.jsonl").string()};
+    b.cfg.batch.replies = {b.answer(b.first.batch_file, evolving, "replies-1.jsonl").string()};
     SearchResult second = b.run();
     ASSERT_EQ(second.stop_reason, "batch");
     ASSERT_GE(second.batch_written, 3);
@@ -915,12 +915,12 @@ TEST(SearchBatch, BrokenRepliesFilesAreRefusedWholeWithNothingChanged) {
     const fs::path file = b.dir.path() / "replies-2.jsonl";
     auto refused = [&](const std::string& text) {
         write_file_atomic(file, text);
-        b.cfg.batch_replies = {b.cfg.batch_replies[0], file.string()};
+        b.cfg.batch.replies = {b.cfg.batch.replies[0], file.string()};
         std::string why = b.refusal();
         EXPECT_TRUE(batch::contains(why, "Nothing was imported")) << why;
         EXPECT_EQ(batch::fingerprint(*b.store), before) << why;
         EXPECT_EQ(batch::on_disk(b.state()), disk_before) << why;
-        b.cfg.batch_replies.pop_back();
+        b.cfg.batch.replies.pop_back();
         return why;
     };
     // Cut in the middle of its second line: the complete first line is not imported either.
@@ -948,7 +948,7 @@ TEST(SearchBatch, BrokenRepliesFilesAreRefusedWholeWithNothingChanged) {
     std::string shuffled = lines[2] + "\n" + lines[0] + "\n" + lines[1] + "\n";
     for (size_t i = 3; i < lines.size(); ++i) shuffled += lines[i] + "\n";
     write_file_atomic(file, shuffled);
-    b.cfg.batch_replies.push_back(file.string());
+    b.cfg.batch.replies.push_back(file.string());
     b.run();
     EXPECT_EQ(b.store->spent().calls, 1 + second.batch_written);
 }
@@ -980,7 +980,7 @@ TEST(SearchBatch, AStateOfAnOlderVersionImportsItsOwnReplies) {
     }
     write_file_atomic(dir.path() / "replies-1.jsonl", testing::answer_batch(read_file(dir.path() / "gelu-1.jsonl"), evolving));
     SearchConfig cfg = batch::config(dir.path());
-    cfg.batch_replies = {(dir.path() / "replies-1.jsonl").string()};
+    cfg.batch.replies = {(dir.path() / "replies-1.jsonl").string()};
     std::vector<std::string> log;
     cfg.log = [&log](const std::string& line) { log.push_back(line); };
     auto store = store::open_store(state.string());
@@ -999,7 +999,7 @@ TEST(SearchBatch, AStateOfAnOlderVersionImportsItsOwnReplies) {
     fs::path unknown = dir.path() / "unknown.jsonl";
     write_file_atomic(unknown, R"({"custom_id":"b1:g9.i0.c0.a0","response":null,"error":{"code":"x","message":"y"}})" "\n");
     SearchConfig with_unknown = cfg;
-    with_unknown.batch_replies.push_back(unknown.string());
+    with_unknown.batch.replies.push_back(unknown.string());
     try {
         Search(now.task, with_unknown, Prompts(), never, evaluator, *store).run();
         ADD_FAILURE() << "no error";
@@ -1009,7 +1009,7 @@ TEST(SearchBatch, AStateOfAnOlderVersionImportsItsOwnReplies) {
     }
     // A file of another (new) run is refused here too.
     fs::path other = now.answer(now.first.batch_file, evolving, "replies-now.jsonl");
-    cfg.batch_replies.push_back(other.string());
+    cfg.batch.replies.push_back(other.string());
     try {
         Search(now.task, cfg, Prompts(), never, evaluator, *store).run();
         ADD_FAILURE() << "no error";

@@ -46,13 +46,13 @@ struct SolRun {
 
 SearchConfig small(int generations) {
     SearchConfig c;
-    c.islands = 1;
-    c.children = 2;
-    c.generations = generations;
-    c.repair_attempts = 1;
-    c.migration_interval = 0;
-    c.restart_after = 0;
-    c.seed = 3;
+    c.structure.islands = 1;
+    c.structure.children = 2;
+    c.evolution.generations = generations;
+    c.evolution.repair_attempts = 1;
+    c.evolution.migration_interval = 0;
+    c.evolution.restart_after = 0;
+    c.structure.seed = 3;
     return c;
 }
 
@@ -138,7 +138,7 @@ TEST(SearchSol, StopsAtTheTargetFractionOfTheSpeedOfLight) {
     SolRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(100);
-    cfg.target_sol = 0.6;  // speedup 2x in the scripted evaluator
+    cfg.stopping.target_sol = 0.6;  // speedup 2x in the scripted evaluator
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(res.stop_reason, "target_sol");
     EXPECT_GE(res.progress.best_sol, 0.6);
@@ -146,7 +146,7 @@ TEST(SearchSol, StopsAtTheTargetFractionOfTheSpeedOfLight) {
     std::string report = report_text(*r.store);
     EXPECT_NE(report.find("stopped: target_sol"), std::string::npos) << report;
     EXPECT_NE(report.find("% of the speed of light"), std::string::npos) << report;  // on the Best: line
-    cfg.target_sol = 1.5;
+    cfg.stopping.target_sol = 1.5;
     EXPECT_THROW(Search(r.task, cfg, Prompts(), provider, r.evaluator, *r.store), UsageError);
 }
 
@@ -154,7 +154,7 @@ TEST(SearchSol, TunesAPromisingCandidateWithoutTheLlm) {
     SolRun r;
     ScriptedProvider provider(evolving);
     SearchConfig cfg = small(1);
-    cfg.initial_source = kTunable;
+    cfg.structure.initial_source = kTunable;
     SearchResult res = r.run(cfg, provider);
     auto tuned = r.store->find_program("g0.seed.a0.tune");
     ASSERT_TRUE(tuned);
@@ -175,12 +175,12 @@ TEST(SearchSol, TunesAPromisingCandidateWithoutTheLlm) {
     EXPECT_TRUE(from_tuned);
     // A resume neither tunes nor validates the seed again.
     size_t runs = r.evaluator.runs().size();
-    cfg.generations = 1;
+    cfg.evolution.generations = 1;
     r.run(cfg, provider);
     EXPECT_EQ(r.evaluator.runs().size(), runs);
     // --tune-evals 0: no tuning.
     SolRun off;
-    cfg.tune_evals = 0;
+    cfg.evolution.tune_evals = 0;
     off.run(cfg, provider);
     EXPECT_FALSE(off.store->find_program("g0.seed.a0.tune"));
 }

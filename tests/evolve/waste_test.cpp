@@ -59,8 +59,8 @@ protected:
         http.base_url = server.base_url();
         http.max_attempts = 1;
         llm::HttpProvider provider(http);
-        cfg.outside_kernel_backoff_s = 0;
-        cfg.model = "test/model";
+        cfg.evolution.outside_kernel_backoff_s = 0;
+        cfg.requests.model = "test/model";
         Search s(task, cfg, Prompts(), provider, evaluator, *store);
         return s.run();
     }
@@ -82,14 +82,14 @@ protected:
 
 SearchConfig one_slot(int generations, int repair_attempts) {
     SearchConfig cfg;
-    cfg.islands = 1;
-    cfg.children = 1;
-    cfg.jobs = 1;
-    cfg.generations = generations;
-    cfg.repair_attempts = repair_attempts;
-    cfg.tune_evals = 0;
-    cfg.seed = 5;
-    cfg.mode = "full";
+    cfg.structure.islands = 1;
+    cfg.structure.children = 1;
+    cfg.evolution.jobs = 1;
+    cfg.evolution.generations = generations;
+    cfg.evolution.repair_attempts = repair_attempts;
+    cfg.evolution.tune_evals = 0;
+    cfg.structure.seed = 5;
+    cfg.evolution.mode = "full";
     return cfg;
 }
 
@@ -115,7 +115,7 @@ TEST_F(WasteTest, ACandidateNotJudgedIsEvaluatedAgainWithoutARequest) {
 // Never judged within the retries: recorded as not judged, no request spent, the search goes on.
 TEST_F(WasteTest, ACandidateNeverJudgedIsRecordedAsNotJudgedAndTheSearchGoesOn) {
     SearchConfig cfg = one_slot(1, 3);
-    cfg.outside_kernel_retries = 2;
+    cfg.evolution.outside_kernel_retries = 2;
     SearchResult res = search({kernel_reply(1, 1.0), kernel_reply(2, 2.0, "BUSY=9")}, cfg);
     EXPECT_EQ(res.stop_reason, "generations");
     EXPECT_EQ(server.requests().size(), 2u) << "seed and mutation only";

@@ -14,11 +14,11 @@ inline void search(const fs::path& state, int generations) {
     evolve::testing::ScriptedEvaluator ev;
     evolve::testing::ScriptedProvider provider(evolve::testing::evolving);
     evolve::SearchConfig cfg;
-    cfg.islands = 2;
-    cfg.children = 2;
-    cfg.generations = generations;
-    cfg.repair_attempts = 1;
-    cfg.seed = 5;
+    cfg.structure.islands = 2;
+    cfg.structure.children = 2;
+    cfg.evolution.generations = generations;
+    cfg.evolution.repair_attempts = 1;
+    cfg.structure.seed = 5;
     evolve::Search s(task, cfg, evolve::Prompts(), provider, ev, *store);
     s.run();
 }

@@ -131,10 +131,10 @@ TEST_P(StoreSecrets, ASearchCompilesAndKeepsKernelsAsTheModelWroteThem) {
     evolve::testing::ScriptedEvaluator evaluator;
     evolve::testing::ScriptedProvider provider(evolve::testing::evolving);
     evolve::SearchConfig cfg;
-    cfg.islands = 2;
-    cfg.children = 2;
-    cfg.generations = 3;
-    cfg.seed = 5;
+    cfg.structure.islands = 2;
+    cfg.structure.children = 2;
+    cfg.evolution.generations = 3;
+    cfg.structure.seed = 5;
     {
         auto s = open_store(where);
         evolve::Search search(task, cfg, evolve::Prompts(), provider, evaluator, *s);

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
         evolve::testing::ScriptedProvider provider(evolve::testing::evolving);
         provider.log_path = argv[4];
         evolve::SearchConfig cfg = evolve::testing::kill_test_config(std::stoi(argv[3]));
-        cfg.steady = true;
+        cfg.evolution.steady = true;
         evolve::Search search(task, cfg, evolve::Prompts(), provider, evaluator, *store);
         evolve::SearchResult r = search.run();
         std::vector<double> o = evaluator.overhead_ms();

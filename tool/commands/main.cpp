@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "commands/commands.h"
+#include "commands/setting_flags.h"
 #include "common/error.h"
 #include "common/process.h"
 #include "common/text.h"
@@ -74,6 +75,8 @@ int main(int argc, char** argv) {
             return 2;
         }
         return kevo::cli::report_error(kevo::cli::parse_error_message(app, e), 2, json(), &at);
+    } catch (const kevo::SettingError& e) {  // a library's setting, shown under its flag
+        return kevo::cli::report_error(kevo::message_with_flags(e), 2, json());
     } catch (const kevo::UsageError& e) {
         return kevo::cli::report_error(e.what(), 2, json());
     } catch (const std::exception& e) {

@@ -14,13 +14,16 @@ namespace CLI { class App; }
 namespace kevo::evolve {
 
 // The request and outcome of a search, and run_search(), are the use case's (workflows/search.h).
-using workflows::parse_duration;
 using workflows::run_search;
 using workflows::SearchArgs;
 using workflows::SearchOutcome;
 
 // The search options shared by `kernelevo search` and `kernelevo bench`.
 void add_search_options(CLI::App& cmd, SearchArgs& args);
+
+// Checks the search's settings as given (evolve::validate() through workflows::search_config()):
+// a bad one is a SettingError, which `kernelevo` shows under its flag. Commands call it first.
+void check_search_options(const SearchArgs& args);
 
 }  // namespace kevo::evolve
 

@@ -42,7 +42,7 @@ void group_search_options(CLI::App& cmd) {
 
 void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_option("--arch", a.arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
-    cmd.add_option("--backend", a.cfg.backend,
+    cmd.add_option("--backend", a.cfg.structure.backend,
                    "What the LLM writes: cuda (a .cu on the kernel ABI), triton (Triton kernels compiled ahead of time into "
                    "a .cu; needs Triton 3.x on this host), or both (islands alternate; the archive keeps the best of each)")
         ->capture_default_str()
@@ -50,27 +50,26 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
     // `kernelevo bench` has its own --python (PyTorch for --torch-compile) and passes it on.
     if (!cmd.get_option_no_throw("--python"))
         cmd.add_option("--python", a.python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
-    cmd.add_option("--generations", a.cfg.generations, "Evolution generations after the seed")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd.add_option("--islands", a.cfg.islands, "Islands (independent populations)")->capture_default_str()->check(CLI::Range(1, 64));
-    cmd.add_option("--children", a.cfg.children, "Candidates per island per generation")->capture_default_str()->check(CLI::Range(1, 64));
-    cmd.add_option("--repair-attempts", a.cfg.repair_attempts, "Repair attempts for a failing candidate")->capture_default_str()->check(CLI::Range(0, 50));
-    cmd.add_option("--migration-interval", a.cfg.migration_interval, "Generations between migrations (0: never)")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd.add_option("--migrants", a.cfg.migrants, "Programs each island sends to the next at a migration")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd.add_option("--restart-after", a.cfg.restart_after, "Restart an island after this many generations without improvement (0: never)")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd.add_option("--temperature", a.cfg.temperature, "Parent selection temperature (1: fitness-proportional; lower: greedier)")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
-    cmd.add_option("--mode", a.mode, "Mutation: full (rewrite), diff (SEARCH/REPLACE edits) or mixed")->capture_default_str()->check(CLI::IsMember({"full", "diff", "mixed"}));
-    cmd.add_option("--inspirations", a.cfg.inspirations, "Other programs shown in each mutation prompt")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd.add_option("--seed", a.cfg.seed, "Random seed (selection, model choice, request seeds)")->capture_default_str()->check(cli::Seed);
+    cmd.add_option("--generations", a.cfg.evolution.generations, "Evolution generations after the seed")->capture_default_str();
+    cmd.add_option("--islands", a.cfg.structure.islands, "Islands (independent populations)")->capture_default_str();
+    cmd.add_option("--children", a.cfg.structure.children, "Candidates per island per generation")->capture_default_str();
+    cmd.add_option("--repair-attempts", a.cfg.evolution.repair_attempts, "Repair attempts for a failing candidate")->capture_default_str();
+    cmd.add_option("--migration-interval", a.cfg.evolution.migration_interval, "Generations between migrations (0: never)")->capture_default_str();
+    cmd.add_option("--migrants", a.cfg.evolution.migrants, "Programs each island sends to the next at a migration")->capture_default_str();
+    cmd.add_option("--restart-after", a.cfg.evolution.restart_after, "Restart an island after this many generations without improvement (0: never)")->capture_default_str();
+    cmd.add_option("--temperature", a.cfg.evolution.temperature, "Parent selection temperature (1: fitness-proportional; lower: greedier)")->capture_default_str()->check(cli::FiniteNumber);
+    cmd.add_option("--mode", a.cfg.evolution.mode, "Mutation: full (rewrite), diff (SEARCH/REPLACE edits) or mixed")->capture_default_str()->check(CLI::IsMember({"full", "diff", "mixed"}));
+    cmd.add_option("--inspirations", a.cfg.evolution.inspirations, "Other programs shown in each mutation prompt")->capture_default_str();
+    cmd.add_option("--seed", a.cfg.structure.seed, "Random seed (selection, model choice, request seeds)")->capture_default_str()->check(cli::Seed);
     cmd.add_option("--max-time", a.max_time, "Stop after this wall time (e.g. 900, 30m, 2h)");
-    cmd.add_option("--target-speedup", a.cfg.target_speedup, "Stop once a kernel is this much faster than the reference")->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
-    cmd.add_option("--target-sol", a.cfg.target_sol,
+    cmd.add_option("--target-speedup", a.cfg.stopping.target_speedup, "Stop once a kernel is this much faster than the reference")->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    cmd.add_option("--target-sol", a.cfg.stopping.target_sol,
                     "Stop once a kernel reaches this fraction of the speed of light (e.g. 0.9: its time is within 1/0.9 of "
                     "the floor set by the bytes it must move and, where the task gives flops, the arithmetic)")
-        ->check(cli::FiniteNumber)->check(CLI::Range(0.0, 1.0));
-    cmd.add_option("--tune-evals", a.cfg.tune_evals,
+        ->check(cli::FiniteNumber);
+    cmd.add_option("--tune-evals", a.cfg.evolution.tune_evals,
                     "Validations spent tuning the KEVO_TUNABLE parameters of a promising candidate, without the LLM (0: never)")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->capture_default_str();
     cmd.add_flag("--no-profile", a.no_profile, "Do not profile new best kernels with Nsight Compute (ncu)");
     // issue 35 (tool/baseline):
     cmd.add_option("--fitness-baseline", a.fitness_baseline,
@@ -88,7 +87,7 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
                  "Do not time the PyTorch baselines (eager, torch.compile) of the task's PyTorch module for the summaries "
                  "(they then say \"not run: --no-baselines\")");
     cmd.add_option("--prompts", a.prompts, "Directory overriding prompt templates (system.md abi.md triton.md seed.md mutate_full.md mutate_diff.md repair.md)");
-    cmd.add_option("--jobs", a.cfg.jobs, "Candidates in progress at once (0: all of a generation, at least 2 per live worker with --workers)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--jobs", a.cfg.evolution.jobs, "Candidates in progress at once (0: all of a generation, at least 2 per live worker with --workers)")->capture_default_str();
     cmd.add_option("--schedule", a.schedule,
                     "steady: a new candidate starts as soon as one finishes, parents from the archive as it stands "
                     "(no generation barrier; not reproducible under --seed); generations: each generation waits for "
@@ -99,9 +98,9 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
                     "Validate through `kernelevo worker`s on a Redis queue instead of the local GPU: "
                     "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME] (the workers' --redis)")
         ->check(cli::NonEmpty);
-    cmd.add_option("--llm-temperature", a.cfg.llm_temperature, "Sampling temperature of the LLM (0 to 2)")
-        ->capture_default_str()->check(cli::FiniteNumber)->check(CLI::Range(0.0, 2.0));
-    cmd.add_option("--max-tokens", a.cfg.max_tokens, "Completion token limit per LLM request")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd.add_option("--llm-temperature", a.cfg.requests.temperature, "Sampling temperature of the LLM (0 to 2)")
+        ->capture_default_str()->check(cli::FiniteNumber);
+    cmd.add_option("--max-tokens", a.cfg.requests.max_tokens, "Completion token limit per LLM request")->capture_default_str();
     cmd.add_option("--timeout", a.timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
     cmd.add_option("--timing-trials", a.timing_trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
     llm::add_llm_options(cmd, a.llm);
@@ -109,12 +108,12 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
         ->check(CLI::ExistingFile.description(""))->excludes("--llm-replay");  // one transcript: both would be one lost
     cmd.add_flag("--json", a.json, "Print the final summary as one JSON object on stdout (schema: README, JSON output)");
     cli::add_verbosity_flags(cmd, "Print a progress line after every evaluation, not one per generation (no live line)");
-    cmd.add_flag("--llm-batch", a.cfg.llm_batch,
+    cmd.add_flag("--llm-batch", a.cfg.batch.enabled,
                   "Send no LLM request: write the pending ones as an OpenAI Batch API input file (in --llm-batch-dir) "
                   "and stop with the state saved (exit code 3); run `kernelevo llm batch submit FILE`, then the same "
                   "search again with --llm-batch-replies. Needs exactly one --model")
         ->group("LLM");
-    cmd.add_option("--llm-batch-replies", a.cfg.batch_replies,
+    cmd.add_option("--llm-batch-replies", a.cfg.batch.replies,
                     "Batch API output or error files (JSONL, e.g. from `kernelevo llm batch fetch`) to import first; "
                     "repeatable. A reply stored before is skipped, never counted twice")
         ->check(CLI::ExistingFile.description(""))->type_name("FILE")->allow_extra_args(false)->group("LLM");
@@ -122,6 +121,8 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
         ->capture_default_str()->type_name("DIR")->group("LLM");
     group_search_options(cmd);
 }
+
+void evolve::check_search_options(const SearchArgs& a) { (void)workflows::search_config(a); }
 
 void register_search_command(CLI::App& app, int& rc) {
     auto a = std::make_shared<SearchArgs>();
@@ -183,6 +184,7 @@ void register_search_command(CLI::App& app, int& rc) {
     });
     for (const char* name : {"--model-dir", "--model-jobs", "--dry-run", "--region"}) cmd->get_option(name)->group("Model");
     cmd->callback([a, m, cmd, task, model_dir, &rc] {
+        evolve::check_search_options(*a);  // before anything else, as a parse error would be
         if (model_dir->count() > 0) {
             rc = run_model_search(*a, *m, *cmd);
             return;

@@ -191,7 +191,7 @@ store::Spent BatchMode::load(const llm::LogFn& log) {
     // Every line of every file is checked before anything is stored: a refused file changes nothing.
     std::vector<Checked> files;
     Seen seen;
-    for (const std::string& file : cfg_.batch_replies) files.push_back(check(file, by_id, seen, legacy_records));
+    for (const std::string& file : cfg_.batch.replies) files.push_back(check(file, by_id, seen, legacy_records));
     store::Spent imported;
     for (const Checked& c : files) {
         std::vector<store::LlmCall> calls;
@@ -201,7 +201,7 @@ store::Spent BatchMode::load(const llm::LogFn& log) {
                 failed.emplace_back(b->custom_id, reply.error.empty() ? "no reply" : reply.error);
                 continue;
             }
-            llm::Reservation r = budget_.adopt(request, b->reserved_cost_usd, cfg_.price.has_value());
+            llm::Reservation r = budget_.adopt(request, b->reserved_cost_usd, cfg_.requests.price.has_value());
             llm::Usage counted = budget_.settle(r, reply.response->usage);
             store::LlmCall call;
             call.key = b->key;
@@ -232,7 +232,7 @@ store::Spent BatchMode::load(const llm::LogFn& log) {
     for (const auto& [id, b] : by_id) {
         if (!b.error.empty() || waiting_.count(b.key) || store_.find_llm_call(b.key)) continue;
         waiting_.insert(b.key);
-        held_.push_back(budget_.adopt(llm::request_from_json(b.request.dump()), b.reserved_cost_usd, cfg_.price.has_value()));
+        held_.push_back(budget_.adopt(llm::request_from_json(b.request.dump()), b.reserved_cost_usd, cfg_.requests.price.has_value()));
     }
     return imported;
 }
@@ -265,7 +265,7 @@ StopReason BatchMode::finish(SearchResult& result) {
     int number = 0;
     for (const store::BatchRequest& b : store_.batch_requests()) number = std::max(number, b.batch);
     ++number;
-    const std::string path = fs::absolute(cfg_.batch_prefix + "-" + std::to_string(number) + ".jsonl").string();
+    const std::string path = fs::absolute(cfg_.batch.prefix + "-" + std::to_string(number) + ".jsonl").string();
     std::sort(deferred_.begin(), deferred_.end(), [](const Deferred& a, const Deferred& b) { return a.key < b.key; });
     std::string text;
     std::vector<store::BatchRequest> rows;
@@ -280,7 +280,7 @@ StopReason BatchMode::finish(SearchResult& result) {
         b.reserved_tokens = d.reservation.tokens();
         b.reserved_cost_usd = d.reservation.cost_usd;
         // Byte for byte: what is sent is never redacted (issue 37; only what is shown or logged is).
-        text += llm::batch_input_line(b.custom_id, d.request, cfg_.batch_url) + "\n";
+        text += llm::batch_input_line(b.custom_id, d.request, cfg_.batch.url) + "\n";
         rows.push_back(std::move(b));
     }
     // The file first: a kill before the store knows of it only means writing the same file again.

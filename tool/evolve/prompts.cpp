@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "language/registry.h"
+#include "evolve/search_config.h"
 
 namespace kevo::evolve {
 
@@ -19,7 +20,7 @@ std::vector<std::string> Prompts::names() {
 }
 
 void Prompts::load_overrides(const std::filesystem::path& dir) {
-    if (!std::filesystem::is_directory(dir)) throw UsageError("--prompts: " + dir.string() + " is not a directory");
+    if (!std::filesystem::is_directory(dir)) throw SettingError({settings::kPrompts}, "{prompts.dir}: " + dir.string() + " is not a directory");
     int found = 0;
     for (const std::string& name : names()) {
         auto file = dir / (name + ".md");
@@ -28,8 +29,9 @@ void Prompts::load_overrides(const std::filesystem::path& dir) {
             ++found;
         }
     }
-    if (found == 0) throw UsageError("--prompts: " + dir.string() + " holds none of the templates (system.md, abi.md, triton.md, "
-                                     "seed.md, mutate_full.md, mutate_diff.md, repair.md)");
+    if (found == 0)
+        throw SettingError({settings::kPrompts}, "{prompts.dir}: " + dir.string() + " holds none of the templates (system.md, "
+                                                 "abi.md, triton.md, seed.md, mutate_full.md, mutate_diff.md, repair.md)");
 }
 
 const std::string& Prompts::text(const std::string& name) const {

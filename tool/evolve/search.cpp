@@ -24,7 +24,7 @@ struct Search::Impl {
 
     SearchResult run() {
         state.load_or_init();
-        if (state.cfg.steady) {
+        if (state.cfg.evolution.steady) {
             detail::SteadyLoop(state, generations, runner).run();
         } else {
             generations.run_barrier();
@@ -60,20 +60,7 @@ struct Search::Impl {
 Search::Search(const Task& task, SearchConfig config, Prompts prompts, llm::Provider& provider, Evaluator& evaluator,
                store::Store& store)
     : impl_(std::make_unique<Impl>(task, std::move(config), std::move(prompts), provider, evaluator, store)) {
-    const SearchConfig& c = impl_->state.cfg;
-    if (c.islands < 1 || c.children < 1 || c.generations < 0 || c.repair_attempts < 0 || c.migrants < 0 ||
-        c.inspirations < 0 || !(c.temperature > 0))
-        throw UsageError("search: islands, children and temperature must be positive; generations, repair attempts, "
-                         "migrants and inspirations must not be negative");
-    if (c.target_sol < 0 || c.target_sol > 1 || c.tune_evals < 0)
-        throw UsageError("search: the target fraction of the speed of light must be in (0, 1]; tune evaluations must not be negative");
-    if (c.mode != "full" && c.mode != "diff" && c.mode != "mixed")
-        throw UsageError("search: --mode must be full, diff or mixed, not " + c.mode);
-    if (c.llm_batch && c.model.empty())
-        throw UsageError("--llm-batch needs exactly one --model: a Batch API input file holds requests for one model");
-    if (c.llm_batch && c.budget_usd > 0 && !c.price)
-        throw UsageError("--llm-batch with --budget-usd needs --llm-price (the batch price): Batch API replies "
-                         "report no cost, so the cap could not be kept");
+    validate(impl_->state.cfg);
     detail::RunState& s = impl_->state;
     s.reference = describe_reference(task);
     s.task_text = describe_task(task);

@@ -88,7 +88,7 @@ void EvaluationPipeline::evaluate(store::Program& p) {
         }
         ev = run_once(compiled, gpu_s);
         ++runs;
-        if (!ev.outside_kernel || ev.status == Status::no_device || retry >= s_.cfg.outside_kernel_retries) break;
+        if (!ev.outside_kernel || ev.status == Status::no_device || retry >= s_.cfg.evolution.outside_kernel_retries) break;
         wait_before_retry(p, ev, retry);
     }
     if (ev.status == Status::no_device) {  // not the candidate's fault: stop, re-evaluate on resume
@@ -114,21 +114,21 @@ Evaluation EvaluationPipeline::run_once(const CompileResult& compiled, double& g
     Evaluation ev = s_.evaluator.run(compiled);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     gpu_s += ev.gpu_s > 0 ? ev.gpu_s : wall;
-    if (ev.ok() && s_.cfg.profile_best && s_.is_new_best(ev.speedup)) add_profile(ev, compiled);
+    if (ev.ok() && s_.cfg.evolution.profile_best && s_.is_new_best(ev.speedup)) add_profile(ev, compiled);
     return ev;
 }
 
 // The back-off before running a candidate again that was not judged (the GPU slot is free
 // meanwhile); a stop ends the wait.
 void EvaluationPipeline::wait_before_retry(const store::Program& p, const Evaluation& ev, int retry) {
-    double wait = std::max(ev.retry_after_s, s_.cfg.outside_kernel_backoff_s * static_cast<double>(1 << std::min(retry, 16)));
+    double wait = std::max(ev.retry_after_s, s_.cfg.evolution.outside_kernel_backoff_s * static_cast<double>(1 << std::min(retry, 16)));
     if (s_.cfg.log) {
         // The evaluator's reason, whole words only (it starts with "not judged: " itself).
         std::string why = ev.feedback.rfind("not judged: ", 0) == 0 ? ev.feedback.substr(12) : ev.feedback;
         if (why.size() > 320) why = why.substr(0, why.rfind(' ', 317)) + "...";
         s_.cfg.log("candidate " + p.key + " was not judged (" + why + "); evaluating it again in " +
                    fixed(wait, 0) + " s (retry " + std::to_string(retry + 1) + " of " +
-                   std::to_string(s_.cfg.outside_kernel_retries) + "), no LLM request");
+                   std::to_string(s_.cfg.evolution.outside_kernel_retries) + "), no LLM request");
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(wait * 1000));
     for (auto now = std::chrono::steady_clock::now(); now < until; now = std::chrono::steady_clock::now()) {
@@ -147,7 +147,7 @@ void EvaluationPipeline::add_profile(Evaluation& ev, const CompileResult& compil
 }
 
 std::optional<store::Program> EvaluationPipeline::tune_program(const store::Program& p, const std::string& key) {
-    if (s_.cfg.tune_evals <= 0) return std::nullopt;
+    if (s_.cfg.evolution.tune_evals <= 0) return std::nullopt;
     if (backend_of(p.source) != "cuda") return std::nullopt;  // the tuner edits CUDA sources (KEVO_TUNE macros)
     std::vector<tune::Tunable> tunables;
     try {
@@ -164,8 +164,8 @@ std::optional<store::Program> EvaluationPipeline::tune_program(const store::Prog
         if (p.speedup < 0.9 * s_.progress.best_speedup) return std::nullopt;
     }
     tune::TuneOptions o;
-    o.max_evals = s_.cfg.tune_evals;
-    o.seed = Rng(s_.cfg.seed, key).next();
+    o.max_evals = s_.cfg.evolution.tune_evals;
+    o.seed = Rng(s_.cfg.structure.seed, key).next();
     LockedEvaluator locked(s_.evaluator, *this);
     tune::TuneResult r = tune::tune(p.source, locked, o);
     const tune::Trial* best = r.best_trial();

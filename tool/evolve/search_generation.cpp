@@ -24,11 +24,11 @@ bool Generations::stop_before_barrier(int gen) {
         s_.progress.generation = gen;
     }
     const SearchConfig& cfg = s_.cfg;
-    if (gen > cfg.generations) {
+    if (gen > cfg.evolution.generations) {
         s_.request_stop(StopReason::generations);
-    } else if (cfg.target_speedup > 0 && s_.progress.best_speedup >= cfg.target_speedup) {
+    } else if (cfg.stopping.target_speedup > 0 && s_.progress.best_speedup >= cfg.stopping.target_speedup) {
         s_.request_stop(StopReason::target);
-    } else if (cfg.target_sol > 0 && s_.progress.best_sol >= cfg.target_sol) {
+    } else if (cfg.stopping.target_sol > 0 && s_.progress.best_sol >= cfg.stopping.target_sol) {
         s_.request_stop(StopReason::target_sol);
     } else if (s_.budget_reached()) {
         s_.request_stop(StopReason::budget);
@@ -37,9 +37,9 @@ bool Generations::stop_before_barrier(int gen) {
 }
 
 bool Generations::stop_before(int gen) {
-    if (gen > s_.cfg.generations) {
+    if (gen > s_.cfg.evolution.generations) {
         s_.request_stop(StopReason::generations);
-    } else if (s_.cfg.target_speedup > 0 && s_.best_speedup() >= s_.cfg.target_speedup) {
+    } else if (s_.cfg.stopping.target_speedup > 0 && s_.best_speedup() >= s_.cfg.stopping.target_speedup) {
         s_.request_stop(StopReason::target);
     } else if (s_.budget_reached()) {
         s_.request_stop(StopReason::budget);
@@ -51,7 +51,7 @@ std::vector<Slot> Generations::slots_of(int gen) const {
     if (gen == 0) return {Slot{"g0.seed", 0, 0}};
     std::vector<Slot> slots;
     for (int i = 0; i < static_cast<int>(s_.islands.size()); ++i)
-        for (int c = 0; c < s_.cfg.children; ++c)
+        for (int c = 0; c < s_.cfg.structure.children; ++c)
             slots.push_back(Slot{"g" + std::to_string(gen) + ".i" + std::to_string(i) + ".c" + std::to_string(c), gen, i});
     return slots;
 }
@@ -73,7 +73,7 @@ std::vector<SlotResult> Generations::run_slots(const std::vector<Slot>& slots) {
             }
         }
     };
-    size_t n = s_.cfg.jobs > 0 ? std::min(slots.size(), static_cast<size_t>(s_.cfg.jobs)) : slots.size();
+    size_t n = s_.cfg.evolution.jobs > 0 ? std::min(slots.size(), static_cast<size_t>(s_.cfg.evolution.jobs)) : slots.size();
     std::vector<std::thread> threads;
     for (size_t i = 0; i < n; ++i) threads.emplace_back(worker);
     for (auto& t : threads) t.join();
@@ -112,9 +112,9 @@ void Generations::commit(int gen, const std::vector<Slot>& slots, const std::vec
     } else if (!applied) {
         for (size_t i = 0; i < slots.size(); ++i) apply(slots[i], results[i]);
     }
-    if (s_.cfg.migration_interval > 0 && s_.islands.size() > 1 && gen > 0 && gen % s_.cfg.migration_interval == 0)
+    if (s_.cfg.evolution.migration_interval > 0 && s_.islands.size() > 1 && gen > 0 && gen % s_.cfg.evolution.migration_interval == 0)
         migrate(gen, events);
-    if (s_.cfg.restart_after > 0 && gen > 0) restart_stagnant(gen, events);
+    if (s_.cfg.evolution.restart_after > 0 && gen > 0) restart_stagnant(gen, events);
     store_generation(gen, events);
 }
 
@@ -124,7 +124,7 @@ void Generations::migrate(int gen, std::vector<store::Event>& events) {
     for (const Island& island : s_.islands) {
         std::vector<Elite> e = island.archive.elites();
         std::stable_sort(e.begin(), e.end(), [](const Elite& a, const Elite& b) { return a.speedup > b.speedup; });
-        e.resize(std::min(e.size(), static_cast<size_t>(std::max(s_.cfg.migrants, 0))));
+        e.resize(std::min(e.size(), static_cast<size_t>(std::max(s_.cfg.evolution.migrants, 0))));
         outgoing.push_back(e);
     }
     for (size_t from = 0; from < s_.islands.size(); ++from) {
@@ -141,7 +141,7 @@ void Generations::migrate(int gen, std::vector<store::Event>& events) {
 // An island without improvement for restart_after generations starts again from its seed.
 void Generations::restart_stagnant(int gen, std::vector<store::Event>& events) {
     for (Island& island : s_.islands) {
-        if (gen - island.last_improvement < s_.cfg.restart_after) continue;
+        if (gen - island.last_improvement < s_.cfg.evolution.restart_after) continue;
         island.archive.clear();
         island.best = 0;
         island.last_feedback.clear();
@@ -179,15 +179,15 @@ void SteadyLoop::run() {
         if (!run_seed()) return;
         committed_ = 0;
     }
-    const int per_gen = s_.cfg.islands * s_.cfg.children;
-    const int cap = s_.cfg.jobs > 0 ? s_.cfg.jobs : std::max(per_gen, s_.evaluator.capacity());
+    const int per_gen = s_.cfg.structure.islands * s_.cfg.structure.children;
+    const int cap = s_.cfg.evolution.jobs > 0 ? s_.cfg.evolution.jobs : std::max(per_gen, s_.evaluator.capacity());
     ahead_ = std::max(2, (cap + per_gen - 1) / per_gen + 1);
     next_gen_ = committed_ + 1;
     std::vector<std::thread> threads;
     for (int i = 0; i < cap; ++i) threads.emplace_back([this] { work(); });
     for (auto& t : threads) t.join();
     if (error_) std::rethrow_exception(error_);
-    if (committed_ >= s_.cfg.generations) s_.request_stop(StopReason::generations);
+    if (committed_ >= s_.cfg.evolution.generations) s_.request_stop(StopReason::generations);
 }
 
 bool SteadyLoop::run_seed() {
@@ -208,8 +208,8 @@ std::optional<Slot> SteadyLoop::take() {
             if (s_.should_stop()) return std::nullopt;
             continue;
         }
-        if (next_gen_ > s_.cfg.generations) {
-            if (committed_ >= s_.cfg.generations) s_.request_stop(StopReason::generations);
+        if (next_gen_ > s_.cfg.evolution.generations) {
+            if (committed_ >= s_.cfg.evolution.generations) s_.request_stop(StopReason::generations);
             return std::nullopt;
         }
         if (next_index_ == 0) {

@@ -9,12 +9,12 @@
 namespace kevo::evolve::detail {
 
 SlotResult SlotRunner::run(const Slot& slot) {
-    Rng rng(s_.cfg.seed, slot.key);
+    Rng rng(s_.cfg.structure.seed, slot.key);
     const Plan plan = make_plan(slot, rng);
     Request request = first_request(plan);
     SlotResult result;
     int64_t previous_id = plan.parent ? plan.parent->id : 0;
-    for (int n = 0; n <= s_.cfg.repair_attempts; ++n) {
+    for (int n = 0; n <= s_.cfg.evolution.repair_attempts; ++n) {
         store::Program p = attempt(slot, plan, n, request, previous_id);
         if (p.ok()) {
             result.child = p;
@@ -30,7 +30,7 @@ SlotResult SlotRunner::run(const Slot& slot) {
         // not judged; no request is spent on either.
         if (has_state(p, ProgramState::duplicate) || not_judged(p)) break;
         result.feedback = p.feedback;
-        if (n == s_.cfg.repair_attempts) break;
+        if (n == s_.cfg.evolution.repair_attempts) break;
         ask_repair(plan, p, request);
         previous_id = p.id;
     }
@@ -46,8 +46,8 @@ SlotRunner::Plan SlotRunner::make_plan(const Slot& slot, Rng& rng) {
     }
     if (plan.island && !plan.island->archive.empty()) pick_parent(plan, rng);
     const SearchConfig& cfg = s_.cfg;
-    plan.diff = plan.parent && (cfg.mode == "diff" || (cfg.mode == "mixed" && rng.uniform() < cfg.diff_share));
-    plan.initial = slot.generation == 0 && !cfg.initial_source.empty();
+    plan.diff = plan.parent && (cfg.evolution.mode == "diff" || (cfg.evolution.mode == "mixed" && rng.uniform() < cfg.evolution.diff_share));
+    plan.initial = slot.generation == 0 && !cfg.structure.initial_source.empty();
     plan.kind = plan.initial ? "initial" : plan.parent ? "mutation" : "seed";
     plan.backend = island_backend(slot.island);
     // A parent in another language (a migrant, or the seed on a CUDA island of a "both" run)
@@ -63,7 +63,7 @@ void SlotRunner::pick_parent(Plan& plan, Rng& rng) {
     std::vector<Elite> elites = plan.island->archive.elites();
     std::vector<double> speedups;
     for (const Elite& e : elites) speedups.push_back(e.speedup);
-    size_t pick = select_index(speedups, s_.cfg.temperature, rng.uniform());
+    size_t pick = select_index(speedups, s_.cfg.evolution.temperature, rng.uniform());
     plan.parent = s_.store.get_program(elites[pick].id);
     std::vector<store::Program> programs;
     std::vector<std::string> sources;
@@ -77,7 +77,7 @@ void SlotRunner::pick_parent(Plan& plan, Rng& rng) {
         sources.push_back(p->source);
         speeds.push_back(p->speedup);
     }
-    for (size_t i : pick_inspirations(sources, speeds, parent_index, s_.cfg.inspirations))
+    for (size_t i : pick_inspirations(sources, speeds, parent_index, s_.cfg.evolution.inspirations))
         plan.inspirations.push_back(programs[i]);
 }
 
@@ -89,7 +89,7 @@ SlotRunner::Request SlotRunner::first_request(const Plan& plan) {
         const std::string& backend = plan.backend;
         r.vars["parent_code"] = parent->source;
         r.vars["parent_fence"] = fence_of(backend_of(parent->source));
-        r.vars["parent_metrics"] = "speedup " + fixed(parent->speedup, 3) + "x over " + s_.cfg.speedup_label;
+        r.vars["parent_metrics"] = "speedup " + fixed(parent->speedup, 3) + "x over " + s_.cfg.evolution.speedup_label;
         if (double f = sol_fraction_of(parent->details); f > 0)
             r.vars["parent_metrics"] += ", " + fixed(100 * f, 0) + "% of the speed of light";
         r.vars["inspirations"] = inspirations_text(plan.inspirations);
@@ -126,7 +126,7 @@ store::Program SlotRunner::attempt(const Slot& slot, const Plan& plan, int n, co
     p.origin = n == 0 ? plan.kind : "repair";
     p.attempt = n;
     if (n == 0 && plan.initial) {
-        p.source = s_.cfg.initial_source;
+        p.source = s_.cfg.structure.initial_source;
     } else {
         store::LlmCall call = llm_call(key, n == 0 ? plan.kind : "repair", request.messages);
         p.llm_call_id = call.id;
@@ -167,14 +167,14 @@ store::LlmCall SlotRunner::llm_call(const std::string& key, const std::string& k
     if (auto done = s_.store.find_llm_call(key)) return *done;  // paid for already
     s_.check_stop();
     llm::ChatRequest req;
-    req.model = s_.cfg.model;
+    req.model = s_.cfg.requests.model;
     req.messages = messages;
-    req.temperature = s_.cfg.llm_temperature;
-    req.max_tokens = s_.cfg.max_tokens;
-    req.seed = static_cast<int64_t>(Rng(s_.cfg.seed, key).next() >> 33);
+    req.temperature = s_.cfg.requests.temperature;
+    req.max_tokens = s_.cfg.requests.max_tokens;
+    req.seed = static_cast<int64_t>(Rng(s_.cfg.structure.seed, key).next() >> 33);
     // Batch mode: the request waits in a batch file, or goes into the next one.
     if (s_.batch->waiting(key)) throw Stopped{};
-    if (s_.cfg.llm_batch) {
+    if (s_.cfg.batch.enabled) {
         s_.batch->defer(key, kind, req);  // (not when the budget cannot hold it: then the run stops for it)
         throw Stopped{};
     }
@@ -257,8 +257,8 @@ std::map<std::string, std::string> SlotRunner::base_vars(const std::string& back
 }
 
 std::string SlotRunner::island_backend(int island) const {
-    if (s_.cfg.backend == "both") return mixed_language(island);
-    return s_.cfg.backend;
+    if (s_.cfg.structure.backend == "both") return mixed_language(island);
+    return s_.cfg.structure.backend;
 }
 
 std::vector<llm::Message> SlotRunner::messages(const std::string& templ, const std::map<std::string, std::string>& vars) const {

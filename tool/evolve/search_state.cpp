@@ -62,7 +62,7 @@ bool RunState::request_stop(StopReason reason, const std::string& detail) {
 
 bool RunState::should_stop() {
     if (stop_flag && stop_flag->load()) request_stop(StopReason::interrupted);
-    if (cfg.max_time_s > 0 && invocation_s() >= cfg.max_time_s) request_stop(StopReason::time);
+    if (cfg.stopping.max_time_s > 0 && invocation_s() >= cfg.stopping.max_time_s) request_stop(StopReason::time);
     return stopping_now.load();
 }
 
@@ -104,21 +104,21 @@ double RunState::best_speedup() {
 
 void RunState::load_or_init() {
     check_structure();
-    store.put_meta("config", {{"generations", cfg.generations},
-                              {"repair_attempts", cfg.repair_attempts},
-                              {"migration_interval", cfg.migration_interval},
-                              {"restart_after", cfg.restart_after},
-                              {"temperature", cfg.temperature},
-                              {"mode", cfg.mode},
-                              {"model", cfg.model},
-                              {"backend", cfg.backend}});
+    store.put_meta("config", {{"generations", cfg.evolution.generations},
+                              {"repair_attempts", cfg.evolution.repair_attempts},
+                              {"migration_interval", cfg.evolution.migration_interval},
+                              {"restart_after", cfg.evolution.restart_after},
+                              {"temperature", cfg.evolution.temperature},
+                              {"mode", cfg.evolution.mode},
+                              {"model", cfg.requests.model},
+                              {"backend", cfg.structure.backend}});
     elapsed_before = store.get_meta("elapsed_s").value_or(0.0).get<double>();
 
     islands.clear();
     if (store.last_generation() >= 0) {
         for (const auto& j : store.islands()) islands.push_back(Island::from_json(j));
     } else {
-        for (int i = 0; i < cfg.islands; ++i) islands.push_back(Island{i, {}, 0, 0, 0, 0, {}});
+        for (int i = 0; i < cfg.structure.islands; ++i) islands.push_back(Island{i, {}, 0, 0, 0, 0, {}});
     }
     load_spent();
 }
@@ -126,10 +126,10 @@ void RunState::load_or_init() {
 // A resumed run must have the structure it started with; a new one records it.
 void RunState::check_structure() {
     nlohmann::json structure = {{"task_hash", task.hash()},     {"reference_hash", task.reference_hash()},
-                                {"arch", arch},                 {"islands", cfg.islands},
-                                {"children", cfg.children},     {"seed", cfg.seed},
-                                {"initial", !cfg.initial_source.empty()}};
-    if (cfg.backend != "cuda") structure["backend"] = cfg.backend;  // absent in runs from before backends
+                                {"arch", arch},                 {"islands", cfg.structure.islands},
+                                {"children", cfg.structure.children},     {"seed", cfg.structure.seed},
+                                {"initial", !cfg.structure.initial_source.empty()}};
+    if (cfg.structure.backend != "cuda") structure["backend"] = cfg.structure.backend;  // absent in runs from before backends
     if (auto existing = store.get_meta("structure")) {
         for (auto& [k, v] : structure.items())
             if (existing->value(k, nlohmann::json()) != v)
@@ -146,7 +146,7 @@ void RunState::check_structure() {
 void RunState::load_spent() {
     for (const store::Program& p : store.programs()) tally(p);
     store::Spent s = store.spent();
-    budget = std::make_unique<llm::Budget>(llm::BudgetCaps{cfg.budget_tokens, cfg.budget_usd, cfg.price}, cfg.log);
+    budget = std::make_unique<llm::Budget>(llm::BudgetCaps{cfg.stopping.budget_tokens, cfg.stopping.budget_usd, cfg.requests.price}, cfg.log);
     budget->add_spent({s.prompt_tokens, s.completion_tokens, s.cost_usd});
     batch = std::make_unique<BatchMode>(cfg, store, *budget);
     if (batch->load(cfg.log).calls > 0) s = store.spent();

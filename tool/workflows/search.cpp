@@ -161,22 +161,15 @@ void store_best_baselines(store::Store& st, const store::Program& best, const st
     st.put_meta(evolve::kBestBaselinesMeta, j);
 }
 
-// The search's configuration from the request; the budgets move from the LLM options into it (the
-// search enforces them against the stored totals, which survive a resume).
+// The configuration of the search that runs: search_config() plus the seed kernel's text and the
+// log; the budgets move from the LLM options into it (the search enforces them against the stored
+// totals, which survive a resume).
 evolve::SearchConfig config_of(SearchArgs& a) {
-    evolve::SearchConfig cfg = a.cfg;
-    cfg.mode = a.mode;
-    cfg.profile_best = !a.no_profile;
-    cfg.steady = a.schedule == "steady";
-    cfg.max_time_s = parse_duration(a.max_time);
-    if (!a.initial.empty()) cfg.initial_source = read_kernel_file(a.initial, "--initial");
-    cfg.budget_tokens = a.llm.max_total_tokens;
-    cfg.budget_usd = a.llm.max_cost_usd;
+    evolve::SearchConfig cfg = search_config(a);
+    if (!a.initial.empty()) cfg.structure.initial_source = read_kernel_file(a.initial, "--initial");
     a.llm.max_total_tokens = 0;
     a.llm.max_cost_usd = 0;
-    a.llm.model_seed = cfg.seed;
-    if (a.llm.models.size() == 1) cfg.model = llm::parse_model_choice(a.llm.models[0]).name;
-    if (!a.llm.price.empty()) cfg.price = llm::parse_price(a.llm.price);
+    a.llm.model_seed = cfg.structure.seed;
     cfg.log = [](const std::string& line) { std::cerr << "\nkernelevo: " << printable(line) << "\n"; };
     return cfg;
 }
@@ -199,9 +192,7 @@ LlmLink connect_llm(const llm::LlmOptions& o) {
 }
 
 ValidateOptions validate_options(const SearchArgs& a, const evolve::SearchConfig& cfg, const Task& task) {
-    if (cfg.backend == "both" && cfg.islands < 2)
-        throw UsageError("--backend both needs at least 2 islands (even islands write Triton, odd ones CUDA)");
-    if (cfg.backend != "cuda" && a.workers.empty()) {  // with --workers, the compile workers' Triton compiles
+    if (cfg.structure.backend != "cuda" && a.workers.empty()) {  // with --workers, the compile workers' Triton compiles
         triton::TritonInfo ti = triton::probe(a.python);  // a missing Triton stops here (exit 2), not mid-run
         std::cerr << "kernelevo: Triton " << ti.version << " (" << ti.python << ") compiles the Triton candidates ahead of time\n";
     }
@@ -233,7 +224,7 @@ Fitness fitness_of(const SearchArgs& a, const Task& task, Validator& validator, 
         throw UsageError("--fitness-baseline " + a.fitness_baseline + ": " + baseline::label(a.fitness_baseline) + " " +
                          f.torch_baselines->why_not(a.fitness_baseline));
     f.evaluator = baseline::fitness_over(evaluator, *f.torch_baselines, a.fitness_baseline);
-    cfg.speedup_label = baseline::label(a.fitness_baseline);  // what the prompts say the speedup is over
+    cfg.evolution.speedup_label = baseline::label(a.fitness_baseline);  // what the prompts say the speedup is over
     std::cerr << "kernelevo: fitness: speedup over " << baseline::label(a.fitness_baseline) << ", "
               << f.torch_baselines->us(a.fitness_baseline) << " us (precision " << f.torch_baselines->precision << ", PyTorch "
               << f.torch_baselines->torch_version << ")\n";
@@ -387,26 +378,24 @@ SearchOutcome finish(const SearchArgs& a, const Task& task, const std::string& a
 }
 }  // namespace
 
-double parse_duration(const std::string& s) {
-    if (s.empty()) return 0;
-    size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(s, &used);
-    } catch (const std::exception&) {
-        throw UsageError("--max-time: cannot read '" + s + "' (use e.g. 900, 30m or 2h)");
-    }
-    std::string unit = s.substr(used);
-    double mult = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
-    if (mult < 0 || v < 0) throw UsageError("--max-time: cannot read '" + s + "' (use e.g. 900, 30m or 2h)");
-    return v * mult;
+evolve::SearchConfig search_config(const SearchArgs& a) {
+    evolve::SearchConfig cfg = a.cfg;
+    cfg.evolution.profile_best = !a.no_profile;
+    cfg.evolution.steady = a.schedule == "steady";
+    cfg.stopping.max_time_s = evolve::parse_duration(a.max_time);
+    cfg.stopping.budget_tokens = a.llm.max_total_tokens;
+    cfg.stopping.budget_usd = a.llm.max_cost_usd;
+    if (a.llm.models.size() == 1) cfg.requests.model = llm::parse_model_choice(a.llm.models[0]).name;
+    if (!a.llm.price.empty()) cfg.requests.price = llm::parse_price(a.llm.price);
+    evolve::validate(cfg);
+    return cfg;
 }
 
 SearchOutcome run_search(const SearchArgs& args, const std::string& progress_prefix) {
     SearchArgs a = args;
     std::atomic<bool> stop{false};  // set by Ctrl-C; outlives the evaluator, whose waits (the confirmation's too) ask it
+    evolve::SearchConfig cfg = config_of(a);  // a bad setting stops here, before anything is read or sent
     Task task = load_task(a.task);
-    evolve::SearchConfig cfg = config_of(a);
     evolve::Prompts prompts;
     if (!a.prompts.empty()) prompts.load_overrides(a.prompts);
     // Usage and setup errors (exit 2) come before any LLM request and before the state store is
@@ -414,19 +403,17 @@ SearchOutcome run_search(const SearchArgs& args, const std::string& progress_pre
     LlmLink llm = connect_llm(a.llm);
     const ValidateOptions vo = validate_options(a, cfg, task);
     Validator validator(task, vo);
-    Evaluators ev = make_evaluators(a, task, vo, validator, cfg.profile_best);
+    Evaluators ev = make_evaluators(a, task, vo, validator, cfg.evolution.profile_best);
     const std::string arch = ev.evaluator->arch();
     require_toolkit_arch(arch, vo.compile);
     // Workers validate on their own GPUs. A batch round may need no validation at all (it writes
     // requests, or imports replies without code); one that does stops with "no GPU" and resumes.
-    const bool validates_here = a.workers.empty() && !cfg.llm_batch;
+    const bool validates_here = a.workers.empty() && !cfg.batch.enabled;
     if (validates_here) require_local_gpu(validator, arch);
     Fitness fitness = fitness_of(a, task, validator, *ev.evaluator, cfg, validates_here);
     // Batch mode: files named after the task and architecture, in the dialect of --llm-url.
-    if (cfg.llm_batch && a.llm.models.size() != 1)
-        throw UsageError("--llm-batch needs exactly one --model: a Batch API input file holds requests for one model");
-    cfg.batch_prefix = (fs::path(a.batch_dir) / (task.name + "-" + arch + "-batch")).string();
-    cfg.batch_url = a.llm.url;
+    cfg.batch.prefix = (fs::path(a.batch_dir) / (task.name + "-" + arch + "-batch")).string();
+    cfg.batch.url = a.llm.url;
     State st = open_state(a, task, arch, progress_prefix);
     ev.register_run(st.where.display());
 
@@ -434,14 +421,14 @@ SearchOutcome run_search(const SearchArgs& args, const std::string& progress_pre
     const bool tty = ::isatty(STDERR_FILENO) && !verbose();
     show_progress(search, tty, progress_prefix);
     if (!quiet())
-        std::cerr << "kernelevo: searching " << task.name << " for " << arch << " (" << cfg.islands << " islands, "
+        std::cerr << "kernelevo: searching " << task.name << " for " << arch << " (" << cfg.structure.islands << " islands, "
                   << a.schedule << ", state " << st.where.display()
                   << (a.workers.empty() ? std::string() : ", validating through " + store::parse_store_location(a.workers).display())
                   << ")\n";
-    evolve::SearchResult result = run_interruptibly(search, *llm.provider, ev, cfg.max_time_s, stop);
+    evolve::SearchResult result = run_interruptibly(search, *llm.provider, ev, cfg.stopping.max_time_s, stop);
     if (tty && !quiet()) std::cerr << "\n";
     ev.report_overhead();
-    return finish(a, task, arch, *ev.evaluator, validator, result, st, fitness.torch_baselines, cfg.llm_batch);
+    return finish(a, task, arch, *ev.evaluator, validator, result, st, fitness.torch_baselines, cfg.batch.enabled);
 }
 
 }  // namespace kevo::workflows

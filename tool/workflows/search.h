@@ -15,7 +15,7 @@ namespace kevo::workflows {
 
 // What `kernelevo search` was asked (its options; the command line fills it).
 struct SearchArgs {
-    std::string task, out, arch, state, initial, prompts, mode = "mixed", max_time, workers, schedule = "steady";
+    std::string task, out, arch, state, initial, prompts, max_time, workers, schedule = "steady";
     std::string python;            // --python: the interpreter with Triton (--backend triton|both)
     bool fresh = false, json = false, no_profile = false;
     // issue 35 (tool/baseline): the fitness's baseline (reference | baseline::kinds()), whether the
@@ -25,7 +25,7 @@ struct SearchArgs {
     std::string batch_dir = ".";   // --llm-batch-dir
     double timeout = 30;
     int timing_trials = 100;
-    evolve::SearchConfig cfg;
+    evolve::SearchConfig cfg;      // the search's settings the command line sets directly (--islands, --mode, ...)
     llm::LlmOptions llm;
 };
 
@@ -45,8 +45,10 @@ struct SearchOutcome {
     nlohmann::json summary;     // with args.json: the final summary (README.md, "JSON output"); else null
 };
 
-// "90", "90s", "30m", "2h" -> seconds (--max-time); UsageError on anything else.
-double parse_duration(const std::string& s);
+// The search's configuration from the request (`args.cfg` with the time limit, the schedule, the
+// profiles, the budgets and the model filled in), checked by evolve::validate(): a SettingError names
+// the setting at fault. Reads no file and touches no LLM, so a command can check it first.
+evolve::SearchConfig search_config(const SearchArgs& args);
 
 // One search, resumable through args.state (printing progress lines prefixed by progress_prefix to
 // stderr); writes the best kernel into the cache directory args.out. Throws UsageError on bad setup.

@@ -1,0 +1,46 @@
+#include "commands/setting_flags.h"
+
+#include <map>
+
+namespace kevo {
+
+std::string flag_of(const std::string& id) {
+    static const std::map<std::string, std::string> flags = {
+        // The search's settings (evolve/search_config.h).
+        {"structure.islands", "--islands"},
+        {"structure.children", "--children"},
+        {"structure.backend", "--backend"},
+        {"evolution.generations", "--generations"},
+        {"evolution.repair_attempts", "--repair-attempts"},
+        {"evolution.migration_interval", "--migration-interval"},
+        {"evolution.migrants", "--migrants"},
+        {"evolution.restart_after", "--restart-after"},
+        {"evolution.temperature", "--temperature"},
+        {"evolution.mode", "--mode"},
+        {"evolution.inspirations", "--inspirations"},
+        {"evolution.tune_evals", "--tune-evals"},
+        {"evolution.jobs", "--jobs"},
+        {"requests.model", "--model"},
+        {"requests.temperature", "--llm-temperature"},
+        {"requests.max_tokens", "--max-tokens"},
+        {"requests.price", "--llm-price"},
+        {"stopping.budget_tokens", "--budget-tokens"},
+        {"stopping.budget_usd", "--budget-usd"},
+        {"stopping.max_time", "--max-time"},
+        {"stopping.target_speedup", "--target-speedup"},
+        {"stopping.target_sol", "--target-sol"},
+        {"batch.enabled", "--llm-batch"},
+        {"prompts.dir", "--prompts"},
+    };
+    const auto it = flags.find(id);
+    return it == flags.end() ? std::string() : it->second;
+}
+
+std::string message_with_flags(const SettingError& e) {
+    return e.render([](const Setting& s) {
+        const std::string flag = flag_of(s.id);
+        return flag.empty() ? std::string(s.words) : flag;
+    });
+}
+
+}  // namespace kevo

@@ -1,0 +1,54 @@
+// A bad setting, said in words to whoever calls a library, and named by a stable identifier
+// ("structure.islands") so that a command can put its own name for the setting (its flag) in the
+// message instead: the libraries below the commands never name a command-line option.
+//
+//   throw SettingError({kIslands}, "{structure.islands}: must be between 1 and 64, not 0");
+//   what():                      "the number of islands: must be between 1 and 64, not 0"
+//   render(flag of each setting): "--islands: must be between 1 and 64, not 0"
+//
+// The text refers to each setting it names as {id}; the first setting is the one at fault.
+#pragma once
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+
+namespace kevo {
+
+// A setting of a library: its stable identifier and its name in words.
+struct Setting {
+    const char* id;
+    const char* words;
+};
+
+class SettingError : public UsageError {
+public:
+    SettingError(std::vector<Setting> settings, std::string text)
+        : UsageError(fill(settings, text, [](const Setting& s) { return std::string(s.words); })),
+          settings_(std::move(settings)), text_(std::move(text)) {}
+
+    // The identifier of the setting at fault.
+    std::string id() const { return settings_.empty() ? std::string() : settings_.front().id; }
+    const std::vector<Setting>& settings() const { return settings_; }
+    // The message with each setting named by `name` (e.g. a command's flag for it).
+    std::string render(const std::function<std::string(const Setting&)>& name) const { return fill(settings_, text_, name); }
+
+private:
+    static std::string fill(const std::vector<Setting>& settings, std::string text,
+                            const std::function<std::string(const Setting&)>& name) {
+        for (const Setting& s : settings) {
+            const std::string token = "{" + std::string(s.id) + "}";
+            const std::string shown = name(s);
+            for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at + shown.size()))
+                text.replace(at, token.size(), shown);
+        }
+        return text;
+    }
+
+    std::vector<Setting> settings_;
+    std::string text_;
+};
+
+}  // namespace kevo
