@@ -133,74 +133,40 @@ std::string ProcessResult::describe() const {
     return "exit code " + std::to_string(exit_code);
 }
 
-ProcessResult run_process(const ProcessOptions& opt) {
-    ProcessResult r;
-    if (opt.argv.empty()) {
-        r.error = "empty command";
-        return r;
-    }
-    // Build argv and envp before fork: only async-signal-safe calls may follow it.
-    std::vector<char*> argv;
-    for (const auto& a : opt.argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<std::string> env_strings = child_env(opt);
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::string cwd = opt.cwd.string();
-
-    int out_pipe[2], err_pipe[2], exec_pipe[2];
-    if (pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC) || pipe2(exec_pipe, O_CLOEXEC)) {
-        r.error = std::string("pipe: ") + std::strerror(errno);
-        return r;
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    pid_t pid = fork();
-    if (pid < 0) {
-        r.error = std::string("fork: ") + std::strerror(errno);
-        return r;
-    }
-    if (pid == 0) {
-        if (opt.new_session) setsid();
-        dup2(out_pipe[1], 1);
-        dup2(err_pipe[1], 2);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) dup2(devnull, 0);
-        apply_limits(opt);
-        if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
-            int e = errno;
-            (void)!write(exec_pipe[1], &e, sizeof e);
-            _exit(127);
-        }
-        execvpe(argv[0], argv.data(), envp.data());
+namespace {
+// The child after fork(): only async-signal-safe calls. Its stdout and stderr go to the pipes, stdin
+// is /dev/null; an errno from chdir or exec is written to exec_fd before _exit(127).
+[[noreturn]] void exec_child(const ProcessOptions& opt, int out_fd, int err_fd, int exec_fd, const std::string& cwd,
+                             char** argv, char** envp) {
+    if (opt.new_session) setsid();
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    apply_limits(opt);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
         int e = errno;
-        (void)!write(exec_pipe[1], &e, sizeof e);
+        (void)!write(exec_fd, &e, sizeof e);
         _exit(127);
     }
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    close(exec_pipe[1]);
-    int exec_errno = 0;
-    if (read(exec_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
-        close(exec_pipe[0]);
-        close(out_pipe[0]);
-        close(err_pipe[0]);
-        waitpid(pid, nullptr, 0);
-        r.error = opt.argv[0] + ": " + std::strerror(exec_errno);
-        return r;
-    }
-    close(exec_pipe[0]);
-    r.started = true;
-    register_child(pid);
+    execvpe(argv[0], argv, envp);
+    int e = errno;
+    (void)!write(exec_fd, &e, sizeof e);
+    _exit(127);
+}
 
-    struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+// Reads the child's stdout and stderr into r.out and r.err (each up to opt.max_output_bytes, then
+// marked truncated) until both close and it has exited, its exit grace has passed, or its time is up
+// (then it is killed and r.timed_out set); closes both. True when it was reaped (status set).
+bool collect_output(pid_t pid, int out_fd, int err_fd, const ProcessOptions& opt,
+                    std::chrono::steady_clock::time_point t0, ProcessResult& r, int& status) {
+    struct pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
     std::string* bufs[2] = {&r.out, &r.err};
     bool truncated[2] = {false, false};
     int open_fds = 2;
     char buf[65536];
     auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                              std::chrono::duration<double>(opt.timeout_s));
-    int status = 0;
     bool reaped = false;
     auto exited_at = std::chrono::steady_clock::now();
     while (true) {
@@ -251,6 +217,58 @@ ProcessResult run_process(const ProcessOptions& opt) {
     }
     for (auto& f : fds)
         if (f.fd >= 0) close(f.fd);
+    for (int i = 0; i < 2; ++i)
+        if (truncated[i]) bufs[i]->append("\n[... output truncated ...]\n");
+    return reaped;
+}
+}  // namespace
+
+ProcessResult run_process(const ProcessOptions& opt) {
+    ProcessResult r;
+    if (opt.argv.empty()) {
+        r.error = "empty command";
+        return r;
+    }
+    // Build argv and envp before fork: only async-signal-safe calls may follow it.
+    std::vector<char*> argv;
+    for (const auto& a : opt.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::vector<std::string> env_strings = child_env(opt);
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::string cwd = opt.cwd.string();
+
+    int out_pipe[2], err_pipe[2], exec_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC) || pipe2(exec_pipe, O_CLOEXEC)) {
+        r.error = std::string("pipe: ") + std::strerror(errno);
+        return r;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = fork();
+    if (pid < 0) {
+        r.error = std::string("fork: ") + std::strerror(errno);
+        return r;
+    }
+    if (pid == 0) exec_child(opt, out_pipe[1], err_pipe[1], exec_pipe[1], cwd, argv.data(), envp.data());
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    close(exec_pipe[1]);
+    int exec_errno = 0;
+    if (read(exec_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
+        close(exec_pipe[0]);
+        close(out_pipe[0]);
+        close(err_pipe[0]);
+        waitpid(pid, nullptr, 0);
+        r.error = opt.argv[0] + ": " + std::strerror(exec_errno);
+        return r;
+    }
+    close(exec_pipe[0]);
+    r.started = true;
+    register_child(pid);
+
+    int status = 0;
+    const bool reaped = collect_output(pid, out_pipe[0], err_pipe[0], opt, t0, r, status);
     if (!reaped) waitpid(pid, &status, 0);
     // The child's process group may still hold grandchildren (a candidate's stray threads/processes).
     if (opt.new_session) kill(-pid, SIGKILL);
@@ -260,8 +278,6 @@ ProcessResult run_process(const ProcessOptions& opt) {
         if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
         else if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
     }
-    for (int i = 0; i < 2; ++i)
-        if (truncated[i]) bufs[i]->append("\n[... output truncated ...]\n");
     return r;
 }
 
