@@ -111,6 +111,80 @@ Buffer make(const nlohmann::json& spec, bool cuda, bool load) {
     return b;
 }
 
+// Leaves in each output's host buffer only its compared elements (every stride-th), as in its expected
+// file: copied back from the device (cuda) or thinned in place.
+void keep_compared(std::vector<Buffer>& out, const std::vector<Buffer>& expect, const std::vector<size_t>& strides,
+                   bool cuda) {
+    if (cuda) {
+        // Only the compared elements are kept: the output comes back in chunks of up to 256 MiB
+        // (a multi-GiB output needs no host copy of its size).
+        for (size_t o = 0; o < out.size(); ++o) {
+            const size_t esz = static_cast<size_t>(kevo_dtype_size(out[o].t.dtype)), st = strides[o];
+            const size_t count = expect[o].host.size() / esz;
+            size_t n = 1;
+            for (int d = 0; d < out[o].t.ndim; ++d) n *= static_cast<size_t>(out[o].t.sizes[d]);
+            out[o].host.resize(count * esz);
+            const size_t per = std::max<size_t>(1, (size_t{256} << 20) / (esz * st)) * st;  // elements per chunk
+            std::vector<char> chunk(std::min(n, per) * esz);
+            for (size_t a = 0, k = 0; a < n; a += per) {
+                const size_t len = std::min(per, n - a);
+                check_cuda(cudaMemcpy(chunk.data(), static_cast<char*>(out[o].device) + a * esz, len * esz,
+                                      cudaMemcpyDeviceToHost),
+                           "cudaMemcpy");
+                for (size_t i = 0; i < len && k < count; i += st, ++k)
+                    std::memcpy(out[o].host.data() + k * esz, chunk.data() + i * esz, esz);
+            }
+        }
+    } else {
+        for (size_t o = 0; o < out.size(); ++o) {  // keep every stride-th element, in place
+            const size_t esz = static_cast<size_t>(kevo_dtype_size(out[o].t.dtype));
+            const size_t count = expect[o].host.size() / esz;
+            for (size_t i = 1; i < count; ++i)
+                std::memcpy(out[o].host.data() + i * esz, out[o].host.data() + i * strides[o] * esz, esz);
+            out[o].host.resize(count * esz);
+        }
+    }
+}
+
+// Compares each output's compared elements with the expected ones: the JSON line's fields.
+nlohmann::json compare(const std::vector<Buffer>& out, const std::vector<Buffer>& expect,
+                       const std::vector<size_t>& strides, double atol, double rtol) {
+    nlohmann::json res{{"ok", true}, {"max_abs_diff", 0.0}, {"outputs", nlohmann::json::array()}, {"error", ""}};
+    double worst = 0;
+    for (size_t o = 0; o < out.size(); ++o) {
+        int dt = out[o].t.dtype;
+        size_t n = out[o].host.size() / static_cast<size_t>(kevo_dtype_size(dt));
+        bool exact = !kevo_dtype_is_floating(dt);
+        double md = 0;
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < n; ++i) {
+            double a = kevo_device::load_as_double(out[o].host.data(), dt, static_cast<int64_t>(i)),
+                   e = kevo_device::load_as_double(expect[o].host.data(), dt, static_cast<int64_t>(i));
+            if (std::isnan(a) && std::isnan(e)) continue;
+            double d = std::fabs(a - e);
+            if (std::isnan(d)) d = INFINITY;
+            if (std::isinf(a) && a == e) d = 0;
+            md = std::max(md, d);
+            bool ok = exact ? d == 0 : d <= atol + rtol * std::fabs(e);
+            if (!ok && bad++ == 0) first = i;
+        }
+        worst = std::max(worst, md);
+        res["outputs"].push_back({{"max_abs_diff", md}, {"mismatches", bad}});
+        if (bad) {
+            res["ok"] = false;
+            std::ostringstream ss;
+            ss << "output " << o << ": " << bad << " of " << n << " compared elements differ (first at flat index "
+               << first * strides[o]
+               << ": C++ " << kevo_device::load_as_double(out[o].host.data(), dt, static_cast<int64_t>(first))
+               << ", Python " << kevo_device::load_as_double(expect[o].host.data(), dt, static_cast<int64_t>(first))
+               << "; max |diff| " << md << ")";
+            if (res["error"].get<std::string>().empty()) res["error"] = ss.str();
+        }
+    }
+    res["max_abs_diff"] = worst;
+    return res;
+}
+
 nlohmann::json run(const nlohmann::json& m) {
     const bool cuda = m.value("device", std::string("cpu")) == "cuda";
     const double atol = m.value("atol", 1e-4), rtol = m.value("rtol", 1e-4);
@@ -147,69 +221,9 @@ nlohmann::json run(const nlohmann::json& m) {
     for (auto& b : out) tout.push_back(b.t);
     if (forward(tin.data(), static_cast<int>(tin.size()), tout.data(), static_cast<int>(tout.size()), nullptr) != 0)
         throw std::runtime_error(std::string("the reference failed: ") + error());
-    if (cuda) {
-        check_cuda(cudaDeviceSynchronize(), "the reference's kernels");
-        // Only the compared elements are kept: the output comes back in chunks of up to 256 MiB
-        // (a multi-GiB output needs no host copy of its size).
-        for (size_t o = 0; o < out.size(); ++o) {
-            const size_t esz = static_cast<size_t>(kevo_dtype_size(out[o].t.dtype)), st = strides[o];
-            const size_t count = expect[o].host.size() / esz;
-            size_t n = 1;
-            for (int d = 0; d < out[o].t.ndim; ++d) n *= static_cast<size_t>(out[o].t.sizes[d]);
-            out[o].host.resize(count * esz);
-            const size_t per = std::max<size_t>(1, (size_t{256} << 20) / (esz * st)) * st;  // elements per chunk
-            std::vector<char> chunk(std::min(n, per) * esz);
-            for (size_t a = 0, k = 0; a < n; a += per) {
-                const size_t len = std::min(per, n - a);
-                check_cuda(cudaMemcpy(chunk.data(), static_cast<char*>(out[o].device) + a * esz, len * esz,
-                                      cudaMemcpyDeviceToHost),
-                           "cudaMemcpy");
-                for (size_t i = 0; i < len && k < count; i += st, ++k)
-                    std::memcpy(out[o].host.data() + k * esz, chunk.data() + i * esz, esz);
-            }
-        }
-    } else {
-        for (size_t o = 0; o < out.size(); ++o) {  // keep every stride-th element, in place
-            const size_t esz = static_cast<size_t>(kevo_dtype_size(out[o].t.dtype));
-            const size_t count = expect[o].host.size() / esz;
-            for (size_t i = 1; i < count; ++i)
-                std::memcpy(out[o].host.data() + i * esz, out[o].host.data() + i * strides[o] * esz, esz);
-            out[o].host.resize(count * esz);
-        }
-    }
-    nlohmann::json res{{"ok", true}, {"max_abs_diff", 0.0}, {"outputs", nlohmann::json::array()}, {"error", ""}};
-    double worst = 0;
-    for (size_t o = 0; o < out.size(); ++o) {
-        int dt = out[o].t.dtype;
-        size_t n = out[o].host.size() / static_cast<size_t>(kevo_dtype_size(dt));
-        bool exact = !kevo_dtype_is_floating(dt);
-        double md = 0;
-        size_t bad = 0, first = 0;
-        for (size_t i = 0; i < n; ++i) {
-            double a = kevo_device::load_as_double(out[o].host.data(), dt, static_cast<int64_t>(i)),
-                   e = kevo_device::load_as_double(expect[o].host.data(), dt, static_cast<int64_t>(i));
-            if (std::isnan(a) && std::isnan(e)) continue;
-            double d = std::fabs(a - e);
-            if (std::isnan(d)) d = INFINITY;
-            if (std::isinf(a) && a == e) d = 0;
-            md = std::max(md, d);
-            bool ok = exact ? d == 0 : d <= atol + rtol * std::fabs(e);
-            if (!ok && bad++ == 0) first = i;
-        }
-        worst = std::max(worst, md);
-        res["outputs"].push_back({{"max_abs_diff", md}, {"mismatches", bad}});
-        if (bad) {
-            res["ok"] = false;
-            std::ostringstream ss;
-            ss << "output " << o << ": " << bad << " of " << n << " compared elements differ (first at flat index "
-               << first * strides[o]
-               << ": C++ " << kevo_device::load_as_double(out[o].host.data(), dt, static_cast<int64_t>(first))
-               << ", Python " << kevo_device::load_as_double(expect[o].host.data(), dt, static_cast<int64_t>(first))
-               << "; max |diff| " << md << ")";
-            if (res["error"].get<std::string>().empty()) res["error"] = ss.str();
-        }
-    }
-    res["max_abs_diff"] = worst;
+    if (cuda) check_cuda(cudaDeviceSynchronize(), "the reference's kernels");
+    keep_compared(out, expect, strides, cuda);
+    nlohmann::json res = compare(out, expect, strides, atol, rtol);
     for (auto& b : in) if (b.device) cudaFree(b.device);
     for (auto& b : out) if (b.device) cudaFree(b.device);
     return res;
