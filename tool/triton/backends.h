@@ -14,10 +14,4 @@ const CandidateLanguage& language();
 inline const CompileBackend& backend() { return language(); }
 }  // namespace triton
 
-// Pending, for commands/cache_command.cpp until it moves to workflows/ (it includes this header):
-// declared here, defined once in language/registry.cpp with the registry's list of languages.
-// Everything else includes language/registry.h.
-std::string candidate_backend(const std::string& source, const CompileOptions& options);
-CompileResult compile_candidate(const std::string& source, const CompileOptions& options);
-
 }  // namespace kevo

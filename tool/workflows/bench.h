@@ -18,7 +18,7 @@ struct BenchRequest {
     std::string suite;     // the suite directory
     std::string out;       // the report directory (also the resumable state)
     std::string kernels;   // ready kernels to validate instead of searching ("": search every task)
-    std::string python;    // the Python with PyTorch for the baselines (and Triton for the searches)
+    std::string python;    // the Python with PyTorch for the baselines (and what a candidate language needs)
     std::string baseline;  // KernelBench's published timings (baseline_h100.tsv), shown beside ours
     bool fresh = false;    // discard the previous bench and search states first
     // Each task's search (its task, out, state, fresh and json are the bench's); also the arch,

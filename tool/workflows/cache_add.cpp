@@ -7,8 +7,7 @@
 #include "compile/arch_support.h"
 #include "compile/compile.h"
 #include "sol/sol.h"
-#include "triton/backends.h"
-#include "triton/launch.h"
+#include "language/registry.h"
 #include "validate/annotate.h"
 #include "validate/validate.h"
 #include "workflows/cache.h"
@@ -62,18 +61,18 @@ CacheAddition cache_add(const CacheAddRequest& a) {
     o.arch = normalize_arch(a.arch);
     std::string source = read_kernel_file(a.kernel);  // a directory, a FIFO or a huge file refused with the reason
     CompileOptions toolkit;
-    // Nothing is compiled unvalidated (but for a Triton candidate: what is stored is its generated .cu).
-    if (!a.unvalidated || triton::is_triton_source(source)) require_toolkit_arch(o.arch, toolkit);
+    // A candidate whose language keeps its own source in the cache (a .py) is stored as the
+    // .cu generated from it: it is compiled even unvalidated. Nothing else is compiled unvalidated.
+    const bool generated = !language::of_source(source).cache_source_extension().empty();
+    if (!a.unvalidated || generated) require_toolkit_arch(o.arch, toolkit);
     CompileOptions copt;
     copt.arch = o.arch;
     copt.python = a.python;
     copt.task = std::make_shared<const Task>(task);
-    // A Triton candidate is stored as the .cu generated from it, with the .py beside it.
-    const bool triton = candidate_backend(source, copt) == "triton";
     CompileResult compiled;
     nlohmann::json validation;
     if (a.unvalidated) {
-        if (triton) {  // not validated, but it must compile: what is stored is the generated .cu
+        if (generated) {  // not validated, but it must compile: what is stored is the generated .cu
             say(a, CacheAddRequest::Step::compiling, o);
             compiled = compile_candidate(source, copt);
             if (!compiled.ok) {

@@ -25,7 +25,7 @@ CacheOutcome confirm_and_cache(Evaluator& evaluator, const Task& task, const sto
     const CandidateLanguage& language = language::of_source(best.source);
     const bool generated = !language.cache_source_extension().empty();
     const bool confirming = evaluator.device().present;
-    // A kernel in a language whose cache entry keeps its own source beside it (Triton's .py) is
+    // A kernel in a language whose cache entry keeps its own source beside it (a .py) is
     // stored as the .cu generated from it (compiled before: served from the compile cache, here or
     // through the queue's stored result).
     CompileResult compiled;
