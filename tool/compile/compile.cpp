@@ -162,6 +162,93 @@ std::string trim_compiler_log(const std::string& log, size_t max_bytes) {
     return out;
 }
 
+namespace {
+// A build of this source hash already in the cache: the library when it still matches the hash
+// recorded when it was built, or the compiler's log of an earlier failure. True when res is the answer.
+bool reuse_cached(const fs::path& so, const fs::path& digest, const fs::path& err, CompileResult& res) {
+    std::error_code ec;
+    if (fs::exists(so, ec)) {
+        // Reused only when it still matches the content hash recorded when it was built.
+        std::string want, got;
+        try {
+            want = read_file(digest).substr(0, 64);
+            got = sha256_hex(read_file(so));
+        } catch (const std::exception&) {
+        }
+        if (!want.empty() && want == got) {
+            res.ok = res.cached = true;
+            res.library = so;
+            res.library_sha256 = got;
+            res.kernels = load_kernel_resources(so);
+            return true;
+        }
+        // Rebuilt below and replaced atomically (never removed: another process may be loading it).
+        std::fprintf(stderr, "kernelevo: warning: the cached build %s does not match its recorded hash; rebuilding it\n", so.c_str());
+    }
+    if (fs::exists(err, ec)) {  // the same source failed before: same answer, no recompile
+        res.cached = true;
+        res.log = read_file(err);
+        return true;
+    }
+    return false;
+}
+
+// nvcc's command line for kernel.cu in workdir, inside the sandbox with its limits.
+ProcessOptions nvcc_command(const std::string& nvcc, const Toolkit& toolkit, const std::vector<std::string>& link_flags,
+                            const std::string& arch, const fs::path& workdir, const CompileOptions& opt) {
+    const std::string& lib_dir = toolkit.lib;
+    std::string gencode = arch.substr(3);  // "90", "90a"
+    ProcessOptions po;
+    po.argv = {nvcc, "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "--cudart", "shared",
+               "-gencode", "arch=compute_" + gencode + ",code=sm_" + gencode,
+               "-I" + (workdir / "include").string(), "-o", "kernel.so", "kernel.cu",
+               // A candidate without the entry point (or with C++ linkage) fails here, not at run time.
+               "-Xlinker", std::string("--require-defined=") + kLinkContract, "-Xptxas", "-v"};
+    po.argv.insert(po.argv.end(), link_flags.begin(), link_flags.end());
+    for (const auto& f : opt.extra_flags) po.argv.push_back(f);
+    po.cwd = workdir;
+    po.timeout_s = opt.timeout_s;
+    // The compiler reads untrusted source: it runs sandboxed (no network, a private /tmp, the work
+    // dir as the only writable place) with limits on memory, CPU time and file size.
+    check_sandbox_layers();
+    SandboxPolicy policy;
+    policy.workdir = workdir;
+    // The toolkit wherever it lives: the nvcc named (maybe a wrapper script outside it, shown as
+    // that one file, not its folder) and the toolkit's root and libraries.
+    if (nvcc.find('/') != std::string::npos) policy.read_only.push_back(fs::absolute(nvcc).string());
+    if (!toolkit.top.empty()) policy.read_only.push_back(toolkit.top);
+    if (!lib_dir.empty()) policy.read_only.push_back(lib_dir);
+    std::vector<std::string> prefix = sandbox_prefix(policy);
+    po.argv.insert(po.argv.begin(), prefix.begin(), prefix.end());
+    po.exact_env = sandbox_environment({{"HOME", workdir.string()}});
+    po.max_address_space = opt.memory_bytes;
+    po.max_cpu_s = static_cast<long>(opt.timeout_s) + 5;
+    po.max_file_bytes = 256L << 20;
+    return po;
+}
+
+// The log of a failed compile: which limit stopped it (res.limit_hit), or nvcc's errors with a hint.
+void explain_failure(const ProcessResult& r, const CompileOptions& opt, CompileResult& res) {
+    const std::string all = r.out + r.err;
+    const bool memory = all.find("memory exhausted") != std::string::npos || all.find("Cannot allocate memory") != std::string::npos ||
+                        all.find("std::bad_alloc") != std::string::npos || all.find("out of memory") != std::string::npos;
+    const bool killed = r.term_signal != 0 || all.find("died due to signal") != std::string::npos ||
+                        all.find("signal 9") != std::string::npos || all.find("Killed") != std::string::npos;
+    res.limit_hit = r.timed_out || memory || killed;
+    if (r.timed_out) {
+        res.log = "compile_error: the compilation hit the time limit (" + std::to_string(static_cast<long>(opt.timeout_s)) +
+                  " s) and was killed\n" + tail_text(res.log, 2000);
+    } else if (memory) {
+        res.log = "compile_error: the compiler hit the memory limit (" + std::to_string(opt.memory_bytes >> 20) +
+                  " MiB of address space per process) and was stopped\n" + tail_text(res.log, 2000);
+    } else if (res.log.empty()) {
+        res.log = "nvcc failed: " + r.describe();
+    } else {
+        res.log += compile_hint(res.log);
+    }
+}
+}  // namespace
+
 CompileResult compile_kernel(const std::string& source, const CompileOptions& opt) {
     CompileResult res;
     res.arch = normalize_arch(opt.arch);
@@ -198,29 +285,7 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
 
     fs::path digest = dir / (res.source_hash + ".so.sha256");
-    std::error_code ec;
-    if (fs::exists(so, ec)) {
-        // Reused only when it still matches the content hash recorded when it was built.
-        std::string want, got;
-        try {
-            want = read_file(digest).substr(0, 64);
-            got = sha256_hex(read_file(so));
-        } catch (const std::exception&) {
-        }
-        if (!want.empty() && want == got) {
-            res.ok = res.cached = true;
-            res.library = so;
-            res.library_sha256 = got;
-            res.kernels = load_kernel_resources(so);
-            res.seconds = elapsed();
-            return res;
-        }
-        // Rebuilt below and replaced atomically (never removed: another process may be loading it).
-        std::fprintf(stderr, "kernelevo: warning: the cached build %s does not match its recorded hash; rebuilding it\n", so.c_str());
-    }
-    if (fs::exists(err, ec)) {  // the same source failed before: same answer, no recompile
-        res.cached = true;
-        res.log = read_file(err);
+    if (reuse_cached(so, digest, err, res)) {
         res.seconds = elapsed();
         return res;
     }
@@ -229,56 +294,14 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     fs::path cu = tmp.path() / "kernel.cu";
     write_file_atomic(cu, source);
     write_file_atomic(tmp.path() / "include" / "kernelevo" / "abi.h", abi_header_text());
-    std::string gencode = res.arch.substr(3);  // "90", "90a"
-    ProcessOptions po;
-    po.argv = {nvcc, "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "--cudart", "shared",
-               "-gencode", "arch=compute_" + gencode + ",code=sm_" + gencode,
-               "-I" + (tmp.path() / "include").string(), "-o", "kernel.so", "kernel.cu",
-               // A candidate without the entry point (or with C++ linkage) fails here, not at run time.
-               "-Xlinker", std::string("--require-defined=") + kLinkContract, "-Xptxas", "-v"};
-    po.argv.insert(po.argv.end(), link_flags.begin(), link_flags.end());
-    for (const auto& f : opt.extra_flags) po.argv.push_back(f);
-    po.cwd = tmp.path();
-    po.timeout_s = opt.timeout_s;
-    // The compiler reads untrusted source: it runs sandboxed (no network, a private /tmp, the work
-    // dir as the only writable place) with limits on memory, CPU time and file size.
-    check_sandbox_layers();
-    SandboxPolicy policy;
-    policy.workdir = tmp.path();
-    // The toolkit wherever it lives: the nvcc named (maybe a wrapper script outside it, shown as
-    // that one file, not its folder) and the toolkit's root and libraries.
-    if (nvcc.find('/') != std::string::npos) policy.read_only.push_back(fs::absolute(nvcc).string());
-    if (!toolkit.top.empty()) policy.read_only.push_back(toolkit.top);
-    if (!lib_dir.empty()) policy.read_only.push_back(lib_dir);
-    std::vector<std::string> prefix = sandbox_prefix(policy);
-    po.argv.insert(po.argv.begin(), prefix.begin(), prefix.end());
-    po.exact_env = sandbox_environment({{"HOME", tmp.path().string()}});
-    po.max_address_space = opt.memory_bytes;
-    po.max_cpu_s = static_cast<long>(opt.timeout_s) + 5;
-    po.max_file_bytes = 256L << 20;
+    ProcessOptions po = nvcc_command(nvcc, toolkit, link_flags, res.arch, tmp.path(), opt);
     ProcessResult r = run_process(po);
     // Paths of the private temp dir mean nothing to the reader (or to an LLM repairing the code).
     const std::string output = strip_dir(r.out + r.err, tmp.path());
     res.kernels = parse_ptxas_info(output);
     res.log = trim_compiler_log(strip_ptxas_info(output));
     if (!r.ok()) {
-        const std::string all = r.out + r.err;
-        const bool memory = all.find("memory exhausted") != std::string::npos || all.find("Cannot allocate memory") != std::string::npos ||
-                            all.find("std::bad_alloc") != std::string::npos || all.find("out of memory") != std::string::npos;
-        const bool killed = r.term_signal != 0 || all.find("died due to signal") != std::string::npos ||
-                            all.find("signal 9") != std::string::npos || all.find("Killed") != std::string::npos;
-        res.limit_hit = r.timed_out || memory || killed;
-        if (r.timed_out) {
-            res.log = "compile_error: the compilation hit the time limit (" + std::to_string(static_cast<long>(opt.timeout_s)) +
-                      " s) and was killed\n" + tail_text(res.log, 2000);
-        } else if (memory) {
-            res.log = "compile_error: the compiler hit the memory limit (" + std::to_string(opt.memory_bytes >> 20) +
-                      " MiB of address space per process) and was stopped\n" + tail_text(res.log, 2000);
-        } else if (res.log.empty()) {
-            res.log = "nvcc failed: " + r.describe();
-        } else {
-            res.log += compile_hint(res.log);
-        }
+        explain_failure(r, opt, res);
         // Only a real verdict is remembered: a compile stopped by a limit is tried again next time.
         if (r.started && !res.limit_hit) write_file_atomic(err, res.log);
         res.seconds = elapsed();
@@ -290,6 +313,7 @@ CompileResult compile_kernel(const std::string& source, const CompileOptions& op
     res.library_sha256 = sha256_hex(read_file(tmp.path() / "kernel.so"));
     write_file_atomic(digest, res.library_sha256 + "\n");
     install_file_atomic(tmp.path() / "kernel.so", so, "the compiled kernel");
+    std::error_code ec;
     fs::permissions(so, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read, ec);
     res.ok = true;
     res.library = so;
