@@ -1,6 +1,7 @@
 // The command line's table of flags for the libraries' settings (commands/setting_flags.h): every
-// setting of the search (evolve/search_config.h) has a flag, and that flag is an option of
-// `kernelevo search` as the command registers it; a SettingError is shown with those flags.
+// setting of the search (evolve/search_config.h) and of its request (workflows/search.h) has a flag,
+// and that flag is an option of `kernelevo search` as the command registers it; a SettingError is
+// shown with those flags.
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include "commands/commands.h"
 #include "commands/setting_flags.h"
 #include "evolve/search_config.h"
+#include "workflows/search.h"
 
 namespace kevo {
 namespace {
@@ -21,7 +23,9 @@ TEST(SettingFlags, EverySettingOfTheSearchIsAnOptionOfSearch) {
     register_search_command(app, rc);
     const CLI::App* search = app.get_subcommand("search");
     std::set<std::string> flags;
-    for (const Setting& s : evolve::settings::all()) {
+    std::vector<Setting> all = evolve::settings::all();
+    for (const Setting& s : workflows::settings::all()) all.push_back(s);
+    for (const Setting& s : all) {
         const std::string flag = flag_of(s.id);
         ASSERT_FALSE(flag.empty()) << s.id << " has no flag";
         EXPECT_TRUE(flags.insert(flag).second) << flag << " is the flag of two settings";

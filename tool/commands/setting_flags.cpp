@@ -31,6 +31,10 @@ std::string flag_of(const std::string& id) {
         {"stopping.target_sol", "--target-sol"},
         {"batch.enabled", "--llm-batch"},
         {"prompts.dir", "--prompts"},
+        // The search request's (workflows/search.h).
+        {"request.arch", "--arch"},
+        {"request.fitness_baseline", "--fitness-baseline"},
+        {"request.workers", "--workers"},
     };
     const auto it = flags.find(id);
     return it == flags.end() ? std::string() : it->second;

@@ -48,7 +48,8 @@ Evaluators make_evaluators(const SearchArgs& a, const Task& task, const Validate
 #ifdef KEVO_WITH_WORKERS
         return remote_evaluators(a, task, vo);
 #else
-        throw UsageError("--workers: this kernelevo was built without Redis support (install libhiredis-dev and rebuild)");
+        throw SettingError({settings::kWorkers}, "{request.workers}: this kernelevo was built without Redis support "
+                                                         "(install libhiredis-dev and rebuild)");
 #endif
     }
     auto local = std::make_unique<ValidatorEvaluator>(validator);

@@ -70,9 +70,9 @@ void require_local_gpu(Validator& validator, const std::string& arch) {
         throw UsageError("kernelevo search validates every candidate on the local GPU, and there is none that can run " +
                          arch + " kernels: " + (d.error.empty() ? std::string("no CUDA device") : d.error) + "." + nothing_done);
     if (d.arch() != arch && d.arch() + "a" != arch)
-        throw UsageError("--arch " + arch + ": the GPU here is " + d.name + " (" + d.arch() +
-                         "), which cannot run " + arch + " kernels; search on a machine with such a GPU, or pass --arch " +
-                         d.arch() + "." + nothing_done);
+        throw SettingError({settings::kArch}, "{request.arch} " + arch + ": the GPU here is " + d.name + " (" + d.arch() +
+                                                  "), which cannot run " + arch + " kernels; search on a machine with such a "
+                                                  "GPU, or pass {request.arch} " + d.arch() + "." + nothing_done);
 }
 
 // The final summary, --json: see README.md ("JSON output").
@@ -218,11 +218,14 @@ Fitness fitness_of(const SearchArgs& a, const Task& task, Validator& validator, 
     if (a.fitness_baseline == "reference" && validates_here && !a.no_baselines) f.torch_baselines = measure_torch_baselines(a, task, validator);
     if (a.fitness_baseline == "reference") return f;
     if (!a.workers.empty())
-        throw UsageError("--fitness-baseline " + a.fitness_baseline + " times PyTorch on this host's GPU: not with --workers");
+        throw SettingError({settings::kFitnessBaseline, settings::kWorkers},
+                           "{request.fitness_baseline} " + a.fitness_baseline + " times PyTorch on this host's GPU: not with "
+                           "{request.workers}");
     f.torch_baselines = measure_torch_baselines(a, task, validator);
     if (!f.torch_baselines->ran(a.fitness_baseline))
-        throw UsageError("--fitness-baseline " + a.fitness_baseline + ": " + baseline::label(a.fitness_baseline) + " " +
-                         f.torch_baselines->why_not(a.fitness_baseline));
+        throw SettingError({settings::kFitnessBaseline}, "{request.fitness_baseline} " + a.fitness_baseline + ": " +
+                                                              baseline::label(a.fitness_baseline) + " " +
+                                                              f.torch_baselines->why_not(a.fitness_baseline));
     f.evaluator = baseline::fitness_over(evaluator, *f.torch_baselines, a.fitness_baseline);
     cfg.evolution.speedup_label = baseline::label(a.fitness_baseline);  // what the prompts say the speedup is over
     std::cerr << "kernelevo: fitness: speedup over " << baseline::label(a.fitness_baseline) << ", "
@@ -377,6 +380,11 @@ SearchOutcome finish(const SearchArgs& a, const Task& task, const std::string& a
     return outcome;
 }
 }  // namespace
+
+const std::vector<Setting>& settings::all() {
+    static const std::vector<Setting> list = {kArch, kFitnessBaseline, kWorkers};
+    return list;
+}
 
 evolve::SearchConfig search_config(const SearchArgs& a) {
     evolve::SearchConfig cfg = a.cfg;

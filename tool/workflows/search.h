@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +50,14 @@ struct SearchOutcome {
 // profiles, the budgets and the model filled in), checked by evolve::validate(): a SettingError names
 // the setting at fault. Reads no file and touches no LLM, so a command can check it first.
 evolve::SearchConfig search_config(const SearchArgs& args);
+
+// The request's settings that its errors name (in words; the commands show their flags).
+namespace settings {
+inline constexpr Setting kArch{"request.arch", "the target architecture"};
+inline constexpr Setting kFitnessBaseline{"request.fitness_baseline", "the fitness baseline"};
+inline constexpr Setting kWorkers{"request.workers", "validation through workers"};
+const std::vector<Setting>& all();
+}  // namespace settings
 
 // One search, resumable through args.state (printing progress lines prefixed by progress_prefix to
 // stderr); writes the best kernel into the cache directory args.out. Throws UsageError on bad setup.
