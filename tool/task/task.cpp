@@ -320,18 +320,45 @@ std::string tolerance_problem(double atol, double rtol) {
     }
     return "";
 }
-}  // namespace
 
-Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file) {
-    const std::string label = task_file.empty() ? std::string("<task>") : task_file.string();
-    Parser p(label);
-    if (!j.is_object()) p.fail("", "a task file must hold one JSON object");
-    p.only_keys(j, "", "");  // "$schema" and "description" are accepted and ignored
-    Task t;
-    t.file = task_file;
-    t.name = p.string_at(p.require(j, "name", ""), "name");
-    if (const std::string why = task_name_problem(t.name); !why.empty()) p.fail("name", why);
+// reference.show: the files the prompt shows beside the reference, resolved beside the task file.
+void parse_shown(const Parser& p, const nlohmann::json& show, const std::filesystem::path& task_file, Task& t) {
+    if (!show.is_array() || show.empty())
+        p.fail("reference.show", "expected a list of {\"file\": \"problem.py\", \"language\": \"python\", \"title\": \"...\"}");
+    for (size_t i = 0; i < show.size(); ++i) {
+        const std::string at = "reference.show[" + std::to_string(i) + "]";
+        if (!show[i].is_object()) p.fail(at, "expected {\"file\": ..., \"language\": ..., \"title\": ...}");
+        p.only_keys(show[i], at, "/$defs/reference/properties/show/items");
+        Task::ShownFile f;
+        f.written = p.string_at(p.require(show[i], "file", at), at + ".file");
+        if (f.written.empty()) p.fail(at + ".file", "empty path");
+        std::filesystem::path fp(f.written);
+        if (fp.is_relative()) fp = std::filesystem::absolute(task_file).parent_path() / fp;
+        f.path = fp.lexically_normal();
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(f.path, ec)) p.fail(at + ".file", "file not found: " + f.path.string());
+        f.language = show[i].contains("language") ? p.string_at(show[i].at("language"), at + ".language") : "";
+        f.title = show[i].contains("title") ? p.string_at(show[i].at("title"), at + ".title") : f.written;
+        t.reference_show.push_back(std::move(f));
+    }
+}
 
+// A C++ function name, possibly namespace-qualified.
+void check_function_name(const Parser& p, const std::string& f, const std::string& field) {
+    size_t pos = 0;
+    bool ok = !f.empty();
+    while (ok && pos <= f.size()) {
+        size_t next = f.find("::", pos);
+        std::string part = f.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+        ok = is_identifier(part);
+        if (next == std::string::npos) break;
+        pos = next + 2;
+    }
+    if (!ok) p.fail(field, "'" + f + "' is not a C++ function name");
+}
+
+// "reference": a source file (a string, the function named as the task) or its object form.
+void parse_reference(const Parser& p, const nlohmann::json& j, const std::filesystem::path& task_file, Task& t) {
     const auto& ref = p.require(j, "reference", "");
     std::string source;
     if (ref.is_string()) {
@@ -357,27 +384,7 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
             if (!std::filesystem::is_regular_file(t.reference_arg, ec))
                 p.fail("reference.arg", "file not found: " + t.reference_arg.string());
         }
-        if (ref.contains("show")) {
-            const auto& show = ref.at("show");
-            if (!show.is_array() || show.empty())
-                p.fail("reference.show", "expected a list of {\"file\": \"problem.py\", \"language\": \"python\", \"title\": \"...\"}");
-            for (size_t i = 0; i < show.size(); ++i) {
-                const std::string at = "reference.show[" + std::to_string(i) + "]";
-                if (!show[i].is_object()) p.fail(at, "expected {\"file\": ..., \"language\": ..., \"title\": ...}");
-                p.only_keys(show[i], at, "/$defs/reference/properties/show/items");
-                Task::ShownFile f;
-                f.written = p.string_at(p.require(show[i], "file", at), at + ".file");
-                if (f.written.empty()) p.fail(at + ".file", "empty path");
-                std::filesystem::path fp(f.written);
-                if (fp.is_relative()) fp = std::filesystem::absolute(task_file).parent_path() / fp;
-                f.path = fp.lexically_normal();
-                std::error_code ec;
-                if (!std::filesystem::is_regular_file(f.path, ec)) p.fail(at + ".file", "file not found: " + f.path.string());
-                f.language = show[i].contains("language") ? p.string_at(show[i].at("language"), at + ".language") : "";
-                f.title = show[i].contains("title") ? p.string_at(show[i].at("title"), at + ".title") : f.written;
-                t.reference_show.push_back(std::move(f));
-            }
-        }
+        if (ref.contains("show")) parse_shown(p, ref.at("show"), task_file, t);
     } else {
         p.fail("reference", "expected {\"source\": \"file.cpp\", \"function\": \"name\"}");
     }
@@ -387,22 +394,12 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
     t.reference_source = src.lexically_normal();
     if (!std::filesystem::is_regular_file(t.reference_source))
         p.fail("reference.source", "file not found: " + t.reference_source.string());
-    auto check_function_name = [&](const std::string& f, const std::string& field) {
-        // A C++ function name, possibly namespace-qualified.
-        size_t pos = 0;
-        bool ok = !f.empty();
-        while (ok && pos <= f.size()) {
-            size_t next = f.find("::", pos);
-            std::string part = f.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
-            ok = is_identifier(part);
-            if (next == std::string::npos) break;
-            pos = next + 2;
-        }
-        if (!ok) p.fail(field, "'" + f + "' is not a C++ function name");
-    };
-    check_function_name(t.reference_function, "reference.function");
-    if (!t.reference_setup.empty()) check_function_name(t.reference_setup, "reference.setup");
+    check_function_name(p, t.reference_function, "reference.function");
+    if (!t.reference_setup.empty()) check_function_name(p, t.reference_setup, "reference.setup");
+}
 
+// "inputs" and "outputs" (names unique among both); returns the dimension names they use.
+std::set<std::string> parse_tensors(const Parser& p, const nlohmann::json& j, const std::filesystem::path& task_file, Task& t) {
     auto tensors = [&](const char* key, bool is_input) {
         const auto& arr = p.require(j, key, "");
         if (!arr.is_array() || arr.empty()) p.fail(key, "expected a non-empty array of tensors");
@@ -422,13 +419,16 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         std::string field = std::string(in ? "inputs[" : "outputs[") + std::to_string(in ? i : i - t.inputs.size()) + "].name";
         if (!names.insert(ts.name).second) p.fail(field, "duplicate tensor name '" + ts.name + "'");
     }
-
     std::set<std::string> symbols;
     for (const auto* list : {&t.inputs, &t.outputs})
         for (const auto& ts : *list)
             for (const auto& d : ts.shape)
                 if (!d.symbol.empty()) symbols.insert(d.symbol);
+    return symbols;
+}
 
+// "shapes": the sets of dimension values, each binding every dimension the tensors use.
+void parse_shapes(const Parser& p, const nlohmann::json& j, const std::set<std::string>& symbols, Task& t) {
     if (j.contains("shapes")) {
         const auto& arr = j.at("shapes");
         if (!arr.is_array() || arr.empty()) p.fail("shapes", "expected a non-empty array of objects such as {\"M\": 4096}");
@@ -450,7 +450,10 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         if (!symbols.empty()) p.fail("shapes", "missing: dimension '" + *symbols.begin() + "' needs a value in every shape set");
         t.shapes.push_back({});
     }
-    // Sizes must fit the device and the int64 element count.
+}
+
+// Sizes that fit the device and the int64 element count; file inputs that hold exactly their bytes.
+void check_sizes(const Parser& p, const Task& t) {
     for (size_t s = 0; s < t.shapes.size(); ++s)
         for (const auto* list : {&t.inputs, &t.outputs})
             for (const auto& ts : *list) {
@@ -475,7 +478,10 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
                            std::to_string(dtype_size(in.dtype)) + ", raw row-major)");
         }
     }
+}
 
+// "tolerance" (a number or {atol, rtol, policy}); the default follows the tensors' precision.
+void parse_tolerance(const Parser& p, const nlohmann::json& j, Task& t) {
     bool low_precision = false;
     for (const auto& o : t.outputs) low_precision = low_precision || o.dtype == DType::FLOAT16 || o.dtype == DType::BFLOAT16;
     for (const auto& in : t.inputs) low_precision = low_precision || in.dtype == DType::FLOAT16 || in.dtype == DType::BFLOAT16;
@@ -495,6 +501,39 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         }
         if (const std::string why = tolerance_problem(t.atol, t.rtol); !why.empty()) p.fail("tolerance", why);
     }
+}
+
+// "flops": an expression over the tensors' dimensions, with a usable value in every shape set.
+void parse_flops(const Parser& p, const nlohmann::json& v, const std::set<std::string>& symbols, Task& t) {
+    t.flops = p.string_at(v, "flops");
+    try {
+        Expr e = parse_expr(t.flops);
+        for (const auto& name : e.names())
+            if (!symbols.count(name))
+                p.fail("flops", "'" + name + "' is not a dimension of any input or output (dimensions: " +
+                                    (symbols.empty() ? std::string("none") : join_names(symbols)) + ")");
+        if (const std::string why = flops_value_problem(e, t.shapes); !why.empty()) p.fail("flops", why);
+    } catch (const ExprError& e) {
+        p.fail("flops", e.what());
+    }
+}
+}  // namespace
+
+Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file) {
+    const std::string label = task_file.empty() ? std::string("<task>") : task_file.string();
+    Parser p(label);
+    if (!j.is_object()) p.fail("", "a task file must hold one JSON object");
+    p.only_keys(j, "", "");  // "$schema" and "description" are accepted and ignored
+    Task t;
+    t.file = task_file;
+    t.name = p.string_at(p.require(j, "name", ""), "name");
+    if (const std::string why = task_name_problem(t.name); !why.empty()) p.fail("name", why);
+
+    parse_reference(p, j, task_file, t);
+    const std::set<std::string> symbols = parse_tensors(p, j, task_file, t);
+    parse_shapes(p, j, symbols, t);
+    check_sizes(p, t);
+    parse_tolerance(p, j, t);
     if (j.contains("precision")) t.precision = parse_precision(j.at("precision"), label);
     if (j.contains("trials")) {
         int64_t n = p.int_at(j.at("trials"), "trials");
@@ -502,19 +541,7 @@ Task parse_task(const nlohmann::json& j, const std::filesystem::path& task_file)
         t.correctness_trials = static_cast<int>(n);
     }
     if (j.contains("timing")) parse_timing(p, j.at("timing"), t);
-    if (j.contains("flops")) {
-        t.flops = p.string_at(j.at("flops"), "flops");
-        try {
-            Expr e = parse_expr(t.flops);
-            for (const auto& name : e.names())
-                if (!symbols.count(name))
-                    p.fail("flops", "'" + name + "' is not a dimension of any input or output (dimensions: " +
-                                        (symbols.empty() ? std::string("none") : join_names(symbols)) + ")");
-            if (const std::string why = flops_value_problem(e, t.shapes); !why.empty()) p.fail("flops", why);
-        } catch (const ExprError& e) {
-            p.fail("flops", e.what());
-        }
-    }
+    if (j.contains("flops")) parse_flops(p, j.at("flops"), symbols, t);
     return t;
 }
 
