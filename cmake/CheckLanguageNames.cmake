@@ -27,7 +27,7 @@ set(_allowed
   # the cache commands and the search's use case, and the cache entry's facts field they read.
   "commands/search_options.cpp => .*"
   "commands/bench_command.cpp => .*"
-  "commands/cache_command.cpp => .*"
+  "commands/cache_command.cpp => \"The kernel: a .cu \\(kernel ABI\\) or a Triton candidate|\"Triton: the Python that has Triton"
   "commands/cache_objects_command.cpp => .*"
   "workflows/search\\.(cpp|h) => .*"
   "workflows/cache.cpp => meta->backend == \"triton\"|triton_version"

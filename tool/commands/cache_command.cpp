@@ -11,8 +11,10 @@
 #include "commands/cache_command.h"
 #include "commands/commands.h"
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "language/registry.h"
 #include "sol/sol.h"
 #include "workflows/cache.h"
 
@@ -78,8 +80,8 @@ void print_status_text(const workflows::CacheStatusRequest& a, const nlohmann::j
         }
         if (r.value("wanted_by_build", false) && r["state"] == "missing") state = "MISSING";
         std::string backend = r.value("backend", std::string("-"));
-        if (backend == "triton" && !r.value("triton_version", std::string()).empty())
-            backend += " " + r["triton_version"].get<std::string>();
+        // A language that records its compiler's version says it (the row's "<backend>_version").
+        if (const std::string version = r.value(backend + "_version", std::string()); !version.empty()) backend += " " + version;
         // The metadata is text from a file anyone could have committed: escaped for the terminal.
         backend = printable(backend);
         origin = printable(origin);
@@ -149,6 +151,15 @@ void run_prune(const workflows::CachePruneRequest& a, int& rc) {
     rc = 0;
 }
 
+// The display name of the language a kernel file is written in (the registry's "auto" choice).
+std::string language_of(const std::string& kernel) {
+    try {
+        return language::of_source(read_kernel_file(kernel)).display_name();
+    } catch (const std::exception&) {
+        return "kernel's";
+    }
+}
+
 void run_add(workflows::CacheAddRequest a, int& rc) {
     using Step = workflows::CacheAddRequest::Step;
     const std::string kernel = a.kernel;
@@ -156,7 +167,7 @@ void run_add(workflows::CacheAddRequest a, int& rc) {
         if (step == Step::storing_unvalidated)
             std::cerr << "kernelevo: storing " << function << " " << arch << " WITHOUT validation (--unvalidated)\n";
         else if (!quiet())
-            std::cerr << (step == Step::compiling    ? "kernelevo: compiling the Triton candidate " + kernel + " for " + arch + " ...\n"
+            std::cerr << (step == Step::compiling    ? "kernelevo: compiling the " + language_of(kernel) + " candidate " + kernel + " for " + arch + " ...\n"
                           : step == Step::validating ? "kernelevo: validating " + kernel + " for " + arch + " ...\n"
                                                      : std::string("kernelevo: confirming in a fresh sandbox with new seeds ...\n"));
     };
