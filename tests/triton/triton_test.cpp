@@ -16,6 +16,7 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "compile/compile.h"
+#include "language/registry.h"
 #include "sandbox/sandbox.h"
 #include "task/task.h"
 #include "triton/aot.h"
