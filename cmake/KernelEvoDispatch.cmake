@@ -166,7 +166,8 @@ function(_kevo_add_function_library NAME)
     # A task file's reference taking and returning std::vector<at::Tensor>, maybe with a setup (a
     # TorchScript file loaded once): called through a wrapper with this function's signature.
     _kevo_task_reference_wrapper(${NAME} "${ARG_REFERENCE}" "${ARG_FUNCTION}" "${ARG_SIGNATURE}" "${ARG_SETUP}"
-      "${ARG_SETUP_ARG}" "${KEVO_RETURN}" "${KEVO_PARAMS}" "${KEVO_CALL_ARGS}" KEVO_REFERENCE_DECL KEVO_REFERENCE)
+      "${ARG_SETUP_ARG}" "${KEVO_RETURN}" "${ARG_RETURNS}" "${KEVO_N_OUT}" "${KEVO_PARAMS}" "${KEVO_CALL_ARGS}"
+      KEVO_REFERENCE_DECL KEVO_REFERENCE)
     set(_ref_included 1)
   elseif(_ref_ns)
     set(KEVO_REFERENCE_DECL "namespace ${_ref_ns} {\n${KEVO_RETURN} ${_ref_base}(${KEVO_PARAMS});\n}\n")

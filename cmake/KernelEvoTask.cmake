@@ -353,6 +353,19 @@ macro(_kevo_collect_tensors NAME)
   endif()
 endmacro()
 
+# Hands what _kevo_collect_tensors() found to the caller of the function it runs in, with prefix
+# <OUT>: _SYMBOLS, _INPUT_NAMES, _INPUT_SPECS / _OUTPUT_SPECS (C initializers), _N_IN, _N_OUT.
+macro(_kevo_return_tensors OUT)
+  set(${OUT}_SYMBOLS "${_symbols}" PARENT_SCOPE)
+  set(${OUT}_INPUT_NAMES "${_INPUTS_NAMES}" PARENT_SCOPE)
+  string(REPLACE ";" "" _in_specs "${_INPUTS_SPECS}")
+  string(REPLACE ";" "" _out_specs "${_OUTPUTS_SPECS}")
+  set(${OUT}_INPUT_SPECS "${_in_specs}" PARENT_SCOPE)
+  set(${OUT}_OUTPUT_SPECS "${_out_specs}" PARENT_SCOPE)
+  set(${OUT}_N_IN "${_INPUTS_COUNT}" PARENT_SCOPE)
+  set(${OUT}_N_OUT "${_OUTPUTS_COUNT}" PARENT_SCOPE)
+endmacro()
+
 # Writes <build>/kernelevo/<NAME>/task.json (the validator's format) from kernelevo_optimize()'s
 # arguments and computes its hashes. Sets, with prefix <OUT>: _TASK_FILE, _TASK_HASH, _REF_HASH,
 # _REF_FILE_HASH, _REF_DEPS (see _kevo_reference_hash), _SYMBOLS (dimension names in order), _INPUT_NAMES, _INPUT_SPECS / _OUTPUT_SPECS (C initializers of
@@ -545,13 +558,6 @@ function(_kevo_write_task NAME)
   set(${ARG_OUT}_REF_HASH "${_ref_hash}" PARENT_SCOPE)
   set(${ARG_OUT}_REF_FILE_HASH "${_ref_file_hash}" PARENT_SCOPE)
   set(${ARG_OUT}_REF_DEPS "${_ref_deps}" PARENT_SCOPE)
-  set(${ARG_OUT}_SYMBOLS "${_symbols}" PARENT_SCOPE)
-  set(${ARG_OUT}_INPUT_NAMES "${_INPUTS_NAMES}" PARENT_SCOPE)
-  string(REPLACE ";" "" _in_specs "${_INPUTS_SPECS}")
-  string(REPLACE ";" "" _out_specs "${_OUTPUTS_SPECS}")
-  set(${ARG_OUT}_INPUT_SPECS "${_in_specs}" PARENT_SCOPE)
-  set(${ARG_OUT}_OUTPUT_SPECS "${_out_specs}" PARENT_SCOPE)
-  set(${ARG_OUT}_N_IN "${_INPUTS_COUNT}" PARENT_SCOPE)
-  set(${ARG_OUT}_N_OUT "${_OUTPUTS_COUNT}" PARENT_SCOPE)
+  _kevo_return_tensors(${ARG_OUT})
 endfunction()
 

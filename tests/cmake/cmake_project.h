@@ -48,6 +48,26 @@ inline std::string scale_kernel(float factor) {
            "  return cudaGetLastError() != cudaSuccess;\n}\n";
 }
 
+// The metadata of a hand-written entry for task `t` on `arch`, as the tests store them.
+inline cache::EntryMeta manual_entry(const Task& t, const std::string& arch) {
+    cache::EntryMeta m;
+    m.function = t.name;
+    m.arch = arch;
+    m.task_hash = t.hash();
+    m.reference_hash = t.reference_hash();
+    m.origin = "manual";
+    m.speedup = 2.5;
+    m.date = "2026-12-02T10:00:00Z";
+    return m;
+}
+
+// `cmake` configuring the project in `src` into `build` with Ninja, nvcc and the build tree's KernelEvo.
+inline std::vector<std::string> configure_command(const fs::path& src, const fs::path& build) {
+    return {KEVO_CMAKE_COMMAND, "-S", src.string(), "-B", build.string(), "-G", "Ninja",
+            "-DCMAKE_MAKE_PROGRAM=" KEVO_MAKE_PROGRAM, "-DCMAKE_CUDA_COMPILER=" KEVO_CUDA_COMPILER,
+            "-DCMAKE_BUILD_TYPE=Release", "-DKernelEvo_DIR=" + kBinary.string()};
+}
+
 class CMakeProject : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -58,10 +78,8 @@ protected:
         fs::copy(kSource / "tests" / "cmake" / "project", src, fs::copy_options::recursive);
     }
     Outcome configure(std::vector<std::string> extra = {}) {
-        std::vector<std::string> argv = {KEVO_CMAKE_COMMAND, "-S", src.string(), "-B", build.string(), "-G", "Ninja",
-                                         "-DCMAKE_MAKE_PROGRAM=" KEVO_MAKE_PROGRAM, "-DCMAKE_CUDA_COMPILER=" KEVO_CUDA_COMPILER,
-                                         "-DCMAKE_BUILD_TYPE=Release", "-DKernelEvo_DIR=" + kBinary.string(),
-                                         "-DKEVO_TEST_CACHE_DIR=" + cache_dir.string()};
+        std::vector<std::string> argv = configure_command(src, build);
+        argv.push_back("-DKEVO_TEST_CACHE_DIR=" + cache_dir.string());
         argv.insert(argv.end(), extra.begin(), extra.end());
         Outcome r = run(argv);
         last = r.out;
@@ -73,16 +91,7 @@ protected:
         return nlohmann::json::parse(read_file(build / "kernelevo" / fn / "lookup.json"));
     }
     void store(const std::string& arch, const std::string& source, const fs::path& dir = {}) {
-        Task t = task("scale");
-        cache::EntryMeta m;
-        m.function = "scale";
-        m.arch = arch;
-        m.task_hash = t.hash();
-        m.reference_hash = t.reference_hash();
-        m.origin = "manual";
-        m.speedup = 2.5;
-        m.date = "2026-12-02T10:00:00Z";
-        cache::store(dir.empty() ? cache_dir : dir, source, m);
+        cache::store(dir.empty() ? cache_dir : dir, source, manual_entry(task("scale"), arch));
     }
     std::unique_ptr<TempDir> tmp;
     fs::path src, build, cache_dir;

@@ -317,15 +317,7 @@ TEST_F(CMakeProject, TritonEntryIsCheckedAgainstItsSourceAndNeedsNoDriverToStart
     std::string cu = scale_kernel(2);
     cu.replace(cu.find("#include <cuda_runtime.h>"), 25, "#include <dlfcn.h>\n#include <cuda_runtime.h>");
     cu.replace(cu.find("  long long n"), 0, "  if (!dlopen(\"libcuda.so.1\", RTLD_NOW | RTLD_LOCAL)) return 13;\n");
-    Task t = task("scale");
-    cache::EntryMeta m;
-    m.function = "scale";
-    m.arch = "sm_90";
-    m.task_hash = t.hash();
-    m.reference_hash = t.reference_hash();
-    m.origin = "manual";
-    m.speedup = 2.5;
-    m.date = "2026-12-02T10:00:00Z";
+    cache::EntryMeta m = manual_entry(task("scale"), "sm_90");
     m.triton = {{"triton_version", "3.6.0"}};
     const std::string py = "import triton\n# the candidate the .cu was generated from\n";
     cache::store(cache_dir, cu, m, &py);
