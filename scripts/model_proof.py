@@ -4,7 +4,6 @@ GPU (the CPU where there is none), loads the folder's kernels with kernelevo.loa
 checks the loaded model's outputs against the original on other fresh inputs, and times both with
 compare_model (PyTorch eager, torch.compile, the loaded model; each region that runs as a kernel).
 Prints the report and one JSON line 'RESULT {...}'. Usage: model_proof.py PROBLEM.py MODEL_DIR"""
-import importlib.util
 import json
 import os
 import sys
@@ -13,16 +12,14 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import kernelevo  # noqa: E402
+from kernelevo.kernelbench.common import load_problem  # noqa: E402
+from kernelevo.kernelbench.problem import build_model  # noqa: E402
 
 
 def build(problem):
-    spec = importlib.util.spec_from_file_location("kb_problem", problem)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    torch.manual_seed(42)
-    init = mod.get_init_inputs()
-    torch.manual_seed(42)
-    return mod, mod.Model(*init)
+    """The problem module and its model, built as the importer builds it (kernelevo.kernelbench)."""
+    _, mod = load_problem(problem)
+    return mod, build_model(mod)
 
 
 def main():
