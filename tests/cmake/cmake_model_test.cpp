@@ -130,6 +130,18 @@ TEST_F(CMakeModel, MisuseIsOneConfigureErrorAndNoToolMeansTheReference) {
         EXPECT_NE(r.rc, 0) << misuse;
         EXPECT_TRUE(contains(squashed(r.out), message)) << misuse << ": " << r.out;
     }
+    // A plan whose region names a task outside the model folder (a hostile or broken plan.json): refused.
+    const std::string plan = read_file(model / "plan.json");
+    std::string bad = plan;
+    const std::string good_task = "\"regions/tiny_fc1\"";
+    ASSERT_NE(bad.find(good_task), std::string::npos) << plan;
+    bad.replace(bad.find(good_task), good_task.size(), "\"../tiny/regions/tiny_fc1\"");
+    write_file_atomic(model / "plan.json", bad);
+    Outcome escaped = configure({"-DKEVO_TEST_MISUSE="});
+    EXPECT_NE(escaped.rc, 0);
+    EXPECT_TRUE(contains(squashed(escaped.out), "region fc1: its task '../tiny/regions/tiny_fc1' is not a task folder inside"))
+        << escaped.out;
+    write_file_atomic(model / "plan.json", plan);
     // A kernelevo that cannot give the task's hashes: a warning naming why, every architecture the reference.
     const fs::path fake = tmp->path() / "fake-kernelevo";
     write_file_atomic(fake, "#!/bin/sh\necho 'kernelevo: broken on purpose' >&2\nexit 1\n");
