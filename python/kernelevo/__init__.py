@@ -17,11 +17,40 @@ normalisation, ...), each region's share of the time measured, one task per regi
 
 Install: `pip install ./python` from a KernelEvo checkout (offline: add --no-build-isolation).
 """
-from .torch_task import ExportError, export_task
-from .op import KernelEvoOp, load_op
-from .model_export import PLAN_FORMAT, export_model
-from .model_load import KernelEvoModel, load_model
-from .model_compare import compare_model
+import importlib
 
-__all__ = ["export_task", "load_op", "ExportError", "KernelEvoOp", "export_model", "PLAN_FORMAT", "load_model",
-           "KernelEvoModel", "compare_model"]
+# Public name -> the submodule that defines it. Imported on first use (PEP 562), so that
+# `import kernelevo` (and every `import kernelevo.kernelbench...` of the KernelBench importer's
+# sandboxed per-problem processes) loads none of them, nor torch. Nothing here registers anything at
+# import: a torch.ops.kernelevo.NAME operator is defined by load_op (library.register), as before.
+_EXPORTS = {
+    "export_task": "torch_task",
+    "ExportError": "torch_task",
+    "load_op": "op",
+    "KernelEvoOp": "op",
+    "export_model": "model_export",
+    "PLAN_FORMAT": "model_export",
+    "load_model": "model_load",
+    "KernelEvoModel": "model_load",
+    "compare_model": "model_compare",
+}
+# The submodules `import kernelevo` used to load (directly or through the names above), still
+# reachable as attributes (kernelevo.op, kernelevo.graph, ...).
+_SUBMODULES = ("torch_task", "op", "library", "graph", "partition", "model_export", "model_load", "model_compare",
+               "kernelbench")
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module("." + _EXPORTS[name], __name__), name)
+        globals()[name] = value  # once: later lookups do not come back here
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
