@@ -95,21 +95,11 @@ done
 step "replies (no GPU needed)"
 mkdir -p "$work/replay"
 for i in "${!names[@]}"; do
-  python3 - "${kernels[$i]}" "$work/replay/${names[$i]}.jsonl" <<'PY' || fail_now "writing the replies of ${names[$i]}"
-import json, sys
-src = open(sys.argv[1]).read()
-def variant(v):
-    return src + "\nnamespace { [[maybe_unused]] constexpr int kVariant%d = %d; }\n" % (v, v)
-replies = [src, src + "\n#error eight_searches.sh: a reply that does not compile\n", variant(1)]
-replies += [variant(v) for v in range(2, 10)]  # spares: asked for only if a request is wasted
-with open(sys.argv[2], "w") as f:
-    for n, body in enumerate(replies, 1):
-        f.write(json.dumps({"time": "", "request_hash": "eight-%d" % n, "request": {},
-                            "response": {"content": "Here is the kernel.\n\n```cuda\n" + body + "```\n",
-                                         "finish_reason": "stop", "model": "replay-model"},
-                            "usage": {"prompt_tokens": 3000, "completion_tokens": 800, "cost_usd": 0.01},
-                            "latency_s": 0.1, "attempts": 1, "error": None}) + "\n")
-PY
+  # The honest kernel, one that does not compile, then variants (from the third on, spares: asked
+  # for only if a request is wasted).
+  python3 scripts/write_replay.py "${kernels[$i]}" "$work/replay/${names[$i]}.jsonl" --variants 9 --hash-prefix eight \
+    --cost-usd 0.01 --compile-error "eight_searches.sh: a reply that does not compile" ||
+    fail_now "writing the replies of ${names[$i]}"
   echo "${names[$i]}: ${kernels[$i]}, replies in $work/replay/${names[$i]}.jsonl"
 done
 

@@ -31,12 +31,13 @@ problems=("$@")
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
-# The region searched per model, the kernel fed as the reply and its KEVO_PROOF_ACT (linear_act_cublas.cu).
+# The region searched per model, the kernel fed as the reply (the source, then 7 variants: scripts/write_replay.py)
+# and its KEVO_PROOF_ACT (linear_act_cublas.cu; - : the kernel has none).
 region_of() {
   case "$1" in
     44_MiniGPTBlock) echo "mlp.c_fc linear_act_cublas.cu 2" ;;   # Linear + NewGELU (tanh)
     5_AlexNet) echo "fc2 linear_act_cublas.cu 1" ;;              # Linear + ReLU (+ Dropout p = 0)
-    8_ResNetBasicBlock) echo "add_ add_relu.cu 0" ;;             # out += identity; relu
+    8_ResNetBasicBlock) echo "add_ add_relu.cu -" ;;             # out += identity; relu (no KEVO_PROOF_ACT)
     1_MLP) echo "network.0 linear_act_cublas.cu 1" ;;            # Linear + ReLU
     *) echo "" ;;                                                # 35_LTSM: its fc is below the threshold
   esac
@@ -61,19 +62,9 @@ if [[ " $steps " == *" search "* ]]; then
     n=$(basename "$f" .py); d="$work/suite/kb3_$n"; read -r region kernel act <<< "$(region_of "$n")"
     [ -n "$region" ] || { echo "search $n: no region to search (loaded with its plan as it is)"; continue; }
     [ -f "$d/plan.json" ] || { fail "search $n: not imported"; continue; }
-    python3 - "$act" "$work/replay_$n.jsonl" "tests/data/model_proof/$kernel" <<'PY' || { fail "search $n: writing the replies"; continue; }
-import json, re, sys
-src = re.sub(r"#define KEVO_PROOF_ACT \d", "#define KEVO_PROOF_ACT " + sys.argv[1],
-             open(sys.argv[3]).read())
-replies = [src] + [src + "\nnamespace { [[maybe_unused]] constexpr int kVariant%d = %d; }\n" % (v, v) for v in range(1, 8)]
-with open(sys.argv[2], "w") as f:
-    for n, body in enumerate(replies, 1):
-        f.write(json.dumps({"time": "", "request_hash": "proof-%d" % n, "request": {},
-                            "response": {"content": "Here is the kernel.\n\n```cuda\n" + body + "```\n",
-                                         "finish_reason": "stop", "model": "replay-model"},
-                            "usage": {"prompt_tokens": 3000, "completion_tokens": 800, "cost_usd": 0.0},
-                            "latency_s": 0.1, "attempts": 1, "error": None}) + "\n")
-PY
+    defs=(); [ "$act" = - ] || defs=(--define "KEVO_PROOF_ACT=$act")
+    python3 scripts/write_replay.py "tests/data/model_proof/$kernel" "$work/replay_$n.jsonl" --variants 7 \
+      --hash-prefix proof "${defs[@]}" || { fail "search $n: writing the replies"; continue; }
     s=$(date +%s)
     "$ke" search --model-dir "$d" --region "$region" --replay "$work/replay_$n.jsonl" --llm-replay-in-order \
       --islands 1 --children 1 --jobs 1 --generations 1 --repair-attempts 1 --mode full --seed 1 --no-profile \
