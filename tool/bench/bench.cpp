@@ -51,7 +51,7 @@ std::string p_label(double p) { return p == 0 ? "fast_0 (correct)" : "fast_" + f
 
 std::vector<fs::path> suite_tasks(const fs::path& suite) {
     std::error_code ec;
-    if (!fs::is_directory(suite, ec)) throw UsageError("--suite " + suite.string() + ": not a directory");
+    if (!fs::is_directory(suite, ec)) throw SettingError({settings::kSuite}, "{bench.suite} " + suite.string() + ": not a directory");
     if (fs::is_regular_file(suite / "task.json", ec)) return {suite / "task.json"};
     std::vector<fs::path> tasks;
     for (const auto& e : fs::directory_iterator(suite)) {
@@ -61,7 +61,8 @@ std::vector<fs::path> suite_tasks(const fs::path& suite) {
     }
     std::sort(tasks.begin(), tasks.end());
     if (tasks.empty())
-        throw UsageError("--suite " + suite.string() + ": no task folders (DIR/NAME/task.json), e.g. from `kernelevo import kernelbench`");
+        throw SettingError({settings::kSuite},
+                           "{bench.suite} " + suite.string() + ": no task folders (DIR/NAME/task.json), e.g. from `kernelevo import kernelbench`");
     return tasks;
 }
 
@@ -117,7 +118,7 @@ std::map<std::string, Baseline> load_baseline(const fs::path& tsv) {
         if (!l.empty() && l.back() == '\t') f.push_back("");
         return f;
     };
-    if (!std::getline(in, line)) throw UsageError("--baseline " + tsv.string() + ": empty file");
+    if (!std::getline(in, line)) throw SettingError({settings::kBaseline}, "{bench.baseline} " + tsv.string() + ": empty file");
     auto head = split(line);
     int level = -1, file = -1, eager = -1, compile = -1, notes = -1;
     for (int i = 0; i < static_cast<int>(head.size()); ++i) {
@@ -129,7 +130,8 @@ std::map<std::string, Baseline> load_baseline(const fs::path& tsv) {
         if (compile < 0 && h.find("_compile_default_mean_ms") != std::string::npos) compile = i;
     }
     if (level < 0 || file < 0 || eager < 0)
-        throw UsageError("--baseline " + tsv.string() + ": expected KernelBench's columns level, file and *_eager_mean_ms");
+        throw SettingError({settings::kBaseline},
+                           "{bench.baseline} " + tsv.string() + ": expected KernelBench's columns level, file and *_eager_mean_ms");
     std::map<std::string, Baseline> out;
     while (std::getline(in, line)) {
         auto f = split(line);

@@ -17,4 +17,6 @@ void register_worker_command(CLI::App& app, int& rc);  // worker (validation job
 void register_serve_command(CLI::App& app, int& rc);   // serve (the web page and its JSON API)
 void register_import_command(CLI::App& app, int& rc);  // import kernelbench
 void register_bench_command(CLI::App& app, int& rc);
+// --sandbox, an option of kernelevo itself (before any command): sets the process-wide sandbox mode.
+void register_sandbox_option(CLI::App& app);
 }  // namespace kevo

@@ -42,23 +42,17 @@ std::string connection_args(const llm::LlmOptions& o) {
 // Log lines and errors carry what the server sent: escaped for the terminal.
 void log_line(const std::string& line) { std::cerr << "kernelevo: llm: " << printable(line) << "\n"; }
 
-void register_batch_commands(CLI::App& llm_cmd, int& rc) {
-    struct BatchOptions {
-        llm::LlmOptions llm;
-        std::string file, id, out;
-        bool force = false;
-    };
-    static BatchOptions o;
-    CLI::App* batch = llm_cmd.add_subcommand(
-        "batch",
-        "Run a batch file of `kernelevo search --llm-batch` through the provider's Batch API. It goes to POST /files and "
-        "/batches under --llm-url, as OpenAI serves them: about half the price, answered within 24 hours.");
-    batch->require_subcommand(1);
+struct BatchOptions {
+    llm::LlmOptions llm;
+    std::string file, id, out;
+    bool force = false;
+};
 
-    CLI::App* submit = batch->add_subcommand("submit", "Upload a batch input file and start a batch. Prints the batch id.");
+void add_batch_submit(CLI::App& batch, BatchOptions& o, int& rc) {
+    CLI::App* submit = batch.add_subcommand("submit", "Upload a batch input file and start a batch. Prints the batch id.");
     submit->add_option("FILE", o.file, "The Batch API input file (JSONL)")->required()->check(CLI::ExistingFile);
     llm::add_llm_connection_options(*submit, o.llm);
-    submit->callback([&rc] {
+    submit->callback([&o, &rc] {
         size_t n = llm::count_batch_input(o.file);
         llm::BatchApi api(llm::http_config(o.llm, log_line));
         std::string file_id = api.upload(o.file);
@@ -71,17 +65,53 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
                   << "\n          then run the search again with --llm-batch-replies REPLIES.jsonl\n";
         rc = 0;
     });
+}
 
-    CLI::App* status = batch->add_subcommand("status", "Print a batch's status and request counts");
+void add_batch_status(CLI::App& batch, BatchOptions& o, int& rc) {
+    CLI::App* status = batch.add_subcommand("status", "Print a batch's status and request counts");
     status->add_option("BATCH_ID", o.id, "The id `submit` printed")->required();
     llm::add_llm_connection_options(*status, o.llm);
-    status->callback([&rc] {
+    status->callback([&o, &rc] {
         llm::BatchApi api(llm::http_config(o.llm, log_line));
         print_batch(api.get(o.id));
         rc = 0;
     });
+}
 
-    CLI::App* fetch = batch->add_subcommand(
+// `llm batch fetch`: the batch's replies into --out; 1 while it is not finished or has none.
+int fetch_batch(const BatchOptions& o) {
+    // Replies fetched before (perhaps not imported yet) are not overwritten by mistake.
+    std::error_code ec;
+    if (!o.force && (fs::exists(o.out, ec) || fs::is_symlink(o.out, ec)))
+        throw UsageError("--out " + o.out + " exists: give another file, or --force to replace it");
+    llm::BatchApi api(llm::http_config(o.llm, log_line));
+    llm::BatchInfo b = api.get(o.id);
+    print_batch(b);
+    if (!b.finished()) {
+        std::cerr << "kernelevo: llm batch fetch: batch " << printable(b.id) << " is " << printable(b.status)
+                  << "; fetch it again once it is completed\n";
+        return 1;
+    }
+    std::string replies;
+    for (const std::string& id : {b.output_file_id, b.error_file_id}) {
+        if (id.empty()) continue;
+        std::string part = api.file_content(id);
+        if (!part.empty() && part.back() != '\n') part += '\n';
+        replies += part;
+    }
+    if (replies.empty()) {
+        std::cerr << "kernelevo: llm batch fetch: batch " << printable(b.id) << " is " << printable(b.status)
+                  << " and has no replies\n";
+        return 1;
+    }
+    write_file_atomic(o.out, replies);
+    std::cout << "replies:  " << o.out << "\n\nnext:     run the search again with --llm-batch-replies "
+              << shell_quote(o.out) << "\n";
+    return 0;
+}
+
+void add_batch_fetch(CLI::App& batch, BatchOptions& o, int& rc) {
+    CLI::App* fetch = batch.add_subcommand(
         "fetch",
         "Download a finished batch's replies into one file. The output and error files, for "
         "`kernelevo search --llm-batch-replies`.\nExit codes: 0 written, 1 the batch is not finished yet or has no "
@@ -90,49 +120,100 @@ void register_batch_commands(CLI::App& llm_cmd, int& rc) {
     fetch->add_option("--out", o.out, "Where to write the replies (JSONL); an existing file only with --force")->required();
     fetch->add_flag("--force", o.force, "Replace --out if it exists");
     llm::add_llm_connection_options(*fetch, o.llm);
-    fetch->callback([&rc] {
-        // Replies fetched before (perhaps not imported yet) are not overwritten by mistake.
-        std::error_code ec;
-        if (!o.force && (fs::exists(o.out, ec) || fs::is_symlink(o.out, ec)))
-            throw UsageError("--out " + o.out + " exists: give another file, or --force to replace it");
-        llm::BatchApi api(llm::http_config(o.llm, log_line));
-        llm::BatchInfo b = api.get(o.id);
-        print_batch(b);
-        if (!b.finished()) {
-            std::cerr << "kernelevo: llm batch fetch: batch " << printable(b.id) << " is " << printable(b.status)
-                      << "; fetch it again once it is completed\n";
-            rc = 1;
-            return;
-        }
-        std::string replies;
-        for (const std::string& id : {b.output_file_id, b.error_file_id}) {
-            if (id.empty()) continue;
-            std::string part = api.file_content(id);
-            if (!part.empty() && part.back() != '\n') part += '\n';
-            replies += part;
-        }
-        if (replies.empty()) {
-            std::cerr << "kernelevo: llm batch fetch: batch " << printable(b.id) << " is " << printable(b.status)
-                      << " and has no replies\n";
-            rc = 1;
-            return;
-        }
-        write_file_atomic(o.out, replies);
-        std::cout << "replies:  " << o.out << "\n\nnext:     run the search again with --llm-batch-replies "
-                  << shell_quote(o.out) << "\n";
-        rc = 0;
-    });
+    fetch->callback([&o, &rc] { rc = fetch_batch(o); });
+}
+
+void register_batch_commands(CLI::App& llm_cmd, int& rc) {
+    static BatchOptions o;
+    CLI::App* batch = llm_cmd.add_subcommand(
+        "batch",
+        "Run a batch file of `kernelevo search --llm-batch` through the provider's Batch API. It goes to POST /files and "
+        "/batches under --llm-url, as OpenAI serves them: about half the price, answered within 24 hours.");
+    batch->require_subcommand(1);
+    add_batch_submit(*batch, o, rc);
+    add_batch_status(*batch, o, rc);
+    add_batch_fetch(*batch, o, rc);
+}
+
+struct CheckOptions {
+    llm::LlmOptions llm;
+    std::string prompt = "Reply with the single word: pong";
+    int max_tokens = 1024;
+    bool json = false;
+};
+
+// One tiny request to model `name`: its row of the report, its lines on `text` (a failure also on stderr).
+nlohmann::json check_model(llm::Client& client, const std::string& name, const CheckOptions& o, std::ostream& text) {
+    llm::ChatRequest request;
+    request.model = name;
+    request.messages = {{"user", o.prompt}};
+    request.temperature = 0;
+    request.max_tokens = o.max_tokens;
+    text << "\nmodel:    " << name << "\n" << std::flush;
+    nlohmann::json row{{"model", name}};
+    try {
+        llm::ChatResponse r = client.chat(request);
+        char cost[64] = "not reported";
+        if (r.usage.cost_known) std::snprintf(cost, sizeof cost, "$%.6f", r.usage.cost_usd);
+        row.update({{"status", "ok"}, {"answered_by", r.model}, {"latency_s", r.latency_s}, {"attempts", r.attempts},
+                    {"answer", redact(llm::snippet(r.content, 200))}, {"prompt_tokens", r.usage.prompt_tokens},
+                    {"completion_tokens", r.usage.completion_tokens},
+                    {"cost_usd", r.usage.cost_known ? nlohmann::json(r.usage.cost_usd) : nlohmann::json(nullptr)},
+                    {"error", nullptr}});
+        // The model's text may hold terminal escapes: shown as "\x1b", never obeyed.
+        text << "answered: " << printable(redact(r.model)) << "\n"
+             << "latency:  " << llm::format_seconds(r.latency_s)
+             << (r.attempts > 1 ? " (" + std::to_string(r.attempts) + " attempts)" : "") << "\n"
+             << "answer:   " << printable(redact(llm::snippet(r.content, 200))) << "\n"
+             << "tokens:   " << r.usage.prompt_tokens << " prompt + " << r.usage.completion_tokens << " completion\n"
+             << "cost:     " << cost << "\n"
+             << "status:   ok\n";
+    } catch (const llm::LlmError& e) {
+        row.update({{"status", "failed"}, {"error", redact(e.what())}});
+        text << "status:   FAILED\n" << std::flush;
+        std::cerr << "kernelevo: llm check: " << name << ": " << printable(redact(e.what())) << "\n";
+    }
+    return row;
+}
+
+// `llm check`: every model once; 0 when each answered, else 1.
+int run_check(const CheckOptions& o) {
+    auto client = llm::make_client(o.llm, log_line);
+    // Human lines go to `text`, which --json discards.
+    std::ostringstream discard;
+    std::ostream& text = o.json ? static_cast<std::ostream&>(discard) : std::cout;
+    const std::string shown_url = llm::display_url(o.llm.url);   // credentials as ***
+    nlohmann::json report{{"url", o.llm.replay.empty() ? shown_url : std::string()},
+                          {"replay", o.llm.replay.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.llm.replay)},
+                          {"key_source", nullptr},
+                          {"models", nlohmann::json::array()}};
+    text << "url:      " << (o.llm.replay.empty() ? shown_url : "replay of " + o.llm.replay) << "\n";
+    if (o.llm.replay.empty()) {
+        llm::ApiKey key = llm::find_api_key(o.llm.url, o.llm.key_env);
+        if (!key.value.empty()) report["key_source"] = key.source;
+        text << "key:      "
+             << (!key.value.empty()     ? "from $" + key.source
+                 : key.withheld.empty() ? std::string("none (KERNELEVO_API_KEY and the provider's variable are unset)")
+                                        : "none ($" + key.withheld + " is sent only to openrouter.ai)")
+             << "\n";
+    }
+    std::set<std::string> seen;
+    int failed = 0;
+    for (const auto& m : client->config().models) {
+        if (!seen.insert(m.name).second) continue;
+        nlohmann::json row = check_model(*client, m.name, o, text);
+        if (row["status"] != "ok") ++failed;
+        report["models"].push_back(std::move(row));
+    }
+    report["ok"] = failed == 0;
+    // Replace: a reply cut inside a UTF-8 sequence must not end the report with "invalid UTF-8".
+    if (o.json) std::cout << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    return failed ? 1 : 0;
 }
 
 }  // namespace
 
 void register_llm_command(CLI::App& app, int& rc) {
-    struct CheckOptions {
-        llm::LlmOptions llm;
-        std::string prompt = "Reply with the single word: pong";
-        int max_tokens = 1024;
-        bool json = false;
-    };
     static CheckOptions o;
     // A check should answer quickly; these defaults (shown in --help) are shorter than a search's.
     o.llm.read_timeout_s = 120;
@@ -165,68 +246,7 @@ void register_llm_command(CLI::App& app, int& rc) {
 
     register_batch_commands(*llm_cmd, rc);
 
-    check->callback([&rc] {
-        auto client = llm::make_client(o.llm, log_line);
-        // Human lines go to `text`, which --json discards.
-        std::ostringstream discard;
-        std::ostream& text = o.json ? static_cast<std::ostream&>(discard) : std::cout;
-        const std::string shown_url = llm::display_url(o.llm.url);   // credentials as ***
-        nlohmann::json report{{"url", o.llm.replay.empty() ? shown_url : std::string()},
-                              {"replay", o.llm.replay.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.llm.replay)},
-                              {"key_source", nullptr},
-                              {"models", nlohmann::json::array()}};
-        text << "url:      " << (o.llm.replay.empty() ? shown_url : "replay of " + o.llm.replay) << "\n";
-        if (o.llm.replay.empty()) {
-            llm::ApiKey key = llm::find_api_key(o.llm.url, o.llm.key_env);
-            if (!key.value.empty()) report["key_source"] = key.source;
-            text << "key:      "
-                 << (!key.value.empty()     ? "from $" + key.source
-                     : key.withheld.empty() ? std::string("none (KERNELEVO_API_KEY and the provider's variable are unset)")
-                                            : "none ($" + key.withheld + " is sent only to openrouter.ai)")
-                 << "\n";
-        }
-        std::set<std::string> seen;
-        int failed = 0;
-        for (const auto& m : client->config().models) {
-            if (!seen.insert(m.name).second) continue;
-            llm::ChatRequest request;
-            request.model = m.name;
-            request.messages = {{"user", o.prompt}};
-            request.temperature = 0;
-            request.max_tokens = o.max_tokens;
-            text << "\nmodel:    " << m.name << "\n" << std::flush;
-            nlohmann::json row{{"model", m.name}};
-            try {
-                llm::ChatResponse r = client->chat(request);
-                char cost[64] = "not reported";
-                if (r.usage.cost_known) std::snprintf(cost, sizeof cost, "$%.6f", r.usage.cost_usd);
-                row.update({{"status", "ok"}, {"answered_by", r.model}, {"latency_s", r.latency_s}, {"attempts", r.attempts},
-                            {"answer", redact(llm::snippet(r.content, 200))}, {"prompt_tokens", r.usage.prompt_tokens},
-                            {"completion_tokens", r.usage.completion_tokens},
-                            {"cost_usd", r.usage.cost_known ? nlohmann::json(r.usage.cost_usd) : nlohmann::json(nullptr)},
-                            {"error", nullptr}});
-                // The model's text may hold terminal escapes: shown as "\x1b", never obeyed.
-                text << "answered: " << printable(redact(r.model)) << "\n"
-                          << "latency:  " << llm::format_seconds(r.latency_s)
-                          << (r.attempts > 1 ? " (" + std::to_string(r.attempts) + " attempts)" : "") << "\n"
-                          << "answer:   " << printable(redact(llm::snippet(r.content, 200))) << "\n"
-                          << "tokens:   " << r.usage.prompt_tokens << " prompt + " << r.usage.completion_tokens
-                          << " completion\n"
-                          << "cost:     " << cost << "\n"
-                          << "status:   ok\n";
-            } catch (const llm::LlmError& e) {
-                ++failed;
-                row.update({{"status", "failed"}, {"error", redact(e.what())}});
-                text << "status:   FAILED\n" << std::flush;
-                std::cerr << "kernelevo: llm check: " << m.name << ": " << printable(redact(e.what())) << "\n";
-            }
-            report["models"].push_back(row);
-        }
-        report["ok"] = failed == 0;
-        // Replace: a reply cut inside a UTF-8 sequence must not end the report with "invalid UTF-8".
-        if (o.json) std::cout << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
-        rc = failed ? 1 : 0;
-    });
+    check->callback([&rc] { rc = run_check(o); });
 }
 
 }  // namespace kevo

@@ -14,7 +14,6 @@
 #include "common/error.h"
 #include "common/process.h"
 #include "common/text.h"
-#include "sandbox/sandbox.h"
 
 
 int main(int argc, char** argv) {
@@ -31,13 +30,7 @@ int main(int argc, char** argv) {
     int rc = 0;
     // Every child (compiler, judge, sandbox) dies with this process on SIGTERM or Ctrl-C.
     kevo::install_child_cleanup();
-    std::string sandbox = kevo::sandbox_mode_name(kevo::sandbox_mode());
-    app.add_option("--sandbox", sandbox,
-                   "How candidate code is confined: auto (every layer the kernel allows, missing ones named once), "
-                   "require (a missing layer is an error), off (no sandbox: debugging only). Also $KERNELEVO_SANDBOX")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "require", "off"}))
-        ->each([](const std::string& v) { kevo::set_sandbox_mode(kevo::parse_sandbox_mode(v)); });
+    kevo::register_sandbox_option(app);
     app.fallthrough();
     kevo::cli::set_examples(app, {{"Check that this machine can validate kernels", "kernelevo doctor"},
                                   {"Search for a fast kernel for a task (30 minutes at most)",

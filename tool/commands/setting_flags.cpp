@@ -35,6 +35,23 @@ std::string flag_of(const std::string& id) {
         {"request.arch", "--arch"},
         {"request.fitness_baseline", "--fitness-baseline"},
         {"request.workers", "--workers"},
+        // The lower floors' (each floor's settings::all()).
+        {"llm.url", "--llm-url"},
+        {"llm.key_env", "--llm-key-env"},
+        {"llm.model", "--model"},
+        {"llm.price", "--llm-price"},
+        {"sandbox.mode", "--sandbox"},
+        {"compile.arch", "--arch"},
+        {"import.out", "--out"},
+        {"import.python", "--python"},
+        {"import.precision", "--precision"},
+        {"import.no_sandbox", "--no-sandbox"},
+        {"serve.listen", "--listen"},
+        {"serve.token", "--token"},
+        {"serve.queue", "--redis"},
+        {"model.dir", "--model-dir"},
+        {"bench.suite", "--suite"},
+        {"bench.baseline", "--baseline"},
     };
     const auto it = flags.find(id);
     return it == flags.end() ? std::string() : it->second;

@@ -63,10 +63,11 @@ void require_toolkit_arch(const std::string& arch, const CompileOptions& options
     } catch (const UsageError&) {
         version = "nvcc";
     }
-    throw UsageError("--arch " + arch + ": the installed CUDA toolkit (" + version + ", " + nvcc_path(options) +
-                     ") cannot compile for it" + (list.empty() ? std::string() : "; it supports " + list) +
-                     ". Pick one of those, or install a toolkit that supports " +
-                     arch + " (KERNELEVO_NVCC selects the nvcc).");
+    throw SettingError({compile::settings::kArch},
+                       "{compile.arch} " + arch + ": the installed CUDA toolkit (" + version + ", " + nvcc_path(options) +
+                           ") cannot compile for it" + (list.empty() ? std::string() : "; it supports " + list) +
+                           ". Pick one of those, or install a toolkit that supports " + arch +
+                           " (KERNELEVO_NVCC selects the nvcc).");
 }
 
 }  // namespace kevo

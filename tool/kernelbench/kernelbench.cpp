@@ -113,7 +113,7 @@ std::string find_python(const std::string& given, std::string* torch_version) {
     std::string version;
     if (!given.empty()) {
         version = probe_python(given).torch;
-        if (version.empty()) throw UsageError("--python " + given + ": cannot import torch there");
+        if (version.empty()) throw SettingError({settings::kPython}, "{import.python} " + given + ": cannot import torch there");
         if (torch_version) *torch_version = version;
         return given;
     }
@@ -124,8 +124,8 @@ std::string find_python(const std::string& given, std::string* torch_version) {
             return cand;
         }
     }
-    throw UsageError("no Python with PyTorch found (tried python3 and /usr/bin/python3): install Debian's "
-                     "python3-torch, or PyTorch's pip package, or pass --python");
+    throw SettingError({settings::kPython}, "no Python with PyTorch found (tried python3 and /usr/bin/python3): install Debian's "
+                                            "python3-torch, or PyTorch's pip package, or pass {import.python}");
 }
 
 PythonInstall python_install(const std::string& python) {
@@ -225,7 +225,7 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
     j["name"] = name;  // the tool's name for it, whatever the result said
     if (!r.fatal.empty()) j["fatal"] = r.fatal;
     note_sandbox_denial(j, s.sandboxed);
-    const nlohmann::json precision = parse_precision(s.o->precision, "--precision").to_json();
+    const nlohmann::json precision = parse_precision(s.o->precision, "the precision policy").to_json();
     j.erase("model");  // the tool's summary of what it installs, never the sandbox's
     if (j.value("status", "") == "ok" && model) install_model(j, priv, s.out, name, s.reference_text, precision);
     else if (j.value("status", "") == "ok") install_result(j, priv, s.out, name, precision);
@@ -312,7 +312,8 @@ std::vector<std::string> problem_sources(const std::vector<fs::path>& files) {
         if (std::find(sources.begin(), sources.end(), src) != sources.end()) continue;
         auto [it, fresh] = by_name.emplace(problem_task_name(src), src);
         if (!fresh)
-            throw UsageError(it->second + " and " + src + " would both be task " + it->first + ": import them into different --out folders");
+            throw SettingError({settings::kOut}, it->second + " and " + src + " would both be task " + it->first +
+                                                    ": import them into different {import.out} folders");
         sources.push_back(src);
     }
     return sources;
@@ -378,11 +379,11 @@ ImportSummary summarize(const ImportOptions& o, const ImportSetup& s, const Refe
     for (auto& j : results) {
         if (!j.contains("fatal")) continue;
         // The probe saw CUDA outside the sandbox; a Python that loses it inside lacks a device node there.
-        throw UsageError(j["fatal"].get<std::string>() +
-                         (s.sandboxed && s.gpu ? " (inside the import sandbox, which shows the GPU's /dev/nvidia* nodes; "
-                                                 "the same Python saw the GPU outside it: --no-sandbox tells whether the "
-                                                 "sandbox is the cause)"
-                                               : ""));
+        const std::string fatal = j["fatal"].get<std::string>();
+        if (!s.sandboxed || !s.gpu) throw UsageError(fatal);
+        throw SettingError({settings::kNoSandbox}, fatal + " (inside the import sandbox, which shows the GPU's /dev/nvidia* nodes; "
+                                                           "the same Python saw the GPU outside it: importing {import.no_sandbox} "
+                                                           "tells whether the sandbox is the cause)");
     }
     ImportSummary sum;
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -410,11 +411,12 @@ ImportSummary import_problems(const ImportOptions& o) {
     auto t0 = std::chrono::steady_clock::now();
     const std::vector<fs::path> files = expand(o.files);
     if (files.empty()) throw UsageError("no problem files given");
-    if (o.out.empty()) throw UsageError("--out: required");
+    if (o.out.empty()) throw SettingError({settings::kOut}, "{import.out}: required");
     // The policy and its flags for the importer (it measures the policy's error; "task" is what task.json says).
     if (kevo_precision_from_name(o.precision.c_str()) < 0)
-        throw UsageError("--precision " + o.precision + ": unknown precision policy (expected one of: " + precision_choices() + ")");
-    const Precision precision = parse_precision(o.precision, "--precision");
+        throw SettingError({settings::kPrecision},
+                           "{import.precision} " + o.precision + ": unknown precision policy (expected one of: " + precision_choices() + ")");
+    const Precision precision = parse_precision(o.precision, "the precision policy");
     const nlohmann::json precision_arg = {{"task", precision.to_json()}, {"policy", precision.name()},
                                           {"cudnn_tf32", precision.cudnn_tf32}, {"matmul_tf32", precision.matmul_tf32}};
     const std::vector<std::string> sources = problem_sources(files);

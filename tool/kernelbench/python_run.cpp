@@ -82,10 +82,11 @@ Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vec
     }
     const SandboxLayers& l = sandbox_layers();
     if (!l.namespaces)
-        throw UsageError("the import runs each problem file (untrusted Python) in a sandbox, which needs bubblewrap:\n" + l.why_not +
-                         "Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) and allow user "
-                         "namespaces, or pass --no-sandbox to run the problem files with your own rights (unsafe: only for "
-                         "files you trust)");
+        throw SettingError({settings::kNoSandbox},
+                           "the import runs each problem file (untrusted Python) in a sandbox, which needs bubblewrap:\n" + l.why_not +
+                               "Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) and allow user "
+                               "namespaces, or run the problem files with your own rights ({import.no_sandbox}; unsafe: only for "
+                               "files you trust)");
     std::vector<fs::path> visible = readable;
     // LibTorch, which the reference library loads (pip's torch/lib lies in the import path already).
     if (!torch_config().libdir.empty()) visible.push_back(torch_config().libdir);

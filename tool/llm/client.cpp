@@ -11,6 +11,7 @@
 #include "common/process.h"
 #include "llm/budget.h"
 #include "llm/llm.h"
+#include "llm/settings.h"
 
 namespace kevo::llm {
 
@@ -23,11 +24,11 @@ ModelChoice parse_model_choice(const std::string& spec) {
         double weight = std::strtod(tail.c_str(), &end);
         if (!tail.empty() && end == tail.c_str() + tail.size()) {
             if (!(weight > 0) || !std::isfinite(weight))
-                throw UsageError("--model " + spec + ": the weight must be a positive number");
+                throw SettingError({settings::kModel}, "{llm.model} " + spec + ": the weight must be a positive number");
             choice = {spec.substr(0, colon), weight};
         }
     }
-    if (choice.name.empty()) throw UsageError("--model " + spec + ": the model name is empty");
+    if (choice.name.empty()) throw SettingError({settings::kModel}, "{llm.model} " + spec + ": the model name is empty");
     return choice;
 }
 
@@ -133,7 +134,7 @@ void Client::check_budget() const { impl_->budget.check(); }
 int Client::max_reserved_at_once() const { return impl_->budget.max_in_flight(); }
 
 std::string Client::Impl::pick_model() {
-    if (config.models.empty()) throw LlmError("no model: the request names none and no --model was configured", false);
+    if (config.models.empty()) throw LlmError("no model: the request names none and the client has none configured", false);
     std::vector<double> weights;
     for (const auto& m : config.models) weights.push_back(m.weight);
     std::discrete_distribution<size_t> pick(weights.begin(), weights.end());

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/process.h"
 #include "llm/budget.h"
+#include "llm/settings.h"
 #include "llm/util.h"
 
 namespace kevo::llm {
@@ -130,7 +131,7 @@ ApiKey find_api_key(const std::string& url, const std::string& key_env) {
     };
     if (!key_env.empty()) {
         ApiKey key = get(key_env);
-        if (key.value.empty()) throw UsageError("--llm-key-env " + key_env + ": the variable is not set or empty");
+        if (key.value.empty()) throw SettingError({settings::kKeyEnv}, "{llm.key_env} " + key_env + ": the variable is not set or empty");
         return key;
     }
     if (ApiKey key = get(env_name(EnvVar::kApiKey)); !key.value.empty()) return key;
@@ -170,7 +171,7 @@ std::shared_ptr<Provider> make_provider(const LlmOptions& o, const LogFn& log) {
 
 std::unique_ptr<Client> make_client(const LlmOptions& o, const LogFn& log) {
     if (o.models.empty())
-        throw UsageError("no model: pass --model NAME (repeatable, NAME[:WEIGHT]), e.g. --model google/gemini-3-flash");
+        throw SettingError({settings::kModel}, "no model: pass {llm.model} NAME (repeatable, NAME[:WEIGHT]), e.g. {llm.model} google/gemini-3-flash");
     ClientConfig c;
     for (const auto& spec : o.models) c.models.push_back(parse_model_choice(spec));
     c.max_in_flight = o.max_in_flight;

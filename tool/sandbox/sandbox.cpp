@@ -67,7 +67,7 @@ SandboxMode parse_sandbox_mode(const std::string& s) {
     if (s == "auto") return SandboxMode::automatic;
     if (s == "require") return SandboxMode::require;
     if (s == "off") return SandboxMode::off;
-    throw UsageError("--sandbox must be auto, require or off, not '" + s + "'");
+    throw SettingError({sandbox::settings::kMode}, "{sandbox.mode} must be auto, require or off, not '" + s + "'");
 }
 
 const char* sandbox_mode_name(SandboxMode m) {
@@ -142,8 +142,9 @@ void check_sandbox_layers() {
     const SandboxLayers& l = sandbox_layers();
     if (l.namespaces && l.seccomp && l.landlock) return;
     if (g_mode == SandboxMode::require)
-        throw UsageError("--sandbox=require, but some sandbox layers are unavailable here:\n" + l.why_not +
-                         "active: " + l.describe());
+        throw SettingError({sandbox::settings::kMode},
+                           "{sandbox.mode} require needs every sandbox layer, but some are unavailable here:\n" + l.why_not +
+                               "active: " + l.describe());
     static std::once_flag once;
     std::call_once(once, [&] {
         std::fprintf(stderr, "kernelevo: note: sandbox layers active: %s; missing:\n%s", l.describe().c_str(), l.why_not.c_str());

@@ -17,10 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "common/setting_error.h"
+
 namespace kevo {
 
 enum class SandboxMode { automatic, require, off };
-SandboxMode parse_sandbox_mode(const std::string& s);  // auto | require | off; throws UsageError
+SandboxMode parse_sandbox_mode(const std::string& s);  // auto | require | off; throws SettingError
 const char* sandbox_mode_name(SandboxMode m);
 
 struct SandboxLayers {
@@ -61,5 +63,15 @@ std::vector<std::string> sandbox_prefix(const SandboxPolicy& policy);
 std::map<std::string, std::string> sandbox_environment(const std::map<std::string, std::string>& extra = {});
 // True for a variable name that the allowlist lets through.
 bool env_allowed(const std::string& name);
+
+// The sandbox's setting, as its errors name it (common/setting_error.h).
+namespace sandbox::settings {
+inline constexpr Setting kMode{"sandbox.mode", "the sandbox mode"};
+// Every setting above (for the commands' table of flags and its test).
+inline const std::vector<Setting>& all() {
+    static const std::vector<Setting> v{kMode};
+    return v;
+}
+}  // namespace sandbox::settings
 
 }  // namespace kevo

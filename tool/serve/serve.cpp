@@ -43,7 +43,7 @@ std::string run_id(const std::string& location) { return sha256_hex(location).su
 std::pair<std::string, int> split_listen(const std::string& listen) {
     size_t colon = listen.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size())
-        throw UsageError("--listen: expected HOST:PORT, e.g. 127.0.0.1:8377, not '" + listen + "'");
+        throw SettingError({settings::kListen}, "{serve.listen}: expected HOST:PORT, e.g. 127.0.0.1:8377, not '" + listen + "'");
     std::string host = listen.substr(0, colon);
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     int port = -1;
@@ -53,7 +53,7 @@ std::pair<std::string, int> split_listen(const std::string& listen) {
         if (used != listen.size() - colon - 1) port = -1;
     } catch (const std::exception&) {
     }
-    if (port < 0 || port > 65535) throw UsageError("--listen: bad port in '" + listen + "'");
+    if (port < 0 || port > 65535) throw SettingError({settings::kListen}, "{serve.listen}: bad port in '" + listen + "'");
     return {host, port};
 }
 
@@ -142,7 +142,7 @@ struct HostCheck {
 };
 
 // Why HOST:PORT cannot be bound (httplib only says that it could not): the same bind, done here.
-std::string bind_failure(const std::string& host, int port, const std::string& listen) {
+std::string bind_failure_text(const std::string& host, int port, const std::string& listen) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -163,10 +163,15 @@ std::string bind_failure(const std::string& host, int port, const std::string& l
     ::freeaddrinfo(found);
     if (err == EADDRINUSE)
         return listen + " is in use (another kernelevo serve, or another program, listens there): stop it, or "
-                        "give another port with --listen";
+                        "give another port with {serve.listen}";
     if (err == EADDRNOTAVAIL) return "cannot listen on " + listen + ": " + host + " is not an address of this machine";
     if (err == EACCES) return "cannot listen on " + listen + ": ports below 1024 need privileges";
     return "cannot listen on " + listen + (err ? std::string(": ") + std::strerror(err) : std::string());
+}
+
+// The same, as the error of the listen address.
+SettingError bind_failure(const std::string& host, int port, const std::string& listen) {
+    return SettingError({settings::kListen}, bind_failure_text(host, port, listen));
 }
 
 void refuse(httplib::Response& res, int status, const std::string& message) {
@@ -411,8 +416,9 @@ Server::Server(ServeOptions options) : impl_(std::make_unique<Impl>()) {
     if (impl_->opt.token.empty())
         if (const char* t = env(EnvVar::kServeToken)) impl_->opt.token = t;
     if (!is_loopback(host) && impl_->opt.token.size() < 16)
-        throw UsageError("--listen " + impl_->opt.listen + " is reachable from other machines: give a token of at least 16 "
-                         "characters in $KERNELEVO_SERVE_TOKEN (or --token), or listen on 127.0.0.1");
+        throw SettingError({settings::kListen, settings::kToken},
+                           "{serve.listen} " + impl_->opt.listen + " is reachable from other machines: give a token of at least 16 "
+                           "characters in $KERNELEVO_SERVE_TOKEN (or {serve.token}), or listen on 127.0.0.1");
     if (!impl_->opt.token.empty()) register_secret(impl_->opt.token);
     if (!impl_->opt.queue_url.empty()) {
 #ifdef KEVO_WITH_WORKERS
@@ -421,7 +427,7 @@ Server::Server(ServeOptions options) : impl_(std::make_unique<Impl>()) {
         const auto& w = impl_->queue->location();
         if (!w.password.empty()) ::setenv("KERNELEVO_REDIS_PASSWORD", w.password.c_str(), 0);
 #else
-        throw UsageError("--redis: this kernelevo was built without Redis support");
+        throw SettingError({settings::kQueue}, "{serve.queue}: this kernelevo was built without Redis support");
 #endif
     }
 }
@@ -525,9 +531,9 @@ int Server::start() {
     int port = impl_->port;
     if (port == 0) {
         port = http.bind_to_any_port(impl_->host);
-        if (port <= 0) throw UsageError(bind_failure(impl_->host, 0, impl_->opt.listen));
+        if (port <= 0) throw bind_failure(impl_->host, 0, impl_->opt.listen);
     } else if (!http.bind_to_port(impl_->host, port)) {
-        throw UsageError(bind_failure(impl_->host, port, impl_->opt.listen));
+        throw bind_failure(impl_->host, port, impl_->opt.listen);
     }
     impl_->port = port;
     impl_->hosts.emplace(impl_->host, port);

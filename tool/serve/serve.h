@@ -28,7 +28,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/setting_error.h"
+
 namespace kevo::serve {
+
+// The server's settings, as its errors name them (common/setting_error.h).
+namespace settings {
+inline constexpr Setting kListen{"serve.listen", "the listen address"};
+inline constexpr Setting kToken{"serve.token", "the token"};
+inline constexpr Setting kQueue{"serve.queue", "the workers' queue"};
+// Every setting above (for the commands' table of flags and its test).
+inline const std::vector<Setting>& all() {
+    static const std::vector<Setting> v{kListen, kToken, kQueue};
+    return v;
+}
+}  // namespace settings
 
 struct ServeOptions {
     std::string listen = "127.0.0.1:8377";  // HOST:PORT (port 0: any free port)
@@ -40,10 +54,10 @@ struct ServeOptions {
 
 class Server {
 public:
-    // Checks the options (a non-loopback address without a token is refused); throws UsageError.
+    // Checks the options (a non-loopback address without a token is refused); throws SettingError.
     explicit Server(ServeOptions options);
     ~Server();
-    // Binds and serves in a background thread; returns the port. Throws UsageError when it cannot bind.
+    // Binds and serves in a background thread; returns the port. Throws SettingError (the listen address) when it cannot bind.
     int start();
     void stop();
     // Blocks until stop() (or the server fails).
