@@ -154,6 +154,149 @@ baseline::Result baselines(const ValidateArgs& a, const Task& task, const Device
         std::cerr << "kernelevo: timing the PyTorch baselines (" << baseline::columns(o.which) << ") ...\n";
     return baseline::measure(task, o, device);
 }
+
+// The candidate: --task, --kernel, its language (--backend) and Python (--python).
+void add_candidate_options(CLI::App& cmd, ValidateArgs& a) {
+    cmd.add_option("--task", a.task, "Task file (JSON)")->required();
+    cmd.add_option("--kernel", a.kernel, language::kernel_help())->required();
+    cmd.add_option("--backend", a.backend, language::backend_help())
+        ->capture_default_str()
+        ->check(CLI::IsMember(language::backend_choices()));
+    cmd.add_option("--python", a.python,
+                   "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3); also the Python with PyTorch "
+                   "for the baselines (default: python3 if it has torch, else /usr/bin/python3)");
+}
+
+// The PyTorch baselines timed beside a correct kernel: --no-baselines, --aoti.
+void add_baseline_options(CLI::App& cmd, ValidateArgs& a) {
+    cmd.add_flag("--no-baselines", a.no_baselines,
+                 "Do not time the PyTorch baselines. By default a correct kernel of a task with a PyTorch module (an imported "
+                 "problem.py, an exported model) is also compared with PyTorch eager and torch.compile (Inductor, default "
+                 "mode), timed on the validator's inputs under the task's precision policy; one that cannot run says why");
+    cmd.add_flag("--aoti", a.aoti,
+                 "Also time AOTInductor (torch.export, then torch._inductor.aoti_compile_and_package per timed shape set: what a "
+                 "C++ user deploying through LibTorch runs); opt-in because its ahead-of-time compilation takes tens of seconds");
+}
+
+// Where and how the candidate runs: --arch, --json, --timeout.
+void add_run_options(CLI::App& cmd, ValidateArgs& a) {
+    cmd.add_option("--arch", a.arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
+    cmd.add_flag("--json", a.json, "Print one JSON object on stdout instead of a summary");
+    cmd.add_option("--timeout", a.timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+}
+
+// How the candidate and the reference are timed: trials, extension, warm-up, L2 flush, copies.
+void add_timing_options(CLI::App& cmd, ValidateArgs& a) {
+    cmd.add_option("--timing-trials", a.trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
+    cmd.add_option("--timing-extend", a.extend_s,
+                   "Seconds a shape set still imprecise at --timing-trials may spend on more calls (up to 10x as many); 0: none")
+        ->capture_default_str()
+        ->check(cli::FiniteNumber)->check(CLI::Range(0.0, 60.0));
+    cmd.add_option("--warmup", a.warmup, "Warm-up calls per implementation")->capture_default_str()->check(CLI::Range(0, 10000));
+    cmd.add_option("--l2-flush", a.flush,
+                   "How L2 is flushed before each timed call: read (a proven read of a buffer 4x L2, leaving clean lines) or none")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"read", "none"}));
+    cmd.add_option("--timing-copies", a.copies, "Copies of the inputs and outputs, one per call of a timed batch (fewer where GPU memory is short)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 64));
+}
+
+// What is checked and how often: --suspicious, --no-timing, --seed, --repeat, --keep-temps.
+void add_check_options(CLI::App& cmd, ValidateArgs& a) {
+    cmd.add_option("--suspicious", a.suspicious, "Flag speedups above this factor")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    cmd.add_flag("--no-timing", a.no_timing, "Check correctness only");
+    cmd.add_option("--seed", a.seed,
+                   "The inputs' seed, to repeat a validation (its result's details carry the seed it used); "
+                   "default: a fresh random seed every validation")
+        ->check(cli::Seed)->check(CLI::PositiveNumber);
+    cmd.add_option("--repeat", a.repeat,
+                   "Validate the kernel N times in one run, as a search does (one runner; the reference timed on the first "
+                   "and reused), and print each speedup and their largest deviation from the median: the timing's repeatability")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    cmd.add_flag("--keep-temps", a.keep, "Keep the runner's job directory (for debugging)");
+}
+
+ValidateOptions validate_options(const ValidateArgs& a, const Task& task) {
+    ValidateOptions opt;
+    opt.arch = a.arch.empty() ? std::string() : normalize_arch(a.arch);
+    opt.timeout_s = a.timeout;
+    opt.timing_trials = a.trials;
+    opt.extend_timing_s = a.extend_s;
+    opt.warmup = a.warmup;
+    opt.l2_flush = a.flush;
+    opt.timing_copies = a.copies;
+    opt.suspicious_speedup = a.suspicious;
+    opt.time_kernels = !a.no_timing;
+    opt.seed = a.seed;
+    opt.keep_temps = a.keep;
+    opt.compile.backend = a.backend;
+    opt.compile.python = a.python;
+    opt.compile.task = std::make_shared<const Task>(task);
+    return opt;
+}
+
+// Compiles the candidate, with progress lines on stderr unless `progress` is off.
+CompileResult compile_with_progress(Validator& v, const ValidateArgs& a, const std::string& source, const CompileOptions& co,
+                                    bool progress) {
+    if (progress) {
+        // A language whose candidate is not the .cu compiles it into one ahead of time.
+        const CandidateLanguage& l = language::chosen(source, co);
+        const bool ahead = !l.cache_source_extension().empty();
+        std::cerr << "kernelevo: compiling " << a.kernel << " for " << v.arch()
+                  << (ahead ? " (" + l.display_name() + ", ahead of time)" : "") << " ...\n";
+    }
+    CompileResult c = v.compile(source);
+    if (progress && c.ok) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%.2f s", c.seconds);
+        std::cerr << "kernelevo: compiled in " << b << (c.cached ? " (cached)" : "") << "; running ...\n";
+        if (verbose() && !c.log.empty()) std::cerr << "kernelevo: compiler output:\n" << c.log << "\n";
+    }
+    return c;
+}
+
+// The result (with its baselines, if any) as JSON or as a summary; returns the exit code.
+int report_validation(const ValidateArgs& a, const Task& task, const ValidationResult& r, const std::optional<baseline::Result>& base) {
+    if (a.json) {
+        nlohmann::json j = r.to_json();
+        if (base) j["baselines"] = baseline::speedups_json(*base, r.shapes);
+        std::cout << j.dump(2) << std::endl;
+    } else {
+        print_human(task, r);
+        if (base) std::cout << baseline::speedup_lines(*base, r.shapes, "  ");
+    }
+    if (!a.json && verbose() && !r.details.is_null()) std::cerr << "kernelevo: details:\n" << r.details.dump(2) << "\n";
+    return r.status == Status::ok ? 0 : r.status == Status::no_device ? 2 : 1;
+}
+
+// `kernelevo validate`'s work; returns the exit code.
+int run_validate(const ValidateArgs& a) {
+    if (a.repeat > 1 && a.no_timing)
+        throw UsageError("--repeat measures how well the timing repeats; it cannot be combined with --no-timing");
+    Task task = load_task(a.task);
+    std::string source = read_kernel_file(a.kernel);  // a directory, a FIFO or a huge file refused with the reason
+    const ValidateOptions opt = validate_options(a, task);
+    auto v = std::make_unique<Validator>(task, opt);  // ended before the baselines run (below)
+    // An architecture the toolkit cannot compile is a setup error, not a failed candidate.
+    require_toolkit_arch(v->arch(), opt.compile);
+    const bool progress = !a.json && !quiet();
+    CompileResult c = compile_with_progress(*v, a, source, opt.compile, progress);
+    if (a.repeat > 1 && c.ok) return repeat_runs(*v, c, a.repeat, a.json, progress);  // a compile error is reported once, below
+    ValidationResult r = v->run(c);
+    annotate_resources(r, c);
+    auto [gbs, source_of_gbs] = sol::bandwidth_of(v->device(), r.ok() ? v->measured_bandwidth_gbs() : 0.0);
+    annotate_sol(r, task, gbs, source_of_gbs, v->device().sm_count);
+    std::optional<baseline::Result> base;
+    if (r.ok() && r.kernel_us > 0) {
+        // The judge keeps GPU memory (its timing copies) while it lives: it ends before PyTorch runs.
+        const DeviceInfo device = v->device();
+        v.reset();
+        base = baselines(a, task, device, progress);
+    }
+    return report_validation(a, task, r, base);
+}
 }  // namespace
 
 void register_validate_command(CLI::App& app, int& rc) {
@@ -166,118 +309,17 @@ void register_validate_command(CLI::App& app, int& rc) {
                                        "over the device bandwidth, FLOPs over its peak) and ptxas's registers, spills and shared memory. "
                                        "Exit 0 ok, 1 the candidate failed, "
                                        "2 bad usage, a broken task or setup, or no GPU to run on (status no_device).");
-    cmd->add_option("--task", args->task, "Task file (JSON)")->required();
-    cmd->add_option("--kernel", args->kernel, language::kernel_help())->required();
-    cmd->add_option("--backend", args->backend, language::backend_help())
-        ->capture_default_str()
-        ->check(CLI::IsMember(language::backend_choices()));
-    cmd->add_option("--python", args->python,
-                    "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3); also the Python with PyTorch "
-                    "for the baselines (default: python3 if it has torch, else /usr/bin/python3)");
-    cmd->add_flag("--no-baselines", args->no_baselines,
-                  "Do not time the PyTorch baselines. By default a correct kernel of a task with a PyTorch module (an imported "
-                  "problem.py, an exported model) is also compared with PyTorch eager and torch.compile (Inductor, default "
-                  "mode), timed on the validator's inputs under the task's precision policy; one that cannot run says why");
-    cmd->add_flag("--aoti", args->aoti,
-                  "Also time AOTInductor (torch.export, then torch._inductor.aoti_compile_and_package per timed shape set: what a "
-                  "C++ user deploying through LibTorch runs); opt-in because its ahead-of-time compilation takes tens of seconds");
-    cmd->add_option("--arch", args->arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
-    cmd->add_flag("--json", args->json, "Print one JSON object on stdout instead of a summary");
-    cmd->add_option("--timeout", args->timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
-    cmd->add_option("--timing-trials", args->trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
-    cmd->add_option("--timing-extend", args->extend_s,
-                    "Seconds a shape set still imprecise at --timing-trials may spend on more calls (up to 10x as many); 0: none")
-        ->capture_default_str()
-        ->check(cli::FiniteNumber)->check(CLI::Range(0.0, 60.0));
-    cmd->add_option("--warmup", args->warmup, "Warm-up calls per implementation")->capture_default_str()->check(CLI::Range(0, 10000));
-    cmd->add_option("--l2-flush", args->flush,
-                    "How L2 is flushed before each timed call: read (a proven read of a buffer 4x L2, leaving clean lines) or none")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"read", "none"}));
-    cmd->add_option("--timing-copies", args->copies, "Copies of the inputs and outputs, one per call of a timed batch (fewer where GPU memory is short)")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 64));
-    cmd->add_option("--suspicious", args->suspicious, "Flag speedups above this factor")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
-    cmd->add_flag("--no-timing", args->no_timing, "Check correctness only");
-    cmd->add_option("--seed", args->seed,
-                    "The inputs' seed, to repeat a validation (its result's details carry the seed it used); "
-                    "default: a fresh random seed every validation")
-        ->check(cli::Seed)->check(CLI::PositiveNumber);
-    cmd->add_option("--repeat", args->repeat,
-                    "Validate the kernel N times in one run, as a search does (one runner; the reference timed on the first "
-                    "and reused), and print each speedup and their largest deviation from the median: the timing's repeatability")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1000));
-    cmd->add_flag("--keep-temps", args->keep, "Keep the runner's job directory (for debugging)");
+    add_candidate_options(*cmd, *args);
+    add_baseline_options(*cmd, *args);
+    add_run_options(*cmd, *args);
+    add_timing_options(*cmd, *args);
+    add_check_options(*cmd, *args);
     cli::add_verbosity_flags(*cmd, "Also print the compiler output and the runner's details (per-trial checks, timing, device)");
     cli::set_examples(*cmd, {
         {"Validate a kernel on this machine's GPU", "kernelevo validate --task gelu/task.json --kernel gelu.cu"},
         {"A Triton candidate, the result as JSON", "kernelevo validate --task gelu/task.json --kernel gelu.py --json"},
     });
-    cmd->callback([args, &rc] {
-        if (args->repeat > 1 && args->no_timing)
-            throw UsageError("--repeat measures how well the timing repeats; it cannot be combined with --no-timing");
-        Task task = load_task(args->task);
-        std::string source = read_kernel_file(args->kernel);  // a directory, a FIFO or a huge file refused with the reason
-        ValidateOptions opt;
-        opt.arch = args->arch.empty() ? std::string() : normalize_arch(args->arch);
-        opt.timeout_s = args->timeout;
-        opt.timing_trials = args->trials;
-        opt.extend_timing_s = args->extend_s;
-        opt.warmup = args->warmup;
-        opt.l2_flush = args->flush;
-        opt.timing_copies = args->copies;
-        opt.suspicious_speedup = args->suspicious;
-        opt.time_kernels = !args->no_timing;
-        opt.seed = args->seed;
-        opt.keep_temps = args->keep;
-        opt.compile.backend = args->backend;
-        opt.compile.python = args->python;
-        opt.compile.task = std::make_shared<const Task>(task);
-        auto v = std::make_unique<Validator>(task, opt);  // ended before the baselines run (below)
-        // An architecture the toolkit cannot compile is a setup error, not a failed candidate.
-        require_toolkit_arch(v->arch(), opt.compile);
-        const bool progress = !args->json && !quiet();
-        if (progress) {
-            // A language whose candidate is not the .cu compiles it into one ahead of time.
-            const CandidateLanguage& l = language::chosen(source, opt.compile);
-            const bool ahead = !l.cache_source_extension().empty();
-            std::cerr << "kernelevo: compiling " << args->kernel << " for " << v->arch()
-                      << (ahead ? " (" + l.display_name() + ", ahead of time)" : "") << " ...\n";
-        }
-        CompileResult c = v->compile(source);
-        if (progress && c.ok) {
-            char b[64];
-            std::snprintf(b, sizeof b, "%.2f s", c.seconds);
-            std::cerr << "kernelevo: compiled in " << b << (c.cached ? " (cached)" : "") << "; running ...\n";
-            if (verbose() && !c.log.empty()) std::cerr << "kernelevo: compiler output:\n" << c.log << "\n";
-        }
-        if (args->repeat > 1 && c.ok) {  // a compile error is reported once, below
-            rc = repeat_runs(*v, c, args->repeat, args->json, progress);
-            return;
-        }
-        ValidationResult r = v->run(c);
-        annotate_resources(r, c);
-        auto [gbs, source_of_gbs] = sol::bandwidth_of(v->device(), r.ok() ? v->measured_bandwidth_gbs() : 0.0);
-        annotate_sol(r, task, gbs, source_of_gbs, v->device().sm_count);
-        std::optional<baseline::Result> base;
-        if (r.ok() && r.kernel_us > 0) {
-            // The judge keeps GPU memory (its timing copies) while it lives: it ends before PyTorch runs.
-            const DeviceInfo device = v->device();
-            v.reset();
-            base = baselines(*args, task, device, progress);
-        }
-        if (args->json) {
-            nlohmann::json j = r.to_json();
-            if (base) j["baselines"] = baseline::speedups_json(*base, r.shapes);
-            std::cout << j.dump(2) << std::endl;
-        } else {
-            print_human(task, r);
-            if (base) std::cout << baseline::speedup_lines(*base, r.shapes, "  ");
-        }
-        if (!args->json && verbose() && !r.details.is_null()) std::cerr << "kernelevo: details:\n" << r.details.dump(2) << "\n";
-        rc = r.status == Status::ok ? 0 : r.status == Status::no_device ? 2 : 1;
-    });
+    cmd->callback([args, &rc] { rc = run_validate(*args); });
 }
 
 }  // namespace kevo

@@ -110,6 +110,136 @@ Point tpe_propose(const std::vector<Tunable>& t, const std::vector<Trial>& done,
     return {};
 }
 
+// One variant's trial: a compile failure, or the evaluator's verdict on the compiled variant (its
+// time inside Evaluator::run added to the result's run_s and split).
+Trial run_trial(const Point& point, const CompileResult& c, Evaluator& evaluator, TuneResult& res) {
+    Trial tr;
+    tr.point = point;
+    tr.compile_s = c.seconds;
+    if (!c.ok) {
+        tr.status = Status::compile_error;
+        tr.feedback = c.log;
+        return tr;
+    }
+    auto r0 = std::chrono::steady_clock::now();
+    Evaluation ev = evaluator.run(c);
+    tr.run_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
+    res.run_s += tr.run_wall_s;
+    res.split.add(tr.run_wall_s, ev.details);
+    tr.status = ev.status;
+    tr.speedup = ev.ok() ? ev.speedup : 0;
+    tr.feedback = ev.feedback;
+    tr.details = ev.details;
+    return tr;
+}
+
+// Evaluates a batch of points: compiles on up to `jobs` threads, runs (on the calling thread) in
+// order, each as soon as its compile is done; appends the trials to res.trials.
+class BatchEvaluation {
+public:
+    BatchEvaluation(const std::vector<std::string>& sources, Evaluator& evaluator)
+        : sources_(sources), evaluator_(evaluator), compiled_(sources.size()), ready_(sources.size(), 0) {}
+
+    void run(const std::vector<Point>& batch, int jobs, TuneResult& res, const std::function<void(const Trial&)>& on_trial) {
+        std::vector<std::thread> threads;
+        for (int k = 0; k < std::min<int>(jobs, static_cast<int>(batch.size())); ++k) threads.emplace_back([this] { compile_some(); });
+        try {
+            for (size_t i = 0; i < batch.size(); ++i) {
+                res.trials.push_back(run_trial(batch[i], compiled(i), evaluator_, res));
+                if (on_trial) on_trial(res.trials.back());
+            }
+        } catch (...) {
+            next_ = batch.size();  // no new compile starts; wait for those running, then pass the error on
+            for (auto& t : threads) t.join();
+            throw;
+        }
+        for (auto& t : threads) t.join();
+    }
+
+private:
+    // A compile thread: takes the next source until none is left.
+    void compile_some() {
+        for (size_t i; (i = next_++) < sources_.size();) {
+            CompileResult c;
+            try {
+                c = evaluator_.compile(sources_[i]);
+            } catch (const std::exception& e) {
+                c.ok = false;
+                c.log = e.what();
+            }
+            std::lock_guard<std::mutex> lock(mu_);
+            compiled_[i] = std::move(c);
+            ready_[i] = 1;
+            cv_.notify_all();
+        }
+    }
+    // Waits for source i's compile.
+    CompileResult compiled(size_t i) {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return ready_[i] != 0; });
+        return compiled_[i];
+    }
+
+    const std::vector<std::string>& sources_;
+    Evaluator& evaluator_;
+    std::vector<CompileResult> compiled_;
+    std::vector<char> ready_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::atomic<size_t> next_{0};
+};
+
+// The strategy used ("auto": grid when the whole space fits in max_evals, else tpe); throws
+// TuneError for an unknown one.
+std::string chosen_strategy(const TuneOptions& o, uint64_t space) {
+    std::string s = o.strategy == "auto" ? (space <= static_cast<uint64_t>(o.max_evals) ? "grid" : "tpe") : o.strategy;
+    if (s != "grid" && s != "random" && s != "tpe")
+        throw TuneError("unknown strategy '" + o.strategy + "' (expected auto, grid, random or tpe)");
+    return s;
+}
+
+// The first batch after the default point (already in `first` and `seen`): grid: the space in order
+// up to the budget; random: the whole budget at random; tpe: a random quarter (at least 4).
+void add_first_points(const TuneResult& res, uint64_t budget, Rng& rng, std::set<Point>& seen, std::vector<Point>& first) {
+    if (res.strategy == "grid") {
+        for (uint64_t i = 0; i < res.space && first.size() < budget; ++i) {
+            Point p = point_at(res.tunables, i);
+            if (seen.insert(p).second) first.push_back(p);
+        }
+        return;
+    }
+    uint64_t initial = res.strategy == "random" ? budget : std::min<uint64_t>(budget, std::max<uint64_t>(4, budget / 4));
+    while (first.size() < initial) {
+        Point p = random_point(res.tunables, rng);
+        if (seen.insert(p).second) first.push_back(p);
+    }
+}
+
+// A TPE round of up to 4 unseen points (later proposals of a round avoid the earlier ones); empty
+// when the space is exhausted. The round's points join `seen`.
+std::vector<Point> tpe_round(const TuneResult& res, uint64_t budget, Rng& rng, std::set<Point>& seen) {
+    std::vector<Point> batch;
+    std::set<Point> pending = seen;
+    size_t round = std::min<uint64_t>(4, budget - res.trials.size());
+    while (batch.size() < round) {
+        Point p = tpe_propose(res.tunables, res.trials, pending, rng);
+        if (p.empty()) break;
+        pending.insert(p);
+        batch.push_back(p);
+    }
+    for (const auto& p : batch) seen.insert(p);
+    return batch;
+}
+
+// res.best: the strictly fastest correct trial (a tie keeps the earlier, the default first), and
+// the source with its values.
+void pick_best(const std::string& source, TuneResult& res) {
+    for (size_t i = 0; i < res.trials.size(); ++i)
+        if (res.trials[i].status == Status::ok && (res.best < 0 || res.trials[i].speedup > res.trials[static_cast<size_t>(res.best)].speedup))
+            res.best = static_cast<int>(i);
+    res.best_source = res.best >= 0 ? with_values(source, res.tunables, res.trials[static_cast<size_t>(res.best)].point) : source;
+}
+
 }  // namespace
 
 std::vector<Tunable> parse_tunables(const std::string& source) {
@@ -247,113 +377,26 @@ TuneResult tune(const std::string& source, Evaluator& evaluator, const TuneOptio
     if (o.max_evals < 1) throw TuneError("--max-evals must be at least 1");
     res.space = space_size(res.tunables);
     const uint64_t budget = std::min<uint64_t>(res.space, static_cast<uint64_t>(o.max_evals));
-    res.strategy = o.strategy == "auto" ? (res.space <= static_cast<uint64_t>(o.max_evals) ? "grid" : "tpe") : o.strategy;
-    if (res.strategy != "grid" && res.strategy != "random" && res.strategy != "tpe")
-        throw TuneError("unknown strategy '" + o.strategy + "' (expected auto, grid, random or tpe)");
+    res.strategy = chosen_strategy(o, res.space);
     const int jobs = o.compile_jobs > 0 ? o.compile_jobs : std::max(1u, std::thread::hardware_concurrency());
     Rng rng(o.seed);
-    std::set<Point> seen;
-
-    // Evaluates a batch: compiles in parallel, runs in order as each compile finishes.
     auto evaluate = [&](const std::vector<Point>& batch) {
-        std::vector<CompileResult> compiled(batch.size());
         std::vector<std::string> sources(batch.size());
-        std::vector<char> ready(batch.size(), 0);
-        std::mutex mu;
-        std::condition_variable cv;
-        std::atomic<size_t> next{0};
         for (size_t i = 0; i < batch.size(); ++i) sources[i] = with_values(source, res.tunables, batch[i]);
-        auto worker = [&] {
-            for (size_t i; (i = next++) < batch.size();) {
-                CompileResult c;
-                try {
-                    c = evaluator.compile(sources[i]);
-                } catch (const std::exception& e) {
-                    c.ok = false;
-                    c.log = e.what();
-                }
-                std::lock_guard<std::mutex> lock(mu);
-                compiled[i] = std::move(c);
-                ready[i] = 1;
-                cv.notify_all();
-            }
-        };
-        std::vector<std::thread> threads;
-        for (int k = 0; k < std::min<int>(jobs, static_cast<int>(batch.size())); ++k) threads.emplace_back(worker);
-        try {
-            for (size_t i = 0; i < batch.size(); ++i) {
-                CompileResult c;
-                {
-                    std::unique_lock<std::mutex> lock(mu);
-                    cv.wait(lock, [&] { return ready[i] != 0; });
-                    c = compiled[i];
-                }
-                Trial tr;
-                tr.point = batch[i];
-                tr.compile_s = c.seconds;
-                if (!c.ok) {
-                    tr.status = Status::compile_error;
-                    tr.feedback = c.log;
-                } else {
-                    auto r0 = std::chrono::steady_clock::now();
-                    Evaluation ev = evaluator.run(c);
-                    tr.run_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
-                    res.run_s += tr.run_wall_s;
-                    res.split.add(tr.run_wall_s, ev.details);
-                    tr.status = ev.status;
-                    tr.speedup = ev.ok() ? ev.speedup : 0;
-                    tr.feedback = ev.feedback;
-                    tr.details = ev.details;
-                }
-                res.trials.push_back(tr);
-                if (on_trial) on_trial(res.trials.back());
-            }
-        } catch (...) {
-            next = batch.size();  // no new compile starts; wait for those running, then pass the error on
-            for (auto& t : threads) t.join();
-            throw;
-        }
-        for (auto& t : threads) t.join();
+        BatchEvaluation(sources, evaluator).run(batch, jobs, res, on_trial);
     };
 
     const Point def = default_point(res.tunables);
     std::vector<Point> first = {def};
-    seen.insert(def);
-    if (res.strategy == "grid") {
-        for (uint64_t i = 0; i < res.space && first.size() < budget; ++i) {
-            Point p = point_at(res.tunables, i);
-            if (seen.insert(p).second) first.push_back(p);
-        }
-        evaluate(first);
-    } else {
-        // random: the whole budget at once; tpe: a random quarter (at least 3) first, then rounds of 4.
-        uint64_t initial = res.strategy == "random" ? budget : std::min<uint64_t>(budget, std::max<uint64_t>(4, budget / 4));
-        while (first.size() < initial) {
-            Point p = random_point(res.tunables, rng);
-            if (seen.insert(p).second) first.push_back(p);
-        }
-        evaluate(first);
-        while (res.strategy == "tpe" && res.trials.size() < budget) {
-            std::vector<Point> batch;
-            std::set<Point> pending = seen;
-            size_t round = std::min<uint64_t>(4, budget - res.trials.size());
-            while (batch.size() < round) {
-                // Later proposals of a round avoid the earlier ones.
-                Point p = tpe_propose(res.tunables, res.trials, pending, rng);
-                if (p.empty()) break;
-                pending.insert(p);
-                batch.push_back(p);
-            }
-            if (batch.empty()) break;
-            for (const auto& p : batch) seen.insert(p);
-            evaluate(batch);
-        }
+    std::set<Point> seen = {def};
+    add_first_points(res, budget, rng, seen, first);
+    evaluate(first);
+    while (res.strategy == "tpe" && res.trials.size() < budget) {
+        std::vector<Point> batch = tpe_round(res, budget, rng, seen);
+        if (batch.empty()) break;
+        evaluate(batch);
     }
-
-    for (size_t i = 0; i < res.trials.size(); ++i)
-        if (res.trials[i].status == Status::ok && (res.best < 0 || res.trials[i].speedup > res.trials[static_cast<size_t>(res.best)].speedup))
-            res.best = static_cast<int>(i);  // strictly faster: a tie keeps the earlier (the default first)
-    res.best_source = res.best >= 0 ? with_values(source, res.tunables, res.trials[static_cast<size_t>(res.best)].point) : source;
+    pick_best(source, res);
     res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return res;
 }

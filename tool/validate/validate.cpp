@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <random>
 #include <thread>
 #include <cstdlib>
 
@@ -16,21 +15,16 @@
 #include "common/process.h"
 #include "reference/reference.h"
 #include "common/hash.h"
-#include "task/fitness.h"
 #include "language/registry.h"
-#include "sandbox/confine.h"
 #include "sandbox/sandbox.h"
-#include "device/tolerance.h"
-#include "validate/accuracy.h"
 #include "validate/gpu_lock.h"
 #include "validate/job.h"
+#include "validate/judge_job.h"
 #include "validate/validator_impl.h"
 
 namespace kevo {
 
 namespace {
-std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "[...]\n" + s.substr(s.size() - n); }
-
 fs::path default_runner() {
     if (const char* p = env(EnvVar::kRunner); p && *p) return p;
     fs::path beside = self_exe_dir() / "kernelevo-runner";
@@ -54,53 +48,6 @@ namespace {
 bool gpu_memory_full(const std::string& log) {
     return log.find("out of memory") != std::string::npos || log.find("OUT_OF_MEMORY") != std::string::npos ||
            log.find("cudaErrorMemoryAllocation") != std::string::npos;
-}
-
-// What the judge saw of other processes on the GPU around a wall-clock rejection
-// (runner/gpu_activity.h), as a line for the log; marks the result not attributable to the kernel
-// when another process used the GPU meanwhile.
-std::string interference_note(const nlohmann::json& a, nlohmann::json& details) {
-    if (!a.is_object() || a.value("source", "") != "nvml")
-        return "(whether other processes used the GPU meanwhile is unknown here: " +
-               (a.is_object() ? a.value("why", std::string("the judge did not say")) : std::string("the judge did not say")) + ")";
-    std::string who;
-    for (const auto& o : a.value("others", nlohmann::json::array()))
-        who += (who.empty() ? "" : "; ") + std::string("pid ") + std::to_string(o.value("pid", 0)) + " (" + o.value("name", std::string()) +
-               "): SM up to " + std::to_string(o.value("sm_pct", 0)) + "%, memory up to " + std::to_string(o.value("mem_pct", 0)) + "%";
-    if (who.empty()) return "(no other process used the GPU meanwhile, by NVML's per-process samples)";
-    details["not_attributable"] = true;
-    return "During this validation other processes used the GPU (" + who +
-           "): the extra time may be theirs, and it is not attributed to the kernel.";
-}
-
-// The weighted geometric mean of the timed shape sets' speedups (task/fitness.h).
-double shapes_geomean(const std::vector<ShapeTiming>& shapes) {
-    std::vector<double> s, w;
-    for (const auto& t : shapes) s.push_back(t.speedup), w.push_back(t.weight);
-    return weighted_geomean(s, w);
-}
-
-// Where the cuBLAS libraries the runner opens for candidates of ABI version 2 really are
-// (runner/cublas_host.cpp): the sandbox shows them and Landlock lets the candidate process read them.
-std::vector<std::string> cublas_dirs() {
-    std::vector<std::string> dirs;
-    for (const char* lib : {KEVO_CUBLAS_LIBRARY, KEVO_CUBLASLT_LIBRARY}) {
-        std::error_code ec;
-        const fs::path real = fs::canonical(lib, ec);
-        if (ec) continue;
-        const std::string dir = real.parent_path().string();
-        if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
-    }
-    return dirs;
-}
-
-// Landlock's view for the candidate process: the system paths (with namespaces they are all the
-// sandbox has anyway; without, only the candidate's own /proc entry), the runner and cuBLAS.
-std::vector<std::string> candidate_readable(const fs::path& runner, bool namespaces) {
-    std::vector<std::string> r = system_readable_paths(namespaces);
-    r.push_back(runner.string());
-    for (const auto& d : cublas_dirs()) r.push_back(d);
-    return r;
 }
 }  // namespace
 
@@ -151,7 +98,7 @@ const DeviceInfo& Validator::device() {
     po.exact_env = sandbox_environment();
     ProcessResult r = run_process(po);
     if (!r.ok()) {
-        impl_->device.error = "querying the GPU failed: " + r.describe() + " " + tail(r.err, 500);
+        impl_->device.error = "querying the GPU failed: " + r.describe() + " " + log_tail(r.err, 500);
         return impl_->device;
     }
     try {
@@ -208,6 +155,57 @@ CompileResult Validator::compile(const std::string& source) {
     return compile_candidate(source, co);  // in its language (CompileOptions::backend)
 }
 
+const ReferenceBuild& Validator::Impl::reference(const Task& task) {
+    std::lock_guard<std::mutex> lock(ref_mu);
+    if (!ref_built) {
+        ref = build_reference(task);
+        ref_built = true;
+    }
+    if (!ref.ok) throw UsageError(ref.log);
+    return ref;
+}
+
+bool Validator::Impl::reuse_reference_times(Job& job, const ValidateOptions& options, bool fresh_reference) {
+    const bool reuse = options.reuse_reference_timing && !fresh_reference && !ref_us.empty() && ref_age < 25 &&
+                       std::chrono::steady_clock::now() - ref_time < std::chrono::minutes(10);
+    if (!reuse) return false;
+    for (size_t s = 0; s < job.sets.size(); ++s)
+        if (ref_us.count(static_cast<int>(s))) job.sets[s].reference_us = ref_us[static_cast<int>(s)];
+    job.best_speedup = best_speedup;
+    ++ref_age;
+    return true;
+}
+
+void Validator::Impl::remember_reference_times(const ValidationResult& out, bool reused) {
+    if (out.status != Status::ok || out.shapes.empty()) return;
+    const auto& sets = out.details["timing"]["sets"];
+    bool measured = false;
+    for (const auto& t : sets)
+        if (t.value("reference_source", std::string()) != "earlier in this run") measured = true;
+    if (!measured) return;
+    for (const auto& t : sets) ref_us[t.value("shape_set", 0)] = t["reference"].value("time_us", 0.0);
+    if (!reused) {
+        ref_age = 0;
+        ref_time = std::chrono::steady_clock::now();
+    }
+}
+
+namespace {
+// A candidate compiled for an architecture this machine cannot run, loaded in the sandbox only
+// (`loaded`: the judge's load-only answer): no_device, saying why it was not run.
+ValidationResult loaded_not_run(ValidationResult res, const ValidationResult& loaded, const DeviceInfo& dev, uint64_t seed) {
+    res.status = Status::no_device;
+    res.details = loaded.details;
+    res.details["seed"] = seed;
+    if (!dev.present)
+        res.log = "compiled for " + res.arch + " and loaded in the sandbox; not run: " +
+                  (dev.error.empty() ? std::string("no CUDA device") : dev.error);
+    else
+        res.log = "compiled for " + res.arch + " and loaded in the sandbox, but the GPU here is " + dev.name + " (" + dev.arch() + "); not run";
+    return res;
+}
+}  // namespace
+
 ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed_offset, bool fresh_reference) {
     ValidationResult res;
     res.arch = compiled.arch.empty() ? arch() : compiled.arch;
@@ -220,27 +218,14 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     const DeviceInfo& dev = device();
     res.gpu = dev.name;
     const bool run_on_gpu = dev.present && (dev.arch() == res.arch || dev.arch() + "a" == res.arch);
-    {
-        // Build (or fetch) the reference even without a GPU: a broken reference is a broken task.
-        std::lock_guard<std::mutex> lock(impl_->ref_mu);
-        if (!impl_->ref_built) {
-            impl_->ref = build_reference(task_);
-            impl_->ref_built = true;
-        }
-        if (!impl_->ref.ok) throw UsageError(impl_->ref.log);
-    }
+    // Build (or fetch) the reference even without a GPU: a broken reference is a broken task.
+    const ReferenceBuild& ref = impl_->reference(task_);
     check_sandbox_layers();
     const bool namespaces = sandbox_mode() != SandboxMode::off && sandbox_layers().namespaces;
 
     Job job;
     // Fresh random inputs for every validation unless a seed is given (ValidateOptions::seed).
-    if (options_.seed) {
-        job.seed = options_.seed + seed_offset;
-    } else {
-        std::random_device rd;
-        job.seed = ((static_cast<uint64_t>(rd()) << 32) ^ rd()) & ((1ull << 53) - 1);  // exact in any JSON reader
-        if (job.seed == 0) job.seed = 1;
-    }
+    job.seed = job_seed(options_, seed_offset);
     TempDir tmp("kernelevo-run");
     if (options_.keep_temps) tmp.keep();
     // The candidate process loads a private copy of the library, checked against its content hash.
@@ -253,120 +238,28 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     }
     fs::copy_file(compiled.library, lib, fs::copy_options::overwrite_existing);
     job.kernel = lib.string();
-    job.workdir = tmp.path().string();
-    SandboxPolicy policy;
-    policy.workdir = tmp.path();
-    policy.gpu = run_on_gpu;
-    policy.read_only = {impl_->runner};
-    for (const auto& d : cublas_dirs()) policy.read_only.push_back(d);
-    job.sandbox_prefix = sandbox_prefix(policy);
-    std::map<std::string, std::string> extra;
-    if (options_.device_index >= 0) extra[env_name(EnvVar::kDevice)] = std::to_string(options_.device_index);
-    job.candidate_env = sandbox_environment(extra);
-    job.candidate_env["HOME"] = tmp.path().string();
-    job.confine = sandbox_mode() != SandboxMode::off;
-    job.readable = candidate_readable(impl_->runner, namespaces);
-    job.readable.push_back(tmp.path().string());
-    // With namespaces /tmp is the sandbox's own; without them the real /tmp stays out of reach.
-    job.writable = {tmp.path().string(), "/dev"};
-    if (namespaces) job.writable.push_back("/tmp");
-    job.call_timeout_s = options_.timeout_s;
+    set_job_sandbox(job, tmp.path(), impl_->runner, run_on_gpu, namespaces, options_);
 
     if (!run_on_gpu) {
         // No GPU of this architecture here: still load the candidate in the sandbox, so unresolved
         // symbols and static constructors are checked (and confined) on every machine.
         job.load_only = true;
         ValidationResult lr = send_job(job, res);
-        if (lr.status != Status::ok) return lr;
-        res.status = Status::no_device;
-        res.details = lr.details;
-        res.details["seed"] = job.seed;
-        if (!dev.present)
-            res.log = "compiled for " + res.arch + " and loaded in the sandbox; not run: " +
-                      (dev.error.empty() ? std::string("no CUDA device") : dev.error);
-        else
-            res.log = "compiled for " + res.arch + " and loaded in the sandbox, but the GPU here is " + dev.name + " (" + dev.arch() + "); not run";
-        return res;
+        return lr.status != Status::ok ? lr : loaded_not_run(res, lr, dev, job.seed);
     }
 
-    job.reference = impl_->ref.library.string();
+    job.reference = ref.library.string();
     job.reference_arg = task_.reference_arg.string();
-    const std::vector<int> timed = task_.timed_sets();
-    const std::vector<double> weights = task_.weights();
-    for (size_t s = 0; s < task_.shapes.size(); ++s) {
-        JobShapeSet set;
-        for (const auto& [k, v] : task_.shapes[s]) set.label += (set.label.empty() ? "" : ", ") + k + "=" + std::to_string(v);
-        for (const auto& t : task_.inputs) {
-            JobTensor jt;
-            jt.name = t.name;
-            jt.dtype = dtype_abi(t.dtype);
-            jt.sizes = task_.concrete_shape(t, s);
-            jt.init = kevo_init_kind_from_name(t.init.kind.c_str());
-            jt.a = t.init.a;
-            jt.b = t.init.b;
-            jt.path = t.init.file.string();
-            set.inputs.push_back(jt);
-        }
-        for (const auto& t : task_.outputs) {
-            JobTensor jt;
-            jt.name = t.name;
-            jt.dtype = dtype_abi(t.dtype);
-            jt.sizes = task_.concrete_shape(t, s);
-            set.outputs.push_back(jt);
-        }
-        auto at = std::find(timed.begin(), timed.end(), static_cast<int>(s));
-        set.timed = at != timed.end();
-        set.weight = set.timed && static_cast<size_t>(at - timed.begin()) < weights.size() ? weights[at - timed.begin()] : 1.0;
-        job.sets.push_back(set);
-    }
-    job.trials = task_.correctness_trials;
-    job.atol = task_.atol;
-    job.rtol = task_.rtol;
-    job.time = options_.time_kernels;
-    job.timing_trials = options_.timing_trials;
-    job.min_timing_trials = std::min(options_.min_timing_trials, options_.timing_trials);
-    job.target_ci = options_.target_ci;
-    job.extend_timing_s = options_.extend_timing_s;
-    job.verify_fraction = options_.verify_fraction;
-    job.warmup = options_.warmup;
-    job.timing_budget_s = std::max(1.0, options_.timeout_s * 0.4);
-    job.l2_flush = options_.l2_flush;
-    job.timing_copies = options_.timing_copies;
+    job.sets = job_shape_sets(task_);
+    set_job_checks(job, task_, options_);
 
     std::lock_guard<std::mutex> lock(impl_->run_mu);  // one candidate at a time on this GPU ...
-    bool reuse = options_.reuse_reference_timing && !fresh_reference && !impl_->ref_us.empty() && impl_->ref_age < 25 &&
-                 std::chrono::steady_clock::now() - impl_->ref_time < std::chrono::minutes(10);
-    if (reuse) {
-        for (size_t s = 0; s < job.sets.size(); ++s)
-            if (impl_->ref_us.count(static_cast<int>(s))) job.sets[s].reference_us = impl_->ref_us[static_cast<int>(s)];
-        job.best_speedup = impl_->best_speedup;
-        ++impl_->ref_age;
-    }
+    const bool reused = impl_->reuse_reference_times(job, options_, fresh_reference);
     // ... and across processes: the device's lock.
     auto gpu = lock_device(dev, impl_->note);
     ValidationResult out = send_job(job, res);
-    if (out.status == Status::ok && !out.shapes.empty()) {
-        const auto& sets = out.details["timing"]["sets"];
-        bool measured = false;
-        for (const auto& t : sets)
-            if (t.value("reference_source", std::string()) != "earlier in this run") measured = true;
-        if (measured) {
-            for (const auto& t : sets) impl_->ref_us[t.value("shape_set", 0)] = t["reference"].value("time_us", 0.0);
-            if (!reuse) {
-                impl_->ref_age = 0;
-                impl_->ref_time = std::chrono::steady_clock::now();
-            }
-        }
-    }
-    out.details["gpu_lock_wait_s"] = gpu->waited_s();
-    out.details["seed"] = job.seed;
-    out.details["tolerance"] = {{"atol", task_.atol}, {"rtol", task_.rtol}, {"rule", kevo_device::kToleranceRule}};
-    if (!task_.tolerance_policy.empty()) out.details["tolerance"]["policy"] = task_.tolerance_policy;
-    // The judge sends each side's precision with the timing; it describes the whole validation.
-    if (auto t = out.details.find("timing"); t != out.details.end() && t->contains("reference_precision")) {
-        out.details["reference_precision"] = (*t)["reference_precision"];
-        t->erase("reference_precision");
-    }
+    impl_->remember_reference_times(out, reused);
+    add_validation_facts(out.details, task_, job.seed, gpu->waited_s());
     return out;
 }
 
@@ -391,25 +284,39 @@ std::string Validator::verify_compiled(const CompileResult& compiled) {
     return "";
 }
 
+void Validator::Impl::start_judge(int device_index) {
+    if (judge && judge->alive()) return;
+    ProcessOptions po;
+    po.argv = {runner.string(), "--serve"};
+    std::map<std::string, std::string> extra;
+    if (device_index >= 0) extra[env_name(EnvVar::kDevice)] = std::to_string(device_index);
+    // Diagnostics passed on to the judge: KEVO_TIMING_DUMP=FILE appends every timed set's raw
+    // per-call times to FILE (JSON lines); KEVO_GATE_KERNEL gates the correctness check with the
+    // spinning kernel instead of a stream-memory wait; KEVO_FAULT_WALL_CHECK (tests) fails the
+    // wall-clock cross-check's first attempt at each set, so its retry is exercised.
+    // The GPU memory ledger's place and its test hooks (gpu_ledger.h) reach the judge too.
+    for (EnvVar var : {EnvVar::kTimingDump, EnvVar::kGateKernel, EnvVar::kFaultWallCheck, EnvVar::kLockDir, EnvVar::kGpuMemoryBytes,
+                       EnvVar::kGpuMemoryMarginBytes})
+        if (const char* v = env(var)) extra[env_name(var)] = v;
+    po.exact_env = sandbox_environment(extra);
+    judge = std::make_unique<Subprocess>(po);
+}
+
+void Validator::Impl::judge_lost(Subprocess::Read rd, ValidationResult& res) {
+    std::string err = judge->err_tail(3000);
+    bool timed_out = rd == Subprocess::Read::timeout;
+    judge->kill_now();
+    std::string how = judge->describe_exit();
+    judge.reset();
+    res.status = timed_out ? Status::timeout : Status::runtime_error;
+    res.log = timed_out ? "the validation did not finish in time; the judge process was killed.\n" + log_tail(err, 1500)
+                        : "the judge process died (" + how + ") before reporting a result.\n" + log_tail(err, 3000);
+}
+
 ValidationResult Validator::send_job(const Job& job, const ValidationResult& base) {
     ValidationResult res = base;
     // The judge: one warm process per validator (the reference stays loaded), restarted when it dies.
-    if (!impl_->judge || !impl_->judge->alive()) {
-        ProcessOptions po;
-        po.argv = {impl_->runner.string(), "--serve"};
-        std::map<std::string, std::string> extra;
-        if (options_.device_index >= 0) extra[env_name(EnvVar::kDevice)] = std::to_string(options_.device_index);
-        // Diagnostics passed on to the judge: KEVO_TIMING_DUMP=FILE appends every timed set's raw
-        // per-call times to FILE (JSON lines); KEVO_GATE_KERNEL gates the correctness check with the
-        // spinning kernel instead of a stream-memory wait; KEVO_FAULT_WALL_CHECK (tests) fails the
-        // wall-clock cross-check's first attempt at each set, so its retry is exercised.
-        // The GPU memory ledger's place and its test hooks (gpu_ledger.h) reach the judge too.
-        for (EnvVar var : {EnvVar::kTimingDump, EnvVar::kGateKernel, EnvVar::kFaultWallCheck, EnvVar::kLockDir, EnvVar::kGpuMemoryBytes,
-                           EnvVar::kGpuMemoryMarginBytes})
-            if (const char* v = env(var)) extra[env_name(var)] = v;
-        po.exact_env = sandbox_environment(extra);
-        impl_->judge = std::make_unique<Subprocess>(po);
-    }
+    impl_->start_judge(options_.device_index);
     auto t0 = std::chrono::steady_clock::now();
     std::string line;
     Subprocess::Read rd = Subprocess::Read::closed;
@@ -420,14 +327,7 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
     }
     res.run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rd != Subprocess::Read::line) {
-        std::string err = impl_->judge->err_tail(3000);
-        bool timed_out = rd == Subprocess::Read::timeout;
-        impl_->judge->kill_now();
-        std::string how = impl_->judge->describe_exit();
-        impl_->judge.reset();
-        res.status = timed_out ? Status::timeout : Status::runtime_error;
-        res.log = timed_out ? "the validation did not finish in time; the judge process was killed.\n" + tail(err, 1500)
-                            : "the judge process died (" + how + ") before reporting a result.\n" + tail(err, 3000);
+        impl_->judge_lost(rd, res);
         return res;
     }
     JobResult out;
@@ -449,56 +349,7 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
         return res;
     }
     if (out.status == "setup_error") throw UsageError("validating against the reference of '" + task_.name + "' failed: " + out.log);
-    res.status = parse_status(out.status);
-    res.log = out.log;
-    res.max_abs_diff = out.max_abs_diff;
-    res.trials = out.trials;
-    res.details = nlohmann::json(out);
-    res.details.erase("log");
-    res.details.erase("status");
-    for (auto& w : summarize_accuracy(res.details)) {  // details.accuracy and .kernelbench_check (accuracy.h)
-        res.details["warnings"].push_back(w);
-        out.warnings.push_back(std::move(w));
-    }
-    if (!out.candidate_output.empty()) res.details["candidate_output"] = tail(out.candidate_output, 4000);
-    if (out.timing.contains("sets")) {
-        for (const auto& t : out.timing["sets"]) {
-            ShapeTiming st;
-            st.set = t.value("shape_set", 0);
-            st.label = t.value("label", std::string());
-            st.kernel_us = t["kernel"].value("time_us", 0.0);
-            st.reference_us = t["reference"].value("time_us", 0.0);
-            st.speedup = t.value("speedup", 0.0);
-            st.weight = t.value("weight", 1.0);
-            res.shapes.push_back(st);
-        }
-        if (!res.shapes.empty()) {
-            const auto& t0j = out.timing["sets"][0];
-            res.kernel_us = res.shapes[0].kernel_us;
-            res.reference_us = res.shapes[0].reference_us;
-            res.kernel_spread = t0j["kernel"].value("spread", 0.0);
-            res.reference_spread = t0j["reference"].value("spread", 0.0);
-            res.speedup = shapes_geomean(res.shapes);
-            // Beside it, never ranked by: the speedup against the reference in strict fp32, where the
-            // judge timed that too (LibTorch's defaults run TF32; runner/timing.cu), over the same sets.
-            std::vector<ShapeTiming> strict = res.shapes;
-            bool every_set = true;
-            for (size_t i = 0; i < strict.size(); ++i) {
-                const auto& t = out.timing["sets"][i];
-                every_set = every_set && t.contains("speedup_vs_strict_fp32");
-                if (every_set) strict[i].speedup = t["speedup_vs_strict_fp32"].get<double>();
-            }
-            if (every_set) res.details["speedup_vs_strict_fp32"] = shapes_geomean(strict);
-            res.suspicious = res.speedup > options_.suspicious_speedup;
-            if (res.suspicious)
-                res.log += (res.log.empty() ? "" : "\n") + std::string("suspicious: ") + std::to_string(res.speedup) +
-                           "x faster than the reference (threshold " + std::to_string(options_.suspicious_speedup) +
-                           "x); it enters a cache only if a second validation agrees";
-        }
-    }
-    if (res.status == Status::ok)
-        for (const auto& w : out.warnings) res.log += (res.log.empty() ? "" : "\n") + std::string("warning: ") + w;
-    if (is_wall_check_rejection(res)) res.log += "\n" + interference_note(out.interference, res.details);
+    read_job_result(std::move(out), options_, res);
     return res;
 }
 

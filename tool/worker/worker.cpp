@@ -196,132 +196,234 @@ nlohmann::json ValidatorHandler::handle(const Claimed& job, Queue& queue, const 
 
 // ---- the loop -------------------------------------------------------------------------------
 
-WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const std::atomic<bool>* stop) {
-    WorkerOptions opt = opt_in;
+namespace {
+
+// The options a worker runs with: its name defaulted (HOST-gpuN-PID or HOST-cpu-PID), checked.
+WorkerOptions named_options(const WorkerOptions& in) {
+    WorkerOptions opt = in;
     if (opt.name.empty())
         opt.name = hostname() + (opt.compile_only ? std::string("-cpu") : "-gpu" + std::to_string(opt.gpu)) + "-" +
                    std::to_string(::getpid());
     if (opt.archs.empty()) throw UsageError("worker: no architecture to work for");
     if (opt.lease_s <= 0) throw UsageError("worker: the lease must be positive");
-    double beat_s = opt.heartbeat_s > 0 ? opt.heartbeat_s : opt.lease_s / 4;
-    std::vector<std::string> streams = worker_streams(opt);
+    return opt;
+}
 
-    Queue queue(opt.redis_url), beats(opt.redis_url);
-    for (const auto& s : streams) queue.ensure_group(s);
+// The result written for a job started more than max_attempts times: it crashes or hangs workers.
+nlohmann::json dead_letter_result(const Claimed& c, const std::string& reason) {
+    nlohmann::json r = c.spec.kind == "compile" ? nlohmann::json{{"kind", "compile"}, {"ok", false}, {"log", reason}}
+                                                : nlohmann::json{{"kind", "run"}, {"status", "runtime_error"}, {"log", reason}};
+    r["dead_letter"] = true;
+    return r;
+}
 
-    std::mutex mu;  // guards status, current, logs
-    std::deque<std::string> logs;
-    std::optional<Claimed> current;
-    double current_since = 0;
-    WorkerSummary summary;
-    double busy_s = 0, started_unix = now_unix();
-    nlohmann::json dev = handler.device();
-    auto log = [&](const std::string& line) {
-        std::string l = clock_text() + " " + line;
-        // Job errors quote compiler output about untrusted kernels: escaped for the terminal.
-        std::cerr << "kernelevo worker " << opt.name << ": " << printable(redact(line)) << "\n";
-        std::lock_guard<std::mutex> lock(mu);
-        logs.push_back(redact(l));
-        while (static_cast<int>(logs.size()) > opt.log_lines) logs.pop_front();
-    };
-    auto status = [&](const std::string& state) {
-        std::lock_guard<std::mutex> lock(mu);
-        nlohmann::json s = {{"name", opt.name}, {"host", hostname()}, {"pid", ::getpid()},
-                            {"kind", opt.compile_only ? "compile" : "gpu"}, {"gpu", opt.gpu}, {"device", dev},
-                            {"streams", streams}, {"state", state}, {"jobs", summary.jobs},
-                            {"reclaimed", summary.reclaimed}, {"dead", summary.dead}, {"busy_s", busy_s},
-                            {"started", started_unix}, {"lease_s", opt.lease_s},
-                            {"log", nlohmann::json(std::vector<std::string>(logs.begin(), logs.end()))}};
-        if (current) {
-            s["state"] = "busy";
-            s["job"] = {{"id", current->id}, {"kind", current->spec.kind}, {"since", current_since},
-                        {"attempt", current->attempts}};
-        }
-        return s;
-    };
+// One worker's loop: claims jobs (taking over expired ones first), has the handler do them, writes
+// each result once; a second thread heartbeats the status and renews the lease of the job in progress.
+class WorkerLoop {
+public:
+    WorkerLoop(const WorkerOptions& options, JobHandler& handler)
+        : opt_(named_options(options)),
+          handler_(handler),
+          beat_s_(opt_.heartbeat_s > 0 ? opt_.heartbeat_s : opt_.lease_s / 4),
+          streams_(worker_streams(opt_)),
+          queue_(opt_.redis_url),
+          beats_(opt_.redis_url) {
+        for (const auto& s : streams_) queue_.ensure_group(s);
+        started_unix_ = now_unix();
+        dev_ = handler_.device();
+        // A GPU worker leaves compile jobs to compile-only workers while one is live for its
+        // architecture: a compile there would keep a run job (and the GPU) waiting.
+        for (const auto& st : streams_)
+            if (st.rfind("run:", 0) == 0) run_streams_.push_back(st);
+    }
+    WorkerSummary run(const std::atomic<bool>* stop);
 
-    log("started: " + std::string(opt.compile_only ? "compile-only" : "GPU " + std::to_string(opt.gpu)) + ", streams " +
-        [&] {
-            std::string s;
-            for (const auto& x : streams) s += (s.empty() ? "" : ", ") + x;
-            return s;
-        }() + " on " + queue.display());
-    std::atomic<bool> done{false}, beat_now{false};
-    beats.heartbeat(status("idle"));
-    std::thread beat([&] {
-        double next = steady_s();
-        while (!done) {
-            if (steady_s() >= next || beat_now.exchange(false)) {
-                next = steady_s() + beat_s;
-                try {
-                    std::optional<Claimed> job;
-                    double since = 0;
-                    {
-                        std::lock_guard<std::mutex> lock(mu);
-                        job = current;
-                        since = current_since;
-                    }
-                    // A job stuck past max_job_s (the validator's own watchdogs failed) is let go:
-                    // its lease runs out and another worker takes it over, or dead-letters it.
-                    if (job && now_unix() - since <= opt.max_job_s) beats.touch(*job, opt.name);
-                    beats.heartbeat(status("idle"));
-                } catch (const std::exception& e) {
-                    log(std::string("heartbeat failed: ") + e.what());
-                }
+private:
+    void log(const std::string& line);
+    nlohmann::json status(const std::string& state);
+    void heartbeat_loop();
+    bool compile_workers_live();
+    std::optional<Claimed> claim();
+    bool dead_letter(const Claimed& c);
+    void work_on(const Claimed& c);
+    nlohmann::json handled(const Claimed& c);
+    template <class F>
+    void locked(F f) {
+        std::lock_guard<std::mutex> lock(mu_);
+        f();
+    }
+
+    const WorkerOptions opt_;
+    JobHandler& handler_;
+    const double beat_s_;
+    const std::vector<std::string> streams_;
+    std::vector<std::string> run_streams_;
+    Queue queue_, beats_;
+    std::mutex mu_;  // guards summary_, current_, current_since_, busy_s_, logs_
+    std::deque<std::string> logs_;
+    std::optional<Claimed> current_;
+    double current_since_ = 0;
+    WorkerSummary summary_;
+    double busy_s_ = 0, started_unix_ = 0;
+    nlohmann::json dev_;
+    std::atomic<bool> done_{false}, beat_now_{false};
+    bool leave_compiles_ = false;
+    double last_check_ = -1e9, last_reclaim_ = 0;
+};
+
+void WorkerLoop::log(const std::string& line) {
+    std::string l = clock_text() + " " + line;
+    // Job errors quote compiler output about untrusted kernels: escaped for the terminal.
+    std::cerr << "kernelevo worker " << opt_.name << ": " << printable(redact(line)) << "\n";
+    std::lock_guard<std::mutex> lock(mu_);
+    logs_.push_back(redact(l));
+    while (static_cast<int>(logs_.size()) > opt_.log_lines) logs_.pop_front();
+}
+
+nlohmann::json WorkerLoop::status(const std::string& state) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nlohmann::json s = {{"name", opt_.name}, {"host", hostname()}, {"pid", ::getpid()},
+                        {"kind", opt_.compile_only ? "compile" : "gpu"}, {"gpu", opt_.gpu}, {"device", dev_},
+                        {"streams", streams_}, {"state", state}, {"jobs", summary_.jobs},
+                        {"reclaimed", summary_.reclaimed}, {"dead", summary_.dead}, {"busy_s", busy_s_},
+                        {"started", started_unix_}, {"lease_s", opt_.lease_s},
+                        {"log", nlohmann::json(std::vector<std::string>(logs_.begin(), logs_.end()))}};
+    if (current_) {
+        s["state"] = "busy";
+        s["job"] = {{"id", current_->id}, {"kind", current_->spec.kind}, {"since", current_since_},
+                    {"attempt", current_->attempts}};
+    }
+    return s;
+}
+
+// The heartbeat thread: the status every beat_s (or at once when beat_now_ is set), and the lease of
+// the job in progress renewed.
+void WorkerLoop::heartbeat_loop() {
+    double next = steady_s();
+    while (!done_) {
+        if (steady_s() >= next || beat_now_.exchange(false)) {
+            next = steady_s() + beat_s_;
+            try {
+                std::optional<Claimed> job;
+                double since = 0;
+                locked([&] {
+                    job = current_;
+                    since = current_since_;
+                });
+                // A job stuck past max_job_s (the validator's own watchdogs failed) is let go:
+                // its lease runs out and another worker takes it over, or dead-letters it.
+                if (job && now_unix() - since <= opt_.max_job_s) beats_.touch(*job, opt_.name);
+                beats_.heartbeat(status("idle"));
+            } catch (const std::exception& e) {
+                log(std::string("heartbeat failed: ") + e.what());
             }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+// Whether a compile-only worker for one of this worker's architectures is heartbeating.
+bool WorkerLoop::compile_workers_live() {
+    for (const auto& w : queue_.workers()) {
+        if (w.value("kind", "") != "compile" || w.value("state", "") == "stopped" ||
+            w.value("age_s", 1e9) > 3 * w.value("lease_s", 30.0))
+            continue;
+        for (const auto& st : w.value("streams", nlohmann::json::array()))
+            for (const auto& a : opt_.archs)
+                if (st.get<std::string>() == Queue::stream_name("compile", a)) return true;
+    }
+    return false;
+}
+
+// The next job: an expired one taken over (checked at most every min(1 s, lease / 4)), else a new
+// one (waiting up to 200 ms); a GPU worker skips compile streams while compile-only workers are up.
+std::optional<Claimed> WorkerLoop::claim() {
+    std::optional<Claimed> c;
+    if (steady_s() - last_reclaim_ >= std::min(1.0, opt_.lease_s / 4)) {
+        last_reclaim_ = steady_s();
+        c = queue_.reclaim(streams_, opt_.name, static_cast<int64_t>(opt_.lease_s * 1000));
+        if (c) {
+            locked([&] { ++summary_.reclaimed; });
+            log("took over job " + c->id.substr(0, 8) + " (" + c->spec.kind + ", start " + std::to_string(c->attempts) +
+                ", earlier: " + c->workers + ")");
+        }
+    }
+    if (!opt_.compile_only && steady_s() - last_check_ > 5) {
+        last_check_ = steady_s();
+        bool now = compile_workers_live();
+        if (now != leave_compiles_)
+            log(now ? "compile-only workers are up: leaving compile jobs to them" : "compiling too (no compile-only worker is up)");
+        leave_compiles_ = now;
+    }
+    if (!c) c = queue_.next(leave_compiles_ ? run_streams_ : streams_, opt_.name, 200);
+    return c;
+}
+
+// A job started more than max_attempts times is completed as dead; returns whether it was.
+bool WorkerLoop::dead_letter(const Claimed& c) {
+    if (c.attempts <= opt_.max_attempts) return false;
+    std::string reason = "started " + std::to_string(c.attempts - 1) + " times without finishing (workers " + c.workers +
+                         " stopped heartbeating while running it: it crashes or hangs workers)";
+    queue_.complete(c, dead_letter_result(c, reason), opt_.name, reason);
+    locked([&] { ++summary_.dead; });
+    log("dead-lettered job " + c.id.substr(0, 8) + ": " + reason);
+    return true;
+}
+
+// The handler's result for a job; its exceptions become error results (a UsageError: "error").
+nlohmann::json WorkerLoop::handled(const Claimed& c) {
+    try {
+        return handler_.handle(c, queue_, [this](const std::string& line) { log(line); });
+    } catch (const UsageError& e) {
+        log(std::string("job ") + c.id.substr(0, 8) + " failed: " + redact(e.what()));
+        return {{"kind", c.spec.kind}, {"status", "error"}, {"ok", false}, {"log", redact(e.what())}};
+    } catch (const std::exception& e) {
+        log(std::string("job ") + c.id.substr(0, 8) + " failed: " + redact(e.what()));
+        return {{"kind", c.spec.kind}, {"status", "runtime_error"}, {"ok", false}, {"log", std::string("worker error: ") + redact(e.what())}};
+    }
+}
+
+// Does a claimed job and writes its result (once: a result another worker wrote first is counted).
+void WorkerLoop::work_on(const Claimed& c) {
+    locked([&] {
+        current_ = c;
+        current_since_ = now_unix();
     });
+    beat_now_ = true;
+    double t0 = steady_s();
+    nlohmann::json result = handled(c);
+    double job_s = steady_s() - t0;
+    result["worker"] = opt_.name;
+    result["job_s"] = job_s;
+    result["queued_s"] = c.queued_s;
+    locked([&] {
+        current_.reset();
+        if (c.spec.kind == "run") busy_s_ += job_s;
+    });
+    if (!queue_.complete(c, result, opt_.name)) {
+        locked([&] { ++summary_.duplicates; });
+        log("job " + c.id.substr(0, 8) + " had been finished by another worker; counted once");
+    }
+    locked([&] { ++summary_.jobs; });
+    beat_now_ = true;  // the status board shows the finished job at once
+}
 
-    // A GPU worker leaves compile jobs to compile-only workers while one is live for its
-    // architecture: a compile there would keep a run job (and the GPU) waiting.
-    std::vector<std::string> run_streams;
-    for (const auto& st : streams)
-        if (st.rfind("run:", 0) == 0) run_streams.push_back(st);
-    bool leave_compiles = false;
-    double last_check = -1e9;
-    auto compile_workers_live = [&] {
-        for (const auto& w : queue.workers()) {
-            if (w.value("kind", "") != "compile" || w.value("state", "") == "stopped" ||
-                w.value("age_s", 1e9) > 3 * w.value("lease_s", 30.0))
-                continue;
-            for (const auto& st : w.value("streams", nlohmann::json::array()))
-                for (const auto& a : opt.archs)
-                    if (st.get<std::string>() == Queue::stream_name("compile", a)) return true;
-        }
-        return false;
-    };
-
-    double last_reclaim = 0, last_job = steady_s();
-    const int64_t lease_ms = static_cast<int64_t>(opt.lease_s * 1000);
-    const double reclaim_every = std::min(1.0, opt.lease_s / 4);
+WorkerSummary WorkerLoop::run(const std::atomic<bool>* stop) {
+    std::string names;
+    for (const auto& x : streams_) names += (names.empty() ? "" : ", ") + x;
+    log("started: " + std::string(opt_.compile_only ? "compile-only" : "GPU " + std::to_string(opt_.gpu)) + ", streams " + names +
+        " on " + queue_.display());
+    beats_.heartbeat(status("idle"));
+    std::thread beat([this] { heartbeat_loop(); });
+    double last_job = steady_s();
     while (!(stop && stop->load())) {
-        if (opt.idle_exit_s > 0 && steady_s() - last_job > opt.idle_exit_s) {
-            summary.stop_reason = "idle";
+        if (opt_.idle_exit_s > 0 && steady_s() - last_job > opt_.idle_exit_s) {
+            summary_.stop_reason = "idle";
             break;
         }
         std::optional<Claimed> c;
         try {
-            if (steady_s() - last_reclaim >= reclaim_every) {
-                last_reclaim = steady_s();
-                c = queue.reclaim(streams, opt.name, lease_ms);
-                if (c) {
-                    {
-                        std::lock_guard<std::mutex> lock(mu);
-                        ++summary.reclaimed;
-                    }
-                    log("took over job " + c->id.substr(0, 8) + " (" + c->spec.kind + ", start " +
-                        std::to_string(c->attempts) + ", earlier: " + c->workers + ")");
-                }
-            }
-            if (!opt.compile_only && steady_s() - last_check > 5) {
-                last_check = steady_s();
-                bool now = compile_workers_live();
-                if (now != leave_compiles)
-                    log(now ? "compile-only workers are up: leaving compile jobs to them" : "compiling too (no compile-only worker is up)");
-                leave_compiles = now;
-            }
-            if (!c) c = queue.next(leave_compiles ? run_streams : streams, opt.name, 200);
+            c = claim();
         } catch (const UsageError& e) {
             log(std::string("queue unreachable: ") + e.what() + "; retrying");
             std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -330,79 +432,32 @@ WorkerSummary run_worker(const WorkerOptions& opt_in, JobHandler& handler, const
         if (!c) continue;
         last_job = steady_s();
         try {
-            if (c->attempts > opt.max_attempts) {
-                std::string reason = "started " + std::to_string(c->attempts - 1) + " times without finishing (workers " +
-                                     c->workers + " stopped heartbeating while running it: it crashes or hangs workers)";
-                nlohmann::json r = c->spec.kind == "compile"
-                                       ? nlohmann::json{{"kind", "compile"}, {"ok", false}, {"log", reason}}
-                                       : nlohmann::json{{"kind", "run"}, {"status", "runtime_error"}, {"log", reason}};
-                r["dead_letter"] = true;
-                queue.complete(*c, r, opt.name, reason);
-                {
-                    std::lock_guard<std::mutex> lock(mu);
-                    ++summary.dead;
-                }
-                log("dead-lettered job " + c->id.substr(0, 8) + ": " + reason);
-                continue;
-            }
-            {
-                std::lock_guard<std::mutex> lock(mu);
-                current = c;
-                current_since = now_unix();
-            }
-            beat_now = true;
-            double t0 = steady_s();
-            nlohmann::json result;
-            try {
-                result = handler.handle(*c, queue, log);
-            } catch (const UsageError& e) {
-                result = {{"kind", c->spec.kind}, {"status", "error"}, {"ok", false}, {"log", redact(e.what())}};
-                log(std::string("job ") + c->id.substr(0, 8) + " failed: " + redact(e.what()));
-            } catch (const std::exception& e) {
-                result = {{"kind", c->spec.kind}, {"status", "runtime_error"}, {"ok", false},
-                          {"log", std::string("worker error: ") + redact(e.what())}};
-                log(std::string("job ") + c->id.substr(0, 8) + " failed: " + redact(e.what()));
-            }
-            double job_s = steady_s() - t0;
-            result["worker"] = opt.name;
-            result["job_s"] = job_s;
-            result["queued_s"] = c->queued_s;
-            {
-                std::lock_guard<std::mutex> lock(mu);
-                current.reset();
-                if (c->spec.kind == "run") busy_s += job_s;
-            }
-            if (!queue.complete(*c, result, opt.name)) {
-                {
-                    std::lock_guard<std::mutex> lock(mu);
-                    ++summary.duplicates;
-                }
-                log("job " + c->id.substr(0, 8) + " had been finished by another worker; counted once");
-            }
-            {
-                std::lock_guard<std::mutex> lock(mu);
-                ++summary.jobs;
-            }
-            beat_now = true;  // the status board shows the finished job at once
+            if (dead_letter(*c)) continue;
+            work_on(*c);
         } catch (const UsageError& e) {
             log(std::string("queue error: ") + e.what());
-            std::lock_guard<std::mutex> lock(mu);
-            current.reset();
+            locked([&] { current_.reset(); });
         }
-        if (opt.max_jobs > 0 && summary.jobs >= opt.max_jobs) {
-            summary.stop_reason = "max_jobs";
+        if (opt_.max_jobs > 0 && summary_.jobs >= opt_.max_jobs) {
+            summary_.stop_reason = "max_jobs";
             break;
         }
     }
-    if (summary.stop_reason.empty()) summary.stop_reason = "stopped";
-    done = true;
+    if (summary_.stop_reason.empty()) summary_.stop_reason = "stopped";
+    done_ = true;
     beat.join();
     try {
-        beats.heartbeat(status("stopped"));
+        beats_.heartbeat(status("stopped"));
     } catch (const std::exception&) {
     }
-    log("stopped (" + summary.stop_reason + ") after " + std::to_string(summary.jobs) + " job(s)");
-    return summary;
+    log("stopped (" + summary_.stop_reason + ") after " + std::to_string(summary_.jobs) + " job(s)");
+    return summary_;
+}
+
+}  // namespace
+
+WorkerSummary run_worker(const WorkerOptions& options, JobHandler& handler, const std::atomic<bool>* stop) {
+    return WorkerLoop(options, handler).run(stop);
 }
 
 }  // namespace kevo::worker
