@@ -179,7 +179,7 @@ TEST(BadInput, TheSearchsSettingsAreNamedByTheirFlags) {
         {{"--max-tokens", "0"}, "--max-tokens: must be a positive number, not 0"},
         {{"--target-sol", "1.5"}, "--target-sol: must be between 0 and 1, not 1.5"},
         {{"--max-time", "5x"}, "--max-time: cannot read '5x' (use e.g. 900, 30m or 2h)"},
-        {{"--backend", "both", "--islands", "1"}, "--backend both needs at least 2 islands (even islands write Triton, odd ones CUDA)"},
+        {{"--backend", "both", "--islands", "1"}, "--backend both needs at least 2 islands (island 0 writes Triton, island 1 CUDA, and so on in turn)"},
         {{"--model", "other"}, "--llm-batch needs exactly one --model: a Batch API input file holds requests for one model"},
         {{"--budget-usd", "2"}, "--llm-batch with --budget-usd needs --llm-price (the batch price): Batch API replies report no cost"},
         {{"--prompts", (dir.path() / "not_a_dir").string()}, "--prompts: " + (dir.path() / "not_a_dir").string() + " is not a directory"},

@@ -318,7 +318,7 @@ TEST_F(CMakeProject, TritonEntryIsCheckedAgainstItsSourceAndNeedsNoDriverToStart
     cu.replace(cu.find("#include <cuda_runtime.h>"), 25, "#include <dlfcn.h>\n#include <cuda_runtime.h>");
     cu.replace(cu.find("  long long n"), 0, "  if (!dlopen(\"libcuda.so.1\", RTLD_NOW | RTLD_LOCAL)) return 13;\n");
     cache::EntryMeta m = manual_entry(task("scale"), "sm_90");
-    m.triton = {{"triton_version", "3.6.0"}};
+    m.facts = {{"triton_version", "3.6.0"}};
     const std::string py = "import triton\n# the candidate the .cu was generated from\n";
     cache::store(cache_dir, cu, m, &py);
     r = configure();

@@ -59,7 +59,7 @@ TEST(SearchConfigValidate, ABadSettingIsNamedInWordsWithItsIdentifier) {
         {with([](SearchConfig& c) { c.structure.backend = "rust"; }),
          {"structure.backend", "the candidate language: 'rust' is not one of: cuda triton both"}},
         {with([](SearchConfig& c) { c.structure.backend = "both", c.structure.islands = 1; }),
-         {"structure.backend", "the candidate language both needs at least 2 islands (even islands write Triton, odd ones CUDA)"}},
+         {"structure.backend", "the candidate language both needs at least 2 islands (island 0 writes Triton, island 1 CUDA, and so on in turn)"}},
         {with([](SearchConfig& c) { c.batch.enabled = true; }),
          {"batch.enabled", "batch mode needs exactly one model: a Batch API input file holds requests for one model"}},
         {with([](SearchConfig& c) { c.batch.enabled = true, c.requests.model = "m", c.stopping.budget_usd = 2; }),

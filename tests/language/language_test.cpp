@@ -11,42 +11,16 @@
 #include "common/hash.h"
 #include "evolve/archive.h"
 #include "evolve/prompts.h"
+#include "evolve/search_config.h"
+#include "fake_language.h"
 #include "language/registry.h"
 #include "llm/reply.h"
 
 namespace kevo {
 namespace {
 namespace fs = std::filesystem;
-
-class FakeLanguage final : public CandidateLanguage {
-public:
-    std::string name() const override { return "fakelang"; }
-    std::string display_name() const override { return "Fake"; }
-    std::string candidate_help() const override { return "a Fake candidate: one .fk file"; }
-    bool recognizes(const std::string& source) const override { return source.rfind("#lang fake\n", 0) == 0; }
-    bool marks_candidate(const std::string& block) const override { return block.find("FAKE_ENTRY") != std::string::npos; }
-    std::vector<std::string> fence_tags() const override { return {"fake", "fk"}; }
-    std::string prompt_template() const override { return "fake"; }
-    const std::vector<Technique>& techniques() const override {
-        static const std::vector<Technique> t = {{std::regex(R"(\bvectorize\b)"), "fake_vector"}};
-        return t;
-    }
-    std::string plain_technique() const override { return "fake_plain"; }
-    std::string cache_source_extension() const override { return ".fk"; }
-    std::string cache_metadata_key() const override { return "fakelang"; }
-    std::string object_folder() const override { return "fake"; }
-    std::string object_description() const override { return "Fake kernels"; }
-    CompileResult compile(const std::string& source, const CompileOptions&) const override {
-        CompileResult r;
-        r.ok = true;
-        r.backend = name();
-        r.generated_source = "// generated from " + sha256_hex(source) + "\n";
-        r.backend_info = {{"fake_version", "0.1"}, {"aot_s", 1.5}};
-        return r;
-    }
-};
-
-const std::string kFake = "#lang fake\nFAKE_ENTRY vectorize(x)\n";
+using testing_fake::FakeLanguage;
+using testing_fake::kFake;
 
 // Adds the fake language for one test and takes it out again.
 class LanguageSeam : public ::testing::Test {
@@ -137,12 +111,54 @@ TEST_F(LanguageSeam, CacheEntriesKeepTheCandidateSourceBesideTheGeneratedCu) {
     EXPECT_FALSE(fs::exists(dir.path() / "fake_op"));
 }
 
+// The search's --backend values, their check, the languages a run checks before it starts and the
+// help texts are the registry's: the fake language is one of each while it is added.
+TEST_F(LanguageSeam, TheSearchsBackendsAndHelpTextsComeFromTheRegistry) {
+    EXPECT_EQ(evolve::backend_choices(), (std::vector<std::string>{"cuda", "triton", "fakelang", "both"}));
+    EXPECT_EQ(evolve::languages_of("both"), (std::vector<std::string>{"cuda", "triton", "fakelang"}));
+    EXPECT_EQ(evolve::languages_of("fakelang"), (std::vector<std::string>{"fakelang"}));
+    EXPECT_EQ(evolve::languages_of("cuda"), (std::vector<std::string>{"cuda"}));
+    EXPECT_NE(evolve::backend_help().find("fakelang: a Fake candidate: one .fk file; both: "), std::string::npos)
+        << evolve::backend_help();
+    EXPECT_EQ(language::kernel_file_kinds(), ".cu, or a Triton .py, or a Fake .fk");
+    EXPECT_NE(language::python_help().find("; Fake: the Python with fakec (default: python3)"), std::string::npos)
+        << language::python_help();
+
+    evolve::SearchConfig c;
+    c.structure.backend = "fakelang";
+    EXPECT_NO_THROW(evolve::validate(c));
+    c.structure.backend = "both";
+    c.structure.islands = 2;  // one island per language at least: three now
+    try {
+        evolve::validate(c);
+        ADD_FAILURE() << "both with fewer islands than languages must be refused";
+    } catch (const SettingError& e) {
+        EXPECT_NE(std::string(e.what()).find("at least 3 islands (island 0 writes Fake, island 1 Triton, island 2 CUDA"),
+                  std::string::npos) << e.what();
+    }
+    c.structure.islands = 3;
+    EXPECT_NO_THROW(evolve::validate(c));
+    EXPECT_EQ(evolve::mixed_language(0), "fakelang");
+
+    TempDir empty("kevo-language-prompts");  // the templates a --prompts folder may hold: the fake's too
+    try {
+        evolve::Prompts().load_overrides(empty.path());
+        ADD_FAILURE() << "a folder with no template must be refused";
+    } catch (const SettingError& e) {
+        EXPECT_NE(std::string(e.what()).find("abi.md, triton.md, fake.md, seed.md"), std::string::npos) << e.what();
+    }
+}
+
 TEST(LanguageRegistry, TheBuiltInLanguagesAreCudaThenTriton) {
     std::vector<std::string> names;
     for (const CandidateLanguage* l : language::all()) names.push_back(l->name());
     EXPECT_EQ(names, (std::vector<std::string>{"cuda", "triton"}));
     EXPECT_EQ(language::backend_help(), "cuda, triton, or auto (Triton when the file is a Triton candidate)");
     EXPECT_EQ(language::named("fakelang"), nullptr);
+    EXPECT_EQ(evolve::backend_choices(), (std::vector<std::string>{"cuda", "triton", "both"}));
+    evolve::SearchConfig c;
+    c.structure.backend = "fakelang";  // gone with the language
+    EXPECT_THROW(evolve::validate(c), SettingError);
 }
 
 }  // namespace

@@ -145,7 +145,7 @@ TEST(TritonGpu, CacheAddStoresTheGeneratedWrapperAndTheSource) {
     m.arch = r.arch;
     m.task_hash = t.hash();
     m.reference_hash = t.reference_hash();
-    m.triton = c.backend_info;
+    m.facts = c.backend_info;
     m.speedup = r.speedup;
     cache::store(dir.path(), c.generated_source, m, &py);
     cache::Lookup l = cache::lookup(dir.path(), t.name, r.arch, t.hash(), t.reference_hash());

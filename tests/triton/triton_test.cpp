@@ -520,7 +520,7 @@ TEST(TritonCache, EntryKeepsTheSourceAndGoesStaleWhenItChanges) {
     m.arch = "sm_90";
     m.task_hash = t.hash();
     m.reference_hash = t.reference_hash();
-    m.triton = {{"triton_version", "3.6.0"}, {"launches", nlohmann::json::array()}};
+    m.facts = {{"triton_version", "3.6.0"}, {"launches", nlohmann::json::array()}};
     std::string py = gelu_source();
     cache::store(dir.path(), "// generated wrapper\n", m, &py);
     fs::path pyfile = cache::candidate_source_path(dir.path(), t.name, "sm_90", triton::language());
@@ -528,8 +528,8 @@ TEST(TritonCache, EntryKeepsTheSourceAndGoesStaleWhenItChanges) {
     cache::Lookup l = cache::lookup(dir.path(), t.name, "sm_90", t.hash(), t.reference_hash());
     ASSERT_EQ(l.state, cache::State::valid) << l.reason;
     EXPECT_EQ(l.meta->backend, "triton");
-    EXPECT_EQ(l.meta->triton["triton_version"], "3.6.0");
-    EXPECT_EQ(l.meta->triton["source_file"], "sm_90.py");
+    EXPECT_EQ(l.meta->facts["triton_version"], "3.6.0");
+    EXPECT_EQ(l.meta->facts["source_file"], "sm_90.py");
 
     write_file_atomic(pyfile, py + "\n# tuned by hand\n");
     l = cache::lookup(dir.path(), t.name, "sm_90", t.hash(), t.reference_hash());
@@ -543,7 +543,7 @@ TEST(TritonCache, EntryKeepsTheSourceAndGoesStaleWhenItChanges) {
     // A CUDA kernel stored over it removes the old .py and is a plain entry again.
     cache::EntryMeta c = m;
     c.backend = "cuda";
-    c.triton = nullptr;
+    c.facts = nullptr;
     cache::store(dir.path(), "// cuda\n", c);
     EXPECT_FALSE(fs::exists(pyfile));
     l = cache::lookup(dir.path(), t.name, "sm_90", t.hash(), t.reference_hash());

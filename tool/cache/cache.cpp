@@ -36,10 +36,10 @@ T get_or(const nlohmann::json& j, const char* key, T def) {
     return j.at(key).get<T>();
 }
 
-// The language `backend` names when its candidate is kept beside the .cu (a cache_source_extension()), else nullptr.
+// The language `backend` names when its candidate is kept beside the .cu (keeps_source()), else nullptr.
 const CandidateLanguage* with_source_file(const std::string& backend) {
     const CandidateLanguage* l = language::named(backend);
-    return l && !l->cache_source_extension().empty() ? l : nullptr;
+    return l && l->keeps_source() ? l : nullptr;
 }
 
 // The key of the metadata that holds that language's facts ("" for none).
@@ -54,7 +54,7 @@ std::string facts_key(const std::string& backend) {
 static std::vector<fs::path> entry_files(const fs::path& cache_dir, const std::string& function, const std::string& arch) {
     std::vector<fs::path> files = {source_path(cache_dir, function, arch), metadata_path(cache_dir, function, arch)};
     for (const CandidateLanguage* l : language::all())
-        if (!l->cache_source_extension().empty()) files.push_back(candidate_source_path(cache_dir, function, arch, *l));
+        if (l->keeps_source()) files.push_back(candidate_source_path(cache_dir, function, arch, *l));
     return files;
 }
 
@@ -93,7 +93,7 @@ nlohmann::json EntryMeta::to_json() const {
     j["kernelevo_version"] = kernelevo_version;
     if (!note.empty()) j["note"] = note;
     j["backend"] = backend;
-    if (const std::string key = facts_key(backend); !key.empty()) j[key] = triton.is_null() ? nlohmann::json::object() : triton;
+    if (const std::string key = facts_key(backend); !key.empty()) j[key] = facts.is_null() ? nlohmann::json::object() : facts;
     return j;
 }
 
@@ -124,7 +124,7 @@ EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
         m.note = get_or<std::string>(j, "note", "");
         m.backend = get_or<std::string>(j, "backend", "cuda");
         const std::string key = facts_key(m.backend);
-        m.triton = !key.empty() && j.contains(key) ? j.at(key) : nlohmann::json();
+        m.facts = !key.empty() && j.contains(key) ? j.at(key) : nlohmann::json();
     } catch (const nlohmann::json::exception& e) {
         throw UsageError(std::string("cache metadata: ") + e.what());
     }
@@ -210,7 +210,7 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
     if (sha256_file(r.source) != m.source_hash) why.push_back("the kernel source was edited after it was stored");
     if (const CandidateLanguage* l = with_source_file(m.backend)) {
         fs::path src = candidate_source_path(cache_dir, function, arch, *l);
-        std::string recorded = m.triton.is_object() ? m.triton.value("source_hash", "") : "";
+        std::string recorded = m.facts.is_object() ? m.facts.value("source_hash", "") : "";
         const std::string what = "the " + l->display_name() + " source " + src.filename().string();
         if (!fs::is_regular_file(src)) why.push_back(what + " is missing");
         else if (sha256_file(src) != recorded)
@@ -265,8 +265,8 @@ void store_candidate(const fs::path& cache_dir, const std::string& source, const
         throw UsageError("cache: the " + l->display_name() + " candidate did not compile, so there is no generated .cu to store: " +
                          compiled.log);
     meta.backend = l->name();
-    meta.triton = compiled.backend_info.is_object() ? compiled.backend_info : nlohmann::json::object();
-    meta.triton.erase("aot_s");  // a timing of this compile, not a property of the entry
+    meta.facts = compiled.backend_info.is_object() ? compiled.backend_info : nlohmann::json::object();
+    meta.facts.erase("aot_s");  // a timing of this compile, not a property of the entry
     store(cache_dir, compiled.generated_source, meta, &source);
 }
 
@@ -280,15 +280,15 @@ void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta,
     if (candidate_source && l) {
         const fs::path src = candidate_source_path(cache_dir, meta.function, meta.arch, *l);
         meta.backend = l->name();
-        if (!meta.triton.is_object()) meta.triton = nlohmann::json::object();
-        meta.triton["source_hash"] = sha256_hex(*candidate_source);
-        meta.triton["source_file"] = src.filename().string();
+        if (!meta.facts.is_object()) meta.facts = nlohmann::json::object();
+        meta.facts["source_hash"] = sha256_hex(*candidate_source);
+        meta.facts["source_file"] = src.filename().string();
         write_file_atomic(src, *candidate_source);
     } else if (l) {
         throw UsageError("cache: a " + l->display_name() + " entry needs its " + l->display_name() + " source");
     }
     for (const CandidateLanguage* other : language::all()) {  // a kernel replaces an earlier entry in another language
-        if (other == l || other->cache_source_extension().empty()) continue;
+        if (other == l || !other->keeps_source()) continue;
         std::error_code ec;
         fs::remove(candidate_source_path(cache_dir, meta.function, meta.arch, *other), ec);
     }

@@ -39,11 +39,11 @@ struct EntryMeta {
     std::string kernelevo_version;
     std::string note;                          // free text ("hand-written: float4 loads, one pass")
     std::string backend = "cuda";              // the candidate's language (language/registry.h)
-    // A language whose candidate is not the .cu (CandidateLanguage::cache_source_extension(): the .cu
-    // was generated from NAME/sm_XX.<ext>): its facts, under its cache_metadata_key() in the file:
-    // source_hash (of that source), source_file, its version, launches. Pending: named for the one
-    // such language until commands/cache_command.cpp, which reads it, moves to workflows/.
-    nlohmann::json triton;
+    // A language whose candidate is not the .cu (CandidateLanguage::keeps_source(): the .cu was
+    // generated from NAME/sm_XX.<cache_source_extension()>): its facts, under its
+    // cache_metadata_key() in the file: source_hash (of that source), source_file, its version
+    // (version_fact()), launches. Null for a CUDA entry.
+    nlohmann::json facts;
     nlohmann::json to_json() const;
     static EntryMeta from_json(const nlohmann::json& j);  // throws UsageError on a broken file
 };
@@ -96,8 +96,8 @@ Lookup lookup(const std::filesystem::path& cache_dir, const std::string& functio
 void store(const std::filesystem::path& cache_dir, const std::string& source, EntryMeta meta,
            const std::string* candidate_source = nullptr);
 
-// Stores a candidate with its metadata: a CUDA .cu as it is; a candidate in a language with a
-// cache_source_extension() (compiled.backend) as the .cu generated from it (compiled.generated_source)
+// Stores a candidate with its metadata: a CUDA .cu as it is; a candidate in a language that
+// keeps_source() (compiled.backend) as the .cu generated from it (compiled.generated_source)
 // with its source beside it and its compile's facts (version, specializations). Throws UsageError
 // when such a candidate did not compile.
 void store_candidate(const std::filesystem::path& cache_dir, const std::string& source, const CompileResult& compiled, EntryMeta meta);

@@ -12,6 +12,7 @@
 #include "commands/commands.h"
 #include "commands/search_command.h"
 #include "common/error.h"
+#include "language/registry.h"
 #include "workflows/bench.h"
 
 namespace kevo {
@@ -119,9 +120,10 @@ void register_bench_command(CLI::App& app, int& rc) {
                   "Kept for older scripts: each task's PyTorch module (an imported problem.py, an exported model) is now timed by "
                   "default in eager PyTorch and under torch.compile (Inductor, default mode) on the validator's inputs, in the "
                   "import's sandbox under the GPU lock, and speedups, fast_p and geomeans are reported over each too (see --no-baselines)");
+    const std::string languages_python = language::python_help();  // the candidate languages' use of it
     cmd->add_option("--python", a->request.python,
-                    "Python with PyTorch for the baselines, and with Triton for --backend triton|both "
-                    "(default: python3 if it has torch, else /usr/bin/python3; for Triton $KERNELEVO_PYTHON, else python3)");
+                    "Python with PyTorch for the baselines (default: python3 if it has torch, else /usr/bin/python3)" +
+                        (languages_python.empty() ? std::string() : "; also for the candidate languages: " + languages_python));
     cmd->add_option("--baseline", a->request.baseline,
                     "KernelBench's published timings (baseline_h100.tsv) to show beside ours, matched by task name "
                     "(kb<level>_<file stem>); for reference only, speedups stay over our own LibTorch eager")

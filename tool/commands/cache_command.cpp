@@ -219,9 +219,9 @@ void add_add_command(CLI::App& cache, int& rc) {
         "1 validation failed, 2 bad usage or no GPU.");
     add->add_option("--task", ad->task, "Task file (JSON)")->required();
     add->add_option("--kernel", ad->kernel,
-                    "The kernel: a .cu (kernel ABI) or a Triton candidate (.py with KEVO_LAUNCH), stored as the .cu generated "
-                    "from it plus the .py")->required();
-    add->add_option("--python", ad->python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
+                    language::kernel_help() + " (one that is not a .cu is stored as the .cu generated from it, with it beside "
+                    "that .cu)")->required();
+    if (!language::python_help().empty()) add->add_option("--python", ad->python, language::python_help());
     add->add_option("--arch", ad->arch, "Architecture, e.g. sm_90")->required();
     add->add_option("--cache-dir", ad->cache_dir, "The cache directory")->required();
     add->add_flag("--unvalidated", ad->unvalidated, "Store without validating (the metadata says validated: false)");

@@ -21,9 +21,12 @@ namespace fs = std::filesystem;
 
 // `cache objects stats|clean`: the compiled-object cache (cache/objects.h), not a CACHE_DIR.
 void register_cache_objects_command(CLI::App& cache, int& rc) {
+    std::string kinds;  // "CUDA kernels built by nvcc, LibTorch references, ..." (cache/objects.h's one list)
+    const auto& areas = cache::object_areas();
+    for (size_t i = 0; i < areas.size(); ++i) kinds += (i == 0 ? "" : i + 1 == areas.size() ? " and " : ", ") + areas[i].what;
     CLI::App* objects = cache.add_subcommand("objects",
-        "The compiled-object cache (" + cache_root().string() + ", $KERNELEVO_CACHE_HOME): nvcc, LibTorch and Triton "
-        "builds reused by content hash, like ccache's. Search states there are not objects and are kept.");
+        "The compiled-object cache (" + cache_root().string() + ", $KERNELEVO_CACHE_HOME): " + kinds +
+        ", reused by content hash like ccache's. Search states there are not objects and are kept.");
     objects->require_subcommand(1);
     auto json = std::make_shared<bool>(false);
     CLI::App* stats = objects->add_subcommand("stats", "Files and size per kind of object, like ccache -s. A missing cache "

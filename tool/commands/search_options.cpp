@@ -15,6 +15,9 @@
 #include "commands/llm_options.h"
 #include "commands/search_command.h"
 #include "common/error.h"
+#include "evolve/prompts.h"
+#include "evolve/search_config.h"
+#include "language/registry.h"
 
 namespace kevo {
 namespace {
@@ -37,19 +40,15 @@ void group_search_options(CLI::App& cmd) {
             if (CLI::Option* o = cmd.get_option_no_throw(name)) o->group(group);
 }
 
-
-}  // namespace
-
-void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
+// The evolution's shape, its candidate languages (from the registry) and when it stops.
+void add_evolution_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_option("--arch", a.arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
-    cmd.add_option("--backend", a.cfg.structure.backend,
-                   "What the LLM writes: cuda (a .cu on the kernel ABI), triton (Triton kernels compiled ahead of time into "
-                   "a .cu; needs Triton 3.x on this host), or both (islands alternate; the archive keeps the best of each)")
+    cmd.add_option("--backend", a.cfg.structure.backend, evolve::backend_help())
         ->capture_default_str()
-        ->check(CLI::IsMember({"cuda", "triton", "both"}));
+        ->check(CLI::IsMember(evolve::backend_choices()));
     // `kernelevo bench` has its own --python (PyTorch for --torch-compile) and passes it on.
-    if (!cmd.get_option_no_throw("--python"))
-        cmd.add_option("--python", a.python, "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)");
+    if (!cmd.get_option_no_throw("--python") && !language::python_help().empty())
+        cmd.add_option("--python", a.python, language::python_help());
     cmd.add_option("--generations", a.cfg.evolution.generations, "Evolution generations after the seed")->capture_default_str();
     cmd.add_option("--islands", a.cfg.structure.islands, "Islands (independent populations)")->capture_default_str();
     cmd.add_option("--children", a.cfg.structure.children, "Candidates per island per generation")->capture_default_str();
@@ -70,6 +69,10 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_option("--tune-evals", a.cfg.evolution.tune_evals,
                     "Validations spent tuning the KEVO_TUNABLE parameters of a promising candidate, without the LLM (0: never)")
         ->capture_default_str();
+}
+
+// What the fitness is measured against, profiling and the prompts.
+void add_fitness_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_flag("--no-profile", a.no_profile, "Do not profile new best kernels with Nsight Compute (ncu)");
     // issue 35 (tool/baseline):
     cmd.add_option("--fitness-baseline", a.fitness_baseline,
@@ -86,7 +89,13 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_flag("--no-baselines", a.no_baselines,
                  "Do not time the PyTorch baselines (eager, torch.compile) of the task's PyTorch module for the summaries "
                  "(they then say \"not run: --no-baselines\")");
-    cmd.add_option("--prompts", a.prompts, "Directory overriding prompt templates (system.md abi.md triton.md seed.md mutate_full.md mutate_diff.md repair.md)");
+    std::string templates;
+    for (const std::string& name : evolve::Prompts::names()) templates += (templates.empty() ? "" : " ") + name + ".md";
+    cmd.add_option("--prompts", a.prompts, "Directory overriding prompt templates (" + templates + ")");
+}
+
+// How candidates are run and judged, the LLM's settings and the output.
+void add_run_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_option("--jobs", a.cfg.evolution.jobs, "Candidates in progress at once (0: all of a generation, at least 2 per live worker with --workers)")->capture_default_str();
     cmd.add_option("--schedule", a.schedule,
                     "steady: a new candidate starts as soon as one finishes, parents from the archive as it stands "
@@ -108,6 +117,10 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
         ->check(CLI::ExistingFile.description(""))->excludes("--llm-replay");  // one transcript: both would be one lost
     cmd.add_flag("--json", a.json, "Print the final summary as one JSON object on stdout (schema: README, JSON output)");
     cli::add_verbosity_flags(cmd, "Print a progress line after every evaluation, not one per generation (no live line)");
+}
+
+// The Batch API mode (--llm-batch).
+void add_batch_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_flag("--llm-batch", a.cfg.batch.enabled,
                   "Send no LLM request: write the pending ones as an OpenAI Batch API input file (in --llm-batch-dir) "
                   "and stop with the state saved (exit code 3); run `kernelevo llm batch submit FILE`, then the same "
@@ -119,6 +132,15 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
         ->check(CLI::ExistingFile.description(""))->type_name("FILE")->allow_extra_args(false)->group("LLM");
     cmd.add_option("--llm-batch-dir", a.batch_dir, "Where --llm-batch writes its files (NAME-ARCH-batch-N.jsonl)")
         ->capture_default_str()->type_name("DIR")->group("LLM");
+}
+
+}  // namespace
+
+void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
+    add_evolution_options(cmd, a);
+    add_fitness_options(cmd, a);
+    add_run_options(cmd, a);
+    add_batch_options(cmd, a);
     group_search_options(cmd);
 }
 
@@ -164,7 +186,8 @@ void register_search_command(CLI::App& app, int& rc) {
         ->check(cli::NonEmpty);
     cmd->add_flag("--fresh", a->fresh,
                   "Discard the state store's previous run and start over (Redis: deletes the prefix's keys)");
-    cmd->add_option("--initial", a->initial, "Seed kernel (.cu, or a Triton .py); default: the LLM writes a straightforward one");
+    cmd->add_option("--initial", a->initial,
+                    "Seed kernel (" + language::kernel_file_kinds() + "); default: the LLM writes a straightforward one");
     evolve::add_search_options(*cmd, *a);
     cli::set_examples(*cmd, {
         {"Search for 30 minutes at most with one model (the key in $OPENROUTER_API_KEY)",
@@ -172,7 +195,7 @@ void register_search_command(CLI::App& app, int& rc) {
         {"Two models, a budget of 2 US dollars, stop at 3x",
          "kernelevo search --task gelu/task.json --out kernels --model openai/gpt-5-mini:3 --model z-ai/glm-5:1 "
          "--budget-usd 2 --target-speedup 3"},
-        {"A local model served by vLLM, Triton and CUDA islands",
+        {"A local model served by vLLM, islands taking turns over the candidate languages",
          "kernelevo search --task gelu/task.json --out kernels --llm-url http://localhost:8000/v1 --model qwen3-coder "
          "--backend both --islands 4"},
         {"A whole model, region by region (kernelevo.export_model()), 2 hours split by time share",

@@ -59,11 +59,25 @@ public:
     // when the candidate is the .cu itself.
     virtual std::string cache_source_extension() const = 0;
     virtual std::string cache_metadata_key() const = 0;
+    // Whether a cache entry keeps the candidate's own source beside the .cu generated from it: the
+    // one answer for the search's confirm, `cache add` and the kernel cache.
+    bool keeps_source() const { return !cache_source_extension().empty(); }
+    // The key of those facts that names its toolchain's version ("<name>_version"), which `cache
+    // status` shows under the same key; "" for none.
+    virtual std::string version_fact() const { return ""; }
     // Its folder of compiled objects under cache_root() and what `cache objects stats` calls it.
     virtual std::string object_folder() const = 0;
     virtual std::string object_description() const = 0;
 
     virtual CompileResult compile(const std::string& source, const CompileOptions& options) const = 0;
+
+    // What its compile needs --python (CompileOptions::python) for, with the default, for help
+    // texts ("the Python that has X (default: ...)"); "" when it runs no Python.
+    virtual std::string python_use() const { return ""; }
+    // Checked once before a run that writes candidates in it: that its toolchain is there (else
+    // UsageError, exit 2, saying what to install), so a missing one stops the run before it starts,
+    // not mid-run. Returns a line for the log saying what it found ("" for nothing to say).
+    virtual std::string preflight(const CompileOptions& /*options*/) const { return ""; }
 };
 
 }  // namespace kevo

@@ -29,9 +29,11 @@ void Prompts::load_overrides(const std::filesystem::path& dir) {
             ++found;
         }
     }
-    if (found == 0)
-        throw SettingError({settings::kPrompts}, "{prompts.dir}: " + dir.string() + " holds none of the templates (system.md, "
-                                                 "abi.md, triton.md, seed.md, mutate_full.md, mutate_diff.md, repair.md)");
+    if (found == 0) {
+        std::string files;
+        for (const std::string& name : names()) files += (files.empty() ? "" : ", ") + name + ".md";
+        throw SettingError({settings::kPrompts}, "{prompts.dir}: " + dir.string() + " holds none of the templates (" + files + ")");
+    }
 }
 
 const std::string& Prompts::text(const std::string& name) const {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "language/registry.h"
+
 namespace kevo::evolve {
 namespace settings {
 const std::vector<Setting>& all() {
@@ -55,10 +57,16 @@ void validate_structure(const StructureConfig& c) {
     using namespace settings;
     in_range(kIslands, c.islands, 1, 64);
     in_range(kChildren, c.children, 1, 64);
-    one_of(kBackend, c.backend, {"cuda", "triton", "both"});
-    if (c.backend == "both" && c.islands < 2)
-        throw SettingError({kBackend, kIslands}, "{structure.backend} both needs at least 2 islands (even islands write "
-                                                 "Triton, odd ones CUDA)");
+    one_of(kBackend, c.backend, backend_choices());
+    const size_t languages = language::all().size();
+    if (c.backend == "both" && c.islands < static_cast<int>(languages)) {
+        std::string turns;  // "island 0 writes <the last language>, island 1 ..."
+        for (size_t i = 0; i < languages; ++i)
+            turns += std::string(i ? ", island " : "island ") + std::to_string(i) + (i ? " " : " writes ") +
+                     language::named(mixed_language(static_cast<int>(i)))->display_name();
+        throw SettingError({kBackend, kIslands}, "{structure.backend} both needs at least " + std::to_string(languages) +
+                                                     " islands (" + turns + ", and so on in turn)");
+    }
 }
 
 void validate_evolution(const EvolutionConfig& c) {
@@ -76,6 +84,31 @@ void validate_evolution(const EvolutionConfig& c) {
 }
 
 }  // namespace
+
+std::vector<std::string> backend_choices() {
+    std::vector<std::string> names;
+    for (const CandidateLanguage* l : language::all()) names.push_back(l->name());
+    names.push_back("both");
+    return names;
+}
+
+std::string backend_help() {
+    std::string text = "What the LLM writes: ";
+    for (const CandidateLanguage* l : language::all()) text += l->name() + ": " + l->candidate_help() + "; ";
+    return text + "both: the islands take turns over the languages (the archive keeps the best of each)";
+}
+
+std::string mixed_language(int island) {
+    const auto& all = language::all();
+    return all[all.size() - 1 - static_cast<size_t>(island) % all.size()]->name();
+}
+
+std::vector<std::string> languages_of(const std::string& backend) {
+    if (backend != "both") return {backend};
+    std::vector<std::string> names = backend_choices();
+    names.pop_back();
+    return names;
+}
 
 void validate(const SearchConfig& c) {
     using namespace settings;

@@ -18,9 +18,10 @@ struct StructureConfig {
     int islands = 3;
     int children = 2;              // slots per island per generation
     uint64_t seed = 0;
-    // "cuda", "triton" or "both": with both, even islands write Triton and odd ones CUDA (their
-    // seeds and mutations; a program that migrates in is translated on its first mutation), and
-    // techniques keep CUDA and Triton programs in separate archive cells.
+    // A candidate language's name (language/registry.h) or "both": with both, the islands take
+    // turns over every language (mixed_language(); their seeds and mutations; a program that
+    // migrates in is translated on its first mutation), and each language's techniques keep its
+    // programs in archive cells of their own. backend_choices() lists the values.
     std::string backend = "cuda";
     std::string initial_source;    // the seed kernel (empty: the LLM writes the seed)
 };
@@ -96,6 +97,18 @@ struct SearchConfig {
     BatchConfig batch;
     std::function<void(const std::string&)> log;   // notes (imports, ignored usage); empty: silent
 };
+
+// The values of structure.backend (--backend): every candidate language's name, in the registry's
+// order (language/registry.h), then "both".
+std::vector<std::string> backend_choices();
+// --backend's help: each value and what the LLM writes for it (CandidateLanguage::candidate_help()).
+std::string backend_help();
+// The language island `island` of a "both" run writes: every language in turn, the last listed
+// first (of two: even islands the second language, odd ones CUDA).
+std::string mixed_language(int island);
+// The names of the languages a run with structure.backend `backend` writes candidates in (all of
+// them for "both"), whose CandidateLanguage::preflight() runs before it.
+std::vector<std::string> languages_of(const std::string& backend);
 
 // The settings validate() and the search's set-up name, by identifier and in words.
 namespace settings {

@@ -35,11 +35,6 @@ const llm::ReplyLanguages& reply_languages() {
     return l;
 }
 
-std::string mixed_language(int island) {
-    const auto& all = language::all();
-    return all[all.size() - 1 - static_cast<size_t>(island) % all.size()]->name();
-}
-
 namespace {
 bool counts_as_failed(const std::string& status) {
     for (ProgramState s : {ProgramState::pending, ProgramState::duplicate, ProgramState::not_judged})

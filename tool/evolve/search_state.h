@@ -56,9 +56,6 @@ std::string backend_of(const std::string& source);  // the name of its language 
 const CandidateLanguage& language_named(const std::string& backend);  // UsageError when none is
 std::string fence_of(const std::string& backend);   // the Markdown fence of a language's code
 const llm::ReplyLanguages& reply_languages();        // the reply parser's view of every language
-// The language island `island` of a "both" run writes: every language in turn, the last listed
-// first (of two: even islands the second language, odd ones CUDA).
-std::string mixed_language(int island);
 
 struct Slot {
     std::string key;  // "g0.seed", "g3.i1.c0"

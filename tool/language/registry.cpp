@@ -62,6 +62,20 @@ std::string kernel_help() {
     return text;
 }
 
+std::string kernel_file_kinds() {
+    std::string text = ".cu";
+    for (const CandidateLanguage* l : all())
+        if (l->keeps_source()) text += ", or a " + l->display_name() + " " + l->cache_source_extension();
+    return text;
+}
+
+std::string python_help() {
+    std::string text;
+    for (const CandidateLanguage* l : all())
+        if (!l->python_use().empty()) text += (text.empty() ? "" : "; ") + l->display_name() + ": " + l->python_use();
+    return text;
+}
+
 std::vector<std::string> fence_tags() {
     std::vector<std::string> tags;
     for (const CandidateLanguage* l : all())

@@ -32,6 +32,12 @@ std::vector<std::string> backend_choices();
 std::string backend_help();
 // "Candidate kernel: <CUDA's candidate_help()>, or <the next one's>": --kernel's help.
 std::string kernel_help();
+// What a candidate file is: ".cu, or a Triton .py" (CUDA's .cu, then each language that keeps its
+// own source, by its cache_source_extension()): --initial's help.
+std::string kernel_file_kinds();
+// --python's help for the languages that run Python (CandidateLanguage::python_use()):
+// "Triton: the Python that has Triton (default: ...)", several joined by "; "; "" when none does.
+std::string python_help();
 
 // Every language's code-fence tags, in the registry's order.
 std::vector<std::string> fence_tags();

@@ -28,10 +28,18 @@ public:
     std::string plain_technique() const override { return "triton_plain"; }
     std::string cache_source_extension() const override { return ".py"; }
     std::string cache_metadata_key() const override { return "triton"; }
+    std::string version_fact() const override { return "triton_version"; }
     std::string object_folder() const override { return "triton"; }
     std::string object_description() const override { return "Triton kernels"; }
     CompileResult compile(const std::string& source, const CompileOptions& options) const override {
         return compile_triton(source, options);
+    }
+    std::string python_use() const override {
+        return "the Python that has Triton (default: $KERNELEVO_PYTHON, else python3)";
+    }
+    std::string preflight(const CompileOptions& options) const override {
+        const TritonInfo ti = probe(options.python);  // a missing Triton: UsageError saying what to install
+        return "Triton " + ti.version + " (" + ti.python + ") compiles the Triton candidates ahead of time";
     }
 };
 }  // namespace

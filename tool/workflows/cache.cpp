@@ -6,6 +6,7 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "common/suggest.h"
+#include "language/registry.h"
 #include "sol/sol.h"
 
 namespace kevo::workflows {
@@ -100,8 +101,9 @@ nlohmann::json StatusRow::to_json() const {
         row["gpu"] = l.meta->gpu;
         row["summary"] = sol::result_summary(l.meta->validation);  // per-shape speedups, speed of light
         row["backend"] = l.meta->backend;
-        if (l.meta->backend == "triton" && l.meta->triton.is_object())
-            row["triton_version"] = l.meta->triton.value("triton_version", "");
+        const CandidateLanguage* language = language::named(l.meta->backend);  // its version under the facts' own key
+        if (language && !language->version_fact().empty() && l.meta->facts.is_object())
+            row[language->version_fact()] = l.meta->facts.value(language->version_fact(), "");
     }
     return row;
 }

@@ -63,7 +63,7 @@ CacheAddition cache_add(const CacheAddRequest& a) {
     CompileOptions toolkit;
     // A candidate whose language keeps its own source in the cache (a .py) is stored as the
     // .cu generated from it: it is compiled even unvalidated. Nothing else is compiled unvalidated.
-    const bool generated = !language::of_source(source).cache_source_extension().empty();
+    const bool generated = language::of_source(source).keeps_source();
     if (!a.unvalidated || generated) require_toolkit_arch(o.arch, toolkit);
     CompileOptions copt;
     copt.arch = o.arch;

@@ -23,7 +23,7 @@ CacheOutcome confirm_and_cache(Evaluator& evaluator, const Task& task, const sto
     CacheOutcome out;
     nlohmann::json details = best.details;
     const CandidateLanguage& language = language::of_source(best.source);
-    const bool generated = !language.cache_source_extension().empty();
+    const bool generated = language.keeps_source();
     const bool confirming = evaluator.device().present;
     // A kernel in a language whose cache entry keeps its own source beside it (a .py) is
     // stored as the .cu generated from it (compiled before: served from the compile cache, here or

@@ -31,7 +31,7 @@ struct CacheOutcome {
 
 // Confirms `best` (its details: the first run's result) through `evaluator` when it has a device,
 // then writes it. A kernel whose language keeps its own source in the cache (CandidateLanguage::
-// cache_source_extension) is stored as the .cu generated from it (a compile that fails again here
+// keeps_source()) is stored as the .cu generated from it (a compile that fails again here
 // throws UsageError). Prints nothing.
 CacheOutcome confirm_and_cache(Evaluator& evaluator, const Task& task, const store::Program& best, const CacheRequest& req);
 

@@ -18,10 +18,10 @@
 #include "compile/arch_support.h"
 #include "evolve/report.h"
 #include "evolve/search.h"
+#include "language/registry.h"
 #include "llm/budget.h"
 #include "llm/options.h"
 #include "store/writer.h"
-#include "triton/triton_compile.h"
 #include "workflows/confirm.h"
 #include "workflows/search.h"
 #include "workflows/search_parts.h"
@@ -192,16 +192,16 @@ LlmLink connect_llm(const llm::LlmOptions& o) {
 }
 
 ValidateOptions validate_options(const SearchArgs& a, const evolve::SearchConfig& cfg, const Task& task) {
-    if (cfg.structure.backend != "cuda" && a.workers.empty()) {  // with --workers, the compile workers' Triton compiles
-        triton::TritonInfo ti = triton::probe(a.python);  // a missing Triton stops here (exit 2), not mid-run
-        std::cerr << "kernelevo: Triton " << ti.version << " (" << ti.python << ") compiles the Triton candidates ahead of time\n";
-    }
     ValidateOptions vo;
     vo.arch = a.arch.empty() ? std::string() : normalize_arch(a.arch);
     vo.timeout_s = a.timeout;
     vo.timing_trials = a.timing_trials;
     vo.compile.python = a.python;
     vo.compile.task = std::make_shared<const Task>(task);
+    if (a.workers.empty())  // with --workers the workers compile: their toolchains, not this host's
+        for (const std::string& name : evolve::languages_of(cfg.structure.backend))
+            if (const CandidateLanguage* l = language::named(name))  // a missing toolchain stops here (exit 2), not mid-run
+                if (const std::string found = l->preflight(vo.compile); !found.empty()) std::cerr << "kernelevo: " << found << "\n";
     return vo;
 }
 

@@ -17,7 +17,7 @@ namespace kevo::workflows {
 // What `kernelevo search` was asked (its options; the command line fills it).
 struct SearchArgs {
     std::string task, out, arch, state, initial, prompts, max_time, workers, schedule = "steady";
-    std::string python;            // --python: the interpreter with Triton (--backend triton|both)
+    std::string python;            // --python: the interpreter of the languages that run Python (CandidateLanguage::python_use)
     bool fresh = false, json = false, no_profile = false;
     // issue 35 (tool/baseline): the fitness's baseline (reference | baseline::kinds()), whether the
     // PyTorch baselines are timed for the summary, and whether AOTInductor is among them (--aoti).
