@@ -1,6 +1,7 @@
 // The whole search loop on the CPU: scripted LLM replies and a scripted evaluator.
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -241,11 +242,14 @@ class Schedules : public ::testing::TestWithParam<bool> {};
 INSTANTIATE_TEST_SUITE_P(Search, Schedules, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "steady" : "generations"; });
 
-// The most tokens any of these requests could have used (what the budget reserved for it).
-int64_t largest_reservation(const ScriptedProvider& p) {
-    int64_t most = 0;
-    for (const auto& q : p.requests()) most = std::max(most, llm::max_prompt_tokens(q) + llm::max_completion_tokens(q));
-    return most;
+// The budget's refusal that stopped a run ("token budget: USED tokens used and RESERVED reserved
+// ... may use up to NEXT ..."), as {USED, RESERVED, NEXT}; empty when the run logged none.
+std::vector<int64_t> refusal(const std::vector<std::string>& log) {
+    static const std::regex line(R"(^token budget: (\d+) tokens used and (\d+) reserved .* may use up to (\d+) )");
+    std::smatch m;
+    for (const auto& l : log)
+        if (std::regex_search(l, m, line)) return {std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3])};
+    return {};
 }
 
 TEST_P(Schedules, StopsAtTheTokenBudgetWithoutOverrunningItAndResumesWithALargerOne) {
@@ -255,12 +259,24 @@ TEST_P(Schedules, StopsAtTheTokenBudgetWithoutOverrunningItAndResumesWithALarger
     cfg.evolution.steady = GetParam();
     cfg.requests.max_tokens = 200;
     cfg.stopping.budget_tokens = 10000;  // each call uses 150 tokens and reserves its prompt's bytes + 200
+    std::mutex log_mu;
+    std::vector<std::string> log;
+    cfg.log = [&](const std::string& l) {
+        std::lock_guard<std::mutex> lock(log_mu);
+        log.push_back(l);
+    };
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(res.stop_reason, "budget");
     store::Spent spent = r.store->spent();
-    // Never overrun, although four slots ask at once; and used up to within one reservation.
+    // Never overrun, although four slots ask at once; and stopped only by a request that did not fit
+    // with nothing left in flight. (Its own reservation, not the largest one sent: which slot asks
+    // when nothing is in flight depends on the threads' order, and its prompt may be the longest.)
     EXPECT_LE(spent.tokens(), 10000);
-    EXPECT_GT(spent.tokens() + largest_reservation(provider), 10000);
+    const std::vector<int64_t> refused = refusal(log);
+    ASSERT_EQ(refused.size(), 3u) << "no budget refusal was logged";
+    EXPECT_EQ(refused[0], spent.tokens());
+    EXPECT_EQ(refused[1], 0) << "stopped while requests were in flight";
+    EXPECT_GT(refused[0] + refused[2], 10000);
     EXPECT_GT(spent.calls, 4);
     EXPECT_EQ(provider.calls(), static_cast<size_t>(spent.calls));
 
