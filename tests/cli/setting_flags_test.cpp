@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <functional>
 #include <set>
 #include <string>
@@ -115,6 +116,7 @@ TEST(SettingFlags, EverySettingOfTheLowerFloorsIsAnOptionOfTheCommandsThatUseIt)
 // Each lower floor's SettingError: its message in words names no flag, and the command line's
 // (message_with_flags) is the one `kernelevo` prints.
 TEST(SettingFlags, TheLowerFloorsErrorsNameNoFlag) {
+    ::unsetenv("KERNELEVO_SERVE_TOKEN");  // a token in the environment would let 10.1.2.3 listen
     TempDir dir("kevo-setting-flags");
     write_file_atomic(dir.path() / "empty.tsv", "");
     write_file_atomic(dir.path() / "p.py", "");
