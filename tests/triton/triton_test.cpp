@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -307,6 +308,31 @@ TEST(TritonAot, WrapperDispatchesOnHintsAndCompilesWithNvcc) {
     EXPECT_NE(w.find("dlopen(\"libcuda.so.1\""), std::string::npos);
 }
 
+// The whole generated text, pinned: a change is deliberate (then bump kWrapperVersion in triton_compile.cpp
+// and replace the file with the one this test writes). The recorded gelu launch (hinted + generic), and then
+// also a second launch with no hints, an i64 scalar and more than 48 KiB of dynamic shared memory.
+TEST(TritonAot, WrapperTextIsPinned) {
+    std::vector<CompiledLaunch> two = recorded_gelu();
+    CompiledLaunch second = two[0];
+    for (Arg& a : second.launch.args) {
+        a.hint = 0;
+        if (a.param == "n_elements") a.triton_type = "i64";
+    }
+    second.specializations.erase(second.specializations.begin());
+    second.specializations[0].shared = 60000;
+    two.push_back(second);
+    for (const auto& [file, launches] : {std::make_pair("gelu_bias.cu", recorded_gelu()), std::make_pair("two_launches.cu", two)}) {
+        const std::string expected = fs::exists(kTriton / "wrapper" / file) ? read_file(kTriton / "wrapper" / file) : "";
+        const std::string actual = generate_wrapper(launches, gelu_task(), file);
+        if (actual == expected) continue;
+        const fs::path written = fs::path(::testing::TempDir()) / (std::string("kevo-wrapper-") + file);  // kept after the test
+        write_file_atomic(written, actual);
+        auto differs = std::mismatch(actual.begin(), actual.end(), expected.begin(), expected.end()).first;
+        ADD_FAILURE() << "the wrapper differs from tests/data/triton/wrapper/" << file << " from line "
+                      << 1 + std::count(actual.begin(), differs, '\n') << "; it was written to " << written;
+    }
+}
+
 TEST(TritonAot, LauncherThatDoesNotMatchTheDescriptionIsRefused) {
     auto cl = recorded_gelu();
     cl[0].specializations[1].params.pop_back();  // a Triton that dropped N
@@ -440,6 +466,27 @@ TEST(TritonSandbox, ACandidateThatNeverFinishesHitsTheTimeLimitAndIsNotCached) {
     EXPECT_TRUE(r.limit_hit);
     EXPECT_NE(r.log.find("compile_error: the compilation hit the time limit (3 s)"), std::string::npos) << r.log;
     CompileResult again = compile_candidate(slow, o);
+    EXPECT_FALSE(again.cached) << "a compile stopped by a limit is not a verdict";
+    EXPECT_TRUE(again.limit_hit);
+}
+
+// A candidate that maps more than the AOT compile's address-space limit (16 GiB: the larger of
+// CompileOptions::memory_bytes and Triton's own) is stopped by that limit, which the log names.
+// The mapping is never touched, so without the limit it would simply succeed.
+TEST(TritonSandbox, ACandidateOverTheMemoryLimitIsToldTheLimitAndIsNotCached) {
+    REQUIRE_PYTHON();
+    std::string big = replaced(gelu_source(), "import triton\n", "import triton\nimport mmap\nm = mmap.mmap(-1, 17 << 30)\n");
+    big += "# " + std::to_string(::getpid()) + "\n";  // not served from an earlier run's cache
+    CompileOptions o;
+    o.task = std::make_shared<const Task>(gelu_task());
+    o.python = python_with("fake_triton");
+    CompileResult r = compile_candidate(big, o);
+    EXPECT_FALSE(r.ok);
+    EXPECT_TRUE(r.limit_hit);
+    EXPECT_NE(r.log.find("compile_error: the compiler hit the memory limit (16384 MiB of address space per process)"), std::string::npos)
+        << r.log;
+    EXPECT_NE(r.log.find("Cannot allocate memory"), std::string::npos) << r.log;
+    CompileResult again = compile_candidate(big, o);
     EXPECT_FALSE(again.cached) << "a compile stopped by a limit is not a verdict";
     EXPECT_TRUE(again.limit_hit);
 }

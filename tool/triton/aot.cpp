@@ -147,32 +147,10 @@ AotKernel parse_aot_source(const std::string& c) {
     return k;
 }
 
-std::string generate_wrapper(const std::vector<CompiledLaunch>& launches, const Task& task, const std::string& header_comment) {
-    std::ostringstream o;
-    o << "// " << header_comment << "\n"
-      << "// The kernel-ABI entry point around Triton's ahead-of-time output (C with the cubin embedded).\n"
-      << "// Uses the CUDA driver API, opened at run time (no -lcuda). Generated: do not edit.\n"
-      << "#include <kernelevo/abi.h>\n"
-      << "#include <cuda.h>\n#include <inttypes.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
-      << "#include <dlfcn.h>\n#include <mutex>\n\n"
-      << "namespace {\n"
-      << kDriverTable
-      << "// The grid of the next launch on this thread: triton.tools.compile was given\n"
-      << "// --grid kevo_grid_x,kevo_grid_y,kevo_grid_z.\n"
-      << "thread_local unsigned int kevo_grid_x = 0, kevo_grid_y = 0, kevo_grid_z = 0;\n\n";
-    int ns = 0;
-    std::vector<std::vector<std::string>> ns_names(launches.size());
-    for (size_t li = 0; li < launches.size(); ++li) {
-        for (const AotKernel& k : launches[li].specializations) {
-            std::string name = "kevo_aot_" + std::to_string(ns++);
-            ns_names[li].push_back(name);
-            o << "// ---- " << name << ": " << k.launcher << " (Triton kernel " << k.triton_kernel_name << ") ----\n"
-              << "namespace " << name << " {\n"
-              << without_includes(k.c_source) << "\n}  // namespace " << name << "\n"
-              << "#undef CUBIN_NAME\n#undef CUDA_CHECK\n\n";
-        }
-    }
-    o << R"(int64_t kevo_cdiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+namespace {
+
+// The helpers of kevo_forward and the start of kevo_load_all (which the per-kernel loads continue).
+const char* const kWrapperHelpers = R"(int64_t kevo_cdiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 int64_t kevo_div(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
 int64_t kevo_mod(int64_t a, int64_t b) { return b == 0 ? 0 : a % b; }
 int64_t kevo_min(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -234,9 +212,47 @@ int kevo_load_all() {
         return 0;
     }
 )";
-    int idx = 0;
+
+// The namespace names of the AOT sources: names[launch][specialization] (kevo_aot_0, kevo_aot_1...).
+using NamespaceNames = std::vector<std::vector<std::string>>;
+
+// The top of the file: provenance, includes, the driver table and the grid of the next launch.
+void write_prelude(std::ostream& o, const std::string& header_comment) {
+    o << "// " << header_comment << "\n"
+      << "// The kernel-ABI entry point around Triton's ahead-of-time output (C with the cubin embedded).\n"
+      << "// Uses the CUDA driver API, opened at run time (no -lcuda). Generated: do not edit.\n"
+      << "#include <kernelevo/abi.h>\n"
+      << "#include <cuda.h>\n#include <inttypes.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+      << "#include <dlfcn.h>\n#include <mutex>\n\n"
+      << "namespace {\n"
+      << kDriverTable
+      << "// The grid of the next launch on this thread: triton.tools.compile was given\n"
+      << "// --grid kevo_grid_x,kevo_grid_y,kevo_grid_z.\n"
+      << "thread_local unsigned int kevo_grid_x = 0, kevo_grid_y = 0, kevo_grid_z = 0;\n\n";
+}
+
+// Every AOT source in a namespace of its own; returns the namespaces' names.
+NamespaceNames write_aot_sources(std::ostream& o, const std::vector<CompiledLaunch>& launches) {
+    int ns = 0;
+    NamespaceNames ns_names(launches.size());
+    for (size_t li = 0; li < launches.size(); ++li) {
+        for (const AotKernel& k : launches[li].specializations) {
+            std::string name = "kevo_aot_" + std::to_string(ns++);
+            ns_names[li].push_back(name);
+            o << "// ---- " << name << ": " << k.launcher << " (Triton kernel " << k.triton_kernel_name << ") ----\n"
+              << "namespace " << name << " {\n"
+              << without_includes(k.c_source) << "\n}  // namespace " << name << "\n"
+              << "#undef CUBIN_NAME\n#undef CUDA_CHECK\n\n";
+        }
+    }
+    return ns_names;
+}
+
+// The helpers and kevo_load_all, which loads every module; closes the anonymous namespace.
+void write_loader(std::ostream& o, const std::vector<CompiledLaunch>& launches, const NamespaceNames& ns_names) {
+    o << kWrapperHelpers;
     for (size_t li = 0; li < launches.size(); ++li)
-        for (size_t si = 0; si < launches[li].specializations.size(); ++si, ++idx) {
+        for (size_t si = 0; si < launches[li].specializations.size(); ++si) {
             const AotKernel& k = launches[li].specializations[si];
             const std::string& n = ns_names[li][si];
             o << "    r = kevo_load(&" << n << "::" << k.module << ", &" << n << "::" << k.function << ", " << n << "::" << k.cubin
@@ -245,111 +261,144 @@ int kevo_load_all() {
               << "\", r);\n";
         }
     o << "    kevo_loaded_context = ctx;\n    return 0;\n}\n}  // namespace\n\n";
+}
 
-    // kevo_forward
-    o << "extern \"C\" int kevo_forward(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, cudaStream_t stream) {\n"
-      << "    if (n_in != " << task.inputs.size() << " || n_out != " << task.outputs.size()
-      << ") return kevo_fail(1, \"wrong number of tensors\", CUDA_SUCCESS);\n";
+// kevo_forward's checks of the tensors' rank, dtype, layout and sizes, binding each dimension to
+// the first size that has it; returns dimension name -> its C variable.
+std::map<std::string, std::string> write_tensor_checks(std::ostream& o, const Task& task) {
     std::map<std::string, std::string> dims;
-    std::set<std::string> bound;
-    std::ostringstream checks;
     for (int io = 0; io < 2; ++io) {
         const auto& list = io == 0 ? task.inputs : task.outputs;
         const char* arr = io == 0 ? "in" : "out";
         for (size_t i = 0; i < list.size(); ++i) {
             std::string t = std::string(arr) + "[" + std::to_string(i) + "]";
-            checks << "    if (" << t << ".ndim != " << list[i].shape.size() << " || " << t << ".dtype != " << dtype_abi(list[i].dtype)
-                   << " || !kevo_contiguous(" << t << ")) return kevo_fail(2, \"" << list[i].name
-                   << ": unexpected rank, dtype or layout\", CUDA_SUCCESS);\n";
+            o << "    if (" << t << ".ndim != " << list[i].shape.size() << " || " << t << ".dtype != " << dtype_abi(list[i].dtype)
+              << " || !kevo_contiguous(" << t << ")) return kevo_fail(2, \"" << list[i].name
+              << ": unexpected rank, dtype or layout\", CUDA_SUCCESS);\n";
             for (size_t a = 0; a < list[i].shape.size(); ++a) {
                 const Dim& d = list[i].shape[a];
                 std::string size = t + ".sizes[" + std::to_string(a) + "]";
                 if (d.symbol.empty()) {
-                    checks << "    if (" << size << " != INT64_C(" << d.value << ")) return kevo_fail(3, \"" << list[i].name
-                           << ": unexpected size\", CUDA_SUCCESS);\n";
-                } else if (!bound.count(d.symbol)) {
-                    bound.insert(d.symbol);
+                    o << "    if (" << size << " != INT64_C(" << d.value << ")) return kevo_fail(3, \"" << list[i].name
+                      << ": unexpected size\", CUDA_SUCCESS);\n";
+                } else if (!dims.count(d.symbol)) {
                     dims[d.symbol] = "kevo_dim_" + d.symbol;
-                    checks << "    const int64_t kevo_dim_" << d.symbol << " = " << size << ";\n";
+                    o << "    const int64_t kevo_dim_" << d.symbol << " = " << size << ";\n";
                 } else {
-                    checks << "    if (" << size << " != kevo_dim_" << d.symbol << ") return kevo_fail(3, \"" << list[i].name
-                           << ": size " << d.symbol << " differs between tensors\", CUDA_SUCCESS);\n";
+                    o << "    if (" << size << " != kevo_dim_" << d.symbol << ") return kevo_fail(3, \"" << list[i].name
+                      << ": size " << d.symbol << " differs between tensors\", CUDA_SUCCESS);\n";
                 }
             }
         }
     }
-    o << checks.str();
+    return dims;
+}
+
+std::string tensor_ref(const Arg& a) { return std::string(a.is_input ? "in" : "out") + "[" + std::to_string(a.index) + "]"; }
+
+// What one launch passes: parameter -> C expression (its scalars computed, and range-checked when
+// i32, in `o`), and the names its grid may use (the dimensions and integer constexprs).
+struct LaunchValues {
+    std::map<std::string, std::string> value_of;
+    std::map<std::string, std::string> grid_names;
+};
+
+LaunchValues write_launch_values(std::ostream& o, const Launch& L, const std::map<std::string, std::string>& dims) {
+    LaunchValues v;
+    v.grid_names = dims;
+    for (const Arg& a : L.args) {
+        if (a.kind == Arg::constexpr_value) {
+            if (a.literal.find_first_of(".e") == std::string::npos) v.grid_names[a.param] = "INT64_C(" + a.literal + ")";
+            continue;
+        }
+        if (a.kind == Arg::tensor) {
+            v.value_of[a.param] = "(CUdeviceptr)" + tensor_ref(a) + ".data";
+            continue;
+        }
+        std::string name = "kevo_v_" + a.param;
+        o << "        const int64_t " << name << " = " << expression_to_c(a.expr, dims) << ";\n";
+        if (a.triton_type == "i32")
+            o << "        if (" << name << " < INT32_MIN || " << name << " > INT32_MAX) return kevo_fail(4, \"" << a.param
+              << " does not fit in i32 (give it type i64)\", CUDA_SUCCESS);\n";
+        v.value_of[a.param] = name;
+    }
+    return v;
+}
+
+// The call of an AOT launcher, its parameters bound by name; throws AotFormatError when the
+// launcher and the launch description disagree on them.
+std::string launcher_call(const AotKernel& k, const std::string& ns, const std::map<std::string, std::string>& value_of) {
+    std::string call = ns + "::" + k.launcher + "((CUstream)stream";
+    std::set<std::string> used;
+    for (const auto& [type, name] : k.params) {
+        if (name == "global_scratch" || name == "profile_scratch") continue;
+        auto it = value_of.find(name);
+        if (it == value_of.end())
+            throw AotFormatError("the AOT launcher " + k.launcher + " takes a parameter '" + name +
+                                 "' that the launch description does not bind");
+        std::string v = it->second;
+        if (type.find("int32") != std::string::npos) v = "(int32_t)" + v;
+        call += ", " + v;
+        used.insert(name);
+    }
+    for (const auto& [name, v] : value_of)
+        if (!used.count(name))
+            throw AotFormatError("the AOT launcher " + k.launcher + " does not take the parameter '" + name + "' of the launch description");
+    return call + ")";
+}
+
+// The run-time test of the launch's divisibility hints (when it holds, the hinted specialization runs).
+std::string hint_condition(const Launch& L, std::map<std::string, std::string>& value_of) {
+    std::string cond;
+    for (const Arg& a : L.args) {
+        if (!a.hint) continue;
+        std::string c = a.kind == Arg::tensor ? "((uintptr_t)" + tensor_ref(a) + ".data % 16 == 0)" : "(" + value_of[a.param] + " % 16 == 0)";
+        cond += (cond.empty() ? "" : " && ") + c;
+    }
+    return cond;
+}
+
+// One launch inside kevo_forward: its values, its grid, and the call of its specialization.
+void write_launch(std::ostream& o, size_t li, const CompiledLaunch& cl, const std::vector<std::string>& ns_names,
+                  const std::map<std::string, std::string>& dims) {
+    const Launch& L = cl.launch;
+    o << "    {  // launch " << li << ": " << L.kernel << "\n";
+    LaunchValues v = write_launch_values(o, L, dims);
+    const char* axis[3] = {"x", "y", "z"};
+    for (int g = 0; g < 3; ++g)
+        o << "        const int64_t kevo_g" << axis[g] << " = " << expression_to_c(L.grid[g], v.grid_names) << ";\n";
+    o << "        if (kevo_gx < 0 || kevo_gy < 0 || kevo_gz < 0 || kevo_gx > INT64_C(2147483647) || kevo_gy > 65535 || kevo_gz > 65535)\n"
+      << "            return kevo_fail(5, \"grid out of range\", CUDA_SUCCESS);\n"
+      << "        kevo_grid_x = (unsigned int)kevo_gx; kevo_grid_y = (unsigned int)kevo_gy; kevo_grid_z = (unsigned int)kevo_gz;\n"
+      << "        if (kevo_gx * kevo_gy * kevo_gz > 0) {\n";
+    for (size_t si = 0; si < cl.specializations.size(); ++si) {
+        std::string call = launcher_call(cl.specializations[si], ns_names[si], v.value_of);
+        if (L.has_hints() && si == 0) {
+            o << "            if (" << hint_condition(L, v.value_of) << ") r = " << call << ";  // the hinted specialization\n"
+              << "            else ";
+        } else {
+            o << (si == 0 ? "            " : "") << "r = " << call << ";\n";
+        }
+    }
+    o << "            if (r != CUDA_SUCCESS) return kevo_fail(6, \"launching " << L.kernel << " failed\", r);\n"
+      << "        }\n    }\n";
+}
+
+}  // namespace
+
+std::string generate_wrapper(const std::vector<CompiledLaunch>& launches, const Task& task, const std::string& header_comment) {
+    std::ostringstream o;
+    write_prelude(o, header_comment);
+    NamespaceNames ns_names = write_aot_sources(o, launches);
+    write_loader(o, launches, ns_names);
+    o << "extern \"C\" int kevo_forward(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, cudaStream_t stream) {\n"
+      << "    if (n_in != " << task.inputs.size() << " || n_out != " << task.outputs.size()
+      << ") return kevo_fail(1, \"wrong number of tensors\", CUDA_SUCCESS);\n";
+    std::map<std::string, std::string> dims = write_tensor_checks(o, task);
     o << "    (void)in; (void)out;\n";
     o << "    if (int e = kevo_load_all()) return e;\n";
     o << "    CUresult r = CUDA_SUCCESS;\n";
-    for (size_t li = 0; li < launches.size(); ++li) {
-        const CompiledLaunch& cl = launches[li];
-        const Launch& L = cl.launch;
-        o << "    {  // launch " << li << ": " << L.kernel << "\n";
-        std::map<std::string, std::string> grid_names = dims;
-        std::map<std::string, std::string> value_of;  // param -> C expression
-        for (const Arg& a : L.args) {
-            if (a.kind == Arg::constexpr_value) {
-                if (a.literal.find_first_of(".e") == std::string::npos) grid_names[a.param] = "INT64_C(" + a.literal + ")";
-                continue;
-            }
-            if (a.kind == Arg::tensor) {
-                value_of[a.param] = "(CUdeviceptr)" + std::string(a.is_input ? "in" : "out") + "[" + std::to_string(a.index) + "].data";
-                continue;
-            }
-            std::string v = "kevo_v_" + a.param;
-            o << "        const int64_t " << v << " = " << expression_to_c(a.expr, dims) << ";\n";
-            if (a.triton_type == "i32")
-                o << "        if (" << v << " < INT32_MIN || " << v << " > INT32_MAX) return kevo_fail(4, \"" << a.param
-                  << " does not fit in i32 (give it type i64)\", CUDA_SUCCESS);\n";
-            value_of[a.param] = v;
-        }
-        const char* axis[3] = {"x", "y", "z"};
-        for (int g = 0; g < 3; ++g)
-            o << "        const int64_t kevo_g" << axis[g] << " = " << expression_to_c(L.grid[g], grid_names) << ";\n";
-        o << "        if (kevo_gx < 0 || kevo_gy < 0 || kevo_gz < 0 || kevo_gx > INT64_C(2147483647) || kevo_gy > 65535 || kevo_gz > 65535)\n"
-          << "            return kevo_fail(5, \"grid out of range\", CUDA_SUCCESS);\n"
-          << "        kevo_grid_x = (unsigned int)kevo_gx; kevo_grid_y = (unsigned int)kevo_gy; kevo_grid_z = (unsigned int)kevo_gz;\n"
-          << "        if (kevo_gx * kevo_gy * kevo_gz > 0) {\n";
-        for (size_t si = 0; si < cl.specializations.size(); ++si) {
-            const AotKernel& k = cl.specializations[si];
-            bool hinted = L.has_hints() && si == 0;
-            std::string call = ns_names[li][si] + "::" + k.launcher + "((CUstream)stream";
-            std::set<std::string> used;
-            for (const auto& [type, name] : k.params) {
-                if (name == "global_scratch" || name == "profile_scratch") continue;
-                auto it = value_of.find(name);
-                if (it == value_of.end())
-                    throw AotFormatError("the AOT launcher " + k.launcher + " takes a parameter '" + name +
-                                         "' that the launch description does not bind");
-                std::string v = it->second;
-                if (type.find("int32") != std::string::npos) v = "(int32_t)" + v;
-                call += ", " + v;
-                used.insert(name);
-            }
-            for (const auto& [name, v] : value_of)
-                if (!used.count(name))
-                    throw AotFormatError("the AOT launcher " + k.launcher + " does not take the parameter '" + name +
-                                         "' of the launch description");
-            call += ")";
-            if (hinted) {
-                std::string cond;
-                for (const Arg& a : L.args) {
-                    if (!a.hint) continue;
-                    std::string c = a.kind == Arg::tensor ? "((uintptr_t)" + std::string(a.is_input ? "in" : "out") + "[" +
-                                                                std::to_string(a.index) + "].data % 16 == 0)"
-                                                          : "(" + value_of[a.param] + " % 16 == 0)";
-                    cond += (cond.empty() ? "" : " && ") + c;
-                }
-                o << "            if (" << cond << ") r = " << call << ";  // the hinted specialization\n"
-                  << "            else ";
-            } else {
-                o << (si == 0 ? "            " : "") << "r = " << call << ";\n";
-            }
-        }
-        o << "            if (r != CUDA_SUCCESS) return kevo_fail(6, \"launching " << L.kernel << " failed\", r);\n"
-          << "        }\n    }\n";
-    }
+    for (size_t li = 0; li < launches.size(); ++li) write_launch(o, li, launches[li], ns_names[li], dims);
     o << "    return 0;\n}\n";
     return o.str();
 }
