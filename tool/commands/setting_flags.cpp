@@ -40,6 +40,7 @@ std::string flag_of(const std::string& id) {
         {"llm.key_env", "--llm-key-env"},
         {"llm.model", "--model"},
         {"llm.price", "--llm-price"},
+        {"llm.replay", "--llm-replay"},
         {"sandbox.mode", "--sandbox"},
         {"compile.arch", "--arch"},
         {"import.out", "--out"},

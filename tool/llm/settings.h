@@ -10,9 +10,10 @@ inline constexpr Setting kUrl{"llm.url", "the LLM's URL"};
 inline constexpr Setting kKeyEnv{"llm.key_env", "the API key's variable"};
 inline constexpr Setting kModel{"llm.model", "the model"};
 inline constexpr Setting kPrice{"llm.price", "the price per token"};
+inline constexpr Setting kReplay{"llm.replay", "to replay"};
 // Every setting above (for the commands' table of flags and its test).
 inline const std::vector<Setting>& all() {
-    static const std::vector<Setting> v{kUrl, kKeyEnv, kModel, kPrice};
+    static const std::vector<Setting> v{kUrl, kKeyEnv, kModel, kPrice, kReplay};
     return v;
 }
 }  // namespace kevo::llm::settings

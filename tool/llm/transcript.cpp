@@ -17,6 +17,7 @@
 #include "common/process.h"
 #include "common/text.h"
 #include "llm/llm.h"
+#include "llm/settings.h"
 
 namespace kevo::llm {
 namespace {
@@ -171,7 +172,12 @@ ReplayProvider::~ReplayProvider() = default;
 ReplayProvider::ReplayProvider(const std::filesystem::path& transcript, Mode mode) : impl_(std::make_unique<Impl>()) {
     impl_->mode = mode;
     impl_->path = transcript;
-    std::string text = read_input_file(transcript, "an LLM transcript (--llm-replay)", std::uintmax_t{1} << 30);
+    std::string text;
+    try {
+        text = read_input_file(transcript, "an LLM transcript ({llm.replay})", std::uintmax_t{1} << 30);
+    } catch (const UsageError& e) {
+        throw SettingError({settings::kReplay}, e.what());
+    }
     for_each_nonblank_line(text, [&](std::string& line, size_t number) {
         json j = json::parse(line, nullptr, false);
         if (!j.is_object() || !j.contains("request_hash") || !j.contains("response") || !j.contains("error"))
