@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <future>
 #include <memory>
 #include <thread>
@@ -148,6 +149,46 @@ TEST_F(TaskTest, HashIgnoresWhereTheFileLivesButNotWhatItSays) {
     j["tolerance"] = 1e-3;
     EXPECT_NE(parse(j).hash(), a.hash());
     EXPECT_EQ(a.reference_hash().size(), 64u);
+}
+
+// A `c++` on PATH in place of the compiler, for the reference hash's preprocessing (the old PATH
+// is put back at the end).
+class FakeCompiler {
+public:
+    FakeCompiler(const fs::path& dir, const std::string& script) : old_(std::getenv("PATH") ? std::getenv("PATH") : "") {
+        write_file_atomic(dir / "c++", "#!/bin/sh\n" + script + "\n");
+        fs::permissions(dir / "c++", fs::perms::owner_all);
+        ::setenv("PATH", (dir.string() + ":" + old_).c_str(), 1);
+    }
+    ~FakeCompiler() { ::setenv("PATH", old_.c_str(), 1); }
+
+private:
+    std::string old_;
+};
+
+// The reference hash falls back to the file's bytes only on the compiler's own verdict (it cannot
+// read the file), never when its preprocessing did not finish (killed: on a loaded machine, at the
+// time limit), which would give the same reference a second hash.
+TEST_F(TaskTest, ReferenceHashIsAnErrorWhenThePreprocessorDoesNotFinish) {
+    Task a = parse(base());
+    fs::create_directories(dir.path() / "bin");
+    {
+        FakeCompiler cxx(dir.path() / "bin", "kill -9 $$");
+        try {
+            std::string h = a.reference_hash();
+            ADD_FAILURE() << "a hash from a killed preprocessor: " << h << (h == a.reference_file_hash() ? " (the bytes')" : "");
+        } catch (const UsageError& e) {
+            EXPECT_NE(std::string(e.what()).find("hashing the reference " + a.reference_source.string() +
+                                                 ": 'c++ -MM' did not finish (killed by signal 9"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+    {
+        FakeCompiler cxx(dir.path() / "bin", "echo 'cannot read it' >&2; exit 1");
+        EXPECT_EQ(a.reference_hash(), a.reference_file_hash());
+    }
+    EXPECT_NE(a.reference_hash(), a.reference_file_hash()) << "the real compiler's preprocessed hash";
 }
 
 TEST_F(TaskTest, Errors) {

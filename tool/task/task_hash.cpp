@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "common/hash.h"
 #include "common/process.h"
 #include "task/task.h"
@@ -41,13 +42,25 @@ std::string collapse_whitespace(const std::string& text) {
     return out;
 }
 
-ProcessResult run_cxx(std::vector<std::string> args, const std::filesystem::path& cwd) {
+// Most seconds one preprocessing may take: only a limit for a compiler that hangs (on a loaded
+// machine a -MM of a LibTorch reference takes seconds; CMake's side of the hash waits without one).
+constexpr double kCxxLimitS = 900;
+
+// The compiler's verdict: ok, or it could not read the file (no compiler, or it exited with an
+// error: the caller falls back to the byte hash, as CMake's side does). A run that did not end by
+// itself (killed at the limit, or by a signal) gives no verdict: falling back then would make the
+// hash depend on the machine's load, so it is an error.
+ProcessResult run_cxx(std::vector<std::string> args, const std::filesystem::path& cwd, const std::filesystem::path& source) {
     ProcessOptions o;
     o.argv = {"c++"};
     o.argv.insert(o.argv.end(), args.begin(), args.end());
     o.cwd = cwd;
-    o.timeout_s = 60;
-    return run_process(o);
+    o.timeout_s = kCxxLimitS;
+    ProcessResult r = run_process(o);
+    if (r.started && (r.timed_out || r.term_signal != 0))
+        throw UsageError("hashing the reference " + source.string() + ": 'c++ " + args.front() + "' did not finish (" +
+                         r.describe() + "), so its hash cannot be computed; run the command again");
+    return r;
 }
 }  // namespace
 
@@ -65,7 +78,7 @@ std::string Task::reference_source_hash() const {
     const fs::path dir = reference_source.parent_path();
     // The headers it includes from the project: the compiler's dependency list (-MM leaves out
     // system headers; -MG lets a missing <ATen/...> pass).
-    ProcessResult deps = run_cxx({"-MM", "-MG", "-w", "-I" + dir.string(), reference_source.string()}, dir);
+    ProcessResult deps = run_cxx({"-MM", "-MG", "-w", "-I" + dir.string(), reference_source.string()}, dir, reference_source);
     if (!deps.ok()) return reference_file_hash();
     std::string rule = deps.out.substr(deps.out.find(':') == std::string::npos ? 0 : deps.out.find(':') + 1);
     std::vector<std::pair<std::string, fs::path>> files;  // (path relative to the reference's folder, path)
@@ -86,7 +99,7 @@ std::string Task::reference_source_hash() const {
     std::sort(files.begin(), files.end());
     files.erase(std::unique(files.begin(), files.end()), files.end());
     auto canonical = [&](const fs::path& file, std::string& out) {
-        ProcessResult r = run_cxx({"-fpreprocessed", "-dD", "-E", "-P", "-w", file.string()}, dir);
+        ProcessResult r = run_cxx({"-fpreprocessed", "-dD", "-E", "-P", "-w", file.string()}, dir, reference_source);
         if (!r.ok()) return false;
         out = collapse_whitespace(r.out);
         return true;
