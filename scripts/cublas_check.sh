@@ -8,11 +8,11 @@
 #     kevo_cublas_handle(stream), cublas_other_stream.cu a runtime_error "returned 5" (the runner
 #     serves the call's stream only);
 #  3. validate_gpu_test's stream cheats (cheat_side_stream{,_late}.cu, now spelled past the source
-#     rules) still caught by the runner; profile_test's bench loading a cuBLAS candidate;
+#     rules) still caught by the runner; profile_test's kernelevo-profile loading a cuBLAS candidate;
 #  4. tests/python/load_op_cublas_test.py: `kernelevo cache add` of linear_gelu_cublas.cu, then
 #     load_op() with its glue (-lcublas -lcublasLt), equal to the module, on two streams.
 # Builds nothing. Usage (repo root):  scripts/cublas_check.sh
-#   build first:  scripts/device_build.sh kernelevo kernelevo-runner kernelevo-bench compile_test validate_cublas_test validate_gpu_test profile_test
+#   build first:  scripts/device_build.sh kernelevo kernelevo-runner kernelevo-profile compile_test validate_cublas_test validate_gpu_test profile_test
 # Env: OUT (logs; default /tmp/kevo-out). Exit 0 when every test passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ pass=0 fail=0 skip=0
 source scripts/gtest_lines.sh
 for e in "compile/compile_test@300" "validate/validate_cublas_test@600" \
          "validate/validate_gpu_test@600:*cheat_side_stream*:ValidateGpu.WorkLeftOnAnotherStreamIsTimed" \
-         "profile/profile_test@300:Bench.*"; do
+         "profile/profile_test@300:ProfileProgram.*"; do
   run_gtests "$e" "$out/$(basename "${e%%@*}").log"
 done
 export TORCH_EXTENSIONS_DIR="$out/torch-extensions"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The device layer (tool/device, issue 29 deliverable 3) on a GPU host: the one input filler gives
-# the same bits on the host (refcheck), on the device (the validator's runner, the profiler's bench)
+# the same bits on the host (refcheck), on the device (the validator's runner, kernelevo-profile)
 # and in the importer's torch (CPU and CUDA), and the validator, refcheck and the profiler still
 # work on it. One PASS/FAIL/SKIP line per test, then a summary; exit 0 only when nothing failed.
 #   device_test            host draws: law of randn, randint bounds, determinism, half/bf16, Python on CPU
-#   device_gpu_test        device kernel == host fill for every kind x dtype (1M+ elements), the bench's
+#   device_gpu_test        device kernel == host fill for every kind x dtype (1M+ elements), kernelevo-profile's
 #                          --dump-inputs == host fill, Python refcheck_values on CUDA == host fill
 #   validate_gpu_test      the validator (fills and compares through tool/device) still judges right
 #   kernelbench_gpu_test   imports at KernelBench sizes whose refcheck (C++ vs Python inputs) agrees
-#   profile_test, evolve_gpu_test's profile test: kernelevo-bench runs a candidate for ncu
+#   profile_test, evolve_gpu_test's profile test: kernelevo-profile runs a candidate for ncu
 # Usage (repo root, after scripts/device_build.sh): scripts/device_fill_check.sh
 # Logs go to $OUT (default /tmp/kevo-out). KEVO_PYTHON: the torch Python (default python3).
 set -uo pipefail

@@ -6,7 +6,7 @@
 # confirmation and Nsight Compute profile of the four shares the GPU through its lock; no honest
 # kernel may be rejected by the wall-clock check ("do not agree with the time the judge observed").
 #
-# Usage (repo root, after scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck kernelevo-bench):
+# Usage (repo root, after scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck kernelevo-profile):
 #   scripts/kb_concurrent.sh
 # Env: KEVO_KBC_GENERATIONS (default 3: 4 candidates per search), KEVO_KBC_SUITE (imported tasks,
 # kept between runs; default build-gpu/kb_concurrent/suite), KEVO_KBC_PROBLEMS (a KernelBench folder
@@ -23,7 +23,7 @@ out=${OUT:-/tmp/kevo-out}/kb_concurrent
 suite=${KEVO_KBC_SUITE:-build-gpu/kb_concurrent/suite}
 gens=${KEVO_KBC_GENERATIONS:-3}
 ke=${KEVO_KBC_KERNELEVO:-build-gpu/tool/cli/kernelevo}
-[ -x "$ke" ] || { echo "FAIL: $ke not built (scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck kernelevo-bench)"; exit 1; }
+[ -x "$ke" ] || { echo "FAIL: $ke not built (scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck kernelevo-profile)"; exit 1; }
 rm -rf "$out"
 mkdir -p "$out" "$suite"
 export KERNELEVO_CACHE_HOME=${KERNELEVO_CACHE_HOME:-/tmp/kevo-cache}

@@ -1,6 +1,6 @@
 // The one input filler on the device: bit for bit what the host fill gives (refcheck's inputs), for
 // every init kind and every dtype, through the kernel by the names the validator's judge launches it
-// (validate/runner/device_ops.cuh) and through the profiler's bench itself (--dump-inputs). Skips
+// (validate/runner/device_ops.cuh) and through kernelevo-profile itself (--dump-inputs). Skips
 // without a CUDA device (scripts/device_fill_check.sh runs it on the H200).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -44,7 +44,7 @@ size_t first_difference(const std::vector<char>& x, const std::vector<char>& y) 
 }
 
 // Every kind and every dtype, >= 1M elements, two launch shapes (the judge's: SMs x 16 blocks;
-// the bench's: 256 blocks), against fill_host.
+// kernelevo-profile's: 256 blocks), against fill_host.
 TEST(DeviceFill, EveryKindAndDtypeIsTheHostFillBitForBit) {
     if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
     int sms = 0;
@@ -93,9 +93,9 @@ TEST(DeviceFill, Float64DrawsAreTheHostsForManySeeds) {
     cudaFree(dev);
 }
 
-// The profiler's bench draws input k with tensor_seed(seed, k): the host fill's bits, so the bench
+// kernelevo-profile draws input k with tensor_seed(seed, k): the host fill's bits, so the profiler
 // profiles a candidate on the inputs a validation with that seed checked.
-TEST(DeviceFill, TheBenchDrawsTheValidatorsInputs) {
+TEST(DeviceFill, TheProfileProgramDrawsTheValidatorsInputs) {
     if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
     struct In { int dtype, kind; double a, b; };
     const In ins[] = {{KEVO_FLOAT32, KEVO_INIT_RANDN, 0, 1}, {KEVO_FLOAT16, KEVO_INIT_RAND, -1, 1},
@@ -104,8 +104,8 @@ TEST(DeviceFill, TheBenchDrawsTheValidatorsInputs) {
                       {KEVO_FLOAT64, KEVO_INIT_ARANGE, 0, 0},  {KEVO_UINT8, KEVO_INIT_FULL, 9, 0}};
     const int64_t n = (int64_t{1} << 20) + 1;
     const uint64_t seed = 123456789;
-    const std::string dir = ::testing::TempDir() + "kevo_bench_dump";
-    std::string cmd = std::string(KEVO_BENCH_EXE) + " --dump-inputs " + dir + " --seed " + std::to_string(seed);
+    const std::string dir = ::testing::TempDir() + "kevo_profile_dump";
+    std::string cmd = std::string(KEVO_PROFILE_EXE) + " --dump-inputs " + dir + " --seed " + std::to_string(seed);
     for (const In& in : ins) {
         char spec[128];
         std::snprintf(spec, sizeof spec, " --in %d:%lld:%d:%.17g:%.17g", in.dtype, static_cast<long long>(n), in.kind, in.a, in.b);
@@ -117,7 +117,7 @@ TEST(DeviceFill, TheBenchDrawsTheValidatorsInputs) {
     std::ifstream err(dir + ".err");
     const std::string err_text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
     ASSERT_EQ(rc, 0) << cmd << "\n" << err_text;
-    EXPECT_EQ(err_text, "") << "the bench said something while filling";
+    EXPECT_EQ(err_text, "") << "kernelevo-profile said something while filling";
     for (size_t k = 0; k < std::size(ins); ++k) {
         std::ifstream f(dir + "/in" + std::to_string(k) + ".bin", std::ios::binary);
         std::vector<char> got((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

@@ -157,7 +157,7 @@ TEST(SearchGpu, ReplayedSearchValidatesEveryDistinctCandidate) {
 }
 
 // The prompts after a new best carry its speed-of-light line and ptxas figures and, where ncu can
-// profile on this host, its Nsight Compute summary (run through kernelevo-bench).
+// profile on this host, its Nsight Compute summary (run through kernelevo-profile).
 TEST(SearchGpu, ReplayedSearchFeedsSpeedOfLightAndProfileIntoPrompts) {
     REQUIRE_GPU();
     TempDir dir;

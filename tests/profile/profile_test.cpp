@@ -2,7 +2,7 @@
 // (--page raw: one row per launch, a units row; --page details: one row per launch and metric),
 // the summary, the command line, and the Profiler with a missing ncu and with a stand-in ncu script;
 // the profiled run is sandboxed: a candidate whose static constructor writes outside its work dir
-// never succeeds, neither in kernelevo-bench --confine nor through the Profiler.
+// never succeeds, neither in kernelevo-profile --confine nor through the Profiler.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -169,67 +169,90 @@ TEST(Profiler, RunsNcuAndSummarizes) {
     EXPECT_EQ(p.profile({"/bin/runner", "x"}), "");
 }
 
-TEST(Bench, CommandDescribesTheTaskTensorsByTheirTables) {
+TEST(ProfileProgram, CommandDescribesTheTaskTensorsByTheirTables) {
     Task t = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
-    auto argv = bench_command("/opt/kernelevo-bench", "/cache/k.so", t, 1, 2, 1);
-    EXPECT_EQ(argv, (std::vector<std::string>{"/opt/kernelevo-bench", "--kernel", "/cache/k.so", "--warmup", "2", "--calls", "1", "--confine",
+    auto argv = profile_program_command("/opt/kernelevo-profile", "/cache/k.so", t, 1, 2, 1);
+    EXPECT_EQ(argv, (std::vector<std::string>{"/opt/kernelevo-profile", "--kernel", "/cache/k.so", "--warmup", "2", "--calls", "1", "--confine",
                                               "--in", "0:33,1001:0:0:1",  // float32, randn (mean 0, std 1)
                                               "--in", "0:1001:0:0:1", "--out", "0:33,1001"}));
-    ProfileOptions o = bench_profile_options();
+    ProfileOptions o = profile_program_options();
     auto ncu = ncu_command("ncu", argv, o);
     std::string all;
     for (const auto& a : ncu) all += a + " ";
-    EXPECT_NE(all.find(" --profile-from-start off "), std::string::npos) << all;  // only the bench's profiled calls
+    EXPECT_NE(all.find(" --profile-from-start off "), std::string::npos) << all;  // only the program's profiled calls
     EXPECT_EQ(all.find("--launch-count"), std::string::npos) << all;           // every launch in them
 }
 
-TEST(Bench, RejectsBadUsageAndLoadsARealCandidate) {
+// $KERNELEVO_PROFILE names the program; the old $KERNELEVO_BENCH (the program was kernelevo-bench)
+// still does while the new one is unset, and says once on stderr that it is deprecated.
+TEST(ProfileProgram, TheEnvironmentNamesItAndTheOldNameIsDeprecated) {
+    ::unsetenv("KERNELEVO_PROFILE");
+    ::unsetenv("KERNELEVO_BENCH");
+    const fs::path built = default_profile_program();
+    EXPECT_EQ(built.filename(), "kernelevo-profile");
+    EXPECT_TRUE(fs::exists(built)) << built;
+    ::setenv("KERNELEVO_BENCH", "/opt/old/kernelevo-bench", 1);
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(default_profile_program(), "/opt/old/kernelevo-bench");
+    EXPECT_EQ(default_profile_program(), "/opt/old/kernelevo-bench");
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(said.find("KERNELEVO_BENCH is deprecated"), std::string::npos) << said;
+    EXPECT_NE(said.find("set KERNELEVO_PROFILE instead"), std::string::npos) << said;
+    EXPECT_EQ(said.find("deprecated"), said.rfind("deprecated")) << "said once: " << said;
+    ::setenv("KERNELEVO_PROFILE", "/opt/new/kernelevo-profile", 1);
+    EXPECT_EQ(default_profile_program(), "/opt/new/kernelevo-profile") << "the new name wins";
+    ::unsetenv("KERNELEVO_PROFILE");
+    ::unsetenv("KERNELEVO_BENCH");
+    EXPECT_EQ(default_profile_program(), built);
+}
+
+TEST(ProfileProgram, RejectsBadUsageAndLoadsARealCandidate) {
     ProcessOptions po;
-    po.argv = {default_bench().string(), "--kernel", "k.so", "--out", "99:4"};
+    po.argv = {default_profile_program().string(), "--kernel", "k.so", "--out", "99:4"};
     po.timeout_s = 60;
     ProcessResult bad = run_process(po);
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     EXPECT_NE(bad.err.find("unknown dtype in '99:4'"), std::string::npos) << bad.err;
-    po.argv = {default_bench().string(), "--kernel", "/nonexistent/k.so", "--out", "0:4"};
+    po.argv = {default_profile_program().string(), "--kernel", "/nonexistent/k.so", "--out", "0:4"};
     ProcessResult missing = run_process(po);
     EXPECT_EQ(missing.exit_code, 3) << missing.err;
 
     // A real candidate built by nvcc: it loads; without a GPU the first CUDA call fails cleanly.
-    TempDir cache("kevo-bench-test");
+    TempDir cache("kevo-profile-program-test");
     CompileOptions co;
     co.cache_dir = cache.path();
     CompileResult c = compile_kernel(read_file(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "kernels" / "good.cu"), co);
     ASSERT_TRUE(c.ok) << c.log;
     Task t = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
-    po.argv = bench_command(default_bench(), c.library, t, 1);
+    po.argv = profile_program_command(default_profile_program(), c.library, t, 1);
     ProcessResult r = run_process(po);
     if (r.exit_code == 0) GTEST_SKIP() << "a GPU ran it (profiled on the GPU host by kevo_search_gpu_test)";
     EXPECT_EQ(r.exit_code, 4) << r.describe() << " " << r.err;
-    EXPECT_NE(r.err.find("kernelevo-bench: cudaMalloc: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("kernelevo-profile: cudaMalloc: "), std::string::npos) << r.err;
 }
 
-// A candidate of kernel ABI version 2 (cuBLAS through the caller's handle) loads too: the bench
+// A candidate of kernel ABI version 2 (cuBLAS through the caller's handle) loads too: the program
 // exports kevo_cublas_handle and the like, and the candidate's cuBLAS loads beside it.
-TEST(Bench, LoadsACandidateThatCallsCublas) {
-    TempDir cache("kevo-bench-test");
+TEST(ProfileProgram, LoadsACandidateThatCallsCublas) {
+    TempDir cache("kevo-profile-program-test");
     CompileOptions co;
     co.cache_dir = cache.path();
     CompileResult c = compile_kernel(read_file(fs::path(KEVO_TEST_DATA_DIR) / "matmul" / "kernels" / "cublas_sgemm.cu"), co);
     ASSERT_TRUE(c.ok) << c.log;
     ProcessOptions po;
-    po.argv = bench_command(default_bench(), c.library, load_task(fs::path(KEVO_TEST_DATA_DIR) / "matmul" / "task.json"), 1);
+    po.argv = profile_program_command(default_profile_program(), c.library, load_task(fs::path(KEVO_TEST_DATA_DIR) / "matmul" / "task.json"), 1);
     po.timeout_s = 60;
     ProcessResult r = run_process(po);
     if (r.exit_code == 0) GTEST_SKIP() << "a GPU ran it (profiled on the GPU host by kevo_search_gpu_test)";
     EXPECT_EQ(r.exit_code, 4) << r.describe() << " " << r.err;  // 3 would be: the kernel could not be loaded
-    EXPECT_NE(r.err.find("kernelevo-bench: cudaMalloc: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("kernelevo-profile: cudaMalloc: "), std::string::npos) << r.err;
 }
 
 // ---- the profiled run is sandboxed ----------------------------------------------------------------
 
 namespace {
 // A hostile "candidate" (built by the host compiler: no GPU code needed) whose static constructor
-// writes `target`; it has no kevo_forward, so a bench that loads it exits 3 right after.
+// writes `target`; it has no kevo_forward, so a kernelevo-profile that loads it exits 3 right after.
 fs::path build_escaping_library(const fs::path& dir, const fs::path& target) {
     write_file_atomic(dir / "escape.cpp", "#include <cstdio>\n"
                                           "__attribute__((constructor)) static void escape() {\n"
@@ -243,7 +266,7 @@ fs::path build_escaping_library(const fs::path& dir, const fs::path& target) {
     return dir / "escape.so";
 }
 
-// A directory outside /tmp: the confined bench may write to /tmp, which in the profiler's sandbox is
+// A directory outside /tmp: the confined program may write to /tmp, which in the profiler's sandbox is
 // a private one. The build tree, unless it lies under /tmp itself (a CI clone may), else /var/tmp.
 fs::path outside_dir() {
     const std::string name = "profile-escape-" + std::to_string(::getpid());
@@ -254,9 +277,9 @@ fs::path outside_dir() {
 }
 }  // namespace
 
-TEST(Bench, ConfinedCandidateCannotWriteOutsideItsWorkDir) {
+TEST(ProfileProgram, ConfinedCandidateCannotWriteOutsideItsWorkDir) {
     if (!sandbox_layers().landlock) GTEST_SKIP() << "no Landlock in this kernel: " << sandbox_layers().why_not;
-    TempDir dir("kevo-bench-escape");
+    TempDir dir("kevo-profile-escape");
     const fs::path out = outside_dir();
     const fs::path target = out / "escaped.txt";
     const fs::path lib = build_escaping_library(dir.path(), target);
@@ -265,52 +288,52 @@ TEST(Bench, ConfinedCandidateCannotWriteOutsideItsWorkDir) {
     po.cwd = dir.path() / "work";
     po.timeout_s = 60;
     // Unconfined, the constructor does write there: the test's candidate really escapes.
-    po.argv = {default_bench().string(), "--kernel", lib.string(), "--out", "0:4"};
+    po.argv = {default_profile_program().string(), "--kernel", lib.string(), "--out", "0:4"};
     ProcessResult free_run = run_process(po);
     EXPECT_EQ(free_run.exit_code, 3) << free_run.err;  // loaded, no kevo_forward
     EXPECT_TRUE(fs::exists(target));
     fs::remove(target);
     // Confined (as the profiler runs it), the same constructor cannot.
-    po.argv = {default_bench().string(), "--kernel", lib.string(), "--out", "0:4", "--confine"};
+    po.argv = {default_profile_program().string(), "--kernel", lib.string(), "--out", "0:4", "--confine"};
     ProcessResult confined = run_process(po);
     EXPECT_EQ(confined.exit_code, 3) << confined.describe() << " " << confined.err;  // loaded, constructor ran
     EXPECT_FALSE(fs::exists(target)) << "the candidate's static constructor wrote outside its work dir";
     fs::remove_all(out);
 }
 
-TEST(Profiler, RunsTheBenchInsideTheSandbox) {
+TEST(Profiler, RunsTheProgramInsideTheSandbox) {
     TempDir dir("kevo-profile-sandbox");
     const fs::path out = outside_dir();
     const fs::path target = out / "escaped.txt";
     const fs::path lib = build_escaping_library(dir.path(), target);
     write_file_atomic(dir.path() / "out.csv", kRaw);
-    // A stand-in ncu that runs the program it wraps (the bench) and prints the recorded CSV when the
-    // bench got as far as loading the candidate (exit 3: no kevo_forward); it also reports whether
+    // A stand-in ncu that runs the program it wraps (kernelevo-profile) and prints the recorded CSV when
+    // the program got as far as loading the candidate (exit 3: no kevo_forward); it also reports whether
     // a secret of the parent's environment reached it.
     const fs::path fake = dir.path() / "ncu";
-    const std::string bench = default_bench().string();
+    const std::string program = default_profile_program().string();
     write_file_atomic(fake, "#!/bin/sh\n"
-                            "while [ $# -gt 0 ] && [ \"$1\" != '" + bench + "' ]; do shift; done\n"
+                            "while [ $# -gt 0 ] && [ \"$1\" != '" + program + "' ]; do shift; done\n"
                             "[ -n \"$OPENAI_API_KEY\" ] && { echo 'secret in the environment' >&2; exit 7; }\n"
                             "\"$@\"; rc=$?\n"
-                            "[ $rc = 3 ] || { echo \"bench exit $rc\" >&2; exit 9; }\n"
+                            "[ $rc = 3 ] || { echo \"kernelevo-profile exit $rc\" >&2; exit 9; }\n"
                             "cat '" + (dir.path() / "out.csv").string() + "'\n");
     ::chmod(fake.c_str(), 0755);
     ::setenv("OPENAI_API_KEY", "sk-test-not-a-secret", 1);
     std::vector<std::string> said;
-    ProfileOptions o = bench_profile_options();
+    ProfileOptions o = profile_program_options();
     o.ncu = fake.string();
     Profiler p(o, [&](const std::string& m) { said.push_back(m); });
     Task t = load_task(fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "task.json");
     const std::string why = sandbox_refusal();
-    std::string s = p.profile(bench_command(default_bench(), lib, t, 1), {lib});
+    std::string s = p.profile(profile_program_command(default_profile_program(), lib, t, 1), {lib});
     ::unsetenv("OPENAI_API_KEY");
     if (!why.empty()) {  // no sandbox for it here: skipped, said once, nothing run
         EXPECT_EQ(s, "");
         ASSERT_EQ(said.size(), 1u);
         EXPECT_EQ(said[0], "profiling skipped: " + why);
     } else {
-        EXPECT_EQ(s.rfind("gelu_bias_kernel(", 0), 0u) << s;  // the bench ran and loaded the candidate
+        EXPECT_EQ(s.rfind("gelu_bias_kernel(", 0), 0u) << s;  // the program ran and loaded the candidate
         EXPECT_TRUE(said.empty());
     }
     EXPECT_FALSE(fs::exists(target)) << "the candidate's static constructor wrote outside its work dir";

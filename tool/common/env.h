@@ -24,7 +24,10 @@ enum class EnvKind { setting, diagnostic, test_hook };
       "`nvcc` on `PATH`, else `/usr/local/cuda/bin/nvcc`")                                                            \
     X(kPython, "KERNELEVO_PYTHON", setting, "kernelevo", "The Python with Triton 3.x for Triton candidates (`--python` wins)", "`python3`") \
     X(kNcu, "KERNELEVO_NCU", setting, "kernelevo", "Nsight Compute for the search's profiles", "`ncu` on `PATH`")   \
-    X(kBench, "KERNELEVO_BENCH", setting, "kernelevo", "The kernelevo-bench the profiler runs", "beside `kernelevo`")  \
+    X(kProfile, "KERNELEVO_PROFILE", setting, "kernelevo", "The kernelevo-profile program the profiler runs under Nsight Compute", \
+      "beside `kernelevo`")                                                                                           \
+    X(kBenchDeprecated, "KERNELEVO_BENCH", setting, "kernelevo",                                                      \
+      "Deprecated name of `KERNELEVO_PROFILE` (kernelevo-profile was kernelevo-bench), read when that is unset, with a warning", "none") \
     X(kRunner, "KERNELEVO_RUNNER", setting, "kernelevo", "The judge (kernelevo-runner) the validator starts", "beside `kernelevo`") \
     X(kPythonDir, "KERNELEVO_PYTHON_DIR", setting, "kernelevo",                                                       \
       "The folder holding kernelevo's Python package (the KernelBench importer's code, `export_model`)",              \

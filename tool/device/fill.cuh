@@ -1,5 +1,5 @@
 // The device side of the one filler (fill.h): the kernel the validator's runner and the profiler's
-// bench launch. Element i gets value(seed, i, ...) whatever the grid, so any launch shape gives the
+// kernelevo-profile launch. Element i gets value(seed, i, ...) whatever the grid, so any launch shape gives the
 // bits fill_host gives.
 #pragma once
 #include <cuda_runtime.h>

@@ -174,7 +174,7 @@ KEVO_HD double value(uint64_t seed, uint64_t i, int kind, double a, double b) {
     }
 }
 
-// The seed of input k of a set drawn with `seed`: the validator's and the bench's.
+// The seed of input k of a set drawn with `seed`: the validator's and kernelevo-profile's.
 KEVO_HD uint64_t tensor_seed(uint64_t seed, uint64_t k) { return seed * 1000003ull + k; }
 
 // Fills n elements of `dtype` at p on the host, on up to `threads` threads (0: every core).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <sstream>
 
 #include "common/env.h"
@@ -246,20 +247,28 @@ std::string summarize(const std::vector<KernelProfile>& kernels, size_t max_kern
     return out;
 }
 
-std::filesystem::path default_bench() {
-    if (const char* p = env(EnvVar::kBench); p && *p) return p;
-    std::filesystem::path beside = self_exe_dir() / "kernelevo-bench";
+std::filesystem::path default_profile_program() {
+    if (const char* p = env(EnvVar::kProfile); p && *p) return p;
+    if (const char* p = env(EnvVar::kBenchDeprecated); p && *p) {
+        static std::once_flag said;
+        std::call_once(said, [] {
+            std::fprintf(stderr, "kernelevo: %s is deprecated (the profiler's program kernelevo-bench is now kernelevo-profile): set %s instead\n",
+                         env_name(EnvVar::kBenchDeprecated), env_name(EnvVar::kProfile));
+        });
+        return p;
+    }
+    std::filesystem::path beside = self_exe_dir() / "kernelevo-profile";
     std::error_code ec;
     if (std::filesystem::exists(beside, ec)) return beside;
-#ifdef KEVO_BUILD_BENCH
-    if (std::filesystem::exists(KEVO_BUILD_BENCH, ec)) return KEVO_BUILD_BENCH;
+#ifdef KEVO_BUILD_PROFILE_PROGRAM
+    if (std::filesystem::exists(KEVO_BUILD_PROFILE_PROGRAM, ec)) return KEVO_BUILD_PROFILE_PROGRAM;
 #endif
     return beside;
 }
 
-std::vector<std::string> bench_command(const std::filesystem::path& bench, const std::filesystem::path& library, const Task& task,
-                                       size_t set, int warmup, int calls) {
-    std::vector<std::string> argv = {bench.string(), "--kernel", library.string(), "--warmup", std::to_string(warmup),
+std::vector<std::string> profile_program_command(const std::filesystem::path& program, const std::filesystem::path& library,
+                                                 const Task& task, size_t set, int warmup, int calls) {
+    std::vector<std::string> argv = {program.string(), "--kernel", library.string(), "--warmup", std::to_string(warmup),
                                      "--calls", std::to_string(calls), "--confine"};
     auto dims = [&](const TensorSpec& t) {
         std::string s;
@@ -284,7 +293,7 @@ std::vector<std::string> bench_command(const std::filesystem::path& bench, const
     return argv;
 }
 
-ProfileOptions bench_profile_options() {
+ProfileOptions profile_program_options() {
     ProfileOptions o;
     o.profile_from_start = false;
     o.launch_count = 0;

@@ -5,8 +5,8 @@
 //
 // The profiled program runs candidate code, which is untrusted (host code included), so ncu and the
 // program run inside the sandbox as validation does (tool/sandbox): bubblewrap with the GPU devices,
-// no network, a private /tmp, one fresh writable work dir and the environment allowlist; the bench
-// then confines itself (Landlock, seccomp) before it loads the candidate. Where the sandbox cannot
+// no network, a private /tmp, one fresh writable work dir and the environment allowlist; the program
+// (kernelevo-profile) then confines itself (Landlock, seccomp) before it loads the candidate. Where the sandbox cannot
 // host the run (no namespaces here, or --sandbox off), profiling is skipped and said once: a
 // candidate is never profiled unsandboxed.
 #pragma once
@@ -36,7 +36,7 @@ struct ProfileOptions {
     int launch_skip = 0;        // kernel launches to let pass before profiling (warm-up)
     int launch_count = 3;       // launches profiled
     std::string kernel_regex;   // only kernels whose name matches (ncu --kernel-name regex:...); empty: all
-    bool profile_from_start = true;  // false: only launches between cudaProfilerStart/Stop (kernelevo-bench)
+    bool profile_from_start = true;  // false: only launches between cudaProfilerStart/Stop (kernelevo-profile)
     double timeout_s = 300;     // ncu replays every kernel several times: slow
     std::vector<std::string> metrics;  // empty: default_metrics()
 };
@@ -65,15 +65,17 @@ std::vector<KernelProfile> parse_ncu_csv(const std::string& text);
 //  SM 23%; achieved occupancy 87% (theoretical 100%); 32 registers/thread; top stalls: long_scoreboard 12.3, ..."
 std::string summarize(const std::vector<KernelProfile>& kernels, size_t max_kernels = 3);
 
-// kernelevo-bench (tool/profile/bench.cu): $KERNELEVO_BENCH, else beside this executable, else the build tree's.
-std::filesystem::path default_bench();
-// The bench's command line for a compiled candidate on shape set `set` of the task: inputs drawn
-// as the task says (dtype and init kind by their table values), `calls` profiled calls after
-// `warmup` unprofiled ones; the bench confines itself (--confine) before loading the candidate.
-std::vector<std::string> bench_command(const std::filesystem::path& bench, const std::filesystem::path& library, const Task& task,
-                                       size_t set, int warmup = 3, int calls = 1);
-// The options to profile a bench run: its profiled range only, every launch in it.
-ProfileOptions bench_profile_options();
+// kernelevo-profile (tool/profile/profile_main.cu), the program the profiler runs:
+// $KERNELEVO_PROFILE, else the deprecated $KERNELEVO_BENCH (said once on stderr), else beside this
+// executable, else the build tree's.
+std::filesystem::path default_profile_program();
+// kernelevo-profile's command line for a compiled candidate on shape set `set` of the task: inputs
+// drawn as the task says (dtype and init kind by their table values), `calls` profiled calls after
+// `warmup` unprofiled ones; it confines itself (--confine) before loading the candidate.
+std::vector<std::string> profile_program_command(const std::filesystem::path& program, const std::filesystem::path& library,
+                                                 const Task& task, size_t set, int warmup = 3, int calls = 1);
+// The options to profile a kernelevo-profile run: its profiled range only, every launch in it.
+ProfileOptions profile_program_options();
 
 // Why the sandbox cannot host a profiled run here ("" when it can): the sandbox is off, or
 // bubblewrap cannot create namespaces. One line.

@@ -54,10 +54,10 @@ Evaluators make_evaluators(const SearchArgs& a, const Task& task, const Validate
     }
     auto local = std::make_unique<ValidatorEvaluator>(validator);
     local->log = log_line;
-    if (profile_best) {  // new best kernels run once more, alone, under ncu (kernelevo-bench)
-        local->profile_options = profile::bench_profile_options();
-        local->profile_command = [&task, bench = profile::default_bench()](const CompileResult& c) {
-            return profile::bench_command(bench, c.library, task, static_cast<size_t>(task.timed_sets().front()));
+    if (profile_best) {  // new best kernels run once more, alone, under ncu (kernelevo-profile)
+        local->profile_options = profile::profile_program_options();
+        local->profile_command = [&task, program = profile::default_profile_program()](const CompileResult& c) {
+            return profile::profile_program_command(program, c.library, task, static_cast<size_t>(task.timed_sets().front()));
         };
     }
     Evaluators ev;

@@ -56,7 +56,7 @@ inline Api linked_api() {
 }
 
 /* The table of the cuBLAS opened at run time from these files (a caller that links no cuBLAS: the
- * validator's runner, kernelevo-bench); incomplete when they cannot be opened. RTLD_GLOBAL: a
+ * validator's runner, kernelevo-profile); incomplete when they cannot be opened. RTLD_GLOBAL: a
  * kernel that needs the same library (the same soname) then gets this copy, the handles' own. */
 inline Api opened_api(const char* blas_path, const char* lt_path) {
     Api a;
@@ -195,7 +195,7 @@ private:
     std::map<std::pair<int, uintptr_t>, void*> workspaces_;
 };
 
-/* For a program that opens compiled kernels (the validator's runner, kernelevo-bench), before the
+/* For a program that opens compiled kernels (the validator's runner, kernelevo-profile), before the
  * sandbox closes and before the kernel is opened: when the kernel at `kernel` uses the ABI's cuBLAS,
  * opens cuBLAS (blas_path, lt_path), makes this thread's handles on `device` and the workspace of
  * `stream`. Either way, freezes: nothing is made later and no other stream is served. Its entry

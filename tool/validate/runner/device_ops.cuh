@@ -16,7 +16,7 @@
 
 namespace kevo_runner {
 
-// The one filler and the compare kernels live in tool/device/ (the profiler's bench and refcheck use
+// The one filler and the compare kernels live in tool/device/ (kernelevo-profile and refcheck use
 // the same): the judge calls them by these names.
 using kevo_device::CompareStats;
 using kevo_device::compare_kernel;

@@ -1,19 +1,19 @@
-// kernelevo-bench: runs one compiled candidate (a kernel ABI .so) on inputs drawn as the task says,
+// kernelevo-profile: runs one compiled candidate (a kernel ABI .so) on inputs drawn as the task says,
 // so that a profiler (ncu --profile-from-start off) sees exactly the candidate's own launches: the
 // inputs are filled and `--warmup` calls made first, then `--calls` calls between
 // cudaProfilerStart and cudaProfilerStop. Torch-free; no outputs are checked (the validator did).
 //
-//   kernelevo-bench --kernel K.so [--warmup 3] [--calls 1] [--seed 42] [--confine] [--dump-inputs DIR]
+//   kernelevo-profile --kernel K.so [--warmup 3] [--calls 1] [--seed 42] [--confine] [--dump-inputs DIR]
 //                   --in DTYPE:D0,D1,...:INIT:A:B ... --out DTYPE:D0,D1,... ...
 // Input k is drawn by the validator's filler (tool/device/fill.cuh) with tensor_seed(seed, k), so
-// with the seed of a validation (its details' "seed", a correctness trial's) the bench sees the
+// with the seed of a validation (its details' "seed", a correctness trial's) the program sees the
 // values that trial checked. --dump-inputs: write input k's bytes to DIR/in<k>.bin after filling and
 // exit before loading the kernel (tests/device compares them with the host filler).
 // --confine: after CUDA starts and before the candidate is loaded (so its static constructors
 // already run confined), Landlock (writes only to the current directory, /tmp and /dev; reads
 // only system paths and the kernel) and seccomp (no exec, no fork, no access to other processes;
 // sockets stay allowed for the profiler's injected library, which is why the profiler runs the
-// bench only inside the sandbox's network namespace: tool/profile/profile.cpp).
+// program only inside the sandbox's network namespace: tool/profile/profile.cpp).
 // DTYPE is a kevo_dtype value (kernelevo/abi.h), INIT a kevo_init_kind value (task/init_kind.h).
 // Exit 0 ok; 2 bad usage; 3 the kernel could not be loaded; 4 a CUDA error or a failing kevo_forward.
 #include <cuda_profiler_api.h>
@@ -45,7 +45,7 @@ struct Spec {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-    std::fprintf(stderr, "kernelevo-bench: %s\nusage: kernelevo-bench --kernel K.so [--warmup N] [--calls N] [--seed S] "
+    std::fprintf(stderr, "kernelevo-profile: %s\nusage: kernelevo-profile --kernel K.so [--warmup N] [--calls N] [--seed S] "
                          "--in DTYPE:D0,D1:INIT:A:B ... --out DTYPE:D0,D1 ...\n", why.c_str());
     std::exit(2);
 }
@@ -82,7 +82,7 @@ Spec parse_spec(const std::string& text, bool input) {
 
 bool check(cudaError_t e, const char* what) {
     if (e == cudaSuccess) return true;
-    std::fprintf(stderr, "kernelevo-bench: %s: %s\n", what, cudaGetErrorString(e));
+    std::fprintf(stderr, "kernelevo-profile: %s: %s\n", what, cudaGetErrorString(e));
     return false;
 }
 
@@ -113,7 +113,7 @@ bool dump_inputs(const std::vector<Spec>& in, const std::string& dir) {
         FILE* f = std::fopen(path.c_str(), "wb");
         bool ok = f && std::fwrite(host.data(), 1, bytes, f) == bytes;
         if (f) ok = std::fclose(f) == 0 && ok;
-        if (!ok) return std::fprintf(stderr, "kernelevo-bench: cannot write %s\n", path.c_str()), false;
+        if (!ok) return std::fprintf(stderr, "kernelevo-profile: cannot write %s\n", path.c_str()), false;
     }
     return true;
 }
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
         int device = 0;
         cudaGetDevice(&device);
         const std::string blas = kevo_cublas::prepare_for_kernel(kernel.c_str(), KEVO_CUBLAS_LIBRARY, KEVO_CUBLASLT_LIBRARY, device, stream);
-        if (!blas.empty()) return std::fprintf(stderr, "kernelevo-bench: %s\n", blas.c_str()), 4;
+        if (!blas.empty()) return std::fprintf(stderr, "kernelevo-profile: %s\n", blas.c_str()), 4;
     }
     if (confine) {
         kevo::ConfineOptions co;
@@ -171,13 +171,13 @@ int main(int argc, char** argv) {
         if (n > 0) co.readable.push_back(std::string(self, (size_t)n));
         co.sockets = true;
         kevo::ConfineReport cr = kevo::confine_current_process(co);
-        if (!cr.notes.empty()) std::fprintf(stderr, "kernelevo-bench: confinement incomplete:\n%s", cr.notes.c_str());
+        if (!cr.notes.empty()) std::fprintf(stderr, "kernelevo-profile: confinement incomplete:\n%s", cr.notes.c_str());
     }
     if (!dump.empty()) return allocate_and_fill(in, out, seed) && dump_inputs(in, dump) ? 0 : 4;
     void* lib = dlopen(kernel.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return std::fprintf(stderr, "kernelevo-bench: cannot load %s: %s\n", kernel.c_str(), dlerror()), 3;
+    if (!lib) return std::fprintf(stderr, "kernelevo-profile: cannot load %s: %s\n", kernel.c_str(), dlerror()), 3;
     auto forward = (forward_fn)dlsym(lib, "kevo_forward");
-    if (!forward) return std::fprintf(stderr, "kernelevo-bench: %s has no kevo_forward\n", kernel.c_str()), 3;
+    if (!forward) return std::fprintf(stderr, "kernelevo-profile: %s has no kevo_forward\n", kernel.c_str()), 3;
     if (!allocate_and_fill(in, out, seed)) return 4;
     std::vector<kevo_tensor> tin, tout;
     for (const Spec& s : in) tin.push_back(s.t);
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
     for (int c = 0; c < warmup + calls; ++c) {
         if (c == warmup) cudaProfilerStart();
         int rc = forward(tin.data(), (int)tin.size(), tout.data(), (int)tout.size(), stream);
-        if (rc != 0) return std::fprintf(stderr, "kernelevo-bench: kevo_forward returned %d\n", rc), 4;
+        if (rc != 0) return std::fprintf(stderr, "kernelevo-profile: kevo_forward returned %d\n", rc), 4;
     }
     bool ok = check(cudaStreamSynchronize(stream), "running the kernel");
     cudaProfilerStop();
