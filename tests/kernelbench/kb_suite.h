@@ -73,12 +73,18 @@ struct Import {
 
 // Runs `kernelevo import kernelbench ARGS --out test-cache/NAME` once for all test processes
 // (ctest runs each test in its own process, several at once): under a lock, and again only when
-// the arguments, the importer or the kernelevo binary changed.
+// the arguments, the importer or the kernelevo binary changed. The import is then used under a
+// shared lock held until this process ends: a process that must import again (kernelevo was
+// rebuilt meanwhile) waits for every test still reading the folder, instead of deleting it under
+// them (their task.json, model.pt or reference gone mid-test).
 inline Import cached_import(const std::string& name, const std::vector<std::string>& args) {
     Import c;
     c.out = fs::path(KEVO_BINARY_DIR) / "test-cache" / name;
     fs::create_directories(c.out.parent_path());
-    int fd = ::open((c.out.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0600);
+    static std::map<std::string, int> locks;  // one descriptor per import in this process (a second
+    auto [at, first] = locks.emplace(name, -1);  // call converts its lock, never waits on itself)
+    if (first) at->second = ::open((c.out.string() + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    const int fd = at->second;
     if (fd >= 0) ::flock(fd, LOCK_EX);
     std::string key;
     for (const auto& a : args) key += a + "\x1f";
@@ -108,7 +114,7 @@ inline Import cached_import(const std::string& name, const std::vector<std::stri
         c.run.exit_code = j.value("exit_code", -1);
         c.run.err = j.value("err", "");
     }
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0) ::flock(fd, LOCK_SH);  // kept (the descriptor stays open) until the process exits
     try {
         c.report = nlohmann::json::parse(read_file(c.out / "import.json"));
         for (const auto& r : c.report["results"]) c.by_name[r.value("name", "")] = r;
