@@ -20,6 +20,7 @@ cd "$(dirname "$0")/.."
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 export KERNELEVO_CACHE_HOME=${KERNELEVO_CACHE_HOME:-/tmp/kevo-cache}
 ke=$PWD/build-gpu/tool/cli/kernelevo
+export KERNELEVO=$ke  # load_model checks each cached entry's task hash with the tool
 work=${KEVO_MP_WORK:-$PWD/build-gpu/model-proof}
 out=${OUT:-/tmp/kevo-out}/model-proof
 steps=${KEVO_MP_STEPS:-import search load}
@@ -36,7 +37,7 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 region_of() {
   case "$1" in
     44_MiniGPTBlock) echo "mlp.c_fc linear_act_cublas.cu 2" ;;   # Linear + NewGELU (tanh)
-    5_AlexNet) echo "fc2 linear_act_cublas.cu 1" ;;              # Linear + ReLU (+ Dropout p = 0)
+    5_AlexNet) echo "fc1 linear_act_cublas.cu 1" ;;              # Linear + ReLU (+ Dropout p = 0)
     8_ResNetBasicBlock) echo "add_ add_relu.cu -" ;;             # out += identity; relu (no KEVO_PROOF_ACT)
     1_MLP) echo "network.0 linear_act_cublas.cu 1" ;;            # Linear + ReLU
     *) echo "" ;;                                                # 35_LTSM: its fc is below the threshold

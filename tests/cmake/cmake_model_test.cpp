@@ -50,6 +50,8 @@ protected:
     Outcome configure(std::vector<std::string> extra = {}) {
         std::vector<std::string> argv = configure_command(src, build);
         argv.insert(argv.end(), {"-DMODEL_DIR=" + model.string(), "-DKERNELEVO_EXECUTABLE=" KEVO_EXE});
+        // LibTorch of the Python that exported the model (on a GPU host: PyTorch's pip package).
+        if (!torch_prefix.empty()) argv.push_back("-DCMAKE_PREFIX_PATH=" + torch_prefix);
         argv.insert(argv.end(), extra.begin(), extra.end());
         return run(argv);
     }
