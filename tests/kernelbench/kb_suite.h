@@ -73,10 +73,10 @@ struct Import {
 
 // Runs `kernelevo import kernelbench ARGS --out test-cache/NAME` once for all test processes
 // (ctest runs each test in its own process, several at once): under a lock, and again only when
-// the arguments, the importer or the kernelevo binary changed. The import is then used under a
-// shared lock held until this process ends: a process that must import again (kernelevo was
-// rebuilt meanwhile) waits for every test still reading the folder, instead of deleting it under
-// them (their task.json, model.pt or reference gone mid-test).
+// the arguments, the importer, the kernelevo binary or the cache home changed. The import is then
+// used under a shared lock held until this process ends: a process that must import again
+// (kernelevo was rebuilt meanwhile) waits for every test still reading the folder, instead of
+// deleting it under them (their task.json, model.pt or reference gone mid-test).
 inline Import cached_import(const std::string& name, const std::vector<std::string>& args) {
     Import c;
     c.out = fs::path(KEVO_BINARY_DIR) / "test-cache" / name;
@@ -97,6 +97,9 @@ inline Import cached_import(const std::string& name, const std::vector<std::stri
     for (const auto& f : importer) key += f.filename().string() + sha256_file(f);
     std::error_code ec;
     key += std::to_string(fs::last_write_time(KEVO_EXE, ec).time_since_epoch().count());
+    // Where the import's reference library went: a run under another KERNELEVO_CACHE_HOME (ctest
+    // sets test-cache; the binary run by hand uses ~/.cache/kernelevo) builds and uses its own.
+    key += "\x1f" + cache_root().string();
     key = sha256_hex(key);
     const fs::path stamp = c.out.string() + ".stamp", saved = c.out.string() + ".run.json";
     bool fresh = !(fs::exists(stamp, ec) && read_file(stamp) == key && fs::exists(saved, ec));
