@@ -159,6 +159,8 @@ TEST(ModelSummary, RoundTrip) {
     model::RegionRun b;
     b.name = "h.0.b";
     b.task_name = "blk_b";
+    b.best_speedup = 3.07;  // a best whose confirmation disagreed: the summary keeps why it is not cached
+    b.not_cached = "the second validation measured 1.016x, the first 3.071x";
     s.regions = {a, b};
     const fs::path file = dir.path() / "search" / "summary.json";
     model::write_summary(file, s);
@@ -175,7 +177,9 @@ TEST(ModelSummary, RoundTrip) {
     EXPECT_EQ(r.regions[0].state, "search/blk_a.db");
     EXPECT_EQ(r.regions[1].status, "pending");
     EXPECT_FALSE(r.regions[1].exit_code.has_value());
-    EXPECT_FALSE(r.regions[1].best_speedup.has_value());
+    EXPECT_EQ(r.regions[1].best_speedup, 3.07);
+    EXPECT_EQ(r.regions[0].not_cached, "");
+    EXPECT_EQ(r.regions[1].not_cached, "the second validation measured 1.016x, the first 3.071x");
     ASSERT_NE(r.find("blk_b"), nullptr);
     EXPECT_EQ(r.find("blk_c"), nullptr);
 

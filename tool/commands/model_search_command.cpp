@@ -72,8 +72,9 @@ std::string last_log_line(const fs::path& log) {
 
 std::string budget_text(long s) { return s > 0 ? std::to_string(s) + " s" : "no time limit"; }
 
+// "-" for a best that did not enter the cache: the table lists kernels the model can load.
 std::string speedup_text(const model::RegionRun& r) {
-    return r.best_speedup ? format_double("%.2fx", *r.best_speedup) : std::string("-");
+    return r.best_speedup && r.not_cached.empty() ? format_double("%.2fx", *r.best_speedup) : std::string("-");
 }
 
 // The region's record after its search: status, exit code, best speedups (from its --json output).
@@ -91,6 +92,7 @@ void record_end(model::RegionRun& run, const model::JobResult& r, const fs::path
     if (j.is_object() && j["best"].is_object()) {
         const auto& b = j["best"];
         run.best_speedup = b.value("speedup_over_reference", b.value("speedup", 0.0));
+        run.not_cached = b.value("cached", true) ? "" : b.value("cache_refused", std::string("not written to the cache"));
         run.over = nlohmann::json::object();
         if (b.contains("baselines") && b["baselines"].is_object())
             for (const auto& [k, v] : b["baselines"].items())
@@ -118,13 +120,17 @@ void print_table(const model::Plan& plan, const model::Summary& s, std::ostream&
            << pad(r.budget_s > 0 ? std::to_string(r.budget_s) + " s" : "-", 9) << "  " << pad(r.status, 7) << "  "
            << pad(r.exit_code ? std::to_string(*r.exit_code) : "-", 4) << "  " << pad(speedup_text(r), 6);
         for (const auto& k : over)
-            os << "  " << pad(r.over.contains(k) && r.over[k].is_number() ? format_double("%.2fx", r.over[k].get<double>()) : "-",
+            os << "  " << pad(r.not_cached.empty() && r.over.contains(k) && r.over[k].is_number() ? format_double("%.2fx", r.over[k].get<double>()) : "-",
                               5 + k.size());
         os << "\n";
     }
     os << "best: the region's best kernel over the LibTorch reference (precision "
        << (plan.precision.empty() ? std::string("as each task says") : plan.precision) << ")"
        << (over.empty() ? "" : "; over X: over that PyTorch baseline of the region's module (eager, torch.compile)") << "\n";
+    for (const auto& r : s.regions)
+        if (!r.not_cached.empty() && r.best_speedup)
+            os << r.name << ": the search's best (" << format_double("%.2fx", *r.best_speedup)
+               << " in the search) was not cached, so the model runs this region in PyTorch: " << r.not_cached << "\n";
 }
 
 struct Planned {
@@ -295,7 +301,8 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
         record_end(r, res, jobs[i].out_file);
         std::cerr << "kernelevo: " << tag(i) << ": " << r.status << " (" << res.describe() << ") after "
                   << clock_text(res.seconds) << ", best " << speedup_text(r)
-                  << (r.best_speedup ? " over the LibTorch reference" : "") << "\n";
+                  << (r.best_speedup && r.not_cached.empty() ? " over the LibTorch reference" : "")
+                  << (r.not_cached.empty() ? "" : " (the search's best was not cached: " + r.not_cached + ")") << "\n";
         if (r.status == "failed")
             std::cerr << "kernelevo: " << tag(i) << ": " << last_log_line(jobs[i].log_file) << " (log " << jobs[i].log_file.string() << ")\n";
         write_summary(summary_file, summary);

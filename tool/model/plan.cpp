@@ -196,7 +196,7 @@ nlohmann::json Summary::to_json() const {
                       {"exit_code", r.exit_code ? json(*r.exit_code) : json()},
                       {"best_speedup", r.best_speedup ? json(*r.best_speedup) : json()},
                       {"best_over", r.over}, {"stop_reason", r.stop_reason}, {"elapsed_s", r.elapsed_s},
-                      {"state", r.state}, {"log", r.log}});
+                      {"state", r.state}, {"log", r.log}, {"not_cached", r.not_cached}});
     return {{"format", kSummaryFormat}, {"precision", precision}, {"regions", rs}};
 }
 
@@ -231,6 +231,7 @@ Summary read_summary(const fs::path& file) {
             r.elapsed_s = rs[i].value("elapsed_s", 0.0);
             r.state = rs[i].value("state", "");
             r.log = rs[i].value("log", "");
+            r.not_cached = rs[i].value("not_cached", "");
             s.regions.push_back(std::move(r));
         }
     } catch (const json::exception& e) {  // a value of the wrong type

@@ -67,6 +67,7 @@ struct RegionRun {
     std::string stop_reason;         // the child search's stop_reason
     double elapsed_s = 0;            // wall time of its last run
     nlohmann::json over = nlohmann::json::object();  // {"eager": 1.2, "compile": 0.9}: over the PyTorch baselines
+    std::string not_cached;          // why the search's best did not enter the cache ("": it did, or no best)
 };
 
 struct Summary {

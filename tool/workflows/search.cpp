@@ -293,8 +293,9 @@ void show_progress(evolve::Search& search, bool tty, const std::string& progress
 
 // The best, confirmed through the evaluator and written to the cache (or why not), then beside
 // the PyTorch baselines (issue 35), each labelled, or why one was not run.
-void report_best(const SearchArgs& a, const Task& task, const std::string& arch, Evaluator& evaluator, Validator& validator,
-                 const evolve::SearchResult& result, store::Store& store, std::optional<baseline::Result>& torch_baselines) {
+CacheOutcome report_best(const SearchArgs& a, const Task& task, const std::string& arch, Evaluator& evaluator,
+                         Validator& validator, const evolve::SearchResult& result, store::Store& store,
+                         std::optional<baseline::Result>& torch_baselines) {
     const store::Program& best = *result.best;
     CacheRequest req;
     req.out = a.out;
@@ -313,10 +314,14 @@ void report_best(const SearchArgs& a, const Task& task, const std::string& arch,
         std::cerr << "kernelevo: best kernel " << best.speedup << "x (program #" << best.id << ") written to "
                   << cached.source.string() << "\n";
     if (!torch_baselines) torch_baselines = a.no_baselines ? no_torch_baselines(task) : measure_torch_baselines(a, task, validator);
+    // A best that was not cached is named as the search's measurement: its second judgement
+    // disagreed or failed, so the figure is not a kernel anyone gets.
     if (!quiet())
-        std::cerr << "kernelevo: the best kernel over the LibTorch reference (precision " << task.precision.label() << "): "
+        std::cerr << "kernelevo: " << (cached.written ? "the best kernel" : "the search's best (not cached, see above)")
+                  << " over the LibTorch reference (precision " << task.precision.label() << "): "
                   << best.details.value("speedup", best.speedup) << "x; over the PyTorch baselines:\n"
                   << baseline::speedup_lines(*torch_baselines, ValidationResult::from_json(best.details).shapes, "kernelevo:   ");
+    return cached;
 }
 
 // Everything a search's end reports: the stop line and the waste, the best (confirm_and_cache), the
@@ -335,7 +340,8 @@ SearchOutcome finish(const SearchArgs& a, const Task& task, const std::string& a
         std::istringstream lines(result.waste.text());
         for (std::string line; std::getline(lines, line);) std::cerr << "kernelevo: " << line << "\n";
     }
-    if (result.best) report_best(a, task, arch, evaluator, validator, result, *st.store, torch_baselines);
+    std::optional<CacheOutcome> cached;
+    if (result.best) cached = report_best(a, task, arch, evaluator, validator, result, *st.store, torch_baselines);
     else std::cerr << "kernelevo: no correct kernel found yet\n";
     if (result.stop == evolve::StopReason::batch) {
         report_batch_stop(result, a.llm);
@@ -365,6 +371,10 @@ SearchOutcome finish(const SearchArgs& a, const Task& task, const std::string& a
             outcome.summary["best"]["speedup_over_reference"] = result.best->details.value("speedup", result.best->speedup);
             outcome.summary["best"]["fitness_baseline"] = a.fitness_baseline;
             outcome.summary["best"]["baselines"] = baseline::speedups_json(*torch_baselines, ValidationResult::from_json(result.best->details).shapes);
+        }
+        if (cached) {  // whether the best entered the cache (--out), and why not
+            outcome.summary["best"]["cached"] = cached->written;
+            if (!cached->written) outcome.summary["best"]["cache_refused"] = cached->refused;
         }
     }
     outcome.finished = finished;
