@@ -20,11 +20,6 @@ set(_allowed
   # that fetches a batch's replies (`kernelevo llm batch fetch ... --out FILE`), not a setting at fault.
   "llm/batch.cpp => --llm-batch"
   "llm/batch.cpp => --out"
-  # Not converted yet (their parts name the flag; a SettingError is the way out).
-  "tune/tune.cpp => --max-evals"
-  "evolve/search_state.cpp => --state"
-  "evolve/search_state.cpp => --fresh"
-  "store/writer.cpp => --state"
 )
 
 file(GLOB_RECURSE _files RELATIVE "${KEVO_SOURCE_DIR}/tool"

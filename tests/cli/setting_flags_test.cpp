@@ -27,6 +27,8 @@
 #include "llm/settings.h"
 #include "model/plan.h"
 #include "sandbox/sandbox.h"
+#include "store/settings.h"
+#include "tune/tune.h"
 #include "workflows/search.h"
 #ifdef KEVO_WITH_SERVE
 #include "serve/serve.h"
@@ -99,6 +101,8 @@ TEST(SettingFlags, EverySettingOfTheLowerFloorsIsAnOptionOfTheCommandsThatUseIt)
         {kernelbench::settings::all(), {"import kernelbench"}},
         {model::settings::all(), {"search", "bench"}},
         {bench::settings::all(), {"bench"}},
+        {store::settings::all(), {"search"}},
+        {tune::settings::all(), {"tune"}},
 #ifdef KEVO_WITH_SERVE
         {serve::settings::all(), {"serve"}},
 #endif

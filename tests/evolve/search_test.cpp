@@ -412,7 +412,15 @@ TEST(Search, StartsFromTheInitialKernel) {
     EXPECT_EQ(provider.calls(), 4u);  // generation 1 only
     // A resume with another seed kernel (or none) is another run.
     cfg.structure.initial_source.clear();
-    EXPECT_THROW(r.run(cfg, provider), UsageError);
+    try {
+        r.run(cfg, provider);
+        ADD_FAILURE() << "a resume with another seed kernel was accepted";
+    } catch (const SettingError& e) {  // in words; the command line names --state and --fresh
+        EXPECT_EQ(e.id(), "store.state");
+        EXPECT_NE(std::string(e.what()).find("; use another state file, or an emptied state to start over"), std::string::npos) << e.what();
+        EXPECT_NE(e.render([](const Setting& s) { return std::string(s.id); }).find("use another store.state, or search.fresh"),
+                  std::string::npos);
+    }
 }
 
 // ---- steady state (no generation barrier) ----------------------------------------------------

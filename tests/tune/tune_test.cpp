@@ -209,8 +209,14 @@ TEST(Tune, BadInputIsATuneError) {
     o.strategy = "annealing";
     EXPECT_THROW(tune::tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128)\n"), ev, o), TuneError);
     o = TuneOptions{};
-    o.max_evals = 0;
-    EXPECT_THROW(tune::tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128)\n"), ev, o), TuneError);
+    o.max_evals = 0;  // a setting: named in words, and by its flag on the command line
+    try {
+        tune::tune(kernel("KEVO_TUNABLE(BLOCK, 128, 64 128)\n"), ev, o);
+        ADD_FAILURE() << "max_evals 0 was accepted";
+    } catch (const SettingError& e) {
+        EXPECT_EQ(e.id(), "tune.max_evals");
+        EXPECT_STREQ(e.what(), "the number of variants to validate must be at least 1, not 0");
+    }
 }
 
 TEST(Tune, ResultSplitsTheTimeInsideRun) {

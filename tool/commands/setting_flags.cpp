@@ -53,6 +53,9 @@ std::string flag_of(const std::string& id) {
         {"model.dir", "--model-dir"},
         {"bench.suite", "--suite"},
         {"bench.baseline", "--baseline"},
+        {"store.state", "--state"},
+        {"search.fresh", "--fresh"},
+        {"tune.max_evals", "--max-evals"},
     };
     const auto it = flags.find(id);
     return it == flags.end() ? std::string() : it->second;

@@ -136,6 +136,7 @@ inline constexpr Setting kTargetSpeedup{"stopping.target_speedup", "the target s
 inline constexpr Setting kTargetSol{"stopping.target_sol", "the target fraction of the speed of light"};
 inline constexpr Setting kBatch{"batch.enabled", "batch mode"};
 inline constexpr Setting kPrompts{"prompts.dir", "the prompt templates' folder"};
+inline constexpr Setting kFresh{"search.fresh", "an emptied state"};
 // Every setting above (for the commands' table of flags and its test).
 const std::vector<Setting>& all();
 }  // namespace settings

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "evolve/prompt_text.h"
 #include "language/registry.h"
+#include "store/settings.h"
 
 namespace kevo::evolve::detail {
 
@@ -128,9 +129,10 @@ void RunState::check_structure() {
     if (auto existing = store.get_meta("structure")) {
         for (auto& [k, v] : structure.items())
             if (existing->value(k, nlohmann::json()) != v)
-                throw UsageError("the state store belongs to another run (" + k + " was " +
-                                 existing->value(k, nlohmann::json()).dump() + ", now " + v.dump() +
-                                 "); use another --state, or --fresh to start over");
+                throw SettingError({store::settings::kState, settings::kFresh},
+                                   "the state store belongs to another run (" + k + " was " +
+                                       existing->value(k, nlohmann::json()).dump() + ", now " + v.dump() +
+                                       "); use another {store.state}, or {search.fresh} to start over");
     } else {
         store.put_meta("structure", structure);
         store.put_meta("task_name", task.name);

@@ -25,6 +25,7 @@
 
 #include "common/error.h"
 #include "store/internal/backends.h"
+#include "store/settings.h"
 #include "store/store.h"
 #ifdef KEVO_HAVE_REDIS
 #include "store/redis_connection.h"
@@ -162,10 +163,10 @@ public:
             const int64_t pid = ::fcntl(fd_, F_GETLK, &q) == 0 && q.l_type != F_UNLCK ? q.l_pid : 0;
             const nlohmann::json holder = parse_record(read_all());
             ::close(fd_);
-            throw UsageError("the state " + state + " is in use: " + describe(holder, pid) +
-                             " writes it, and one search writes a state at a time. Wait for it to finish, or stop it "
-                             "(Ctrl-C; a rerun resumes from the state), or give this search another --state." +
-                             kNothingDone);
+            throw SettingError({settings::kState}, "the state " + state + " is in use: " + describe(holder, pid) +
+                                   " writes it, and one search writes a state at a time. Wait for it to finish, or stop "
+                                   "it (Ctrl-C; a rerun resumes from the state), or give this search another {store.state}." +
+                                   kNothingDone);
         }
         ::fstat(fd_, &st);
         id_ = {st.st_dev, st.st_ino};
@@ -217,9 +218,10 @@ public:
             const int err = errno;
             ::close(fd);
             if (err != EACCES && err != EAGAIN) return;  // no OFD locks here: PATH.lock alone guards it
-            throw UsageError("the state " + state_ + " is in use: another process writes the same file (" + real_ +
-                             ") under another name, a hard link to it, and one search writes a state at a time. "
-                             "Wait for it to finish, or give this search another --state." + kNothingDone);
+            throw SettingError({settings::kState}, "the state " + state_ + " is in use: another process writes the same file (" +
+                                                       real_ + ") under another name, a hard link to it, and one search writes a "
+                                                       "state at a time. Wait for it to finish, or give this search another "
+                                                       "{store.state}." + kNothingDone);
         }
         if (file_fd_ >= 0) ::close(file_fd_);  // the file it replaced (--fresh): no longer the state
         file_fd_ = fd;

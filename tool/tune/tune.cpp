@@ -374,7 +374,7 @@ TuneResult tune(const std::string& source, Evaluator& evaluator, const TuneOptio
     res.tunables = parse_tunables(source);
     if (res.tunables.empty())
         throw TuneError("the kernel declares no tunable parameter (add e.g. KEVO_TUNABLE(BLOCK, 256, 64 128 256 512))");
-    if (o.max_evals < 1) throw TuneError("--max-evals must be at least 1");
+    if (o.max_evals < 1) throw SettingError({settings::kMaxEvals}, "{tune.max_evals} must be at least 1, not " + std::to_string(o.max_evals));
     res.space = space_size(res.tunables);
     const uint64_t budget = std::min<uint64_t>(res.space, static_cast<uint64_t>(o.max_evals));
     res.strategy = chosen_strategy(o, res.space);
