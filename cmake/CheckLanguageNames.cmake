@@ -21,8 +21,6 @@ set(_allowed
   "common/fs\\.(cpp|h) => not a kernel file \\(\\.cu, or a Triton \\.py\\)"
   # `kernelevo doctor` reports the optional tools by name (nvcc, LibTorch, Python, PyTorch, Triton, ncu).
   "commands/doctor_command.cpp => .*"
-  # validate's help: --python's meaning and an example.
-  "commands/validate_command.cpp => \"Triton: the Python that has Triton|\"A Triton candidate, the result as JSON\""
 )
 
 file(GLOB_RECURSE _files RELATIVE "${KEVO_SOURCE_DIR}/tool"

@@ -162,9 +162,10 @@ void add_candidate_options(CLI::App& cmd, ValidateArgs& a) {
     cmd.add_option("--backend", a.backend, language::backend_help())
         ->capture_default_str()
         ->check(CLI::IsMember(language::backend_choices()));
+    const std::string languages = language::python_help();  // each Python-run language: what --python is to it
     cmd.add_option("--python", a.python,
-                   "Triton: the Python that has Triton (default: $KERNELEVO_PYTHON, else python3); also the Python with PyTorch "
-                   "for the baselines (default: python3 if it has torch, else /usr/bin/python3)");
+                   (languages.empty() ? std::string("The Python") : languages + "; also the Python") +
+                       " with PyTorch for the baselines (default: python3 if it has torch, else /usr/bin/python3)");
 }
 
 // The PyTorch baselines timed beside a correct kernel: --no-baselines, --aoti.
@@ -317,7 +318,8 @@ void register_validate_command(CLI::App& app, int& rc) {
     cli::add_verbosity_flags(*cmd, "Also print the compiler output and the runner's details (per-trial checks, timing, device)");
     cli::set_examples(*cmd, {
         {"Validate a kernel on this machine's GPU", "kernelevo validate --task gelu/task.json --kernel gelu.cu"},
-        {"A Triton candidate, the result as JSON", "kernelevo validate --task gelu/task.json --kernel gelu.py --json"},
+        {"A candidate in another language (a .py: see --kernel), the result as JSON",
+         "kernelevo validate --task gelu/task.json --kernel gelu.py --json"},
     });
     cmd->callback([args, &rc] { rc = run_validate(*args); });
 }
