@@ -552,6 +552,7 @@ def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=
             regions.append(LoadedRegion(spec, k, "pytorch", _plan_reason(spec)))
     loaded = KernelEvoModel(model, plan, out_dir, graph, regions)
     loaded._parts, loaded._structure = list(parts), structure
+    _warn_unused_entries(out_dir, regions, cache_dir)
     if check and loaded._kernels():
         disabled = run_check(loaded)
         if disabled:
@@ -563,6 +564,22 @@ def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=
         loaded.check = "not run (check=False)"
     loaded.trace(plan_inputs(plan, device, seed=1))
     return loaded
+
+
+def _warn_unused_entries(out_dir, regions, cache_dir):
+    """One warning naming each region whose cache folder holds a kernel that it does not run, and why
+    (the kernelevo program not found, a stale or edited entry, another GPU, ...): a search's result
+    left unused must not pass unnoticed behind an unchanged speed."""
+    unused = []
+    for r in regions:
+        if r.status != "pytorch" or r.plan_status != "task" or not r.task:
+            continue
+        folder = os.path.join(cache_dir, os.path.basename(os.path.normpath(r.task)))
+        if os.path.isdir(folder) and any(f.endswith(".cu") for f in os.listdir(folder)):
+            unused.append("%s (%s)" % (r.name, r.reason))
+    if unused:
+        warnings.warn("kernelevo.load_model(%s): %d region(s) have a cached kernel but run in PyTorch: %s" % (
+            os.path.basename(os.path.normpath(out_dir)), len(unused), "; ".join(unused)), stacklevel=3)
 
 
 def _structure(out):

@@ -240,6 +240,26 @@ class ModelLoad(unittest.TestCase):
         with torch.no_grad():
             self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
 
+    def test_a_cached_kernel_left_unused_is_a_warning_that_says_why(self):
+        # Seen on the H200: the search cached a kernel, load_model could not check it (no kernelevo
+        # program) and the model ran in PyTorch, said only in report(). Now a warning names it.
+        model = tiny()
+        out = self.export(model)
+        plan = _load_json(os.path.join(out, "plan.json"))
+        fc1 = next(r for r in plan["regions"] if r["name"] == "fc1")
+        entry = os.path.join(out, "cache", os.path.basename(fc1["task"]))
+        os.makedirs(entry)
+        with open(os.path.join(entry, "sm_90.cu"), "w") as f:
+            f.write("// a kernel\n")
+        loaded, warned = self.load(out, model)
+        status = {n: (s, why) for n, s, why in loaded.regions}
+        self.assertEqual(status["fc1"][0], "pytorch")
+        self.assertEqual(len(warned), 1, warned)
+        self.assertIn("1 region(s) have a cached kernel but run in PyTorch: fc1 (%s)" % status["fc1"][1], warned[0])
+        self.assertNotIn("fc2", warned[0])  # no entry: nothing to warn about
+        shutil.rmtree(entry)
+        self.assertEqual(self.load(out, model)[1], [])
+
     def test_regions_the_plan_leaves_in_pytorch_stay_there(self):
         model = tiny(WithConstant)
         out = self.export(model)
