@@ -72,6 +72,7 @@ struct Commands {
         register_search_command(app, rc);
         register_import_command(app, rc);
         register_bench_command(app, rc);
+        register_tune_command(app, rc);
 #ifdef KEVO_WITH_SERVE
         register_serve_command(app, rc);
 #endif
