@@ -568,8 +568,7 @@ def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=
 
 def _warn_unused_entries(out_dir, regions, cache_dir):
     """One warning naming each region whose cache folder holds a kernel that it does not run, and why
-    (the kernelevo program not found, a stale or edited entry, another GPU, ...): a search's result
-    left unused must not pass unnoticed behind an unchanged speed."""
+    (the kernelevo program not found, a stale or edited entry, another GPU, ...)."""
     unused = []
     for r in regions:
         if r.status != "pytorch" or r.plan_status != "task" or not r.task:
