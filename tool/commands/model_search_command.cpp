@@ -72,9 +72,12 @@ std::string last_log_line(const fs::path& log) {
 
 std::string budget_text(long s) { return s > 0 ? std::to_string(s) + " s" : "no time limit"; }
 
+// Whether the region's search left a best that entered the cache (a kernel the model can load).
+bool cached_best(const model::RegionRun& r) { return r.best_speedup && r.not_cached.empty(); }
+
 // "-" for a best that did not enter the cache: the table lists kernels the model can load.
 std::string speedup_text(const model::RegionRun& r) {
-    return r.best_speedup && r.not_cached.empty() ? format_double("%.2fx", *r.best_speedup) : std::string("-");
+    return cached_best(r) ? format_double("%.2fx", *r.best_speedup) : std::string("-");
 }
 
 // The region's record after its search: status, exit code, best speedups (from its --json output).
@@ -301,7 +304,7 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
         record_end(r, res, jobs[i].out_file);
         std::cerr << "kernelevo: " << tag(i) << ": " << r.status << " (" << res.describe() << ") after "
                   << clock_text(res.seconds) << ", best " << speedup_text(r)
-                  << (r.best_speedup && r.not_cached.empty() ? " over the LibTorch reference" : "")
+                  << (cached_best(r) ? " over the LibTorch reference" : "")
                   << (r.not_cached.empty() ? "" : " (the search's best was not cached: " + r.not_cached + ")") << "\n";
         if (r.status == "failed")
             std::cerr << "kernelevo: " << tag(i) << ": " << last_log_line(jobs[i].log_file) << " (log " << jobs[i].log_file.string() << ")\n";
