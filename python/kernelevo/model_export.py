@@ -211,11 +211,24 @@ def _spec(x):
     return {"dtype": str(x.dtype).replace("torch.", ""), "shape": list(x.shape)}
 
 
+def _coverage(regions):
+    """How the model's time divides: what a search can work on, what stays in PyTorch and why."""
+    parts = []
+    for status, words in (("task", "in %d task region(s) a search works on"), ("refused", "refused (%d region(s), stay in PyTorch)"),
+                          ("below_threshold", "below the threshold (%d region(s), stay in PyTorch)"),
+                          ("failed", "failed to export (%d region(s), stay in PyTorch)")):
+        rs = [r for r in regions if r["status"] == status]
+        if rs or status == "task":
+            parts.append("%.1f%% %s" % (100 * sum(r["share"] for r in rs), words % len(rs)))
+    return "Of the model's time: " + "; ".join(parts) + "."
+
+
 def _table(plan):
     lines = ["# %s: %d region(s), %.3f ms in all (%s, %s)" % (plan["model"], len(plan["regions"]), plan["total_ms"],
                                                              plan["device"], plan["precision"]), "",
              "Times are each region's nodes run by kernelevo's interpreter of the traced graph (median, "
              "device-synchronised); regions below %.2f%% of the total stay in PyTorch." % (100 * plan["threshold"]), "",
+             _coverage(plan["regions"]), "",
              "| # | region | kind | ops | time (ms) | share | status |", "|---|---|---|---|---|---|---|"]
     for k, r in enumerate(plan["regions"]):
         ops = ", ".join(dict.fromkeys(o.split("::")[-1] for o in r["ops"]))

@@ -1,6 +1,7 @@
 // `kernelevo import kernelbench` and whole models (issue 38): values derived from shapes (an attention
 // scaled by 1/sqrt(k.size(-1))) import while a branch on the data is still refused with its line;
 // dropout with p = 0 and eval-mode modules import.
+#include <cstdio>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -144,6 +145,13 @@ TEST(KernelBenchImportModels, Level3ProblemsBecomeModelFoldersOfRegionTasks) {
                                    " regions, " + std::to_string(tasks) + " tasks, " + std::to_string(m.value("refused", 0)) + " refused, "),
                   std::string::npos)
             << imp.run.err;
+        // ... and the share of the model's time its tasks hold, summed from the plan's regions.
+        double share = 0;
+        for (const auto& region : plan["regions"])
+            if (region["status"] == "task") share += region["share"].get<double>();
+        char figure[64];
+        std::snprintf(figure, sizeof figure, "; the tasks are %.1f%% of its time (", 100 * share);
+        EXPECT_NE(imp.run.err.find(figure), std::string::npos) << figure << "\n" << imp.run.err;
     }
     // A level-1 problem in the same import is still one task, verified against the Python model.
     const auto& one = imp.by_name.at("kb1_83_conv_depthwise_2D_square_input_asymmetric_kernel");

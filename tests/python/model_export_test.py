@@ -314,6 +314,13 @@ class Export(unittest.TestCase):
         for r in plan["regions"]:
             self.assertIn("| %s | %s |" % (r["name"], r["kind"]), table)
         self.assertIn("| | total |", table)
+        tasks = [r for r in plan["regions"] if r["status"] == "task"]
+        self.assertIn("Of the model's time: %.1f%% in %d task region(s) a search works on" % (
+            100 * sum(r["share"] for r in tasks), len(tasks)), table)
+        for status in ("refused", "below_threshold"):
+            n = sum(r["status"] == status for r in plan["regions"])
+            self.assertEqual(n > 0, ("%s (%d region(s), stay in PyTorch)" % (
+                "refused" if status == "refused" else "below the threshold", n)) in table, status)
         return plan
 
     def test_transformer_block_folder(self):

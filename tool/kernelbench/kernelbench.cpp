@@ -234,6 +234,20 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
     return j;
 }
 
+// The share of the model's time in its task regions (what a search can speed up; the rest stays in PyTorch).
+double task_share(const nlohmann::json& model) {
+    double share = 0;
+    for (const auto& r : model["regions"])
+        if (r.value("status", "") == "task" && r.contains("share") && r["share"].is_number()) share += r["share"].get<double>();
+    return share;
+}
+
+std::string fmt_share(double share) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100 * share);
+    return buf;
+}
+
 void print_result(const nlohmann::json& j, size_t done, size_t total, const std::string& device) {
     std::string status = j.value("status", "failed");
     std::cerr << "[" << done << "/" << total << "] ";
@@ -242,7 +256,7 @@ void print_result(const nlohmann::json& j, size_t done, size_t total, const std:
         std::cerr << "imported model " << j.value("name", "?") << ": " << m["regions"].size() << " regions, "
                   << m.value("tasks", 0) << " tasks, " << m.value("refused", 0) << " refused, " << m.value("below_threshold", 0)
                   << " below threshold" << (m.value("failed", 0) > 0 ? ", " + std::to_string(m.value("failed", 0)) + " failed" : "")
-                  << " (" << m.value("plan", "") << ")";
+                  << "; the tasks are " << fmt_share(task_share(m)) << " of its time (" << m.value("plan", "") << ")";
     } else if (status == "ok") {
         std::cerr << j.value("name", "?") << ": ok";
         const auto& v = j["verify"];
