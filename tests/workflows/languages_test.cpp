@@ -1,12 +1,14 @@
 // The use cases reach a candidate language through the registry alone: a third language added
 // here (tests/language/fake_language.h) is checked before a search that writes it starts, and
-// `cache status` shows its version under the fact's own key.
+// `cache status` shows its version under the fact's own key, and `cache objects` counts and cleans
+// its compiled objects' folder.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
 #include "cache/cache.h"
+#include "cache/objects.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "fake_language.h"
@@ -63,6 +65,24 @@ TEST_F(UseCaseLanguages, CacheStatusShowsTheEntrysLanguageVersion) {
     EXPECT_EQ(row["backend"], "fakelang");
     EXPECT_EQ(row.value("fake_version", ""), "0.1") << row.dump();
     EXPECT_FALSE(row.contains("triton_version")) << row.dump();
+}
+
+TEST_F(UseCaseLanguages, CacheObjectsCountsAndCleansTheLanguagesObjects) {
+    language::remove(fake.name());
+    const size_t before = cache::object_areas().size();  // asked before the language is added
+    language::add(fake);
+    EXPECT_EQ(cache::object_areas().size(), before + 1);
+    bool listed = false;
+    for (const auto& a : cache::object_areas()) listed = listed || (a.folder == "fake" && a.what == "Fake kernels");
+    EXPECT_TRUE(listed) << "a language added after the first call is missing from cache objects";
+    const fs::path root = dir.path() / "objects";
+    fs::create_directories(root / "fake" / "ab");
+    write_file_atomic(root / "fake" / "ab" / "k.so", "12345");
+    bool counted = false;
+    for (const auto& s : cache::object_stats(root)) counted = counted || (s.folder == "fake" && s.files == 1 && s.bytes == 5);
+    EXPECT_TRUE(counted);
+    EXPECT_EQ(cache::clean_objects(root, false).files, 1u);
+    EXPECT_FALSE(fs::exists(root / "fake" / "ab" / "k.so"));
 }
 
 }  // namespace

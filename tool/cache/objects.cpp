@@ -12,18 +12,16 @@
 namespace kevo::cache {
 namespace fs = std::filesystem;
 
-const std::vector<ObjectArea>& object_areas() {
-    // CUDA's kernels, the references, every other language's objects, a worker's.
-    static const std::vector<ObjectArea> areas = [] {
-        std::vector<ObjectArea> a;
-        for (const CandidateLanguage* l : language::all()) {
-            a.push_back({l->object_folder(), l->object_description()});
-            if (a.size() == 1) a.push_back({"references", "LibTorch references"});
-        }
-        a.push_back({"worker", "a worker's fetched tasks and objects"});
-        return a;
-    }();
-    return areas;
+std::vector<ObjectArea> object_areas() {
+    // CUDA's kernels, the references, every other language's objects, a worker's; built on each
+    // call from the registry, so a language added later (language::add) is listed too.
+    std::vector<ObjectArea> a;
+    for (const CandidateLanguage* l : language::all()) {
+        a.push_back({l->object_folder(), l->object_description()});
+        if (a.size() == 1) a.push_back({"references", "LibTorch references"});
+    }
+    a.push_back({"worker", "a worker's fetched tasks and objects"});
+    return a;
 }
 
 namespace {

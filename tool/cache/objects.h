@@ -10,12 +10,13 @@
 
 namespace kevo::cache {
 
-// The subfolders of cache_root() that hold compiled objects, and what each holds.
+// The subfolders of cache_root() that hold compiled objects, and what each holds (every language the
+// registry lists now).
 struct ObjectArea {
     std::string folder;
     std::string what;
 };
-const std::vector<ObjectArea>& object_areas();
+std::vector<ObjectArea> object_areas();
 
 struct ObjectStats {
     std::string folder, what;
