@@ -76,7 +76,17 @@ def _scan(g, classes, refused):
     regions, cur = [], None
     for i, c in enumerate(classes):
         if refused[i]:
-            r = G.Region(i, i + 1, c if c in G.ANCHOR_KINDS + ("reduction", "pointwise") else "pointwise")
+            kind = c if c in G.ANCHOR_KINDS + ("reduction", "pointwise") else "pointwise"
+            last = regions[-1] if regions else None
+            if last is not None and last.status == "refused" and last.end == i and \
+                    G._scope(g.nodes[i]) and G._scope(g.nodes[last.start]) == G._scope(g.nodes[i]):
+                # One module's refused ops are one refused region (a training-mode BatchNorm's
+                # num_batches_tracked += 1 and its batch_norm): the heavier op's kind and reason.
+                last.end = i + 1
+                if last.kind == "pointwise" and kind != "pointwise":
+                    last.kind, last.reason = kind, refused[i]
+                continue
+            r = G.Region(i, i + 1, kind)
             r.status, r.reason = "refused", refused[i]
             regions.append(r)
             cur = None

@@ -233,12 +233,16 @@ class Partition(unittest.TestCase):
         x = torch.randn(2, 3, 8, 8)
         g = ModelGraph.trace(m, (x,))
         regions = g.partition(0.01)
-        self.assertIn("BatchNorm in training mode", " ".join(r.reason for r in regions))
+        # The BatchNorm's num_batches_tracked += 1 and its batch_norm: one refused region, named after it.
+        bn = [r for r in regions if r.status == "refused"]
+        self.assertEqual([(r.name, r.kind, r.ops) for r in bn], [("bn", "reduction", ["aten::batch_norm"])])
+        self.assertEqual(bn[0].end - bn[0].start, 2)  # the free add_ on num_batches_tracked is in it
+        self.assertTrue(bn[0].reason.startswith("BatchNorm in training mode"), bn[0].reason)
         g.profile(regions, [x], reps=2)
         g.capture(regions, [x])
         for k, v in m.state_dict().items():
             self.assertTrue(torch.equal(v, before[k]), k)
-        with self.assertRaisesRegex(ValueError, "replace: region index 9 is not one of the 5 regions"):
+        with self.assertRaisesRegex(ValueError, "replace: region index 9 is not one of the 4 regions"):
             g.run([x], replace={9: lambda xs: xs})
 
     def test_the_example_run_is_not_kept(self):
