@@ -95,7 +95,31 @@ TEST(KernelBenchImport, AProblemThatCrashesTheImporterFailsAlone) {
     EXPECT_EQ(r.value("status", "missing"), "failed") << r.dump();
     EXPECT_NE(r.value("reason", "").find("the importer stopped (killed by signal 11"), std::string::npos) << r.dump();
     EXPECT_EQ(r.value("reason", "").find('\n'), std::string::npos);
+    EXPECT_EQ(r.value("reason", "").find("out-of-memory"), std::string::npos) << "a crash is not a kill: " << r.dump();
+    EXPECT_GT(r.value("seconds", 0.0), 0.0) << "the time it ran, measured by the tool: " << r.dump();
     EXPECT_EQ(result("kb1_50_conv_standard_2D__square_input__square_kernel").value("status", ""), "ok");
+}
+
+// A problem whose Python is killed (SIGKILL, as the out-of-memory killer does; a model's weights
+// alone can be gigabytes) fails with the likely cause and what to change, and the time it ran.
+TEST(KernelBenchImport, AKilledImporterSaysItIsMostOftenOutOfMemory) {
+    TempDir dir("kevo-kb-killed");
+    fs::create_directories(dir.path() / "level1");
+    write_file_atomic(dir.path() / "level1" / "904_Killed.py",
+                      "import os, signal\nimport torch.nn as nn\nclass Model(nn.Module):\n    pass\n"
+                      "def get_inputs():\n    os.kill(os.getpid(), signal.SIGKILL)\ndef get_init_inputs():\n    return []\n");
+    const auto run = kbtest::kernelevo({"import", "kernelbench", (dir.path() / "level1" / "904_Killed.py").string(), "--out",
+                                        (dir.path() / "suite").string(), "--jobs", "2"});
+    EXPECT_EQ(run.exit_code, 1) << run.err;
+    const auto report = nlohmann::json::parse(read_file(dir.path() / "suite" / "import.json"));
+    ASSERT_EQ(report["results"].size(), 1u) << report.dump();
+    const auto& r = report["results"][0];
+    EXPECT_EQ(r.value("status", ""), "failed");
+    const std::string reason = r.value("reason", "");
+    EXPECT_NE(reason.find("the importer stopped (killed by signal 9"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("most often the out-of-memory killer: this machine has "), std::string::npos) << reason;
+    EXPECT_NE(reason.find("(--jobs 1: one at a time)"), std::string::npos) << reason;
+    EXPECT_GT(r.value("seconds", 0.0), 0.0) << r.dump();
 }
 
 TEST(KernelBenchImport, WeightsBecomeFileInputsWithTheModelsValues) {

@@ -172,6 +172,18 @@ struct ImportSetup {
     int64_t max_as = 0;
 };
 
+// A problem's Python killed by SIGKILL, not for its time: most often the kernel's out-of-memory
+// killer (a model's weights alone can be gigabytes: KernelBench's ShallowWideMLP holds 8 GiB).
+std::string killed_hint(const std::string& exit, int jobs) {
+    if (exit.find("signal 9") == std::string::npos) return "";
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    std::string hint = "; a kill that is not a timeout is most often the out-of-memory killer";
+    if (pages > 0 && page > 0)
+        hint += ": this machine has " + std::to_string(static_cast<long long>(pages) * page >> 30) + " GiB";
+    if (jobs != 1) hint += ", shared by the problems imported at once (--jobs 1: one at a time)";
+    return hint;
+}
+
 // One problem, alone in its Python process and sandbox, writing only to a fresh private folder;
 // the tool installs what it reports (install_result) and removes the folder.
 // Whether a problem is imported as a whole model: --regions, --whole, else a level-3 problem.
@@ -190,6 +202,7 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
         ~Removed() { remove_private_dir(dir); }
     } removed{priv};
     PythonRun r;
+    double wall_s = 0;
     {
         const Confinement conf = confine(*s.o, s.py, s.readable, s.library, s.gpu, priv);
         std::vector<std::string> args = {s.executable, "-c", kProtocolWrapper};
@@ -203,7 +216,9 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
             std::lock_guard<std::mutex> lock(print_mu);
             std::cerr << "kernelevo: " << line << "\n";
         });
+        const auto t0 = std::chrono::steady_clock::now();
         r = run_python(args, {src}, conf, s.o->timeout_s * 3 + 120, s.max_as, s.o->quiet, print_mu);
+        wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     nlohmann::json j;
     if (r.by_source.count(src)) {
@@ -213,8 +228,8 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
         const std::string hint = r.exit.find("timed out") != std::string::npos
                                      ? "; raise --timeout (seconds per problem, now " + std::to_string(static_cast<long>(s.o->timeout_s)) +
                                            (model ? "; a whole model's regions are each traced, timed and checked" : "") + ")"
-                                     : "";
-        j = {{"source", src}, {"status", "failed"}, {"reason", one_line("the importer stopped (" + r.exit + hint + ")" + err)}};
+                                     : killed_hint(r.exit, s.o->jobs);
+        j = {{"source", src}, {"status", "failed"}, {"reason", one_line("the importer stopped (" + r.exit + hint + ")" + err)}, {"seconds", wall_s}};
     }
     // The result comes from the sandbox: only its known shapes are taken.
     static const std::set<std::string> statuses = {"ok", "refused", "failed"};
