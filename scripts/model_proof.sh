@@ -67,7 +67,9 @@ if [[ " $steps " == *" search "* ]]; then
     python3 scripts/write_replay.py "tests/data/model_proof/$kernel" "$work/replay_$n.jsonl" --variants 7 \
       --hash-prefix proof "${defs[@]}" || { fail "search $n: writing the replies"; continue; }
     s=$(date +%s)
-    "$ke" search --model-dir "$d" --region "$region" --replay "$work/replay_$n.jsonl" --llm-replay-in-order \
+    # Every timed set's per-call times (kernel and reference), to see where a figure came from (issue 38's
+    # run saw one region's first reference time 3x what its confirmations measured).
+    KEVO_TIMING_DUMP="$out/timing_$n.jsonl" "$ke" search --model-dir "$d" --region "$region" --replay "$work/replay_$n.jsonl" --llm-replay-in-order \
       --islands 1 --children 1 --jobs 1 --generations 1 --repair-attempts 1 --mode full --seed 1 --no-profile \
       --timing-trials 30 > "$out/search_$n.log" 2>&1
     rc=$?
