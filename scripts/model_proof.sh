@@ -13,7 +13,7 @@
 # separate calls on the same host): import | search | load.
 # Usage (repo root, after scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck):
 #   scripts/model_proof.sh [PROBLEM.py ...]   (default: the five in tests/data/kernelbench_problems/level3
-#                                              but 1_MLP, whose 8 GiB of weights take most of a call)
+#                                              but 1_MLP, whose 2.7 GiB of weights take much of a call)
 # Env: KEVO_MP_WORK (default build-gpu/model-proof), OUT (logs; default /tmp/kevo-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -33,8 +33,8 @@ class Model(nn.Module):
 # Test code
 batch_size = 128
 input_size = 16384
-layer_sizes = [32768, 32768]
-output_size = 16384
+layer_sizes = [16384, 16384]
+output_size = 8192
 
 def get_inputs():
     return [torch.rand(batch_size, input_size)]
