@@ -36,7 +36,7 @@ _EXPORTS = {
 }
 # The submodules `import kernelevo` used to load (directly or through the names above), still
 # reachable as attributes (kernelevo.op, kernelevo.graph, ...).
-_SUBMODULES = ("torch_task", "op", "library", "graph", "partition", "model_export", "model_load", "model_compare",
+_SUBMODULES = ("torch_task", "op", "library", "graph", "partition", "model_export", "model_folder", "model_load", "model_compare",
                "kernelbench")
 
 __all__ = list(_EXPORTS)

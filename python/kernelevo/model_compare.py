@@ -6,7 +6,8 @@ import time
 
 import torch
 
-from .model_load import model_device, plan_inputs, read_plan, record_regions
+from .model_folder import model_device, plan_inputs, read_plan
+from .model_load import record_regions
 from .torch_task import live_precision
 
 

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from .graph import ModelGraph, _scope, identifier, input_names, region_module
+from .partition import signature
 from .torch_task import ExportError, _precision, export_task, live_precision
 
 PLAN_FORMAT = "kernelevo-model-plan/1"
@@ -107,10 +108,13 @@ def export_model(model, example_inputs, out_dir, name=None, threshold=0.01, prec
     total = sum(times)
     for r, t in zip(regions, times):
         r.time_ms, r.share = t, (t / total if total > 0 else 0.0)
-        if r.status == "task" and r.share < threshold:
-            r.status, r.reason = "below_threshold", "%.2f%% of the model's time, below the threshold of %.2f%%" % (
-                100 * r.share, 100 * threshold)
-    _export_regions(g, regions, examples, out_dir, chosen, device, overwrite, quiet, inputs)
+    captured = _capture(g, regions, examples)
+    _repeats(g, regions, threshold)
+    _export_regions(g, regions, captured, out_dir, chosen, device, overwrite, quiet, inputs)
+    for r in regions:  # a repeat of a region whose export failed is not a repeat of a task
+        rep = next((q for q in regions if q.name == r.same_as), None) if r.same_as else None
+        if rep is not None and r.status == "repeat" and rep.status != "task":
+            r.status, r.reason = rep.status, "a repeat of region %s: %s" % (rep.name, rep.reason)
     plan = _plan(g, regions, model_name, source, chosen, device, total, threshold)
     _write(out_dir, plan, overwrite)
     _say(quiet, "wrote %s: %d task(s); next: kernelevo search --model-dir %s" % (
@@ -118,12 +122,50 @@ def export_model(model, example_inputs, out_dir, name=None, threshold=0.01, prec
     return plan_path
 
 
-def _export_regions(g, regions, examples, out_dir, chosen, device, overwrite, quiet, inputs):
-    """export_task of each task region, on its captured input activations."""
+def _capture(g, regions, examples):
+    """Each region's input activations on the examples (returned) and its inputs' and outputs' specs."""
     captured, results = g.capture(regions, examples)
     for r, args, outs in zip(regions, captured, results):
         r.input_specs = [dict(name=n, **_spec(x)) for n, x in zip(input_names(r), args)]
         r.output_specs = [_spec(y) for y in outs]
+    return captured
+
+
+def _repeats(g, regions, threshold):
+    """A task region computing what an earlier one computes (partition.signature, the same input and
+    output shapes and dtypes: an RNN cell unrolled over time, a weight-tied layer) is its repeat: status
+    "repeat", same_as its name, no task of its own (load_model runs the first one's kernel there). The
+    threshold applies to the first one's share with its repeats'; below it, all stay in PyTorch."""
+    first = {}
+    for r in regions:
+        r.same_as, r.group_share, r.repeats = None, r.share, 0
+        if r.status != "task":
+            continue
+        sig = signature(g, r)
+        if sig[0] == "unique":
+            continue
+        rep = first.setdefault((sig, json.dumps([[dict(s, name=None) for s in r.input_specs], r.output_specs])), r)
+        if rep is not r:
+            r.same_as = rep.name
+            rep.group_share += r.share
+            rep.repeats += 1
+    by_name = {r.name: r for r in regions}
+    for r in regions:
+        if r.status == "task" and r.same_as is None and r.group_share < threshold:
+            r.status, r.reason = "below_threshold", "%.2f%% of the model's time%s, below the threshold of %.2f%%" % (
+                100 * r.group_share, " with its %d repeat(s)" % r.repeats if r.repeats else "", 100 * threshold)
+    for r in regions:
+        if r.same_as is not None:
+            rep = by_name[r.same_as]
+            if rep.status == "task":
+                r.status, r.reason = "repeat", "computes what region %s computes (the same ops, weights and shapes): " \
+                                               "runs its kernel" % rep.name
+            else:
+                r.status, r.reason = rep.status, "a repeat of region %s: %s" % (rep.name, rep.reason)
+
+
+def _export_regions(g, regions, captured, out_dir, chosen, device, overwrite, quiet, inputs):
+    """export_task of each task region, on its captured input activations."""
     spec = {"policy": chosen["policy"], "cudnn_tf32": chosen["cudnn_tf32"], "matmul_tf32": chosen["matmul_tf32"]}
     for r, args in zip(regions, captured):
         if r.status != "task":
@@ -199,6 +241,10 @@ def _plan(g, regions, model_name, source, chosen, device, total, threshold):
                      "ops": r.ops, "time_ms": round(r.time_ms, 6), "share": round(r.share, 6), "status": r.status,
                      "reason": r.reason, "task": "regions/" + r.task_name if r.status == "task" else None,
                      "weights": r.weights, "inputs": r.input_specs, "outputs": r.output_specs})
+        if r.status == "repeat":
+            rows[-1]["same_as"] = r.same_as
+        elif r.status == "task" and r.repeats:
+            rows[-1]["repeats"], rows[-1]["share_with_repeats"] = r.repeats, round(r.group_share, 6)
     return {"format": PLAN_FORMAT, "model": model_name, "source": source, "fingerprint": g.fingerprint(),
             "precision": chosen["policy"], "cudnn_tf32": chosen["cudnn_tf32"], "matmul_tf32": chosen["matmul_tf32"],
             "device": _device_text(device), "torch": torch.__version__, "inputs": g.input_specs(),
@@ -214,7 +260,9 @@ def _spec(x):
 def _coverage(regions):
     """How the model's time divides: what a search can work on, what stays in PyTorch and why."""
     parts = []
-    for status, words in (("task", "in %d task region(s) a search works on"), ("refused", "refused (%d region(s), stay in PyTorch)"),
+    for status, words in (("task", "in %d task region(s) a search works on"),
+                          ("repeat", "in %d repeat(s) of a task region (each runs that region's kernel)"),
+                          ("refused", "refused (%d region(s), stay in PyTorch)"),
                           ("below_threshold", "below the threshold (%d region(s), stay in PyTorch)"),
                           ("failed", "failed to export (%d region(s), stay in PyTorch)")):
         rs = [r for r in regions if r["status"] == status]
@@ -233,6 +281,8 @@ def _table(plan):
     for k, r in enumerate(plan["regions"]):
         ops = ", ".join(dict.fromkeys(o.split("::")[-1] for o in r["ops"]))
         status = r["status"] + (": " + r["reason"] if r["reason"] else "")
+        if r.get("repeats"):
+            status += " (with its %d repeat(s): %.1f%% of the time)" % (r["repeats"], 100 * r["share_with_repeats"])
         lines.append("| %d | %s | %s | %s | %.4f | %.1f%% | %s |" % (
             k, r["name"], r["kind"], ops, r["time_ms"], 100 * r["share"], status.replace("|", "/")))
     lines.append("| | total | | | %.4f | 100%% | |" % plan["total_ms"])

@@ -278,3 +278,42 @@ def partition(g):
                  if classes[i] not in ("free",) and not g.steps[i][0].startswith("prim::")] or \
             [g.steps[i][0] for i in range(r.start, r.end) if not g.steps[i][0].startswith("prim::")]
     return regions
+
+
+def _const_key(v):
+    """A constant argument as a comparable value (a tensor by its dtype, shape and values)."""
+    if isinstance(v, torch.Tensor):
+        return ("tensor", str(v.dtype), tuple(v.shape), tuple(v.flatten().tolist()) if v.numel() <= 64 else id(v))
+    if isinstance(v, (list, tuple)):
+        return tuple(_const_key(x) for x in v)
+    return (type(v).__name__, repr(v))
+
+
+def signature(g, r):
+    """What a region computes, whatever its place in the graph: its nodes (the weight-derived ones it
+    pulls first) by kind, each argument as a constant's value, a region input by position, a weight by
+    its name or a value of an earlier node of the region; and which of its values are its outputs.
+    Two regions with equal signatures compute the same function of their inputs (an RNN cell unrolled
+    over the time steps, a weight-tied layer called twice). A value the region reads that is none of
+    these (a static value computed before it) makes the signature unique to the region."""
+    steps = list(r.pulled) + list(range(r.start, r.end))
+    local, pos = {}, {v.unique(): k for k, v in enumerate(r.inputs)}
+    for n, i in enumerate(steps):
+        for k, u in enumerate(g.steps[i][3]):
+            local[u] = (n, k)
+    nodes = []
+    for i in steps:
+        args = []
+        for u in g.steps[i][2]:
+            if u in local:
+                args.append(("node",) + local[u])
+            elif u in pos:
+                args.append(("input", pos[u]))
+            elif u in g.weight_of:
+                args.append(("weight", g.weight_of[u]))
+            elif u in g.constants:
+                args.append(("const", _const_key(g.constants[u])))
+            else:
+                return ("unique", r.start)
+        nodes.append((g.steps[i][0], tuple(args)))
+    return (tuple(nodes), tuple(local.get(v.unique()) for v in r.outputs))

@@ -44,6 +44,35 @@ TEST(ModelPlan, ReadsTheRegionsAndResolvesTheTaskFolders) {
     EXPECT_TRUE(searched[0]->task_file.is_absolute());
 }
 
+// A task with repeats (export_model's status "repeat": regions computing the same, running its
+// kernel) is budgeted by its share with theirs; a repeat has no task and names its task region.
+TEST(ModelPlan, ATaskWithRepeatsCoversTheirShareToo) {
+    TempDir dir;
+    json plan = good_plan();
+    plan["regions"][0]["share"] = 0.05;
+    plan["regions"][0]["repeats"] = 1;
+    plan["regions"][0]["share_with_repeats"] = 0.25;
+    plan["regions"][3] = region("h.0.a.2", "blk_a_2", 0.2, "repeat");
+    plan["regions"][3]["same_as"] = "h.0.a";
+    make_model_folder(dir.path(), plan);
+    model::Plan p = model::load_plan(dir.path());
+    auto searched = p.searched();
+    ASSERT_EQ(searched.size(), 2u);
+    EXPECT_DOUBLE_EQ(searched[0]->share, 0.25);
+    EXPECT_EQ(p.regions[3].status, "repeat");
+    EXPECT_EQ(p.regions[3].same_as, "h.0.a");
+    EXPECT_TRUE(p.regions[3].task.empty());
+
+    plan["regions"][0]["share_with_repeats"] = 0.01;  // less than its own share
+    write_file_atomic(dir.path() / "plan.json", plan.dump());
+    EXPECT_TRUE(contains(plan_error(dir.path()), "regions[0] (h.0.a): \"share_with_repeats\" must be a number >= \"share\""))
+        << plan_error(dir.path());
+    plan["regions"][0]["share_with_repeats"] = 0.25;
+    plan["regions"][3].erase("same_as");
+    write_file_atomic(dir.path() / "plan.json", plan.dump());
+    EXPECT_TRUE(contains(plan_error(dir.path()), "regions[3] (h.0.a.2): missing key \"same_as\"")) << plan_error(dir.path());
+}
+
 TEST(ModelPlan, AnotherFormatIsRefusedNamingTheFile) {
     TempDir dir;
     json plan = good_plan();

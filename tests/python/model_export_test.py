@@ -106,6 +106,23 @@ class Recurrent(nn.Module):
         return self.head(self.ln(x + a))
 
 
+class Unrolled(nn.Module):
+    """A vanilla RNN as a Python loop over the steps (KernelBench's VanillaRNNHidden): the traced graph
+    holds its cell once per step."""
+
+    def __init__(self, n=256, h=256, steps=6):
+        super().__init__()
+        self.i2h, self.h2o, self.steps = nn.Linear(n + h, h), nn.Linear(h, 8), steps
+        self.register_buffer("h0", torch.zeros(1, h))
+
+    def forward(self, x):
+        hidden, outs = self.h0.expand(x.size(1), -1), []
+        for t in range(self.steps):
+            hidden = torch.tanh(self.i2h(torch.cat((x[t], hidden), dim=1)))
+            outs.append(self.h2o(hidden))
+        return torch.stack(outs)
+
+
 class DataBranch(nn.Module):
     def __init__(self):
         super().__init__()
@@ -305,7 +322,7 @@ class Export(unittest.TestCase):
                         "weights"):
                 self.assertIn(key, r)
             self.assertIn(r["kind"], ("gemm", "conv", "attention", "rnn", "pointwise", "reduction", "view"))
-            self.assertIn(r["status"], ("task", "below_threshold", "refused", "failed", "view"))
+            self.assertIn(r["status"], ("task", "below_threshold", "refused", "failed", "view", "repeat"))
             self.assertTrue(r["task_name"].startswith(model_name.lower() + "_"))
             if r["status"] == "task":
                 self.assertEqual(r["task"], "regions/" + r["task_name"])
@@ -363,6 +380,37 @@ class Export(unittest.TestCase):
                          [("fc1", "task"), ("drop", "refused"), ("fc2", "task")])
         self.assertIn("Dropout in training mode (p = 0.5)", plan["regions"][1]["reason"])
         self.assertEqual(plan["regions"][0]["task_name"], "drop_net_fc1")
+
+    def test_a_region_repeated_over_time_steps_is_one_task(self):
+        torch.manual_seed(0)
+        m, x = Unrolled().eval(), torch.randn(6, 64, 256)
+        plan = self.check_plan(self.export(m, x, "rnn", threshold=0.0, name="rnn"), "rnn")
+        cells = [r for r in plan["regions"] if r["name"].split(".")[0] == "i2h"]
+        self.assertEqual([r["name"] for r in cells], ["i2h"] + ["i2h.%d" % k for k in range(2, 7)])
+        first, rest = cells[0], cells[1:]
+        self.assertEqual((first["status"], first["task"], first["repeats"]), ("task", "regions/rnn_i2h", 5))
+        self.assertAlmostEqual(first["share_with_repeats"], sum(r["share"] for r in cells), places=4)
+        for r in rest:
+            self.assertEqual((r["status"], r["same_as"], r["task"]), ("repeat", "i2h", None))
+            self.assertEqual(r["weights"], first["weights"])
+            self.assertFalse(os.path.exists(os.path.join(self.dir, "rnn", "regions", r["task_name"])))
+        # h2o's regions read the next step's slice x[t] (another constant each): not repeats of each other.
+        self.assertFalse(any(r.get("same_as", "").startswith("h2o") for r in plan["regions"]))
+        with open(os.path.join(self.dir, "rnn", "plan.md")) as f:
+            self.assertIn("in 5 repeat(s) of a task region (each runs that region's kernel)", f.read())
+        # Each step alone is below a threshold that the steps together pass: the cell is still a task.
+        most = max(r["share"] for r in cells)
+        self.assertLess(most, 0.3, [r["share"] for r in cells])
+        self.assertGreater(first["share_with_repeats"], 0.3)
+        plan = self.check_plan(self.export(m, x, "rnn30", threshold=0.3, name="rnn"), "rnn")
+        self.assertEqual([r["status"] for r in plan["regions"] if r["name"].split(".")[0] == "i2h"],
+                         ["task"] + ["repeat"] * 5)
+        # A threshold above the steps together: all of them stay in PyTorch, saying so.
+        plan = self.check_plan(self.export(m, x, "rnn99", threshold=0.99, name="rnn"), "rnn")
+        cell = [r for r in plan["regions"] if r["name"].split(".")[0] == "i2h"]
+        self.assertEqual({r["status"] for r in cell}, {"below_threshold"})
+        self.assertIn("with its 5 repeat(s), below the threshold of 99.00%", cell[0]["reason"])
+        self.assertTrue(cell[1]["reason"].startswith("a repeat of region i2h: "), cell[1]["reason"])
 
     def test_threshold_leaves_small_regions_in_pytorch(self):
         m, x = convnet()

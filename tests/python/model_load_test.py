@@ -179,6 +179,38 @@ class ModelLoad(unittest.TestCase):
         x7 = torch.randn(7, 16)
         self.assertTrue(self.same(loaded, model, x7))
 
+    def test_a_repeated_region_runs_its_first_instances_kernel(self):
+        sys.path.insert(0, HERE)
+        from model_export_test import Unrolled
+        torch.manual_seed(0)
+        model, x = Unrolled(n=64, h=64, steps=4).eval(), torch.randn(4, 8, 64)
+        out = os.path.join(self.dir, "rnn")
+        kernelevo.export_model(model, (x,), out, device="cpu", quiet=True, threshold=0.0, name="rnn")
+        calls = {}
+        model_load.load_op = usable(calls=calls)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loaded = kernelevo.load_model(out, model, kernelevo=KERNELEVO)
+        self.assertEqual([str(w.message) for w in caught if "load_model" in str(w.message)], [])
+        status = {n: (s, why) for n, s, why in loaded.regions}
+        self.assertEqual(status["i2h"][0], "kernel")
+        for k in (2, 3, 4):
+            self.assertEqual(status["i2h.%d" % k], ("kernel", "kernel test-double (region i2h's, repeated)"))
+        self.assertIn("passed on fresh random inputs", loaded.check)
+        calls.clear()
+        with torch.enable_grad():  # the interpreter, which calls the double's Python (as in the test below)
+            self.assertTrue(torch.allclose(loaded(x), model(x), atol=1e-5, rtol=1e-5))
+            with torch.no_grad():
+                model.i2h.weight.mul_(0.5)  # the live weights, in every step
+            self.assertTrue(torch.allclose(loaded(x), model(x), atol=1e-5, rtol=1e-5))
+        self.assertEqual(calls.get("rnn_i2h"), 8)  # one task, its operator at each of the 4 steps, twice
+        # Without a kernel for the cell, its repeats stay in PyTorch and say why.
+        model_load.load_op = REAL_LOAD_OP
+        loaded, _ = self.load(out, model)
+        why = {n: (s, r) for n, s, r in loaded.regions}["i2h.2"]
+        self.assertEqual(why[0], "pytorch")
+        self.assertTrue(why[1].startswith("a repeat of region i2h, which runs in PyTorch ("), why[1])
+
     def test_calls_the_graph_was_not_traced_for_run_the_model(self):
         model = tiny()
         out = self.export(model)

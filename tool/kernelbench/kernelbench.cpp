@@ -249,11 +249,14 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
     return j;
 }
 
-// The share of the model's time in its task regions (what a search can speed up; the rest stays in PyTorch).
+// The share of the model's time in its task regions and their repeats (what a search can speed up;
+// the rest stays in PyTorch).
 double task_share(const nlohmann::json& model) {
     double share = 0;
-    for (const auto& r : model["regions"])
-        if (r.value("status", "") == "task" && r.contains("share") && r["share"].is_number()) share += r["share"].get<double>();
+    for (const auto& r : model["regions"]) {
+        const std::string status = r.value("status", "");
+        if ((status == "task" || status == "repeat") && r.contains("share") && r["share"].is_number()) share += r["share"].get<double>();
+    }
     return share;
 }
 
@@ -269,7 +272,8 @@ void print_result(const nlohmann::json& j, size_t done, size_t total, const std:
     if (status == "ok" && j.contains("model")) {
         const auto& m = j["model"];
         std::cerr << "imported model " << j.value("name", "?") << ": " << m["regions"].size() << " regions, "
-                  << m.value("tasks", 0) << " tasks, " << m.value("refused", 0) << " refused, " << m.value("below_threshold", 0)
+                  << m.value("tasks", 0) << " tasks" << (m.value("repeat", 0) > 0 ? " (+" + std::to_string(m.value("repeat", 0)) + " repeats)" : "")
+                  << ", " << m.value("refused", 0) << " refused, " << m.value("below_threshold", 0)
                   << " below threshold" << (m.value("failed", 0) > 0 ? ", " + std::to_string(m.value("failed", 0)) + " failed" : "")
                   << "; the tasks are " << fmt_share(task_share(m)) << " of its time (" << m.value("plan", "") << ")";
     } else if (status == "ok") {

@@ -76,13 +76,20 @@ Region read_region(const Plan& p, const json& r, size_t i) {
     g.kind = opt_str(r, "kind");
     g.reason = opt_str(r, "reason");
     if (r.contains("time_ms") && r["time_ms"].is_number()) g.time_ms = r["time_ms"].get<double>();
-    static const std::set<std::string> statuses = {"task", "below_threshold", "refused", "failed", "view"};
+    static const std::set<std::string> statuses = {"task", "below_threshold", "refused", "failed", "view", "repeat"};
     if (!statuses.count(g.status))
-        fail(p.file, where, "unknown status \"" + g.status + "\" (expected task, below_threshold, refused, failed or view)");
+        fail(p.file, where, "unknown status \"" + g.status + "\" (expected task, below_threshold, refused, failed, view or repeat)");
     if (g.searched()) {
         g.task = str(p.file, where, r, "task");
         g.task_file = region_task_file(p, where, g.task);
+        // A task with repeats (regions computing the same, which run its kernel) covers their time too.
+        if (r.contains("share_with_repeats")) {
+            const double with = num(p.file, where, r, "share_with_repeats");
+            if (!std::isfinite(with) || with < g.share) fail(p.file, where, "\"share_with_repeats\" must be a number >= \"share\"");
+            g.share = with;
+        }
     }
+    if (g.status == "repeat") g.same_as = str(p.file, where, r, "same_as");
     return g;
 }
 

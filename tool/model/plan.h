@@ -31,7 +31,9 @@ inline constexpr const char* kSummaryFormat = "kernelevo-model-search/1";
 
 struct Region {
     std::string name, task_name, kind, status, reason;
-    double time_ms = 0, share = 0;
+    double time_ms = 0;
+    double share = 0;     // of the model's time; a task's with its repeats' (share_with_repeats): what its kernel runs
+    std::string same_as;  // status "repeat": the task region whose kernel it runs
     std::string task;    // as written: relative to the model folder (status "task" only)
     fs::path task_file;  // DIR/<task>/task.json, absolute (status "task" only)
     bool searched() const { return status == "task"; }
