@@ -17,6 +17,7 @@ import warnings
 import torch
 from torch import nn
 
+from .kernelbench.trace import RANDOM_OPS
 from .torch_task import ExportError
 
 GEMM_OPS = {"aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm",
@@ -332,6 +333,8 @@ class ModelGraph:
             if not isinstance(v, torch.Tensor) or v.numel() <= 1:
                 self.static.add(uid)
         for node in self.nodes:
+            if node.kind() in RANDOM_OPS:  # new values on every call, whatever its inputs: an activation
+                continue
             ins = [v.unique() for v in node.inputs()]
             tensor_ins = [u for u, v in zip(ins, node.inputs()) if _is_tensor(v) and u not in self.static]
             for o in node.outputs():

@@ -123,6 +123,19 @@ class Unrolled(nn.Module):
         return torch.stack(outs)
 
 
+class RandomState(nn.Module):
+    """KernelBench's LSTM (35_LSTM): the initial state drawn with torch.randn inside forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(8, 16, 2, batch_first=True), nn.Linear(16, 4)
+
+    def forward(self, x):
+        h0, c0 = torch.randn(2, x.size(0), 16), torch.randn(2, x.size(0), 16)
+        out, _ = self.lstm(x, (h0, c0))
+        return self.fc(out[:, -1, :])
+
+
 class DataBranch(nn.Module):
     def __init__(self):
         super().__init__()
@@ -411,6 +424,17 @@ class Export(unittest.TestCase):
         self.assertEqual({r["status"] for r in cell}, {"below_threshold"})
         self.assertIn("with its 5 repeat(s), below the threshold of 99.00%", cell[0]["reason"])
         self.assertTrue(cell[1]["reason"].startswith("a repeat of region i2h: "), cell[1]["reason"])
+
+    def test_a_random_initial_state_stays_in_pytorch_and_the_lstm_is_a_task(self):
+        plan = self.check_plan(self.export(RandomState(), torch.rand(4, 10, 8), "rand", threshold=0.0, name="rs"), "rs")
+        status = {r["name"]: (r["status"], r["reason"]) for r in plan["regions"]}
+        for name in ("randn", "randn.2"):
+            self.assertEqual(status[name][0], "refused")
+            self.assertIn("draws random numbers", status[name][1])
+        # The draws are the LSTM region's inputs (activations), not values it recomputes from constants.
+        self.assertEqual(status["lstm"], ("task", ""))
+        lstm = next(r for r in plan["regions"] if r["name"] == "lstm")
+        self.assertEqual(sorted(s["shape"] for s in lstm["inputs"]), [[2, 4, 16], [2, 4, 16], [4, 10, 8]])
 
     def test_threshold_leaves_small_regions_in_pytorch(self):
         m, x = convnet()

@@ -211,6 +211,27 @@ class ModelLoad(unittest.TestCase):
         self.assertEqual(why[0], "pytorch")
         self.assertTrue(why[1].startswith("a repeat of region i2h, which runs in PyTorch ("), why[1])
 
+    def test_a_region_fed_by_random_draws_runs_as_a_kernel(self):
+        sys.path.insert(0, HERE)
+        from model_export_test import RandomState
+        torch.manual_seed(0)
+        model, x = RandomState().eval(), torch.rand(4, 10, 8)
+        out = os.path.join(self.dir, "rs")
+        kernelevo.export_model(model, (x,), out, device="cpu", quiet=True, threshold=0.0, name="rs")
+        calls = {}
+        model_load.load_op = usable(calls=calls)
+        loaded, warned = self.load(out, model)
+        self.assertEqual(warned, [])
+        status = {n: s for n, s, _ in loaded.regions}
+        self.assertEqual((status["lstm"], status["randn"]), ("kernel", "pytorch"))
+        self.assertIn("passed on fresh random inputs", loaded.check)  # the draws seeded alike in both
+        with torch.enable_grad():
+            torch.manual_seed(3)
+            got = loaded(x)
+            torch.manual_seed(3)
+            self.assertTrue(torch.allclose(got, model(x), atol=1e-5, rtol=1e-5))
+        self.assertGreaterEqual(calls.get("rs_lstm", 0), 1)
+
     def test_calls_the_graph_was_not_traced_for_run_the_model(self):
         model = tiny()
         out = self.export(model)
