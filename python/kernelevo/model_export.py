@@ -133,10 +133,12 @@ def _capture(g, regions, examples):
 
 def _repeats(g, regions, threshold):
     """A task region computing what an earlier one computes (partition.signature, the same input and
-    output shapes and dtypes: an RNN cell unrolled over time, a weight-tied layer) is its repeat: status
-    "repeat", same_as its name, no task of its own (load_model runs the first one's kernel there). The
-    threshold applies to the first one's share with its repeats'; below it, all stay in PyTorch."""
-    first = {}
+    output shapes and dtypes, weights of the same shapes and dtypes: an RNN cell unrolled over time, a
+    weight-tied layer, the blocks of a stack with weights of their own) is its repeat: status "repeat",
+    same_as its name, no task of its own (load_model runs the first one's kernel there, on the repeat's
+    own weights). The threshold applies to the first one's share with its repeats'; below it, all stay
+    in PyTorch."""
+    first, live = {}, g._params()
     for r in regions:
         r.same_as, r.group_share, r.repeats = None, r.share, 0
         if r.status != "task":
@@ -144,7 +146,8 @@ def _repeats(g, regions, threshold):
         sig = signature(g, r)
         if sig[0] == "unique":
             continue
-        rep = first.setdefault((sig, json.dumps([[dict(s, name=None) for s in r.input_specs], r.output_specs])), r)
+        weights = [(str(live[n].dtype), list(live[n].shape)) for n in r.weights]
+        rep = first.setdefault((sig, json.dumps([[dict(s, name=None) for s in r.input_specs], r.output_specs, weights])), r)
         if rep is not r:
             r.same_as = rep.name
             rep.group_share += r.share
@@ -157,9 +160,12 @@ def _repeats(g, regions, threshold):
     for r in regions:
         if r.same_as is not None:
             rep = by_name[r.same_as]
-            if rep.status == "task":
+            if rep.status == "task" and r.weights == rep.weights:
                 r.status, r.reason = "repeat", "computes what region %s computes (the same ops, weights and shapes): " \
                                                "runs its kernel" % rep.name
+            elif rep.status == "task":
+                r.status, r.reason = "repeat", "computes what region %s computes on weights of its own (the same ops " \
+                                               "and shapes): runs its kernel on them" % rep.name
             else:
                 r.status, r.reason = rep.status, "a repeat of region %s: %s" % (rep.name, rep.reason)
 

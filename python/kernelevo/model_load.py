@@ -101,15 +101,24 @@ def _load_region(spec, index, out_dir, model, live, cache_dir, arch, kernelevo, 
                         weights=[_Live(model, n) for n in names], tolerance=_tolerance_of(op.task))
 
 
-def _repeat_region(spec, index, first, model, live):
+def _repeat_region(spec, index, first, first_spec, model, live):
     """A region the plan marks as a repeat of an earlier one (`first`): that region's operator, on its own
-    activations, where `first` runs as a kernel and the weights are the same."""
-    if first is None or first.status != "kernel":
+    activations and its own weights (in the order of first's, each of the same shape and dtype), where
+    `first` runs as a kernel. The check then judges it on its own (run_check)."""
+    if first is None or first_spec is None or first.status != "kernel":
         return LoadedRegion(spec, index, "pytorch", "a repeat of region %s, which runs in PyTorch%s" % (
             spec["same_as"], "" if first is None else " (%s)" % first.reason))
-    names, why = _task_weight_order(spec, first.op, model, live)
-    if why:
-        return LoadedRegion(spec, index, "pytorch", why)
+    params = dict(model.named_parameters())
+    order = [[n for n in s.get("weights", []) if n in params] + [n for n in s.get("weights", []) if n not in params]
+             for s in (spec, first_spec)]
+    names, theirs = order
+    if len(names) != len(theirs) or any(n not in live for n in names):
+        return LoadedRegion(spec, index, "pytorch", "its weights %s are not of the kind of region %s's" % (names, first.name))
+    for n, m in zip(names, theirs):
+        if list(live[n].shape) != list(live[m].shape) or live[n].dtype != live[m].dtype:
+            return LoadedRegion(spec, index, "pytorch", "%s: %s%s, region %s's %s: %s%s" % (
+                n, str(live[n].dtype).replace("torch.", ""), list(live[n].shape), first.name, m,
+                str(live[m].dtype).replace("torch.", ""), list(live[m].shape)))
     return LoadedRegion(spec, index, "kernel", "kernel %s (region %s's, repeated)" % (first.op.kernel, first.name),
                         op=first.op, weights=[_Live(model, n) for n in names], tolerance=first.tolerance)
 
@@ -492,7 +501,9 @@ def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=
         if spec.get("status") == "task" and spec.get("task"):
             regions.append(_load_region(spec, k, out_dir, model, live, cache_dir, arch, kernelevo, verbose))
         elif spec.get("status") == "repeat" and spec.get("same_as"):
-            regions.append(_repeat_region(spec, k, next((r for r in regions if r.name == spec["same_as"]), None), model, live))
+            first = next((r for r in regions if r.name == spec["same_as"]), None)
+            first_spec = next((s for s in plan["regions"] if s["name"] == spec["same_as"]), None)
+            regions.append(_repeat_region(spec, k, first, first_spec, model, live))
         else:
             regions.append(LoadedRegion(spec, k, "pytorch", _plan_reason(spec)))
     loaded = KernelEvoModel(model, plan, out_dir, graph, regions)

@@ -292,12 +292,14 @@ def _const_key(v):
 def signature(g, r):
     """What a region computes, whatever its place in the graph: its nodes (the weight-derived ones it
     pulls first) by kind, each argument as a constant's value, a region input by position, a weight by
-    its name or a value of an earlier node of the region; and which of its values are its outputs.
-    Two regions with equal signatures compute the same function of their inputs (an RNN cell unrolled
-    over the time steps, a weight-tied layer called twice). A value the region reads that is none of
-    these (a static value computed before it) makes the signature unique to the region."""
+    its position in r.weights or a value of an earlier node of the region; and which of its values are
+    its outputs; a shape-derived value computed before it (fixed by the trace) by its value. Two regions
+    with equal signatures compute the same function of their inputs and weights (an RNN cell unrolled
+    over the time steps, a weight-tied layer called twice, the blocks of a stack with weights of their
+    own). A value the region reads that is none of these makes the signature unique to the region."""
     steps = list(r.pulled) + list(range(r.start, r.end))
     local, pos = {}, {v.unique(): k for k, v in enumerate(r.inputs)}
+    wpos = {name: k for k, name in enumerate(r.weights)}
     for n, i in enumerate(steps):
         for k, u in enumerate(g.steps[i][3]):
             local[u] = (n, k)
@@ -310,9 +312,11 @@ def signature(g, r):
             elif u in pos:
                 args.append(("input", pos[u]))
             elif u in g.weight_of:
-                args.append(("weight", g.weight_of[u]))
+                args.append(("weight", wpos.get(g.weight_of[u], g.weight_of[u])))
             elif u in g.constants:
                 args.append(("const", _const_key(g.constants[u])))
+            elif u in g.static and u in g._static_values:  # shape arithmetic fixed by the trace: its value
+                args.append(("static", _const_key(g._static_values[u])))
             else:
                 return ("unique", r.start)
         nodes.append((g.steps[i][0], tuple(args)))

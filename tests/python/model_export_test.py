@@ -123,6 +123,14 @@ class Unrolled(nn.Module):
         return torch.stack(outs)
 
 
+def stack(width=128, depth=4):
+    """Layers of one shape with weights of their own (a deep narrow MLP, a transformer's block stack)."""
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(width, 10))
+
+
 class RandomState(nn.Module):
     """KernelBench's LSTM (35_LSTM): the initial state drawn with torch.randn inside forward."""
 
@@ -424,6 +432,16 @@ class Export(unittest.TestCase):
         self.assertEqual({r["status"] for r in cell}, {"below_threshold"})
         self.assertIn("with its 5 repeat(s), below the threshold of 99.00%", cell[0]["reason"])
         self.assertTrue(cell[1]["reason"].startswith("a repeat of region i2h: "), cell[1]["reason"])
+
+    def test_layers_of_one_shape_with_their_own_weights_are_repeats_of_the_first(self):
+        torch.manual_seed(0)
+        plan = self.check_plan(self.export(stack().eval(), torch.randn(32, 128), "stack", threshold=0.0, name="st"), "st")
+        got = [(r["name"], r["status"], r.get("same_as")) for r in plan["regions"]]
+        self.assertEqual(got, [("0", "task", None), ("2", "repeat", "0"), ("4", "repeat", "0"), ("6", "repeat", "0"),
+                               ("8", "task", None)])
+        self.assertEqual(plan["regions"][0]["repeats"], 3)
+        self.assertEqual(plan["regions"][2]["weights"], ["4.weight", "4.bias"])  # its own
+        self.assertIn("on weights of its own", plan["regions"][2]["reason"])
 
     def test_a_random_initial_state_stays_in_pytorch_and_the_lstm_is_a_task(self):
         plan = self.check_plan(self.export(RandomState(), torch.rand(4, 10, 8), "rand", threshold=0.0, name="rs"), "rs")

@@ -211,6 +211,47 @@ class ModelLoad(unittest.TestCase):
         self.assertEqual(why[0], "pytorch")
         self.assertTrue(why[1].startswith("a repeat of region i2h, which runs in PyTorch ("), why[1])
 
+    def test_layers_of_one_shape_run_the_first_ones_kernel_on_their_own_weights(self):
+        sys.path.insert(0, HERE)
+        from model_export_test import stack
+        torch.manual_seed(0)
+        model, x = stack(width=32).eval(), torch.randn(8, 32)
+        out = os.path.join(self.dir, "stack")
+        kernelevo.export_model(model, (x,), out, device="cpu", quiet=True, threshold=0.0, name="st")
+        calls = {}
+        model_load.load_op = usable(calls=calls)
+        loaded, warned = self.load(out, model)
+        self.assertEqual(warned, [])
+        self.assertEqual([s for _, s, _ in loaded.regions], ["kernel"] * 5)
+        calls.clear()
+        with torch.enable_grad():
+            self.assertTrue(torch.allclose(loaded(x), model(x), atol=1e-5, rtol=1e-5))
+            with torch.no_grad():
+                model[4].weight.mul_(-1)  # one layer's live weights: its region runs on them
+            self.assertTrue(torch.allclose(loaded(x), model(x), atol=1e-5, rtol=1e-5))
+        self.assertEqual(calls, {"st_0": 8, "st_8": 2})
+        # A kernel that keeps the first weights it saw (right for the first layer only) is caught in
+        # the layers whose weights differ, by the check of each region on its own.
+        def stale(task_dir, **kw):
+            op = REAL_LOAD_OP(task_dir, **kw)
+            op.kernel, base, kept = "test-double", op.call, []
+
+            def call(inputs, weights):
+                if not kept:
+                    kept.extend(w.detach().clone() for w in weights)
+                return base(inputs, kept)
+            op.call = call
+            return op
+        model_load.load_op = stale
+        loaded, warned = self.load(out, model)
+        status = {n: (s, why) for n, s, why in loaded.regions}
+        self.assertEqual((status["0"][0], status["8"][0]), ("kernel", "kernel"))
+        for n in ("2", "4", "6"):
+            self.assertEqual(status[n][0], "pytorch")
+            self.assertIn("the check on fresh inputs: its output differs", status[n][1])
+        self.assertEqual(len(warned), 1)
+        self.assertIn("the check disabled region(s) 2 (", warned[0])
+
     def test_a_region_fed_by_random_draws_runs_as_a_kernel(self):
         sys.path.insert(0, HERE)
         from model_export_test import RandomState
