@@ -66,6 +66,27 @@ TEST(ModelSearch, DryRunPrintsTheBudgetsBySharesLargestFirst) {
     EXPECT_FALSE(fs::exists(dir.path() / "search"));
 }
 
+// A task with repeats is budgeted and shown by its share with theirs; --region of a repeat searches
+// the region whose kernel it runs.
+TEST(ModelSearch, ATaskWithRepeatsIsBudgetedByTheirShareAndARepeatNamesIt) {
+    TempDir dir;
+    nlohmann::json plan = good_plan();
+    plan["regions"][0]["share"] = 0.05;
+    plan["regions"][0]["repeats"] = 1;
+    plan["regions"][0]["share_with_repeats"] = 0.25;
+    plan["regions"][3] = region("h.1.a", "blk_h_1_a", 0.2, "repeat");
+    plan["regions"][3]["same_as"] = "h.0.a";
+    make_model_folder(dir.path(), plan);
+    auto r = kernelevo(search(dir.path(), {"--max-time", "20m", "--dry-run"}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "h.0.a   25.0%   302 s")) << r.out;
+    EXPECT_FALSE(contains(r.out, "h.1.a")) << r.out;  // no search of its own
+    auto one = kernelevo(search(dir.path(), {"--max-time", "20m", "--dry-run", "--region", "h.1.a"}));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_TRUE(contains(one.err, "region h.1.a is a repeat of h.0.a (it runs that region's kernel): searching h.0.a")) << one.err;
+    EXPECT_TRUE(contains(one.out, "h.0.a   25.0%   1200 s")) << one.out;
+}
+
 // --region picks regions by name or task name; the budget is theirs alone; a wrong name lists the rest.
 TEST(ModelSearch, RegionNamesTheRegionsToSearchAndTheBudgetIsTheirs) {
     TempDir dir;

@@ -148,6 +148,15 @@ std::vector<const model::Region*> chosen_regions(const model::Plan& plan, const 
     if (only.empty()) return all;
     for (const std::string& want : only) {
         auto it = std::find_if(all.begin(), all.end(), [&](auto* g) { return g->name == want || g->task_name == want; });
+        // A repeat runs its task region's kernel: searching it is searching that region.
+        auto rep = std::find_if(plan.regions.begin(), plan.regions.end(),
+                                [&](const auto& g) { return g.status == "repeat" && (g.name == want || g.task_name == want); });
+        if (it == all.end() && rep != plan.regions.end()) {
+            it = std::find_if(all.begin(), all.end(), [&](auto* g) { return g->name == rep->same_as; });
+            if (it != all.end())
+                std::cerr << "kernelevo: region " << want << " is a repeat of " << rep->same_as << " (it runs that region's kernel): searching "
+                          << rep->same_as << "\n";
+        }
         if (it == all.end()) {
             std::string names;
             for (auto* g : all) names += (names.empty() ? "" : ", ") + g->name;
