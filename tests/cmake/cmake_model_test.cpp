@@ -62,6 +62,17 @@ protected:
 }  // namespace
 
 TEST_F(CMakeModel, RegionsAreFunctionsOfOneLibraryThatRunTheirReferences) {
+    // A repeat of fc1 (as export_model writes one: no task, same_as): no function of its own; the
+    // header says which function it runs.
+    nlohmann::json plan = nlohmann::json::parse(read_file(model / "plan.json"));
+    nlohmann::json again = plan["regions"][0];
+    again["name"] = "fc1_again";
+    again["task_name"] = "tiny_fc1_again";
+    again["status"] = "repeat";
+    again["same_as"] = "fc1";
+    again["task"] = nullptr;
+    plan["regions"].push_back(again);
+    write_file_atomic(model / "plan.json", plan.dump(2));
     Outcome r = configure();
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "KernelEvo: model tiny: 2 region function(s)")) << r.out;
@@ -71,6 +82,8 @@ TEST_F(CMakeModel, RegionsAreFunctionsOfOneLibraryThatRunTheirReferences) {
     EXPECT_TRUE(contains(r.out, "search --task " + (model / "regions" / "tiny_fc1" / "task.json").string())) << r.out;
     const std::string header = read_file(build / "kernelevo" / "include" / "kernelevo" / "model_tiny.h");
     EXPECT_TRUE(contains(header, "#include \"kernelevo/tiny_fc1.h\"  // region fc1")) << header;
+    EXPECT_TRUE(contains(header, "// region fc1_again: a repeat of region fc1: the same function, on its own inputs and weights"))
+        << header;
     r = run({KEVO_CMAKE_COMMAND, "--build", build.string(), "--", "-j2"});
     ASSERT_EQ(r.rc, 0) << r.out;
     Outcome app = run({(build / "app").string()});
