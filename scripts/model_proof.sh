@@ -8,11 +8,13 @@
 # (PyTorch eager, torch.compile, the loaded model; per region). The ResNet block's BatchNorm regions
 # are refused (KernelBench never calls eval()): it loads with them in PyTorch. The LSTM's one region
 # over the threshold is the LSTM itself (99.9% of its time): it loads with no kernel, as planned.
+# VanillaRNNHidden's cell (i2h: Linear + tanh) is one task whose 255 repeats (the other time steps)
+# run its kernel on their own activations after load_model.
 #
 # Steps (KEVO_MP_STEPS, default "import search load"; each is resumable, so they can run in
 # separate calls on the same host): import | search | load.
 # Usage (repo root, after scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck):
-#   scripts/model_proof.sh [PROBLEM.py ...]   (default: the five in tests/data/kernelbench_problems/level3
+#   scripts/model_proof.sh [PROBLEM.py ...]   (default: the six in tests/data/kernelbench_problems/level3
 #                                              but 1_MLP, whose 2.7 GiB of weights take much of a call)
 # Env: KEVO_MP_WORK (default build-gpu/model-proof), OUT (logs; default /tmp/kevo-out).
 set -uo pipefail
@@ -27,7 +29,8 @@ steps=${KEVO_MP_STEPS:-import search load}
 mkdir -p "$work" "$out"
 l3=tests/data/kernelbench_problems/level3
 problems=("$@")
-[ ${#problems[@]} -gt 0 ] || problems=("$l3/44_MiniGPTBlock.py" "$l3/5_AlexNet.py" "$l3/35_LTSM.py" "$l3/8_ResNetBasicBlock.py")
+[ ${#problems[@]} -gt 0 ] || problems=("$l3/44_MiniGPTBlock.py" "$l3/5_AlexNet.py" "$l3/35_LTSM.py" "$l3/8_ResNetBasicBlock.py"
+                                      "$l3/34_VanillaRNNHidden.py")
 [ -x "$ke" ] || { echo "FAIL $ke not built (scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck)"; exit 1; }
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
@@ -40,6 +43,7 @@ region_of() {
     5_AlexNet) echo "fc1 linear_act_cublas.cu 1" ;;              # Linear + ReLU (+ Dropout p = 0)
     8_ResNetBasicBlock) echo "add_ add_relu.cu -" ;;             # out += identity; relu (no KEVO_PROOF_ACT)
     1_MLP) echo "network.0 linear_act_cublas.cu 1" ;;            # Linear + ReLU
+    34_VanillaRNNHidden) echo "i2h linear_act_cublas.cu 3" ;;    # Linear + tanh, its 255 repeats (the steps) run it too
     *) echo "" ;;                                                # 35_LTSM: its fc is below the threshold
   esac
 }
@@ -99,9 +103,11 @@ import json, sys
 r = json.loads(sys.argv[1]); want = sys.argv[2].split()[0] if sys.argv[2].strip() else None
 e = r["end_to_end"]
 ok = all(o["allclose_1e-4"] or o["max_abs_over_scale"] < 1e-4 for o in r["outputs"])
+k = r["kernels"]
+kernels = (", ".join(k[:4]) + (" and %d more (repeats)" % (len(k) - 4) if len(k) > 4 else "")) if k else "none"
 print("%s %s: kernels %s; outputs vs original: max |diff| %s (relative to the output's scale %s); e2e eager %.3f ms, "
       "torch.compile %s, loaded %.3f ms: %sx over eager, %sx over torch.compile (%s)" % (
-      "PASS" if ok and (want is None or want in r["kernels"]) else "FAIL", r["problem"], r["kernels"] or "none",
+      "PASS" if ok and (want is None or want in r["kernels"]) else "FAIL", r["problem"], kernels,
       ", ".join("%.2e" % o["max_abs"] for o in r["outputs"]), ", ".join("%.2e" % o["max_abs_over_scale"] for o in r["outputs"]),
       e["pytorch_eager_ms"], "%.3f ms" % e["torch_compile_ms"] if e["torch_compile_ms"] else e["torch_compile"],
       e["kernelevo_ms"], e["speedup_vs_pytorch_eager"], e["speedup_vs_torch_compile"], r["precision"]))

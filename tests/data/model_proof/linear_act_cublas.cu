@@ -4,7 +4,7 @@
 // caller made (kernel ABI version 2): row-major out[N, M] is column-major out^T[M, N] = W X^T, so
 // cublasSgemm(T, N) on the row-major buffers, in plain fp32 (the handle's default math mode, no
 // TF32), then one pass adds the bias and applies the activation. The script picks the activation
-// by rewriting the KEVO_PROOF_ACT line: 0 none, 1 ReLU, 2 GELU (tanh approximation, NewGELU).
+// by rewriting the KEVO_PROOF_ACT line: 0 none, 1 ReLU, 2 GELU (tanh approximation, NewGELU), 3 tanh.
 #include <cublas_v2.h>
 
 #include "kernelevo/abi.h"
@@ -17,6 +17,8 @@ __device__ __forceinline__ float activation(float v) {
 #elif KEVO_PROOF_ACT == 2
     const float c = 0.7978845608028654f;  // sqrt(2 / pi)
     return 0.5f * v * (1.f + tanhf(c * (v + 0.044715f * v * v * v)));
+#elif KEVO_PROOF_ACT == 3
+    return tanhf(v);
 #else
     return v;
 #endif
