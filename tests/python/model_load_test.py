@@ -230,6 +230,8 @@ class ModelLoad(unittest.TestCase):
                 model[4].weight.mul_(-1)  # one layer's live weights: its region runs on them
             self.assertTrue(torch.allclose(loaded(x), model(x), atol=1e-5, rtol=1e-5))
         self.assertEqual(calls, {"st_0": 8, "st_8": 2})
+        res = kernelevo.compare_model(model, loaded, inputs=(x,), reps=2, verbose=False)  # each repeat timed too
+        self.assertEqual([r["name"] for r in res["regions"]], ["0", "2", "4", "6", "8"])
         # A kernel that keeps the first weights it saw (right for the first layer only) is caught in
         # the layers whose weights differ, by the check of each region on its own.
         def stale(task_dir, **kw):
