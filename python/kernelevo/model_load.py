@@ -105,9 +105,12 @@ def _repeat_region(spec, index, first, first_spec, model, live):
     """A region the plan marks as a repeat of an earlier one (`first`): that region's operator, on its own
     activations and its own weights (in the order of first's, each of the same shape and dtype), where
     `first` runs as a kernel. The check then judges it on its own (run_check)."""
-    if first is None or first_spec is None or first.status != "kernel":
-        return LoadedRegion(spec, index, "pytorch", "a repeat of region %s, which runs in PyTorch%s" % (
-            spec["same_as"], "" if first is None else " (%s)" % first.reason))
+    if first is None or first_spec is None:
+        return LoadedRegion(spec, index, "pytorch", "a repeat of region %s, which is not a region before it in the "
+                                                    "plan" % spec["same_as"])
+    if first.status != "kernel":
+        return LoadedRegion(spec, index, "pytorch", "a repeat of region %s, which runs in PyTorch (%s)" % (
+            spec["same_as"], first.reason))
     params = dict(model.named_parameters())
     order = [[n for n in s.get("weights", []) if n in params] + [n for n in s.get("weights", []) if n not in params]
              for s in (spec, first_spec)]

@@ -253,6 +253,20 @@ class ModelLoad(unittest.TestCase):
             self.assertIn("the check on fresh inputs: its output differs", status[n][1])
         self.assertEqual(len(warned), 1)
         self.assertIn("the check disabled region(s) 2 (", warned[0])
+        # An edited plan: a repeat of no region, a repeat of a region with weights of other shapes.
+        path = os.path.join(out, "plan.json")
+        plan = _load_json(path)
+        plan["regions"][1]["same_as"], plan["regions"][2]["same_as"] = "nope", "6"
+        plan["regions"][4].update(status="repeat", same_as="0", task=None)
+        with open(path, "w") as f:
+            json.dump(plan, f)
+        model_load.load_op = usable()
+        loaded, _ = self.load(out, model)
+        status = {n: (s, why) for n, s, why in loaded.regions}
+        self.assertEqual(status["2"], ("pytorch", "a repeat of region nope, which is not a region before it in the plan"))
+        self.assertEqual(status["4"], ("pytorch", "a repeat of region 6, which is not a region before it in the plan"))
+        self.assertEqual(status["8"], ("pytorch", "8.weight: float32[10, 32], region 0's 0.weight: float32[32, 32]"))
+        self.assertEqual((status["0"][0], status["6"][0]), ("kernel", "kernel"))
 
     def test_a_region_fed_by_random_draws_runs_as_a_kernel(self):
         sys.path.insert(0, HERE)
