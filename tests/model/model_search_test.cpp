@@ -79,12 +79,14 @@ TEST(ModelSearch, ATaskWithRepeatsIsBudgetedByTheirShareAndARepeatNamesIt) {
     make_model_folder(dir.path(), plan);
     auto r = kernelevo(search(dir.path(), {"--max-time", "20m", "--dry-run"}));
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_TRUE(contains(r.out, "h.0.a   25.0%   302 s")) << r.out;
+    EXPECT_TRUE(contains(r.out, "h.0.a (+1)  25.0%   302 s")) << r.out;
+    EXPECT_TRUE(contains(r.out, "(+N): N regions repeat the region (the same computation) and run its kernel too; its share includes theirs"))
+        << r.out;
     EXPECT_FALSE(contains(r.out, "h.1.a")) << r.out;  // no search of its own
     auto one = kernelevo(search(dir.path(), {"--max-time", "20m", "--dry-run", "--region", "h.1.a"}));
     ASSERT_EQ(one.exit_code, 0) << one.err;
     EXPECT_TRUE(contains(one.err, "region h.1.a is a repeat of h.0.a (it runs that region's kernel): searching h.0.a")) << one.err;
-    EXPECT_TRUE(contains(one.out, "h.0.a   25.0%   1200 s")) << one.out;
+    EXPECT_TRUE(contains(one.out, "h.0.a (+1)  25.0%   1200 s")) << one.out;
 }
 
 // --region picks regions by name or task name; the budget is theirs alone; a wrong name lists the rest.

@@ -105,9 +105,20 @@ void record_end(model::RegionRun& run, const model::JobResult& r, const fs::path
     }
 }
 
+// The region's name in the table: "i2h (+31)" where 31 repeats run its kernel too (their share is in its own).
+std::string region_label(const model::Plan& plan, const std::string& name) {
+    const auto n = std::count_if(plan.regions.begin(), plan.regions.end(), [&](const auto& g) { return g.status == "repeat" && g.same_as == name; });
+    return n ? name + " (+" + std::to_string(n) + ")" : name;
+}
+
 void print_table(const model::Plan& plan, const model::Summary& s, std::ostream& os) {
     size_t w = 6;
-    for (const auto& r : s.regions) w = std::max(w, r.name.size());
+    bool repeats = false;
+    for (const auto& r : s.regions) {
+        const std::string label = region_label(plan, r.name);
+        w = std::max(w, label.size());
+        repeats = repeats || label != r.name;
+    }
     std::set<std::string> over;
     for (const auto& r : s.regions)
         for (const auto& [k, v] : r.over.items()) over.insert(k);
@@ -119,7 +130,7 @@ void print_table(const model::Plan& plan, const model::Summary& s, std::ostream&
         const model::Region* g = nullptr;
         for (const auto& x : plan.regions)
             if (x.task_name == r.task_name) g = &x;
-        os << pad(r.name, w) << "  " << pad(format_double("%.1f%%", 100 * (g ? g->share : 0)), 6) << "  "
+        os << pad(region_label(plan, r.name), w) << "  " << pad(format_double("%.1f%%", 100 * (g ? g->share : 0)), 6) << "  "
            << pad(r.budget_s > 0 ? std::to_string(r.budget_s) + " s" : "-", 9) << "  " << pad(r.status, 7) << "  "
            << pad(r.exit_code ? std::to_string(*r.exit_code) : "-", 4) << "  " << pad(speedup_text(r), 6);
         for (const auto& k : over)
@@ -130,6 +141,7 @@ void print_table(const model::Plan& plan, const model::Summary& s, std::ostream&
     os << "best: the region's best kernel over the LibTorch reference (precision "
        << (plan.precision.empty() ? std::string("as each task says") : plan.precision) << ")"
        << (over.empty() ? "" : "; over X: over that PyTorch baseline of the region's module (eager, torch.compile)") << "\n";
+    if (repeats) os << "(+N): N regions repeat the region (the same computation) and run its kernel too; its share includes theirs\n";
     for (const auto& r : s.regions)
         if (!r.not_cached.empty() && r.best_speedup)
             os << r.name << ": the search's best (" << format_double("%.2fx", *r.best_speedup)
