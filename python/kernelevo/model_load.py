@@ -411,7 +411,36 @@ def _check_regions(loaded, inputs):
             r.disable("the check on fresh inputs: its output differs from the original's beyond its task's tolerance "
                       "(needs %.3g, task tolerance %.3g; the judge's rule)" % (r.check_t, r.tolerance))
             failed.append(r.name)
+        elif not _reads_its_weights(loaded, r, acts):
+            failed.append(r.name)
     return failed
+
+
+def _reads_its_weights(loaded, r, acts):
+    """The region once more with each parameter's values moved one place along (the same values at other
+    positions, as a fine-tuned or reloaded model has others) against its own PyTorch ops on them: the
+    judge validated the kernel with one set of weights, and a kernel that kept a copy of the first weights
+    it saw (a pre-packed matrix) would give the old model's results. Buffers (masks, running statistics)
+    stay as they are. False (and the region disabled, saying why) when it does not compute with them."""
+    module = region_module(loaded._graph, loaded._parts[r.index])
+    moved = []
+    with torch.no_grad():
+        for w in r.weights:
+            t = w().detach()
+            m = torch.roll(t.flatten(), 1).view_as(t) if isinstance(w(), nn.Parameter) and t.numel() > 1 else t
+            getattr(module, "_".join(w.path)).copy_(m)
+            moved.append(m)
+        try:
+            t = needed_tolerance(r.op.call(list(acts), moved), module(*acts))
+        except Exception as e:
+            t, why = math.inf, "%s: %s" % (type(e).__name__, " ".join(str(e).split())[:200])
+        else:
+            why = "needs %.3g, task tolerance %.3g" % (t, r.tolerance)
+    if t <= r.tolerance:
+        return True
+    r.disable("the check with its parameters' values moved (as after fine-tuning or loading others): its output is not "
+              "the region's on them (%s): the kernel does not compute with the weights it is given" % why)
+    return False
 
 
 def _end_to_end(loaded, inputs, expected):

@@ -94,6 +94,20 @@ def usable(wrong=(), noise=(), calls=None):
     return load
 
 
+def stale(task_dir, **kw):
+    """A load_op double whose kernel keeps a copy of the first weights it is given (a pre-packed matrix
+    made once) and computes with it ever after."""
+    op = REAL_LOAD_OP(task_dir, **kw)
+    op.kernel, base, kept = "test-double", op.call, []
+
+    def call(inputs, weights):
+        if not kept:
+            kept.extend(w.detach().clone() for w in weights)
+        return base(inputs, kept)
+    op.call = call
+    return op
+
+
 class ModelLoad(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="kevo-model-load-")
@@ -179,6 +193,23 @@ class ModelLoad(unittest.TestCase):
         x7 = torch.randn(7, 16)
         self.assertTrue(self.same(loaded, model, x7))
 
+    def test_a_kernel_that_keeps_the_first_weights_it_saw_is_caught(self):
+        model = tiny()
+        out = self.export(model)
+        model_load.load_op = stale
+        loaded, warned = self.load(out, model)
+        status = {n: (s, why) for n, s, why in loaded.regions}
+        for name in ("fc1", "fc2"):
+            self.assertEqual(status[name][0], "pytorch", status[name])
+            self.assertIn("the check with its parameters' values moved (as after fine-tuning or loading others)",
+                          status[name][1])
+            self.assertIn("the kernel does not compute with the weights it is given", status[name][1])
+        self.assertEqual(status["softmax"][0], "kernel")  # no weights: nothing to keep
+        self.assertEqual(len(warned), 1)
+        with torch.no_grad():
+            model.fc1.weight.mul_(2)  # what the check stands for: the model after fine-tuning
+            self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
+
     def test_a_repeated_region_runs_its_first_instances_kernel(self):
         sys.path.insert(0, HERE)
         from model_export_test import Unrolled
@@ -233,26 +264,18 @@ class ModelLoad(unittest.TestCase):
         res = kernelevo.compare_model(model, loaded, inputs=(x,), reps=2, verbose=False)  # each repeat timed too
         self.assertEqual([r["name"] for r in res["regions"]], ["0", "2", "4", "6", "8"])
         # A kernel that keeps the first weights it saw (right for the first layer only) is caught in
-        # the layers whose weights differ, by the check of each region on its own.
-        def stale(task_dir, **kw):
-            op = REAL_LOAD_OP(task_dir, **kw)
-            op.kernel, base, kept = "test-double", op.call, []
-
-            def call(inputs, weights):
-                if not kept:
-                    kept.extend(w.detach().clone() for w in weights)
-                return base(inputs, kept)
-            op.call = call
-            return op
+        # the layers whose weights differ, and in the first one with its weights moved.
         model_load.load_op = stale
         loaded, warned = self.load(out, model)
         status = {n: (s, why) for n, s, why in loaded.regions}
-        self.assertEqual((status["0"][0], status["8"][0]), ("kernel", "kernel"))
-        for n in ("2", "4", "6"):
+        for n in ("0", "8"):  # right on its own weights: caught with them moved
+            self.assertEqual(status[n][0], "pytorch")
+            self.assertIn("the kernel does not compute with the weights it is given", status[n][1])
+        for n in ("2", "4", "6"):  # wrong on their own weights already
             self.assertEqual(status[n][0], "pytorch")
             self.assertIn("the check on fresh inputs: its output differs", status[n][1])
         self.assertEqual(len(warned), 1)
-        self.assertIn("the check disabled region(s) 2 (", warned[0])
+        self.assertIn("the check disabled region(s) 0 (", warned[0])
         # An edited plan: a repeat of no region, a repeat of a region with weights of other shapes.
         path = os.path.join(out, "plan.json")
         plan = _load_json(path)
