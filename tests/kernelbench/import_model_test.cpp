@@ -174,6 +174,29 @@ TEST(KernelBenchImportModels, WholeImportsALevel3ProblemAsOneTask) {
     (void)load_task(imp.out / "kb3_44_MiniGPTBlock" / "task.json");
 }
 
+// A model that breaks at the sizes --max-numel shrinks it to (KernelBench's Swin models assert their
+// image size) is tried again at larger ones, as a whole-task import is.
+TEST(KernelBenchImportModels, AModelThatBreaksWhenShrunkIsTriedAgainLarger) {
+    TempDir dir("kevo-kb-model-shrink");
+    fs::create_directories(dir.path() / "level3");
+    write_file_atomic(dir.path() / "level3" / "901_FixedImageSize.py",
+                      "import torch\nimport torch.nn as nn\n\n"
+                      "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                      "        self.image_size = 64\n        self.conv = nn.Conv2d(3, 8, 3, padding=1)\n\n"
+                      "    def forward(self, x):\n"
+                      "        assert x.shape[-1] == self.image_size, \"Input image size doesn't match model\"\n"
+                      "        return torch.relu(self.conv(x))\n\n"
+                      "batch_size = 8\nimage_size = 64\n\n"
+                      "def get_inputs():\n    return [torch.rand(batch_size, 3, image_size, image_size)]\n\n"
+                      "def get_init_inputs():\n    return []\n");
+    auto r = kbtest::kernelevo({"import", "kernelbench", (dir.path() / "level3").string(), "--out", (dir.path() / "suite").string(),
+                                "--max-numel", "4096"}, 600);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("imported model kb3_901_FixedImageSize: "), std::string::npos) << r.err;
+    const auto plan = nlohmann::json::parse(read_file(dir.path() / "suite" / "kb3_901_FixedImageSize" / "plan.json"));
+    EXPECT_EQ(plan["inputs"][0]["shape"].back(), 64) << plan["inputs"].dump();
+}
+
 TEST(KernelBenchImportModels, RegionsAndWholeTogetherIsExitTwo) {
     auto r = kbtest::kernelevo({"import", "kernelbench", level3("1_MLP.py").string(), "--out", "/tmp/kevo-kb-never", "--regions",
                                 "--whole"}, 120);

@@ -5,7 +5,7 @@ import time
 
 import torch
 
-from .common import Phases, Refused, load_problem, one_line, task_name
+from .common import Phases, Refused, ShrinkRefused, load_problem, one_line, task_name
 from .problem import build_model, draw_inputs, shrink
 from .tolerance import DEFAULT_PRECISION
 
@@ -37,8 +37,8 @@ def import_model(path, args, max_numel, emit, joint=False):
         plan = export_model(model, tuple(raw), os.path.join(args.out, name), name=name, device=args.device, quiet=True,
                             precision={k: p[k] for k in ("policy", "cudnn_tf32", "matmul_tf32")},
                             source=os.path.abspath(path))
-    except ExportError as e:
-        raise Refused("the model cannot be exported%s: %s" % (shrunk_note, one_line(e)))
+    except ExportError as e:  # at shrunk sizes, maybe only there (an image size the model asserts): tried again larger
+        raise (ShrinkRefused if shrunk_note else Refused)("the model cannot be exported%s: %s" % (shrunk_note, one_line(e)))
     phases.done("export")
     result = {"source": os.path.abspath(path), "name": name, "status": "ok", "kind": "model",
               "plan": os.path.relpath(plan, args.out), "phases": phases.seconds, "seconds": time.time() - t0}
