@@ -111,10 +111,7 @@ def export_model(model, example_inputs, out_dir, name=None, threshold=0.01, prec
     captured = _capture(g, regions, examples)
     _repeats(g, regions, threshold)
     _export_regions(g, regions, captured, out_dir, chosen, device, overwrite, quiet, inputs)
-    for r in regions:  # a repeat of a region whose export failed is not a repeat of a task
-        rep = next((q for q in regions if q.name == r.same_as), None) if r.same_as else None
-        if rep is not None and r.status == "repeat" and rep.status != "task":
-            r.status, r.reason = rep.status, "a repeat of region %s: %s" % (rep.name, rep.reason)
+    _settle_repeats(regions)  # again: a repeat of a region whose export failed is not a repeat of a task
     plan = _plan(g, regions, model_name, source, chosen, device, total, threshold)
     _write(out_dir, plan, overwrite)
     _say(quiet, "wrote %s: %d task(s); next: kernelevo search --model-dir %s" % (
@@ -152,11 +149,17 @@ def _repeats(g, regions, threshold):
             r.same_as = rep.name
             rep.group_share += r.share
             rep.repeats += 1
-    by_name = {r.name: r for r in regions}
     for r in regions:
         if r.status == "task" and r.same_as is None and r.group_share < threshold:
             r.status, r.reason = "below_threshold", "%.2f%% of the model's time%s, below the threshold of %.2f%%" % (
                 100 * r.group_share, " with its %d repeat(s)" % r.repeats if r.repeats else "", 100 * threshold)
+    _settle_repeats(regions)
+
+
+def _settle_repeats(regions):
+    """Each repeat's status from its first region's: "repeat" where that one is a task, else the same
+    status as it, saying so."""
+    by_name = {r.name: r for r in regions}
     for r in regions:
         if r.same_as is not None:
             rep = by_name[r.same_as]

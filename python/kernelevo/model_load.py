@@ -111,10 +111,7 @@ def _repeat_region(spec, index, first, first_spec, model, live):
     if first.status != "kernel":
         return LoadedRegion(spec, index, "pytorch", "a repeat of region %s, which runs in PyTorch (%s)" % (
             spec["same_as"], first.reason))
-    params = dict(model.named_parameters())
-    order = [[n for n in s.get("weights", []) if n in params] + [n for n in s.get("weights", []) if n not in params]
-             for s in (spec, first_spec)]
-    names, theirs = order
+    names, theirs = _slot_order(spec, model), _slot_order(first_spec, model)
     if len(names) != len(theirs) or any(n not in live for n in names):
         return LoadedRegion(spec, index, "pytorch", "its weights %s are not of the kind of region %s's" % (names, first.name))
     for n, m in zip(names, theirs):
@@ -126,13 +123,18 @@ def _repeat_region(spec, index, first, first_spec, model, live):
                         op=first.op, weights=[_Live(model, n) for n in names], tolerance=first.tolerance)
 
 
+def _slot_order(spec, model):
+    """The region's weights as its task takes them: the model's parameters, then its buffers (slots_of)."""
+    params = dict(model.named_parameters())
+    weights = list(spec.get("weights", []))
+    return [n for n in weights if n in params] + [n for n in weights if n not in params]
+
+
 def _task_weight_order(spec, op, model, live):
     """The region's weights (the live model's names) in its task's order: the importer's slots_of() of
     the region's module, parameters then buffers, each named after its dotted name ("." -> "_").
     (names, None), or (None, why) where the task's weights are not these (count, names, shapes)."""
-    params = dict(model.named_parameters())
-    weights = list(spec.get("weights", []))
-    names = [n for n in weights if n in params] + [n for n in weights if n not in params]
+    names = _slot_order(spec, model)
     missing = [n for n in names if n not in live]
     if missing:
         return None, "the model has no parameter or buffer %s" % ", ".join(missing)
@@ -426,8 +428,9 @@ def _reads_its_weights(loaded, r, acts):
     moved = []
     with torch.no_grad():
         for w in r.weights:
-            t = w().detach()
-            m = torch.roll(t.flatten(), 1).view_as(t) if isinstance(w(), nn.Parameter) and t.numel() > 1 else t
+            live = w()
+            t = live.detach()
+            m = torch.roll(t.flatten(), 1).view_as(t) if isinstance(live, nn.Parameter) and t.numel() > 1 else t
             getattr(module, "_".join(w.path)).copy_(m)
             moved.append(m)
         try:

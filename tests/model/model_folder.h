@@ -38,6 +38,18 @@ inline nlohmann::json good_plan() {
                          region("h.0.tiny", "blk_tiny", 0.005, "below_threshold")}}};
 }
 
+// good_plan() where h.0.a (5% of the time) has one repeat, h.1.a (20%), in place of h.0.tiny: the
+// plan export_model writes for a region computed twice (status "repeat", same_as, share_with_repeats).
+inline nlohmann::json plan_with_repeat() {
+    nlohmann::json plan = good_plan();
+    plan["regions"][0]["share"] = 0.05;
+    plan["regions"][0]["repeats"] = 1;
+    plan["regions"][0]["share_with_repeats"] = 0.25;
+    plan["regions"][3] = region("h.1.a", "blk_h_1_a", 0.2, "repeat");
+    plan["regions"][3]["same_as"] = "h.0.a";
+    return plan;
+}
+
 inline void make_model_folder(const fs::path& dir, const nlohmann::json& plan = good_plan()) {
     write_region_task(dir / "regions" / "blk_a", "blk_a");
     write_region_task(dir / "regions" / "blk_b", "blk_b");

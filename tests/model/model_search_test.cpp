@@ -70,12 +70,7 @@ TEST(ModelSearch, DryRunPrintsTheBudgetsBySharesLargestFirst) {
 // the region whose kernel it runs.
 TEST(ModelSearch, ATaskWithRepeatsIsBudgetedByTheirShareAndARepeatNamesIt) {
     TempDir dir;
-    nlohmann::json plan = good_plan();
-    plan["regions"][0]["share"] = 0.05;
-    plan["regions"][0]["repeats"] = 1;
-    plan["regions"][0]["share_with_repeats"] = 0.25;
-    plan["regions"][3] = region("h.1.a", "blk_h_1_a", 0.2, "repeat");
-    plan["regions"][3]["same_as"] = "h.0.a";
+    nlohmann::json plan = plan_with_repeat();
     make_model_folder(dir.path(), plan);
     auto r = kernelevo(search(dir.path(), {"--max-time", "20m", "--dry-run"}));
     ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -48,12 +48,7 @@ TEST(ModelPlan, ReadsTheRegionsAndResolvesTheTaskFolders) {
 // kernel) is budgeted by its share with theirs; a repeat has no task and names its task region.
 TEST(ModelPlan, ATaskWithRepeatsCoversTheirShareToo) {
     TempDir dir;
-    json plan = good_plan();
-    plan["regions"][0]["share"] = 0.05;
-    plan["regions"][0]["repeats"] = 1;
-    plan["regions"][0]["share_with_repeats"] = 0.25;
-    plan["regions"][3] = region("h.0.a.2", "blk_a_2", 0.2, "repeat");
-    plan["regions"][3]["same_as"] = "h.0.a";
+    json plan = plan_with_repeat();
     make_model_folder(dir.path(), plan);
     model::Plan p = model::load_plan(dir.path());
     auto searched = p.searched();
@@ -70,7 +65,7 @@ TEST(ModelPlan, ATaskWithRepeatsCoversTheirShareToo) {
     plan["regions"][0]["share_with_repeats"] = 0.25;
     plan["regions"][3].erase("same_as");
     write_file_atomic(dir.path() / "plan.json", plan.dump());
-    EXPECT_TRUE(contains(plan_error(dir.path()), "regions[3] (h.0.a.2): missing key \"same_as\"")) << plan_error(dir.path());
+    EXPECT_TRUE(contains(plan_error(dir.path()), "regions[3] (h.1.a): missing key \"same_as\"")) << plan_error(dir.path());
 }
 
 TEST(ModelPlan, AnotherFormatIsRefusedNamingTheFile) {

@@ -28,6 +28,9 @@ import kernelevo  # noqa: E402
 from kernelevo import model_load  # noqa: E402
 from kernelevo.torch_task import _load_json  # noqa: E402
 
+sys.path.insert(0, HERE)
+from model_export_test import RandomState, Unrolled, stack  # noqa: E402 (models the export test partitions)
+
 KERNELEVO = None
 REAL_LOAD_OP = model_load.load_op
 
@@ -115,9 +118,10 @@ class ModelLoad(unittest.TestCase):
         self.addCleanup(setattr, model_load, "load_op", REAL_LOAD_OP)
         self.x = torch.randn(4, 16)
 
-    def export(self, model, name="tiny"):
+    def export(self, model, name="tiny", x=None, model_name=None):
         out = os.path.join(self.dir, name)
-        kernelevo.export_model(model, (self.x,), out, device="cpu", quiet=True, threshold=0.0)
+        kernelevo.export_model(model, (self.x if x is None else x,), out, device="cpu", quiet=True, threshold=0.0,
+                               name=model_name)
         return out
 
     def load(self, out, model, **kw):
@@ -211,12 +215,9 @@ class ModelLoad(unittest.TestCase):
             self.assertTrue(torch.allclose(loaded(self.x), model(self.x), atol=1e-6, rtol=1e-6))
 
     def test_a_repeated_region_runs_its_first_instances_kernel(self):
-        sys.path.insert(0, HERE)
-        from model_export_test import Unrolled
         torch.manual_seed(0)
         model, x = Unrolled(n=64, h=64, steps=4).eval(), torch.randn(4, 8, 64)
-        out = os.path.join(self.dir, "rnn")
-        kernelevo.export_model(model, (x,), out, device="cpu", quiet=True, threshold=0.0, name="rnn")
+        out = self.export(model, "rnn", x=x, model_name="rnn")
         calls = {}
         model_load.load_op = usable(calls=calls)
         with warnings.catch_warnings(record=True) as caught:
@@ -243,12 +244,9 @@ class ModelLoad(unittest.TestCase):
         self.assertTrue(why[1].startswith("a repeat of region i2h, which runs in PyTorch ("), why[1])
 
     def test_layers_of_one_shape_run_the_first_ones_kernel_on_their_own_weights(self):
-        sys.path.insert(0, HERE)
-        from model_export_test import stack
         torch.manual_seed(0)
         model, x = stack(width=32).eval(), torch.randn(8, 32)
-        out = os.path.join(self.dir, "stack")
-        kernelevo.export_model(model, (x,), out, device="cpu", quiet=True, threshold=0.0, name="st")
+        out = self.export(model, "stack", x=x, model_name="st")
         calls = {}
         model_load.load_op = usable(calls=calls)
         loaded, warned = self.load(out, model)
@@ -292,12 +290,9 @@ class ModelLoad(unittest.TestCase):
         self.assertEqual((status["0"][0], status["6"][0]), ("kernel", "kernel"))
 
     def test_a_region_fed_by_random_draws_runs_as_a_kernel(self):
-        sys.path.insert(0, HERE)
-        from model_export_test import RandomState
         torch.manual_seed(0)
         model, x = RandomState().eval(), torch.rand(4, 10, 8)
-        out = os.path.join(self.dir, "rs")
-        kernelevo.export_model(model, (x,), out, device="cpu", quiet=True, threshold=0.0, name="rs")
+        out = self.export(model, "rs", x=x, model_name="rs")
         calls = {}
         model_load.load_op = usable(calls=calls)
         loaded, warned = self.load(out, model)
