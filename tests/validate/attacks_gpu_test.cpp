@@ -73,3 +73,45 @@ TEST_P(Attack, IsRejected) {
 INSTANTIATE_TEST_SUITE_P(SmallOutputs, Attack,
                          ::testing::Values("CONSTANT", "ZEROS", "SKIP_K_TILE", "SKIP_BIAS", "WRONG_ROWS", "BF16"),
                          [](const auto& info) { return std::string(info.param); });
+
+// A model's parameters (task.json "init": {"kind": "file", "parameter": true}) are varied by the judge
+// after each set's first trial (device/fill.h): a kernel that keeps the weights it saw first, or reads
+// their initial values as constants (a bias of 0.5 everywhere), is wrong for any other weights, and
+// fails. The same kernels on the same task with the bias as a plain file input (a buffer, whose values
+// stay as the file holds them) pass: the variation is what catches them.
+namespace {
+const fs::path kParamDir = fs::path(KEVO_TEST_DATA_DIR) / "parameter_bias";
+
+ValidationResult validate_param(const char* task_file, const fs::path& kernel) {
+    ValidateOptions o;
+    o.time_kernels = false;
+    o.timeout_s = 30;
+    Validator v(load_task(kParamDir / task_file), o);
+    if (!v.device().present) return ValidationResult{};
+    return v.validate(read_file(kernel));
+}
+
+class WeightAttack : public ::testing::TestWithParam<const char*> {};
+}  // namespace
+
+TEST(WeightAttacks, HonestKernelPassesWithVariedParameters) {
+    REQUIRE_GPU();
+    ValidationResult r = validate_param("task.json", fs::path(KEVO_TEST_DATA_DIR) / "gelu_bias" / "kernels" / "good.cu");
+    EXPECT_EQ(r.status, Status::ok) << r.log;
+}
+
+TEST_P(WeightAttack, FailsOnlyWhenTheWeightsVary) {
+    REQUIRE_GPU();
+    const fs::path kernel = kParamDir / "kernels" / GetParam();
+    ValidationResult fixed = validate_param("task_buffer.json", kernel);
+    EXPECT_EQ(fixed.status, Status::ok) << fixed.log;
+    ValidationResult varied = validate_param("task.json", kernel);
+    EXPECT_EQ(varied.status, Status::mismatch) << varied.log;
+    EXPECT_NE(varied.log.find("output 'y' differs from the reference"), std::string::npos) << varied.log;
+    // The first trial, on the file's own values, passed: the failure is on a varied draw.
+    ASSERT_GE(varied.details["checks"].size(), 2u) << varied.details.dump();
+    EXPECT_TRUE(varied.details["checks"][0]["pass"].get<bool>()) << varied.details["checks"].dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Parameters, WeightAttack, ::testing::Values("cache_bias.cu", "const_bias.cu"),
+                         [](const auto& info) { return std::string(info.param).substr(0, std::string(info.param).find('.')); });

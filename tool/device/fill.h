@@ -177,6 +177,22 @@ KEVO_HD double value(uint64_t seed, uint64_t i, int kind, double a, double b) {
 // The seed of input k of a set drawn with `seed`: the validator's and kernelevo-profile's.
 KEVO_HD uint64_t tensor_seed(uint64_t seed, uint64_t k) { return seed * 1000003ull + k; }
 
+// A model parameter's values on a draw that varies them (task.h, Init::parameter): element i gets the
+// file's element (i + vary_shift) % n, plus (floating dtypes) a normal draw of std `scale`
+// (vary_scale: a quarter of the values' root mean square, 0.25 for an all-zero tensor), so that values
+// that are all equal (a LayerNorm's ones, a zero bias) change too. `seed` is the tensor's seed.
+KEVO_HD uint64_t vary_shift(uint64_t seed, uint64_t n) { return n > 1 ? 1 + mix64(seed ^ 0x7a11ull) % (n - 1) : 0; }
+KEVO_HD double vary_noise(uint64_t seed, uint64_t i, double scale) { return mul(scale, normal(mix64(seed ^ 0x401ull), i)); }
+inline double vary_scale(const void* values, int32_t dtype, int64_t n) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double v = load_as_double(values, dtype, i);
+        sum += v * v;
+    }
+    const double rms = n > 0 ? std::sqrt(sum / static_cast<double>(n)) : 0;
+    return rms > 0 && std::isfinite(rms) ? 0.25 * rms : 0.25;
+}
+
 // Fills n elements of `dtype` at p on the host, on up to `threads` threads (0: every core).
 void fill_host(void* p, int32_t dtype, int64_t n, int kind, double a, double b, uint64_t seed, unsigned threads = 0);
 

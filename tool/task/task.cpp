@@ -93,6 +93,7 @@ public:
         init.kind = string_at(require(o, "kind", field), field + ".kind");
         one_of(init.kind, field + ".kind", "init", "/$defs/init_kind");
         if (init.kind != "file" && o.contains("path")) fail(field + ".path", "only the file init takes a path");
+        if (init.kind != "file" && o.contains("parameter")) fail(field + ".parameter", "only a file init can be a parameter");
         const std::string& k = init.kind;
         auto num = [&](const char* key, double def) {
             return o.contains(key) ? number_at(o.at(key), field + "." + key) : def;
@@ -127,6 +128,10 @@ public:
                 std::error_code ec;
                 if (!std::filesystem::is_regular_file(init.file, ec)) fail(field + ".path", "file not found: " + init.file.string());
                 init.file_sha256 = sha256_file(init.file);
+                if (o.contains("parameter")) {
+                    if (!o.at("parameter").is_boolean()) fail(field + ".parameter", "expected true or false");
+                    init.parameter = o.at("parameter").get<bool>();
+                }
                 break;
             }
             default:
@@ -252,6 +257,7 @@ nlohmann::json Task::to_json() const {
             if (kind == KEVO_INIT_RAND || kind == KEVO_INIT_RANDINT) init["low"] = t.init.a, init["high"] = t.init.b;
             if (kind == KEVO_INIT_FULL) init["value"] = t.init.a;
             if (kind == KEVO_INIT_FILE) init["path"] = t.init.path;
+            if (kind == KEVO_INIT_FILE && t.init.parameter) init["parameter"] = true;  // absent: old hashes stay
             j["init"] = init;
         }
         return j;

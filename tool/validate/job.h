@@ -21,6 +21,7 @@ struct JobTensor {
     int init = KEVO_INIT_RANDN;  // kevo_init_kind (inputs only)
     double a = 0, b = 1;         // the init's parameters (task/init_kind.h)
     std::string path;            // init file: absolute path of the raw contiguous bytes
+    bool parameter = false;      // init file: a model parameter, varied after each set's first trial (task.h)
     int64_t numel() const {
         int64_t n = 1;
         for (auto s : sizes) n *= s;
@@ -28,7 +29,7 @@ struct JobTensor {
     }
     int64_t bytes() const { return numel() * kevo_dtype_size(dtype); }
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobTensor, name, dtype, sizes, init, a, b, path)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobTensor, name, dtype, sizes, init, a, b, path, parameter)
 
 struct JobShapeSet {
     std::string label;  // "M=4096, N=4096"

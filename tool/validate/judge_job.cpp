@@ -150,6 +150,7 @@ std::vector<JobShapeSet> job_shape_sets(const Task& task) {
             jt.a = t.init.a;
             jt.b = t.init.b;
             jt.path = t.init.file.string();
+            jt.parameter = t.init.parameter;
             set.inputs.push_back(jt);
         }
         for (const auto& t : task.outputs) set.outputs.push_back(job_tensor(task, t, s));

@@ -147,8 +147,9 @@ class ProblemImport:
             self.notes.append("non-tensor inputs fixed as constants: " + ", ".join(
                 repr(raw[i]) for i in range(len(raw)) if i not in self.tensor_pos))
         self.input_specs = self._input_specs(raw)
+        params = {n for n, _ in self.model.named_parameters()}
         self.slot_specs = [{"name": identifier(n.replace(".", "_"), self.used), "dtype": DTYPES[t.dtype], "tensor": t,
-                            "init": None, "slot": n} for n, t in self.slots]
+                            "init": None, "slot": n, "parameter": n in params} for n, t in self.slots]
         self.call_args = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in raw]
         self.dev_inputs = [self.call_args[i] for i in self.tensor_pos]
         self.slot_values = [t.detach() for _, t in self.slots]
@@ -272,6 +273,8 @@ class ProblemImport:
         for spec in specs:
             if spec["init"] is None:
                 spec["init"] = {"kind": "file", "path": spec["name"] + ".bin"}
+                if spec.get("parameter"):  # any values are valid: the judge varies them (a kernel must read them)
+                    spec["init"]["parameter"] = True
                 write_raw(spec["tensor"], os.path.join(self.tmp_dir, spec["name"] + ".bin"))
         derived = [s["name"] for s in self.input_specs if s["init"]["kind"] == "file"]
         if derived:

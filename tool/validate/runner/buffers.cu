@@ -93,23 +93,47 @@ void Judge::zero_slack(Tensors& t) {
     }
 }
 
+const Judge::FileValues& Judge::file_values(const JobTensor& d) {
+    auto it = file_data_.find(d.path);
+    if (it != file_data_.end()) {
+        if (d.parameter && it->second.vary_scale == 0)  // the same file read before as a non-parameter
+            it->second.vary_scale = kevo_device::vary_scale(it->second.bytes.data(), d.dtype, d.numel());
+        return it->second;
+    }
+    std::ifstream f(d.path, std::ios::binary);
+    if (!f) throw SetupFailure{"cannot read the values of input '" + d.name + "' from " + d.path};
+    FileValues v;
+    v.bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    if (static_cast<int64_t>(v.bytes.size()) != d.bytes())
+        throw SetupFailure{"input '" + d.name + "': " + d.path + " holds " + std::to_string(v.bytes.size()) + " bytes, the tensor needs " +
+                           std::to_string(d.bytes())};
+    if (d.parameter) v.vary_scale = kevo_device::vary_scale(v.bytes.data(), d.dtype, d.numel());
+    return file_data_.emplace(d.path, std::move(v)).first->second;
+}
+
+// A model parameter (JobTensor::parameter) keeps the file's values on each set's first trial (the
+// job's seed) and is moved and perturbed on every other draw, the timed calls' too (device/fill.h):
+// a kernel that keeps the weights it first saw, or reads a LayerNorm's ones as constants, fails.
 void Judge::fill(Tensors& t, uint64_t seed) {
     for (size_t i = 0; i < t.desc.size(); ++i) {
         const auto& d = t.desc[i];
         int64_t n = d.numel();
         if (n == 0) continue;
         if (d.init == KEVO_INIT_FILE) {
-            auto it = file_data_.find(d.path);
-            if (it == file_data_.end()) {
-                std::ifstream f(d.path, std::ios::binary);
-                if (!f) throw SetupFailure{"cannot read the values of input '" + d.name + "' from " + d.path};
-                std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-                if (static_cast<int64_t>(bytes.size()) != d.bytes())
-                    throw SetupFailure{"input '" + d.name + "': " + d.path + " holds " + std::to_string(bytes.size()) +
-                                       " bytes, the tensor needs " + std::to_string(d.bytes())};
-                it = file_data_.emplace(d.path, std::move(bytes)).first;
+            const FileValues& v = file_values(d);
+            char* dst = static_cast<char*>(t.mem[i].data());
+            if (!d.parameter || seed == job_->seed) {
+                CK(cudaMemcpyAsync(dst, v.bytes.data(), v.bytes.size(), cudaMemcpyHostToDevice, stream_));
+                continue;
             }
-            CK(cudaMemcpyAsync(t.mem[i].data(), it->second.data(), it->second.size(), cudaMemcpyHostToDevice, stream_));
+            const uint64_t ts = tensor_seed(seed, i);
+            const size_t cut = static_cast<size_t>(kevo_device::vary_shift(ts, static_cast<uint64_t>(n))) * kevo_dtype_size(d.dtype);
+            CK(cudaMemcpyAsync(dst, v.bytes.data() + cut, v.bytes.size() - cut, cudaMemcpyHostToDevice, stream_));
+            if (cut) CK(cudaMemcpyAsync(dst + v.bytes.size() - cut, v.bytes.data(), cut, cudaMemcpyHostToDevice, stream_));
+            if (kevo_dtype_is_floating(d.dtype)) {
+                vary_kernel<<<grid_for(n, sms_), 256, 0, stream_>>>(dst, d.dtype, n, v.vary_scale, ts);
+                CK(cudaGetLastError());
+            }
             continue;
         }
         fill_kernel<<<grid_for(n, sms_), 256, 0, stream_>>>(t.mem[i].data(), d.dtype, n, d.init, d.a, d.b, tensor_seed(seed, i));

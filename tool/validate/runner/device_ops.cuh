@@ -23,6 +23,7 @@ using kevo_device::compare_kernel;
 using kevo_device::fill_kernel;
 using kevo_device::mix64;
 using kevo_device::tensor_seed;
+using kevo_device::vary_kernel;
 using kevo_device::worst_kernel;
 
 // Order-independent 64-bit checksum of a byte range (sum of mixed 8-byte words).

@@ -144,7 +144,12 @@ private:
     // reference as correctness judges it is reported beside the one against the defaults.
     int (*ref_call_strict_)(const kevo_tensor*, int, cudaStream_t) = nullptr;
     bool tf32_defaults_ = false;
-    std::map<std::string, std::string> file_data_;  // init kind file: path -> bytes
+    struct FileValues {
+        std::string bytes;
+        double vary_scale = 0;  // a parameter's noise (device/fill.h), when it is one
+    };
+    std::map<std::string, FileValues> file_data_;  // init kind file: path -> bytes
+    const FileValues& file_values(const JobTensor& d);
     // candidate process
     pid_t pid_ = -1;
     int sock_ = -1;
