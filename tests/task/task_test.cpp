@@ -346,6 +346,32 @@ TEST_F(TaskTest, FileInitResolvesChecksSizeAndHashesContent) {
     expect_error(j, "inputs[0].init.path", "in shapes[1] needs 48");
 }
 
+// "parameter": true marks a file input as a model's parameter (the judge varies its values): written
+// back, part of the hash (a task without it keeps its old hash), only on a file init, only a boolean.
+TEST_F(TaskTest, FileInitParameterFlag) {
+    json j = base();
+    j["inputs"][1]["shape"] = {4};
+    j["inputs"][1]["init"] = {{"kind", "file"}, {"path", "bias.bin"}};
+    j["inputs"][0]["shape"] = {"M", 4};
+    j["outputs"][0]["shape"] = {"M", 4};
+    j["shapes"] = {{{"M", 2}}};
+    write_file_atomic(dir.path() / "bias.bin", std::string(16, '\1'));
+    const Task plain = parse(j);
+    EXPECT_FALSE(plain.inputs[1].init.parameter);
+    EXPECT_FALSE(plain.to_json()["inputs"][1]["init"].contains("parameter"));
+    j["inputs"][1]["init"]["parameter"] = false;
+    EXPECT_EQ(parse(j).hash(), plain.hash()) << "false is the default";
+    j["inputs"][1]["init"]["parameter"] = true;
+    const Task param = parse(j);
+    EXPECT_TRUE(param.inputs[1].init.parameter);
+    EXPECT_EQ(param.to_json()["inputs"][1]["init"], (json{{"kind", "file"}, {"path", "bias.bin"}, {"parameter", true}}));
+    EXPECT_NE(param.hash(), plain.hash()) << "the judge draws other values for a parameter";
+    j["inputs"][1]["init"]["parameter"] = "yes";
+    expect_error(j, "inputs[1].init.parameter", "expected true or false");
+    j["inputs"][0]["init"] = {{"kind", "randn"}, {"parameter", true}};
+    expect_error(j, "inputs[0].init.parameter", "only a file init can be a parameter");
+}
+
 TEST_F(TaskTest, UnknownInitKindListsTheTable) {
     json j = base();
     j["inputs"][0]["init"] = "gaussian";
