@@ -130,6 +130,9 @@ TEST(KernelBenchImport, WeightsBecomeFileInputsWithTheModelsValues) {
     EXPECT_EQ(w.init.kind, "file");
     EXPECT_EQ(w.shape.size(), 4u);
     EXPECT_EQ(input(conv, "conv1_bias").init.kind, "file");
+    // nn.Parameters are marked so: the judge varies them after each set's first trial.
+    EXPECT_TRUE(w.init.parameter);
+    EXPECT_TRUE(input(conv, "conv1_bias").init.parameter);
     // The stored weight is nn.Conv2d's default init after torch.manual_seed(42): uniform in +-1/sqrt(fan_in).
     std::string bytes = read_file(w.init.file);
     ASSERT_EQ(bytes.size() % 4, 0u);
@@ -147,6 +150,7 @@ TEST(KernelBenchImport, WeightsBecomeFileInputsWithTheModelsValues) {
     Task ln = task_of("kb1_40_LayerNorm");
     EXPECT_EQ(input(ln, "ln_weight").init.kind, "file");
     EXPECT_EQ(input(ln, "ln_bias").init.kind, "file");
+    EXPECT_TRUE(input(ln, "ln_weight").init.parameter) << "all ones at init: the judge perturbs them";
     Task gemm = task_of("kb2_12_Gemm_Multiply_LeakyReLU");
     EXPECT_EQ(input(gemm, "gemm_weight").init.kind, "file");
 }
@@ -171,6 +175,7 @@ TEST(KernelBenchImport, RandomInputsKeepKernelBenchsDistribution) {
     Task hinge = task_of("kb1_100_HingeLoss");  // targets = randint(0, 2).float() * 2 - 1: computed
     EXPECT_EQ(hinge.inputs[0].init.kind, "rand");
     EXPECT_EQ(hinge.inputs[1].init.kind, "file");
+    EXPECT_FALSE(hinge.inputs[1].init.parameter) << "an input stored as a file keeps its values (+-1 targets)";
 }
 
 TEST(KernelBenchImport, RepeatedSizesGetNames) {

@@ -465,7 +465,18 @@ class Export(unittest.TestCase):
         self.export(m, x, "conv", threshold=0.99)
         with self.assertRaisesRegex(FileExistsError, "plan.json exists already.*overwrite=True"):
             self.export(m, x, "conv")
-        self.check_plan(self.export(m, x, "conv", threshold=0.0, overwrite=True), "ConvNet")
+        plan = self.check_plan(self.export(m, x, "conv", threshold=0.0, overwrite=True), "ConvNet")
+        # Weights are file inputs; only nn.Parameters are marked "parameter" (the judge varies them), the
+        # BatchNorm's running statistics (buffers) keep the file's values.
+        marks = {}
+        for r in plan["regions"]:
+            if r["status"] == "task":
+                with open(os.path.join(self.dir, "conv", r["task"], "task.json")) as f:
+                    for i in json.load(f)["inputs"]:
+                        if i["init"]["kind"] == "file":
+                            marks[i["name"]] = i["init"].get("parameter", False)
+        self.assertTrue(marks["bn_running_var"] is False and marks["bn_weight"] and marks["conv_weight"], marks)
+        self.assertEqual({n for n, p in marks.items() if not p}, {"bn_running_mean", "bn_running_var"}, marks)
         with self.assertRaisesRegex(ValueError, "threshold"):
             self.export(m, x, "t", threshold=1.5)
         with self.assertRaisesRegex(ValueError, "inputs"):
