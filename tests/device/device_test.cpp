@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -133,3 +134,26 @@ TEST(Filler, HostFillIsPythonsRefcheckValues) {
 }
 
 }  // namespace
+
+// A varied parameter (fill.h, the judge's fill of a "parameter" file input): moved by 1..n-1 places,
+// never 0 (which would give the file's values back), and different per draw; its noise is a quarter
+// of the values' RMS, 0.25 for an all-zero tensor (a zero bias must change too).
+TEST(Filler, AVariedParameterMovesAndItsNoiseFollowsTheValuesScale) {
+    using namespace kevo_device;
+    EXPECT_EQ(vary_shift(7, 1), 0u);
+    std::vector<uint64_t> shifts;
+    for (uint64_t s = 0; s < 64; ++s) {
+        const uint64_t k = vary_shift(tensor_seed(42 + s, 1), 5);
+        EXPECT_GE(k, 1u);
+        EXPECT_LE(k, 4u);
+        shifts.push_back(k);
+    }
+    EXPECT_GT(std::count(shifts.begin(), shifts.end(), shifts[0]), 0);
+    EXPECT_LT(std::count(shifts.begin(), shifts.end(), shifts[0]), 64) << "the shift depends on the draw";
+    const std::vector<float> half(1024, 0.5f), zeros(16, 0.0f), mixed{3.0f, -4.0f};
+    EXPECT_DOUBLE_EQ(vary_scale(half.data(), KEVO_FLOAT32, 1024), 0.125);
+    EXPECT_DOUBLE_EQ(vary_scale(zeros.data(), KEVO_FLOAT32, 16), 0.25);
+    EXPECT_NEAR(vary_scale(mixed.data(), KEVO_FLOAT32, 2), 0.25 * std::sqrt(12.5), 1e-12);
+    EXPECT_NE(vary_noise(1, 0, 0.125), vary_noise(2, 0, 0.125));
+    EXPECT_DOUBLE_EQ(vary_noise(1, 3, 0.25), 2 * vary_noise(1, 3, 0.125)) << "normal noise of std `scale`";
+}
