@@ -12,7 +12,8 @@ import torch
 from torch import nn
 
 from .graph import ModelGraph, region_module
-from .model_folder import _flat, model_device, needed_tolerance, plan_inputs, read_plan  # noqa: F401 (model_load's API too)
+from .model_folder import (_flat, _pct, _plan_reason, entry_speedup, model_device, needed_tolerance,  # noqa: F401 (model_load's API too)
+                           plan_inputs, read_plan)
 from .op import _torch_dtype, load_op
 from .torch_task import _load_json
 
@@ -68,23 +69,9 @@ class LoadedRegion:
         return bool(getattr(self.op, "_through_op", False))
 
 
-def _plan_reason(spec):
-    st, why = spec.get("status", ""), spec.get("reason", "")
-    if st == "below_threshold":
-        return "below the plan's threshold (share %s): stays in PyTorch" % _pct(spec.get("share"))
-    if st == "view":
-        return "views only (no compute)"
-    if st in ("refused", "failed"):
-        return "%s at export: %s" % (st, why or "no reason given")
-    return "plan status %r%s" % (st, (": " + why) if why else "")
-
-
-def _pct(x):
-    return "?" if x is None else "%.1f%%" % (100.0 * float(x))
-
-
-def _load_region(spec, index, out_dir, model, live, cache_dir, arch, kernelevo, verbose):
-    """A "task" region's operator, when its cached kernel is usable and its weights are the live model's."""
+def _load_region(spec, index, out_dir, model, live, cache_dir, arch, kernelevo, verbose, min_speedup):
+    """A "task" region's operator, when its cached kernel is usable, measured at least `min_speedup` over
+    its reference when validated, and its weights are the live model's."""
     task_dir = os.path.join(out_dir, spec["task"])
     try:
         with warnings.catch_warnings():
@@ -94,6 +81,11 @@ def _load_region(spec, index, out_dir, model, live, cache_dir, arch, kernelevo, 
         return LoadedRegion(spec, index, "pytorch", "load_op failed: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:300]))
     if op.kernel is None:
         return LoadedRegion(spec, index, "pytorch", op.reason or "no usable kernel")
+    speedup = entry_speedup(op.kernel)
+    if speedup is not None and speedup < min_speedup:
+        return LoadedRegion(spec, index, "pytorch", "its kernel measured %.3gx over the LibTorch reference when validated, "
+                            "below min_speedup=%g: slower, stays in PyTorch (load_model(..., min_speedup=0) runs it)" % (
+                                speedup, min_speedup))
     names, why = _task_weight_order(spec, op, model, live)
     if why:
         return LoadedRegion(spec, index, "pytorch", why)
@@ -492,7 +484,7 @@ def run_check(loaded, seed=CHECK_SEED):
     return disabled
 
 
-def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=True, verbose=False):
+def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=True, verbose=False, min_speedup=1.0):
     """The user's `model` with the regions of the model folder OUT_DIR (kernelevo.export_model) whose
     cached kernels are usable replaced by their operators torch.ops.kernelevo.NAME: a KernelEvoModel.
 
@@ -503,6 +495,9 @@ def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=
         entries' task hashes, the build's output).
     check: run an end-to-end check on fresh random inputs (not the export's) and fall back region by region
         until it passes (run_check); a warning names every region disabled.
+    min_speedup: a kernel whose entry measured less than this over its LibTorch reference when it was
+        validated stays in PyTorch, with the figure as the reason (1.0: only kernels that were faster; 0:
+        every usable kernel). An entry without a measured speedup (validated without timing) runs.
 
     The model is re-traced (graph.ModelGraph) with random inputs of the plan's shapes and dtypes; where its
     fingerprint is not the plan's (another architecture, a parameter of another shape), the result runs the
@@ -534,7 +529,7 @@ def load_model(out_dir, model, cache_dir=None, arch=None, kernelevo=None, check=
     for spec in plan["regions"]:
         k = found[spec["name"]]
         if spec.get("status") == "task" and spec.get("task"):
-            regions.append(_load_region(spec, k, out_dir, model, live, cache_dir, arch, kernelevo, verbose))
+            regions.append(_load_region(spec, k, out_dir, model, live, cache_dir, arch, kernelevo, verbose, min_speedup))
         elif spec.get("status") == "repeat" and spec.get("same_as"):
             first = next((r for r in regions if r.name == spec["same_as"]), None)
             first_spec = next((s for s in plan["regions"] if s["name"] == spec["same_as"]), None)

@@ -197,6 +197,25 @@ class ModelLoad(unittest.TestCase):
         x7 = torch.randn(7, 16)
         self.assertTrue(self.same(loaded, model, x7))
 
+    def test_a_kernel_measured_slower_than_its_reference_stays_in_pytorch(self):
+        model, entries = tiny(), os.path.join(self.dir, "entries")
+        out = self.export(model)
+        first = _load_json(os.path.join(out, "plan.json"))["regions"][0]["task_name"]
+
+        def load(task_dir, **kw):  # usable doubles whose entries recorded 0.7x (the first region) or 1.3x
+            op, name = usable()(task_dir, **kw), os.path.basename(task_dir)
+            os.makedirs(os.path.join(entries, name), exist_ok=True)
+            op.kernel = os.path.join(entries, name, "sm_90.cu")
+            with open(os.path.join(entries, name, "sm_90.json"), "w") as f:
+                json.dump({"speedup": 0.7 if name == first else 1.3}, f)
+            return op
+        model_load.load_op = load
+        regions = self.load(out, model)[0].regions
+        self.assertEqual(regions[0][1:], ("pytorch", "its kernel measured 0.7x over the LibTorch reference when validated, "
+                                          "below min_speedup=1: slower, stays in PyTorch (load_model(..., min_speedup=0) runs it)"))
+        self.assertEqual([s for _, s, _ in regions[1:]], ["kernel"] * 2)
+        self.assertEqual([s for _, s, _ in self.load(out, model, min_speedup=0)[0].regions], ["kernel"] * 3)
+
     def test_a_kernel_that_keeps_the_first_weights_it_saw_is_caught(self):
         model = tiny()
         out = self.export(model)
@@ -518,7 +537,7 @@ class Gpu(unittest.TestCase):
         self.assertEqual(p.returncode, 0)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            loaded = kernelevo.load_model(d, model, kernelevo=KERNELEVO)
+            loaded = kernelevo.load_model(d, model, kernelevo=KERNELEVO, min_speedup=0)  # mlp_gelu.cu: not a fast GEMM
         print(loaded.report())
         self.assertEqual([str(w.message) for w in caught if "load_model" in str(w.message)], [])
         status = {n: s for n, s, _ in loaded.regions}
