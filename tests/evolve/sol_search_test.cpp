@@ -79,6 +79,11 @@ TEST(Prompts, DescribeInitGivesBounds) {
     EXPECT_EQ(d("ones", 0, 0), "all ones");
     EXPECT_EQ(d("arange", 0, 0), "0, 1, 2, ... in flat order");
     EXPECT_EQ(d("file", 0, 0), "file: fixed values from a raw file (path)");  // from the init-kind table
+    Init param;
+    param.kind = "file";
+    param.parameter = true;  // the judge varies it: the prompt must not call it fixed
+    EXPECT_EQ(describe_init(param), "a model's weights: the file's values on some calls, other values (moved and perturbed by the "
+                                    "judge) on the others; read them on every call and keep no copy");
 }
 
 TEST(Prompts, InspirationsAreTheBestAndTheMostDifferent) {

@@ -61,6 +61,9 @@ std::string describe_init(const Init& i) {
     if (k == "zeros") return "all zeros";
     if (k == "full") return "every element " + num(i.a);
     if (k == "arange") return "0, 1, 2, ... in flat order";
+    if (k == "file" && i.parameter)
+        return "a model's weights: the file's values on some calls, other values (moved and perturbed by the judge) on "
+               "the others; read them on every call and keep no copy";
     // Kinds without a wording here: the init-kind table's own description.
 #define KEVO_INIT_DESCRIBE_(e, n, d) \
     if (k == n) return std::string(n) + ": " + d;

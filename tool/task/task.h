@@ -48,7 +48,7 @@ struct Init {
     std::string file_sha256;     // of the file's content (part of the task hash)
     // file: a model's parameter (task.json "parameter": true), valid with any values. The judge gives
     // the file's values on each shape set's first trial and moved, perturbed ones on the others
-    // (device/vary.h), so a kernel that keeps the weights it first saw fails. Buffers (masks, running
+    // (device/fill.h), so a kernel that keeps the weights it first saw fails. Buffers (masks, running
     // statistics) are not parameters: their values stay as the file holds them.
     bool parameter = false;
     kevo_init_kind id() const { return static_cast<kevo_init_kind>(kevo_init_kind_from_name(kind.c_str())); }
