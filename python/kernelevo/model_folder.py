@@ -29,17 +29,6 @@ def _pct(x):
     return "?" if x is None else "%.1f%%" % (100.0 * float(x))
 
 
-def entry_speedup(kernel):
-    """The speedup over its LibTorch reference that the cache entry of `kernel` (ARCH.cu, beside it ARCH.json)
-    recorded when it was validated; None where there is no such entry or no measured figure (0: not timed)."""
-    meta = os.path.splitext(str(kernel))[0] + ".json"
-    try:
-        v = _load_json(meta).get("speedup")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
-
-
 def read_plan(out_dir):
     """DIR/plan.json, refused with a one-line reason unless it is a kernelevo-model-plan/1 file."""
     path = out_dir if out_dir.endswith(".json") else os.path.join(out_dir, PLAN_FILE)

@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from .graph import ModelGraph, region_module
-from .model_folder import (_flat, _pct, _plan_reason, entry_speedup, model_device, needed_tolerance,  # noqa: F401 (model_load's API too)
-                           plan_inputs, read_plan)
+from .model_folder import (_flat, _pct, _plan_reason, model_device, needed_tolerance, plan_inputs,  # noqa: F401 (model_load's API too)
+                           read_plan)
 from .op import _torch_dtype, load_op
 from .torch_task import _load_json
 
@@ -81,7 +81,7 @@ def _load_region(spec, index, out_dir, model, live, cache_dir, arch, kernelevo, 
         return LoadedRegion(spec, index, "pytorch", "load_op failed: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:300]))
     if op.kernel is None:
         return LoadedRegion(spec, index, "pytorch", op.reason or "no usable kernel")
-    speedup = entry_speedup(op.kernel)
+    speedup = op.speedup
     if speedup is not None and speedup < min_speedup:
         return LoadedRegion(spec, index, "pytorch", "its kernel measured %.3gx over the LibTorch reference when validated, "
                             "below min_speedup=%g: slower, stays in PyTorch (load_model(..., min_speedup=0) runs it)" % (

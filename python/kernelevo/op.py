@@ -42,11 +42,12 @@ class KernelEvoOp(nn.Module):
     torch.library. The operator runs the cached kernel when one was loaded (`kernel` names it) and the
     call is one it was validated for: CUDA tensors of one of the task's shape sets and its dtypes;
     every other call runs the reference, the traced model (`reason` says why no kernel was loaded).
+    `speedup`: the kernel's speedup over its reference recorded in its cache entry (None: none measured).
     `kernel_calls` counts the calls the kernel ran."""
 
-    def __init__(self, task_dir, task, side, reference, weights, op=None, kernel=None, reason=""):
+    def __init__(self, task_dir, task, side, reference, weights, op=None, kernel=None, reason="", speedup=None):
         super().__init__()
-        self.task_dir, self.task, self.kernel, self.reason = task_dir, task, kernel, reason
+        self.task_dir, self.task, self.kernel, self.reason, self.speedup = task_dir, task, kernel, reason, speedup
         self.reference = reference
         self.kernel_calls = 0
         self._weights = weights
@@ -166,29 +167,31 @@ def _include_dir():
 
 
 def _usable_entry(task_json, name, cache_dir, arch, kernelevo):
-    """(path of NAME/ARCH.cu, None) when the entry is validated, unedited and made for this task
-    (its hashes against `kernelevo cache hash`), else (None, why)."""
+    """(path of NAME/ARCH.cu, None, its speedup) when the entry is validated, unedited and made for this
+    task (its hashes against `kernelevo cache hash`), else (None, why, None). The speedup is the one over
+    its reference that the entry recorded when it was validated; None where none was measured (0)."""
     cu = os.path.join(cache_dir, name, arch + ".cu")
     meta_path = os.path.join(cache_dir, name, arch + ".json")
     if not (os.path.isfile(cu) and os.path.isfile(meta_path)):
-        return None, "no kernel cached for %s in %s" % (arch, os.path.join(cache_dir, name))
+        return None, "no kernel cached for %s in %s" % (arch, os.path.join(cache_dir, name)), None
     meta = _load_json(meta_path)
     if not meta.get("validated", True):
-        return None, "the cached %s kernel was stored unvalidated" % arch
+        return None, "the cached %s kernel was stored unvalidated" % arch, None
     if meta.get("source_hash") != hashlib.sha256(_read_bytes(cu)).hexdigest():
-        return None, "the cached %s kernel was edited after it was validated" % arch
+        return None, "the cached %s kernel was edited after it was validated" % arch, None
     exe = _find_kernelevo(kernelevo)
     if exe is None:
-        return None, "the kernelevo program was not found (PATH, $KERNELEVO or kernelevo=...) to check the entry's task hash"
+        return None, "the kernelevo program was not found (PATH, $KERNELEVO or kernelevo=...) to check the entry's task hash", None
     p = subprocess.run([exe, "cache", "hash", "--task", task_json, "--json"], capture_output=True, text=True)
     if p.returncode != 0:
-        return None, "kernelevo cache hash failed: %s" % (p.stderr.strip() or p.stdout.strip())
+        return None, "kernelevo cache hash failed: %s" % (p.stderr.strip() or p.stdout.strip()), None
     hashes = json.loads(p.stdout)
     if meta.get("task_hash") != hashes.get("task_hash"):
-        return None, "the cached %s kernel is stale: it was validated for another version of this task" % arch
+        return None, "the cached %s kernel is stale: it was validated for another version of this task" % arch, None
     if meta.get("reference_hash") != hashes.get("reference_hash"):
-        return None, "the cached %s kernel is stale: the task's reference changed since it was validated" % arch
-    return cu, None
+        return None, "the cached %s kernel is stale: the task's reference changed since it was validated" % arch, None
+    speedup = meta.get("speedup")
+    return cu, None, float(speedup) if isinstance(speedup, (int, float)) and not isinstance(speedup, bool) and speedup > 0 else None
 
 
 # The binding of every task's kernel (the same text for all: the entry point's name comes from -D):
@@ -339,7 +342,7 @@ def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None,
     weights = {"cpu": [_read_raw(os.path.join(task_dir, s["init"]["path"]), _torch_dtype(s["dtype"]), _shape(s, task))
                        for s in task["inputs"][n_in:]]}
     cache_dir = cache_dir or os.path.join(os.path.dirname(task_dir), "kernels")
-    op, kernel, reason = None, None, ""
+    op, kernel, reason, speedup = None, None, "", None
     if not torch.cuda.is_available():
         reason = "no CUDA device in this PyTorch"
     else:
@@ -350,17 +353,18 @@ def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None,
         elif arch.rstrip("a") != here:
             warnings.warn("kernelevo.load_op(%s): loading the %s entry on a %s GPU: it was validated there, not here"
                           % (name, arch, here), stacklevel=2)
-        kernel, reason = _usable_entry(task_json, name, cache_dir, arch, kernelevo)
+        kernel, reason, speedup = _usable_entry(task_json, name, cache_dir, arch, kernelevo)
         if kernel:
             try:
                 op = _compile(task, kernel, arch, build_dir, verbose)
             except Exception as e:  # a kernel that does not build here is not used
-                op, kernel, reason = None, None, "the cached %s kernel did not build: %s" % (
+                op, kernel, speedup, reason = None, None, None, "the cached %s kernel did not build: %s" % (
                     arch, " ".join(str(e).split())[:400])
     if op is None:
         warnings.warn("kernelevo.load_op(%s): running the reference (the traced model): %s" % (name, reason),
                       stacklevel=2)
-    module = KernelEvoOp(task_dir, task, side, reference, weights, op=op, kernel=kernel, reason=reason or "")
+    module = KernelEvoOp(task_dir, task, side, reference, weights, op=op, kernel=kernel, reason=reason or "",
+                         speedup=speedup)
     entry = library.register(module)
     module.operator = entry["api"] if entry else None
     return module

@@ -140,7 +140,7 @@ class Export(unittest.TestCase):
         def entry(**change):
             with open(cu[:-3] + ".json", "w") as f:
                 json.dump(dict(meta, **change), f)
-            return kop._usable_entry(self.task_json, "block", cache, "sm_90", KERNELEVO)
+            return kop._usable_entry(self.task_json, "block", cache, "sm_90", KERNELEVO)[:2]  # (kernel, why)
         self.assertEqual(entry(), (cu, None))
         self.assertIn("unvalidated", entry(validated=False)[1])
         self.assertIn("edited", entry(source_hash="0" * 64)[1])

@@ -23,6 +23,15 @@ namespace {
 class TaskTest : public tasktest::TaskFileTest {
 protected:
     json base() const { return gelu_bias({{{"M", 4096}, {"N", 4096}}, {{"M", 33}, {"N", 1001}}}); }
+    // base() with a bias of 4 elements: x and y [M, 4], bias [4], M 2 and 3 (for file inits).
+    json width4() const {
+        json j = base();
+        j["inputs"][0]["shape"] = {"M", 4};
+        j["inputs"][1]["shape"] = {4};
+        j["outputs"][0]["shape"] = {"M", 4};
+        j["shapes"] = {{{"M", 2}}, {{"M", 3}}};
+        return j;
+    }
 };
 }  // namespace
 
@@ -312,12 +321,8 @@ TEST_F(TaskTest, ReadInputFileCapsAndReadFileKeepsItsContract) {
 
 // The file init kind: raw little-endian bytes, path relative to the task file, exact size, content hashed.
 TEST_F(TaskTest, FileInitResolvesChecksSizeAndHashesContent) {
-    json j = base();
-    j["inputs"][1]["shape"] = {4};
+    json j = width4();
     j["inputs"][1]["init"] = {{"kind", "file"}, {"path", "w/bias.bin"}};
-    j["inputs"][0]["shape"] = {"M", 4};
-    j["outputs"][0]["shape"] = {"M", 4};
-    j["shapes"] = {{{"M", 2}}, {{"M", 3}}};
     write_file_atomic(dir.path() / "w" / "bias.bin", std::string(16, '\1'));
     Task t = parse(j);
     EXPECT_EQ(t.inputs[1].init.kind, "file");
@@ -337,24 +342,16 @@ TEST_F(TaskTest, FileInitResolvesChecksSizeAndHashesContent) {
     expect_error(j, "inputs[1].init.path", "only the file init takes a path");
     // A file input whose size differs between shape sets cannot be.
     write_file_atomic(dir.path() / "w" / "x.bin", std::string(32, '\0'));
-    j = base();
+    j = width4();
     j["inputs"][0]["init"] = {{"kind", "file"}, {"path", "w/x.bin"}};
-    j["inputs"][0]["shape"] = {"M", 4};
-    j["inputs"][1]["shape"] = {4};
-    j["outputs"][0]["shape"] = {"M", 4};
-    j["shapes"] = {{{"M", 2}}, {{"M", 3}}};
     expect_error(j, "inputs[0].init.path", "in shapes[1] needs 48");
 }
 
 // "parameter": true marks a file input as a model's parameter (the judge varies its values): written
 // back, part of the hash (a task without it keeps its old hash), only on a file init, only a boolean.
 TEST_F(TaskTest, FileInitParameterFlag) {
-    json j = base();
-    j["inputs"][1]["shape"] = {4};
+    json j = width4();
     j["inputs"][1]["init"] = {{"kind", "file"}, {"path", "bias.bin"}};
-    j["inputs"][0]["shape"] = {"M", 4};
-    j["outputs"][0]["shape"] = {"M", 4};
-    j["shapes"] = {{{"M", 2}}};
     write_file_atomic(dir.path() / "bias.bin", std::string(16, '\1'));
     const Task plain = parse(j);
     EXPECT_FALSE(plain.inputs[1].init.parameter);
