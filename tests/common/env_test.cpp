@@ -1,5 +1,5 @@
 // The one table of environment variables (common/env.h) against what the sources read and what
-// README.md shows: the README's table is the table's markdown byte for byte, every KERNELEVO_* and
+// docs/reference/environment.md shows: its table is the table's markdown byte for byte, every KERNELEVO_* and
 // KEVO_* variable read anywhere (tool/, the runtime, the Python package) is a row, and every row is
 // read where it says.
 #include <gtest/gtest.h>
@@ -45,16 +45,16 @@ const std::regex kCGetenv(R"re(getenv\("((?:KERNELEVO|KEVO)_[A-Z0-9_]+)"\))re");
 const std::regex kPyEnviron(R"re((?:environ\.get|environ\[|getenv)\(?["']((?:KERNELEVO|KEVO)_[A-Z0-9_]+)["'])re");
 const std::set<std::string> kCExts = {".cpp", ".h", ".cu", ".cuh", ".c"};
 
-TEST(EnvironmentTable, ReadmeShowsTheGeneratedTable) {
-    const std::string readme = read_file(kSource / "README.md");
+TEST(EnvironmentTable, TheReferenceShowsTheGeneratedTable) {
+    const std::string readme = read_file(kSource / "docs" / "reference" / "environment.md");
     const std::string begin = "<!-- kernelevo help environment: begin (generated; edit tool/common/env.h) -->\n";
     const std::string end = "<!-- kernelevo help environment: end -->";
     const size_t b = readme.find(begin);
-    ASSERT_NE(b, std::string::npos) << "README.md has no generated table of environment variables";
+    ASSERT_NE(b, std::string::npos) << "docs/reference/environment.md has no generated table of environment variables";
     const size_t e = readme.find(end, b);
     ASSERT_NE(e, std::string::npos);
     EXPECT_EQ(readme.substr(b + begin.size(), e - b - begin.size()), environment_markdown())
-        << "README.md's table is stale: replace it with the output of `kernelevo help environment`";
+        << "docs/reference/environment.md's table is stale: replace it with the output of `kernelevo help environment`";
 }
 
 TEST(EnvironmentTable, TheToolReadsItsVariablesOnlyThroughTheTable) {
