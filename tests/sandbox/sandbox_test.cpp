@@ -21,7 +21,6 @@
 #include "common/process.h"
 #include "sandbox/sandbox.h"
 #include "task/task.h"
-#include "validate/gpu_lock.h"
 #include "validate/validate.h"
 
 using namespace kevo;
@@ -227,33 +226,6 @@ TEST(Sandbox, SwappedCachedLibraryIsNotReused) {
     EXPECT_FALSE(b.cached) << "a modified cached .so was reused";
     EXPECT_NE(read_file(b.library), "not the library that was built");
     EXPECT_EQ(sha256_hex(read_file(b.library)), b.library_sha256);
-}
-
-TEST(GpuLockTest, TwoProcessesTakeTurns) {
-    fs::path dir = scratch("locks");
-    setenv("KERNELEVO_LOCK_DIR", dir.c_str(), 1);
-    fs::path log = dir / "log";
-    auto hold = [&](const char* who) {
-        std::vector<std::string> notes;
-        GpuLock lock("GPU-test", "GPU 0 (test)", [&](const std::string& n) { notes.push_back(n); });
-        std::ofstream(log, std::ios::app) << who << " in\n";
-        std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-        std::ofstream(log, std::ios::app) << who << " out\n";
-        return notes;
-    };
-    pid_t child = fork();
-    if (child == 0) {
-        hold("child");
-        _exit(0);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    auto notes = hold("parent");
-    int st = 0;
-    waitpid(child, &st, 0);
-    unsetenv("KERNELEVO_LOCK_DIR");
-    EXPECT_EQ(read_file(log), "child in\nchild out\nparent in\nparent out\n");
-    ASSERT_FALSE(notes.empty()) << "the waiting process said nothing";
-    EXPECT_NE(notes[0].find("waiting for GPU 0 (test), held by pid " + std::to_string(child)), std::string::npos) << notes[0];
 }
 
 TEST(ProcessTest, NeverWaitsOnAPipeADaemonHolds) {

@@ -2,8 +2,8 @@
 // kernelevo-runner and answers each job with a scripted result, noting whether the GPU lock was
 // held while it ran. What is checked: a confirming validation that fails for a reason outside the
 // kernel is tried again and, when it keeps failing, says so; a wall-clock rejection is validated
-// once more and blames the kernel only when no other process used the GPU; every job and
-// lock_gpu() hold the device's lock.
+// once more and blames the kernel only when no other process used the GPU; lock_gpu() holds the
+// device's lock, and a job does not (its judge takes the lock itself, shared and then exclusive).
 #include <gtest/gtest.h>
 #include <sys/file.h>
 #include <fcntl.h>
@@ -87,7 +87,7 @@ TEST(ValidateRetry, ConfirmTriesAgainAfterAWallClockRejection) {
     EXPECT_TRUE(r.confirmed);
     ASSERT_TRUE(r.details.contains("confirmation_attempts")) << r.details.dump();
     EXPECT_EQ(r.details["confirmation_attempts"].size(), 1u);
-    EXPECT_EQ(g.log(), (std::vector<std::string>{"job 1 locked", "job 2 locked"}));
+    EXPECT_EQ(g.log().size(), 2u);
 }
 
 TEST(ValidateRetry, ConfirmThatKeepsFailingOutsideTheKernelSaysSo) {
@@ -157,15 +157,24 @@ TEST(ValidateRetry, AFullGpuMemoryIsNotTheKernelsFaultNorABrokenTask) {
         EXPECT_EQ(g.log().size(), 2u);
     }
     {
-        FakeGpu g({oom, oom});
+        // Another process keeps the memory for a while: the job waits for its share, never fails on it.
+        FakeGpu g({oom, oom, oom, ok_result(1.3)});
+        ValidationResult r = g.v->run(g.compiled);
+        EXPECT_EQ(r.status, Status::ok) << r.log;
+        EXPECT_EQ(g.log().size(), 4u);
+        EXPECT_EQ(r.details["earlier_attempts"].size(), 3u);
+    }
+    {
+        FakeGpu g({oom, oom, oom, oom, oom, oom, ok_result(1.3)});
         ValidationResult r;
         ASSERT_NO_THROW(r = g.v->run(g.compiled));
         EXPECT_NE(r.status, Status::ok);
         EXPECT_NE(outside_kernel_reason(r), "") << r.log;
+        EXPECT_EQ(g.log().size(), 6u) << "the waits are bounded";
     }
 }
 
-TEST(ValidateRetry, LockGpuHoldsTheDevicesLock) {
+TEST(ValidateRetry, LockGpuHoldsTheDevicesLockAndAJobLeavesItToItsJudge) {
     REQUIRE_REFERENCE();
     FakeGpu g({ok_result(1.0)});
     const std::string lock = (g.dir.path() / "locks" / "gpu-GPU-fake.lock").string();
@@ -182,5 +191,7 @@ TEST(ValidateRetry, LockGpuHoldsTheDevicesLock) {
     }
     EXPECT_TRUE(probe());
     EXPECT_EQ(g.v->run(g.compiled).status, Status::ok);
-    EXPECT_EQ(g.log(), std::vector<std::string>{"job 1 locked"});
+    // The job's correctness runs share the GPU with other judges' checks: the validator holds no lock
+    // around it (runner/gpu_turns.cu takes it, shared for the checks and exclusive for the timing).
+    EXPECT_EQ(g.log(), std::vector<std::string>{"job 1 unlocked"});
 }

@@ -233,7 +233,8 @@ Result measure_once(const Task& task, const Options& o, const DeviceInfo& device
     po.cwd = work.path();
     ProcessResult p;
     {
-        std::unique_ptr<GpuLock> held = device.present ? lock_device(device) : nullptr;  // not beside another timing
+        std::unique_ptr<GpuLock> held;  // not beside another timing
+        if (device.present) held = lock_device(device, {}, GpuUse::exclusive, "PyTorch baselines of " + task.name);
         p = run_process(po);
     }
     Result r;

@@ -50,6 +50,9 @@ enum class EnvKind { setting, diagnostic, test_hook };
       "Set: the judge is not pinned to the CPUs near its GPU", "pinned")                                              \
     X(kTimingDump, "KEVO_TIMING_DUMP", diagnostic, "kernelevo-runner",                                                \
       "`FILE`: the judge appends every timed set's raw per-call times to `FILE` (JSON lines)", "no dump")            \
+    X(kPhaseLog, "KEVO_PHASE_LOG", diagnostic, "kernelevo, kernelevo-runner",                                        \
+      "`FILE`: each judge appends its jobs' phases (start, end, the GPU lock's mode) and each holder of the GPU lock "  \
+      "its holds to `FILE` (JSON lines; benchmarks/studies/gpu_busy.py reads it)", "no log")                          \
     X(kGateKernel, "KEVO_GATE_KERNEL", test_hook, "kernelevo-runner",                                                 \
       "Set: the correctness call is gated by a spinning kernel instead of a stream-memory wait", "off")               \
     X(kFaultWallCheck, "KEVO_FAULT_WALL_CHECK", test_hook, "kernelevo-runner",                                        \

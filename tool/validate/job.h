@@ -72,11 +72,14 @@ struct Job {
     std::vector<std::string> readable;  // Landlock: paths the candidate process may read
     std::vector<std::string> writable;  // Landlock: paths the candidate process may write
     bool load_only = false;         // load the candidate (static constructors, symbols) and stop
+    std::string label;              // what it is for, shown to other users of the GPU lock (the task's name)
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Job, kernel, reference, reference_arg, sets, trials, atol, rtol, seed, time,
-                                                timing_trials, min_timing_trials, target_ci, extend_timing_s, warmup, timing_budget_s,
-                                                l2_flush, timing_copies, wall_batch_allow_us, wall_call_allow_us, verify_fraction, call_timeout_s, best_speedup,
-                                                sandbox_prefix, candidate_env, workdir, confine, readable, writable, load_only)
+                                                timing_trials, min_timing_trials, target_ci, extend_timing_s, warmup,
+                                                timing_budget_s, l2_flush, timing_copies, wall_batch_allow_us,
+                                                wall_call_allow_us, verify_fraction, call_timeout_s, best_speedup,
+                                                sandbox_prefix, candidate_env, workdir, confine, readable, writable,
+                                                load_only, label)
 
 // What the judge reports. `status` is a validation status name (validate.h), or "setup_error" when
 // the reference or the runner failed (not the candidate's fault).
@@ -95,9 +98,12 @@ struct JobResult {
     // After a wall-clock rejection: other processes' use of the GPU during the job
     // (runner/gpu_activity.h), so the validator can say whose time it was.
     nlohmann::json interference;
+    // Each wait for the device's lock that passed a second, said once: whose turn it was and for what.
+    std::vector<std::string> lock_waits;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobResult, status, log, max_abs_diff, trials, warnings, device, checks,
-                                                timing, sandbox, profile_s, candidate_output, interference)
+                                                timing, sandbox, profile_s, candidate_output, interference,
+                                                lock_waits)
 
 // Part of the judge's wall-clock rejection (runner/timing.cu), by which the validator and the judge
 // recognize it.

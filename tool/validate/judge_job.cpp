@@ -197,7 +197,12 @@ void read_job_result(JobResult out, const ValidateOptions& options, ValidationRe
     if (is_wall_check_rejection(res)) res.log += "\n" + interference_note(out.interference, res.details);
 }
 
-void add_validation_facts(nlohmann::json& details, const Task& task, uint64_t seed, double lock_wait_s) {
+void add_validation_facts(nlohmann::json& details, const Task& task, uint64_t seed) {
+    // The judge's waits for the device's lock (shared for its checks, exclusive for its timing).
+    double lock_wait_s = 0;
+    if (auto p = details.find("profile_s"); p != details.end() && p->is_object())
+        for (const char* k : {"wait.shared", "wait.exclusive"})
+            if (auto w = p->find(k); w != p->end() && w->is_number()) lock_wait_s += w->get<double>();
     details["gpu_lock_wait_s"] = lock_wait_s;
     details["seed"] = seed;
     details["tolerance"] = {{"atol", task.atol}, {"rtol", task.rtol}, {"rule", kevo_device::kToleranceRule}};

@@ -36,8 +36,8 @@ void set_job_checks(Job& job, const Task& task, const ValidateOptions& options);
 // the suspicious flag, and after a wall-clock rejection whether other processes used the GPU.
 void read_job_result(JobResult out, const ValidateOptions& options, ValidationResult& res);
 
-// The facts of the validation added to a result's details: the GPU lock's wait, the seed, the
-// tolerance rule, and the reference's precision (moved up from the timing).
-void add_validation_facts(nlohmann::json& details, const Task& task, uint64_t seed, double lock_wait_s);
+// The facts of the validation added to a result's details: the judge's waits for the GPU lock, the
+// seed, the tolerance rule, and the reference's precision (moved up from the timing).
+void add_validation_facts(nlohmann::json& details, const Task& task, uint64_t seed);
 
 }  // namespace kevo

@@ -38,9 +38,15 @@ fs::path default_runner() {
 
 }  // namespace
 
-std::unique_ptr<GpuLock> lock_device(const DeviceInfo& d, const std::function<void(const std::string&)>& note) {
+std::unique_ptr<GpuLock> lock_device(const DeviceInfo& d, const std::function<void(const std::string&)>& note,
+                                     GpuUse use, const std::string& reason) {
     if (!d.present) return nullptr;
-    return std::make_unique<GpuLock>(d.uuid.empty() ? "gpu" + std::to_string(d.index) : d.uuid, "GPU " + std::to_string(d.index) + " (" + d.name + ")", note);
+    const std::string label = "GPU " + std::to_string(d.index) + " (" + d.name + ")";
+    try {
+        return std::make_unique<GpuLock>(GpuLock::device_key(d.uuid, d.index), label, note, use, reason);
+    } catch (const std::runtime_error& e) {
+        throw UsageError(e.what());  // the lock directory is unusable: a setup error
+    }
 }
 
 namespace {
@@ -63,21 +69,13 @@ Validator::Validator(Task task, ValidateOptions options) : task_(std::move(task)
     if (options_.min_timing_trials < 1) options_.min_timing_trials = 1;
 }
 
-Validator::~Validator() {
-    // The judge's exit frees what it kept on the GPU (the timing copies: up to a quarter of the
-    // device); that happens under the lock too, never inside another validation's timed batches.
-    if (!impl_->judge || !impl_->judge->alive()) return;
-    try {
-        auto gpu = lock_gpu();
-        impl_->judge.reset();
-    } catch (const std::exception&) {
-        impl_->judge.reset();
-    }
-}
+Validator::~Validator() = default;
 
 void Validator::set_note(std::function<void(const std::string&)> note) { impl_->note = std::move(note); }
 void Validator::set_retry_pause(double s) { impl_->retry_pause_s = s; }
-std::unique_ptr<GpuLock> Validator::lock_gpu() { return lock_device(device(), impl_->note); }
+std::unique_ptr<GpuLock> Validator::lock_gpu(const std::string& reason) {
+    return lock_device(device(), impl_->note, GpuUse::exclusive, reason);
+}
 void Validator::set_best_speedup(double s) {
     std::lock_guard<std::mutex> lock(impl_->run_mu);
     impl_->best_speedup = s;
@@ -125,7 +123,7 @@ double Validator::measured_bandwidth_gbs() {
         } catch (const std::exception&) {
         }
     }
-    auto gpu = lock_device(d, impl_->note);
+    auto gpu = lock_device(d, impl_->note, GpuUse::exclusive, "measuring the copy bandwidth");
     ProcessOptions po;
     po.argv = {impl_->runner.string(), "--bandwidth"};
     po.timeout_s = 120;
@@ -252,14 +250,15 @@ ValidationResult Validator::run_job(const CompileResult& compiled, uint64_t seed
     job.reference_arg = task_.reference_arg.string();
     job.sets = job_shape_sets(task_);
     set_job_checks(job, task_, options_);
+    job.label = task_.name;
 
-    std::lock_guard<std::mutex> lock(impl_->run_mu);  // one candidate at a time on this GPU ...
+    // One candidate at a time in this validator's judge, which takes the device's lock itself: shared
+    // for the correctness runs, exclusive for the timed calls (runner/judge.cu).
+    std::lock_guard<std::mutex> lock(impl_->run_mu);
     const bool reused = impl_->reuse_reference_times(job, options_, fresh_reference);
-    // ... and across processes: the device's lock.
-    auto gpu = lock_device(dev, impl_->note);
     ValidationResult out = send_job(job, res);
     impl_->remember_reference_times(out, reused);
-    add_validation_facts(out.details, task_, job.seed, gpu->waited_s());
+    add_validation_facts(out.details, task_, job.seed);
     return out;
 }
 
@@ -291,12 +290,13 @@ void Validator::Impl::start_judge(int device_index) {
     std::map<std::string, std::string> extra;
     if (device_index >= 0) extra[env_name(EnvVar::kDevice)] = std::to_string(device_index);
     // Diagnostics passed on to the judge: KEVO_TIMING_DUMP=FILE appends every timed set's raw
-    // per-call times to FILE (JSON lines); KEVO_GATE_KERNEL gates the correctness check with the
+    // per-call times to FILE (JSON lines); KEVO_PHASE_LOG=FILE each job's phases (the GPU lock's too);
+    // KEVO_GATE_KERNEL gates the correctness check with the
     // spinning kernel instead of a stream-memory wait; KEVO_FAULT_WALL_CHECK (tests) fails the
     // wall-clock cross-check's first attempt at each set, so its retry is exercised.
     // The GPU memory ledger's place and its test hooks (gpu_ledger.h) reach the judge too.
-    for (EnvVar var : {EnvVar::kTimingDump, EnvVar::kGateKernel, EnvVar::kFaultWallCheck, EnvVar::kLockDir, EnvVar::kGpuMemoryBytes,
-                       EnvVar::kGpuMemoryMarginBytes})
+    for (EnvVar var : {EnvVar::kTimingDump, EnvVar::kPhaseLog, EnvVar::kGateKernel, EnvVar::kFaultWallCheck,
+                       EnvVar::kLockDir, EnvVar::kGpuMemoryBytes, EnvVar::kGpuMemoryMarginBytes})
         if (const char* v = env(var)) extra[env_name(var)] = v;
     po.exact_env = sandbox_environment(extra);
     judge = std::make_unique<Subprocess>(po);
@@ -338,6 +338,8 @@ ValidationResult Validator::send_job(const Job& job, const ValidationResult& bas
         res.log = std::string("unreadable result from the judge: ") + e.what();
         return res;
     }
+    for (const auto& w : out.lock_waits)
+        if (impl_->note) impl_->note(w);
     if (out.status == "setup_error" && gpu_memory_full(out.log)) {
         // The judge's own allocations (inputs, timing copies, the reference's) found the GPU's memory
         // taken, by other validators' kept copies or other programs: not the kernel's fault, and not

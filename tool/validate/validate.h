@@ -88,10 +88,12 @@ struct ValidationResult {
     static ValidationResult from_json(const nlohmann::json& j);
 };
 
-// Holds the device's GPU lock (gpu_lock.h) for as long as the returned object lives: the one lock
-// every GPU use of the tool takes (validations, profiling a kernel, timing PyTorch, ...), keyed by
-// the device's UUID. nullptr when `d` is no device. `note`: the waiting lines.
-std::unique_ptr<GpuLock> lock_device(const DeviceInfo& d, const std::function<void(const std::string&)>& note = {});
+// Holds the device's GPU lock (gpu_lock.h) in `use` for as long as the returned object lives: the
+// one lock every GPU use of the tool takes (a judge's correctness runs shared and its timing
+// exclusive, profiling a kernel, timing PyTorch, an import), keyed by the device's UUID. nullptr
+// when `d` is no device. `note`: the waiting line; `reason`: what it is for, shown to the others.
+std::unique_ptr<GpuLock> lock_device(const DeviceInfo& d, const std::function<void(const std::string&)>& note = {},
+                                     GpuUse use = GpuUse::exclusive, const std::string& reason = "");
 
 // Why a failed validation is not the kernel's fault ("" when it may be): no GPU, or a wall-clock
 // rejection while the judge saw other processes use the GPU ("not_attributable" in its details).
@@ -112,8 +114,8 @@ public:
     std::string arch();
     // Thread-safe; may run in parallel with other compiles and with run().
     CompileResult compile(const std::string& source);
-    // Runs a compiled candidate; one at a time on the GPU: serialized within the process and, by
-    // the per-device GpuLock, across processes.
+    // Runs a compiled candidate; one at a time per validator (its judge process). The judge holds the
+    // device's GpuLock shared for the correctness runs and exclusively for the timed calls only.
     ValidationResult run(const CompileResult& compiled);
     // compile() then run().
     ValidationResult validate(const std::string& source);
@@ -130,13 +132,15 @@ public:
     double measured_bandwidth_gbs();
     // Where progress notes go (waiting for the GPU lock, sandbox layers); default: stderr.
     void set_note(std::function<void(const std::string&)> note);
-    // lock_device(device()): for GPU work beside validations (the profiler, PyTorch timings).
-    std::unique_ptr<GpuLock> lock_gpu();
+    // lock_device(device()), exclusive: for measurements beside validations (the profiler, PyTorch timings).
+    std::unique_ptr<GpuLock> lock_gpu(const std::string& reason = "");
     // Seconds between attempts (confirm's, and run's after a wall-clock rejection); tests set 0.
     void set_retry_pause(double s);
 
 private:
     ValidationResult run_job(const CompileResult& compiled, uint64_t seed_offset, bool fresh_reference);
+    // run_job, again while the GPU's memory was taken by other processes (validator_retry.cpp).
+    ValidationResult run_for_memory(const CompileResult& compiled, uint64_t seed_offset, bool fresh_reference);
     ValidationResult send_job(const struct Job& job, const ValidationResult& base);
     std::string verify_compiled(const CompileResult& compiled);
     struct Impl;

@@ -65,7 +65,7 @@ std::string ValidatorEvaluator::profile(const CompileResult& compiled) {
     // or it lands in another search's timed batches.
     std::string summary;
     {
-        auto gpu = v_.lock_gpu();
+        auto gpu = v_.lock_gpu("profiling " + v_.task().name);
         summary = profiler_->profile(profile_command(compiled), {compiled.library});
     }
     if (summary.rfind("profile failed", 0) == 0) {  // for the person running the search, not for the model

@@ -23,14 +23,36 @@ nlohmann::json attempt_summary(const ValidationResult& r) {
 }
 }  // namespace
 
-ValidationResult Validator::run(const CompileResult& compiled) {
-    ValidationResult r = run_job(compiled, 0, false);
-    if (r.details.is_object() && r.details.contains("outside_kernel")) {  // the GPU's memory was full: once more, later
-        pause_s(impl_->retry_pause_s * 2);
-        ValidationResult again = run_job(compiled, 0, false);
-        again.details["earlier_attempts"] = nlohmann::json::array({attempt_summary(r)});
-        return again;
+// A job that found the GPU's memory taken by other processes (another search's judge beside its
+// checks, a PyTorch baseline, a program outside the tool) waits for its share: it is run again, with
+// a new judge, after pauses that double (from twice the retry pause, at most 30 s) this many times
+// in all; what it kept waiting for is said once.
+constexpr int kMemoryAttempts = 6;
+
+ValidationResult Validator::run_for_memory(const CompileResult& compiled, uint64_t seed_offset, bool fresh_reference) {
+    ValidationResult r = run_job(compiled, seed_offset, fresh_reference);
+    nlohmann::json earlier = nlohmann::json::array();
+    double pause = impl_->retry_pause_s * 2;
+    auto memory_full = [](const ValidationResult& v) {
+        return v.details.is_object() && v.details.contains("outside_kernel");
+    };
+    for (int attempt = 1; attempt < kMemoryAttempts && memory_full(r); ++attempt) {
+        if (attempt == 1)
+            impl_->note("the GPU's memory was taken by other processes when the judge allocated its buffers; "
+                        "validating again as it frees (" + std::to_string(kMemoryAttempts - 1) +
+                        " more attempts at most)");
+        pause_s(pause);
+        pause = std::min(30.0, pause * 2);
+        earlier.push_back(attempt_summary(r));
+        r = run_job(compiled, seed_offset, fresh_reference);
+        r.details["earlier_attempts"] = earlier;
     }
+    return r;
+}
+
+ValidationResult Validator::run(const CompileResult& compiled) {
+    ValidationResult r = run_for_memory(compiled, 0, false);
+    if (r.details.is_object() && r.details.contains("earlier_attempts")) return r;  // waited for memory: as it ended
     if (!is_wall_check_rejection(r)) return r;
     // The judge timed the set twice already; a whole new job after a pause, with the lock taken
     // again, tells a kernel that hides work (it fails every time) from a GPU that was busy for a
@@ -74,7 +96,7 @@ ValidationResult Validator::confirm(const CompileResult& compiled, const Validat
     ValidationResult out = first;
     nlohmann::json earlier = nlohmann::json::array();
     for (int attempt = 1;; ++attempt) {
-        ValidationResult second = run_job(compiled, 1000003ull * attempt, true);
+        ValidationResult second = run_for_memory(compiled, 1000003ull * attempt, true);
         Confirmation c = confirmation_of(first, second, agree);
         out.details["confirmation"] = second.to_json();
         if (!earlier.empty()) out.details["confirmation_attempts"] = earlier;

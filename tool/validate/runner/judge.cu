@@ -299,22 +299,41 @@ void Judge::release_copies_if_crowded() {
     timing_copies_.clear();
 }
 
+// A phase of the job ends: its time in the result's profile, its span in the phase log.
+void Judge::lap(JobResult& r, const char* what) {
+    auto now = std::chrono::steady_clock::now();
+    r.profile_s[what] = std::chrono::duration<double>(now - lap_t0_).count();
+    phase_done(what, lap_lock_, lap_t0_);
+    lap_t0_ = now;
+}
+
+// From the checks to the timing: the trials' buffers given back, then the GPU exclusively. The
+// candidate is stopped from before the shared hold ends until the judge's turn to time: no work of
+// its is sent beside another judge's timing.
+void Judge::take_turn_to_time(const Job& job, JobResult& r) {
+    release_trial_buffers(job);
+    pause_candidate(true);
+    gpu_.reset();  // the shared hold first: one process never waits for itself
+    lap_lock_ = "none";
+    gpu_ = take_gpu(kevo::GpuUse::exclusive, r);
+    pause_candidate(false);
+    lap(r, "wait.exclusive");
+    lap_lock_ = "exclusive";
+}
+
 JobResult Judge::run(const Job& job) {
     job_ = &job;
     JobResult result;
     trial_profile_.clear();
     timing_profile_.clear();
     output_varies_.clear();
-    auto t0 = std::chrono::steady_clock::now();
+    phases_ = json::array();
+    lap_t0_ = std::chrono::steady_clock::now();
+    lap_lock_ = "none";
     // The window in which another process's GPU use counts against a wall-clock rejection: from the
     // start of timing (the previous holder of the GPU lock was done long before: NVML's samples
     // cover the interval before them).
     uint64_t started_us = unix_us();
-    auto lap = [&](const char* what) {
-        auto now = std::chrono::steady_clock::now();
-        result.profile_s[what] = std::chrono::duration<double>(now - t0).count();
-        t0 = now;
-    };
     try {
         if (!job.load_only) {
             init_device(result);
@@ -323,12 +342,17 @@ JobResult Judge::run(const Job& job) {
                 result.log = result.device.value("error", std::string("no CUDA device"));
                 return result;
             }
-            lap("context");
+            lap(result, "context");
+            // Everything up to the timed calls measures nothing: it shares the GPU with other judges'
+            // checks, never with a measurement.
+            gpu_ = take_gpu(kevo::GpuUse::shared, result);
+            lap(result, "wait.shared");
+            lap_lock_ = "shared";
             reserve_job_memory(job);  // before anything of the job is allocated (ledger_use.cu)
             load_reference(job);
         }
         start_candidate(job, result);
-        lap("load");
+        lap(result, "load");
         if (job.load_only) {
             end_job(result);
             result.status = "ok";
@@ -339,12 +363,13 @@ JobResult Judge::run(const Job& job) {
             return result;
         }
         warn_constant_outputs(job, result);
-        lap("correctness");
+        lap(result, "correctness");
         for (const auto& [k, v] : trial_profile_) result.profile_s[std::string("trials.") + k] = v;
         if (job.time) {
+            take_turn_to_time(job, result);
             started_us = unix_us();
             time_sets(job, result);
-            lap("timing");
+            lap(result, "timing");
             for (const auto& [k, v] : timing_profile_) result.profile_s[std::string("timing.") + k] = v;
         }
         result.status = "ok";
@@ -363,6 +388,7 @@ JobResult Judge::run(const Job& job) {
 // A job's end, however it ends: its buffers freed (the timing copies kept unless the device is
 // crowded), the candidate process stopped.
 void Judge::end_job(JobResult& result) {
+    gpu_.reset();  // what follows frees memory: no lock needed
     for (auto& t : outputs_) t.free();
     for (auto& t : expected_) t.free();
     outputs_.clear();
@@ -372,6 +398,7 @@ void Judge::end_job(JobResult& result) {
     stop_candidate(result);
     release_copies_if_crowded();
     job_reserved_.reset();  // the job's buffers are freed
+    write_phase_log(result);
 }
 
 // The correctness trials. False where a trial's outputs were wrong (the verdict is in `result`).

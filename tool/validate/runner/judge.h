@@ -15,6 +15,7 @@
 #include "context_fence.h"
 #include "device_ops.cuh"
 #include "validate/gpu_ledger.h"
+#include "validate/gpu_lock.h"
 #include "runner.h"
 #include "shared_buffer.h"
 #include "validate/trials.h"
@@ -111,6 +112,18 @@ private:
     // Diagnostics (KEVO_TIMING_DUMP): n empty-kernel calls timed like reference calls (after a flush).
     std::vector<double> empty_calls_us(int n, bool flush);
     void cuda_ok(cudaError_t e, const char* what);
+    // The device's GPU lock (gpu_turns.cu): shared for the checks, exclusive for the timed calls.
+    std::unique_ptr<kevo::GpuLock> take_gpu(kevo::GpuUse use, JobResult& r);
+    void pause_candidate(bool stop);
+    void take_turn_to_time(const Job& job, JobResult& r);
+    std::unique_ptr<kevo::GpuLock> gpu_;  // the job's hold of the lock (none between jobs)
+    // The job's phases with their wall-clock span and the lock they held ($KEVO_PHASE_LOG).
+    void lap(JobResult& r, const char* what);
+    void phase_done(const char* what, const char* lock, std::chrono::steady_clock::time_point from);
+    void write_phase_log(const JobResult& r);
+    json phases_ = json::array();
+    std::chrono::steady_clock::time_point lap_t0_;
+    const char* lap_lock_ = "none";  // what the phase that ends at the next lap holds
 
     const Job* job_ = nullptr;
     int device_ = 0;
@@ -183,6 +196,7 @@ private:
     kevo::MemoryLedger* ledger();
     void reserve_job_memory(const Job& job);
     int copies_within_ledger(TimingCopies& tc, int64_t set_bytes, int copies);
+    void release_trial_buffers(const Job& job);  // before the wait to time: what the timing needs only
     TimingCopies& timing_copies(size_t set);
     void share_copies(TimingCopies& tc);    // maps the arena in the candidate process (once per process) and points the views at it
     void release_copies(TimingCopies& tc);

@@ -46,6 +46,15 @@ void Judge::reserve_job_memory(const Job& job) {
         largest_inputs = std::max(largest_inputs, in);
     }
     bytes += largest_inputs;
+    if (bytes > l->budget()) {  // it could never be admitted: a setting to change, not a wait
+        auto gib = [](uint64_t b) { return fmt(static_cast<double>(b) / (1ull << 30)); };
+        const std::string what = job.label.empty() ? std::string("this task") : "'" + job.label + "'";
+        throw SetupFailure{"validating " + what + " needs " + gib(bytes) +
+                           " GiB of GPU memory (every shape set's inputs and twice its outputs), more than the " +
+                           gib(l->budget()) + " GiB the memory ledger shares out (KERNELEVO_GPU_MEMORY_BYTES or the "
+                           "device's memory, less KERNELEVO_GPU_MEMORY_MARGIN_BYTES); raise that budget or use smaller "
+                           "shapes"};
+    }
     kevo::LedgerWait w;
     w.timeout_s = std::max(5.0, job.call_timeout_s);
     try {
@@ -73,6 +82,36 @@ int Judge::copies_within_ledger(TimingCopies& tc, int64_t set_bytes, int copies)
     }
     if (!tc.kept) return 1;
     return std::max(1, std::min(copies, static_cast<int>(tc.kept->bytes() / one)));
+}
+
+}  // namespace kevo_runner
+
+namespace kevo_runner {
+
+// Between the checks and the timing (issue 48): the trials' buffers go back before the judge waits
+// for its turn to time, so that judges waiting to time hold what the timing needs (their kept timing
+// copies, and the expected outputs of the timed sets, reserved here) and not every trial's inputs
+// and outputs besides.
+void Judge::release_trial_buffers(const Job& job) {
+    for (auto* group : {&trial_inputs_, &outputs_}) {
+        for (auto& t : *group) unshare(t), t.free();
+        group->clear();
+    }
+    for (auto& t : expected_) t.free();
+    expected_.clear();
+    job_reserved_.reset();
+    kevo::MemoryLedger* l = ledger();
+    if (!l) return;
+    uint64_t bytes = 0;
+    for (const auto& set : job.sets)
+        if (set.timed)
+            for (const auto& t : set.outputs) bytes += static_cast<uint64_t>(std::max<int64_t>(t.bytes(), 1));
+    kevo::LedgerWait w;
+    w.timeout_s = std::max(5.0, job.call_timeout_s);
+    try {
+        job_reserved_ = l->reserve(bytes, bytes, "job", w);
+    } catch (const std::exception&) {
+    }
 }
 
 }  // namespace kevo_runner
