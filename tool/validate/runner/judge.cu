@@ -311,12 +311,13 @@ void Judge::lap(JobResult& r, const char* what) {
 // candidate is stopped from before the shared hold ends until the judge's turn to time: no work of
 // its is sent beside another judge's timing.
 void Judge::take_turn_to_time(const Job& job, JobResult& r) {
-    release_trial_buffers(job);
+    release_trial_buffers();
     pause_candidate(true);
     gpu_.reset();  // the shared hold first: one process never waits for itself
     lap_lock_ = "none";
     gpu_ = take_gpu(kevo::GpuUse::exclusive, r);
     pause_candidate(false);
+    reserve_timing_memory(job);
     lap(r, "wait.exclusive");
     lap_lock_ = "exclusive";
 }

@@ -196,7 +196,8 @@ private:
     kevo::MemoryLedger* ledger();
     void reserve_job_memory(const Job& job);
     int copies_within_ledger(TimingCopies& tc, int64_t set_bytes, int copies);
-    void release_trial_buffers(const Job& job);  // before the wait to time: what the timing needs only
+    void release_trial_buffers();                 // before the wait to time (ledger_use.cu)
+    void reserve_timing_memory(const Job& job);  // after it
     TimingCopies& timing_copies(size_t set);
     void share_copies(TimingCopies& tc);    // maps the arena in the candidate process (once per process) and points the views at it
     void release_copies(TimingCopies& tc);

@@ -88,11 +88,11 @@ int Judge::copies_within_ledger(TimingCopies& tc, int64_t set_bytes, int copies)
 
 namespace kevo_runner {
 
-// Between the checks and the timing (issue 48): the trials' buffers go back before the judge waits
-// for its turn to time, so that judges waiting to time hold what the timing needs (their kept timing
-// copies, and the expected outputs of the timed sets, reserved here) and not every trial's inputs
-// and outputs besides.
-void Judge::release_trial_buffers(const Job& job) {
+// Between the checks and the timing (issue 48): the trials' buffers and their reservation go back
+// before the judge waits for its turn to time, so that judges waiting to time hold their kept timing
+// copies only: a judge checking beside them never waits on the ledger for memory a waiting judge
+// holds while that one waits for the checks to end.
+void Judge::release_trial_buffers() {
     for (auto* group : {&trial_inputs_, &outputs_}) {
         for (auto& t : *group) unshare(t), t.free();
         group->clear();
@@ -100,16 +100,18 @@ void Judge::release_trial_buffers(const Job& job) {
     for (auto& t : expected_) t.free();
     expected_.clear();
     job_reserved_.reset();
+}
+
+// With the GPU held exclusively (no other judge allocates now): the timed sets' expected outputs.
+void Judge::reserve_timing_memory(const Job& job) {
     kevo::MemoryLedger* l = ledger();
     if (!l) return;
     uint64_t bytes = 0;
     for (const auto& set : job.sets)
         if (set.timed)
             for (const auto& t : set.outputs) bytes += static_cast<uint64_t>(std::max<int64_t>(t.bytes(), 1));
-    kevo::LedgerWait w;
-    w.timeout_s = std::max(5.0, job.call_timeout_s);
-    try {
-        job_reserved_ = l->reserve(bytes, bytes, "job", w);
+    try {  // tried once (no wait with the GPU held): what did not fit goes on unreserved, as before the ledger
+        job_reserved_ = l->reserve(bytes, bytes, "job");
     } catch (const std::exception&) {
     }
 }
