@@ -15,7 +15,7 @@ from .graph import ModelGraph, region_module
 from .model_folder import (_flat, _pct, _plan_reason, model_device, needed_tolerance, plan_inputs,  # noqa: F401 (model_load's API too)
                            read_plan)
 from .op import _torch_dtype, load_op
-from .torch_task import _load_json
+from .files import FileRefused, load_json_file
 
 CHECK_SEED = 20240607  # the check's inputs: a generator of its own (not the export's draw, not the user's RNG)
 _FP32_DEFAULT_TOL = 1e-4  # task.json without a tolerance (tool/task/task.cpp's default for fp32)
@@ -167,10 +167,12 @@ def _mismatch_reasons(plan, graph, model, out_dir):
         if spec.get("status") != "task" or not spec.get("task"):
             continue
         task_json = os.path.join(out_dir, spec["task"], "task.json")
-        if not os.path.isfile(task_json):
+        try:  # (the plan was checked: the folder is inside the model folder)
+            task = load_json_file(task_json, "a task file")
+            ws = task["inputs"][len(task["inputs"]) - len(spec.get("weights", [])):]
+        except (FileRefused, KeyError, TypeError) as e:
+            why.append("region %s: %s" % (spec["name"], " ".join(str(e).split())[:200]))
             continue
-        task = _load_json(task_json)
-        ws = task["inputs"][len(task["inputs"]) - len(spec.get("weights", [])):]
         bound = (task.get("shapes") or [{}])[0]
         for n in spec.get("weights", []):
             w = next((w for w in ws if _names_match(w["name"], n)), None)

@@ -12,7 +12,8 @@ from torch import nn
 
 from . import library
 from .kernelbench.common import DTYPES
-from .torch_task import SIDECAR, _load_json, _read_bytes
+from .files import load_json_file, open_regular, read_regular
+from .torch_task import SIDECAR, _read_bytes
 
 _LOADED = {}  # (NAME, ARCH, digest) -> the compiled kernel's forward(inputs, outputs), once per process
 
@@ -23,8 +24,13 @@ def _torch_dtype(name):
 
 
 def _read_raw(path, dtype, shape):
-    """A task's "file" input: raw little-endian row-major bytes (write_raw of the importer)."""
-    data = bytearray(_read_bytes(path))
+    """A task's "file" input: raw little-endian row-major bytes (write_raw of the importer): a regular
+    file of exactly the bytes its shape and dtype declare (never a FIFO or a device, never read past that)."""
+    numel = 1
+    for d in shape:
+        numel *= d
+    data = bytearray(read_regular(path, "a %s%s weight file" % (str(dtype).replace("torch.", ""), list(shape)),
+                                  exact=numel * torch.empty((), dtype=dtype).element_size()))
     if dtype == torch.bfloat16:
         return torch.frombuffer(data, dtype=torch.int16).view(torch.bfloat16).reshape(shape).clone()
     return torch.frombuffer(data, dtype=dtype).reshape(shape).clone() if data else torch.empty(shape, dtype=dtype)
@@ -167,31 +173,52 @@ def _include_dir():
 
 
 def _usable_entry(task_json, name, cache_dir, arch, kernelevo):
-    """(path of NAME/ARCH.cu, None, its speedup) when the entry is validated, unedited and made for this
-    task (its hashes against `kernelevo cache hash`), else (None, why, None). The speedup is the one over
-    its reference that the entry recorded when it was validated; None where none was measured (0)."""
+    """(path of NAME/ARCH.cu, None, its speedup) when the entry is one load_op may run, else (None, why, None).
+    The entry is read by one reader for every language: the C++ lookup() (tool/cache/cache.cpp; the CMake module's
+    _kevo_lookup is its twin), through `kernelevo cache status`: metadata of the right types naming this function
+    and architecture, this task's hashes, the .cu unedited. Then load_op's own policy (_entry_policy). The speedup
+    is the one over its reference that the entry recorded when it was validated; None where none was measured (0)."""
     cu = os.path.join(cache_dir, name, arch + ".cu")
-    meta_path = os.path.join(cache_dir, name, arch + ".json")
-    if not (os.path.isfile(cu) and os.path.isfile(meta_path)):
+    if not (os.path.lexists(cu) or os.path.lexists(cu[:-3] + ".json")):
         return None, "no kernel cached for %s in %s" % (arch, os.path.join(cache_dir, name)), None
-    meta = _load_json(meta_path)
-    if not meta.get("validated", True):
-        return None, "the cached %s kernel was stored unvalidated" % arch, None
-    if meta.get("source_hash") != hashlib.sha256(_read_bytes(cu)).hexdigest():
-        return None, "the cached %s kernel was edited after it was validated" % arch, None
     exe = _find_kernelevo(kernelevo)
     if exe is None:
-        return None, "the kernelevo program was not found (PATH, $KERNELEVO or kernelevo=...) to check the entry's task hash", None
-    p = subprocess.run([exe, "cache", "hash", "--task", task_json, "--json"], capture_output=True, text=True)
-    if p.returncode != 0:
-        return None, "kernelevo cache hash failed: %s" % (p.stderr.strip() or p.stdout.strip()), None
-    hashes = json.loads(p.stdout)
-    if meta.get("task_hash") != hashes.get("task_hash"):
-        return None, "the cached %s kernel is stale: it was validated for another version of this task" % arch, None
-    if meta.get("reference_hash") != hashes.get("reference_hash"):
-        return None, "the cached %s kernel is stale: the task's reference changed since it was validated" % arch, None
-    speedup = meta.get("speedup")
-    return cu, None, float(speedup) if isinstance(speedup, (int, float)) and not isinstance(speedup, bool) and speedup > 0 else None
+        return None, "the kernelevo program was not found (PATH, $KERNELEVO or kernelevo=...) to check the entry", None
+    p = subprocess.run([exe, "cache", "status", "--cache-dir", cache_dir, "--task", task_json, "--json"],
+                       capture_output=True, text=True)
+    try:  # exit 1: some entry of the cache is not valid (this one's row says whether it is)
+        rows = json.loads(p.stdout)["entries"] if p.returncode in (0, 1) else None
+    except (ValueError, KeyError, TypeError):
+        rows = None
+    if rows is None:
+        said = " ".join((p.stderr.strip() or p.stdout.strip()).split())[:400]
+        return None, "kernelevo cache status failed: %s" % said, None
+    row = next((r for r in rows if isinstance(r, dict) and r.get("function") == name and r.get("arch") == arch), None)
+    why = _entry_policy(row, arch, os.path.join(cache_dir, name))
+    if why:
+        return None, why, None
+    return cu, None, (row["speedup"] if row["speedup"] > 0 else None)
+
+
+def _entry_policy(row, arch, folder):
+    """Why load_op does not run the entry the C++ reader judged (its `cache status` row), or None. On top of
+    lookup()'s state: the entry was validated (`cache add --unvalidated` stores one that was not), and its
+    speedup is a figure the tool writes: > 0 measured, 0 none (tool/cache/cache.cpp entry_from_validation;
+    workflows/cache_stats.cpp counts only those > 0), so that min_speedup cannot be passed by a negative one."""
+    if row is None or row.get("state") == "missing":
+        return "no kernel cached for %s in %s" % (arch, folder)
+    if row.get("state") == "stale":
+        return "the cached %s kernel is stale: %s" % (arch, row.get("reason"))
+    if row.get("state") != "valid":
+        return "the cached %s kernel's entry is %s: %s" % (arch, row.get("state"), row.get("reason"))
+    if row.get("validated") is not True:
+        return "the cached %s kernel was stored unvalidated" % arch
+    speedup = row.get("speedup")
+    number = isinstance(speedup, (int, float)) and not isinstance(speedup, bool)
+    if not number or not 0 <= speedup < float("inf"):
+        return ("the cached %s kernel's entry records speedup %s (a measured speedup is > 0, 0: none measured): "
+                "not a figure kernelevo writes" % (arch, ("%g" % speedup) if number else repr(speedup)))
+    return None
 
 
 # The binding of every task's kernel (the same text for all: the entry point's name comes from -D):
@@ -331,13 +358,13 @@ def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None,
     """
     task_json = task_dir if task_dir.endswith(".json") else os.path.join(task_dir, "task.json")
     task_dir = os.path.dirname(os.path.abspath(task_json))
-    task = _load_json(task_json)
+    task = load_json_file(task_json, "a task file")
     side_path = os.path.join(task_dir, SIDECAR)
-    side = _load_json(side_path) if os.path.isfile(side_path) else None
+    side = load_json_file(side_path, "the task's pytorch.json") if os.path.lexists(side_path) else None
     name = task["name"]
     # Where it was traced (a model traced on the GPU may name its device); on the CPU without CUDA.
-    reference = torch.jit.load(os.path.join(task_dir, "model.pt"),
-                               map_location=None if torch.cuda.is_available() else "cpu")
+    with open_regular(os.path.join(task_dir, "model.pt"), "a TorchScript model (model.pt)") as f:
+        reference = torch.jit.load(f, map_location=None if torch.cuda.is_available() else "cpu")
     n_in = len(side["inputs"]) if side else len(task["inputs"])
     weights = {"cpu": [_read_raw(os.path.join(task_dir, s["init"]["path"]), _torch_dtype(s["dtype"]), _shape(s, task))
                        for s in task["inputs"][n_in:]]}

@@ -11,7 +11,7 @@ import types
 import torch
 from torch import nn
 
-from .kernelbench.common import Refused, identifier
+from .kernelbench.common import Refused, identifier, task_name_problem
 from .kernelbench.task_import import _import_one
 
 # Next to task.json: which task inputs the caller passes and which are the module's weights
@@ -222,8 +222,9 @@ def export_task(fn_or_module, example_inputs, out_dir, name=None, tolerance=None
         raise TypeError("fn_or_module: an nn.Module or a function, not %s" % type(fn_or_module).__name__)
     path, src = _source_of(user)
     name = name or identifier(getattr(user, "__name__", None) or type(user).__name__.lower(), set())
-    if name != identifier(name, set()):
-        raise ValueError("name %r: letters, digits and _ only, not starting with a digit" % name)
+    why = task_name_problem(name)  # the CLI's rule, checked before anything is written
+    if why:
+        raise ValueError("name: %s" % why)
     target = os.path.join(os.path.abspath(out_dir), name)
     if os.path.exists(target) and not overwrite:
         raise FileExistsError("%s exists already (a task exported before): pass overwrite=True to replace it, or "

@@ -16,6 +16,7 @@ DTYPES = {
 }
 MAX_DIMS = 8  # the kernel ABI's limit
 MAX_TENSORS = 64  # inputs (and outputs) of a task (tool/task)
+MAX_TASK_NAME_CHARS = 128  # tool/task/task_checks.h kMaxTaskNameChars: a name becomes file names (NAME/sm_90.cu, ...)
 
 
 class Refused(Exception):
@@ -53,6 +54,20 @@ def identifier(text, used):
         i += 1
     used.add(name)
     return name
+
+
+def task_name_problem(name):
+    """"" when `name` can name a task, else why not: the rule of tool/task/task_checks.cpp's
+    task_name_problem() (a C identifier of ASCII letters, digits and _, at most MAX_TASK_NAME_CHARS), in its words."""
+    if not isinstance(name, str):
+        return "%r is a %s, not a string" % (name, type(name).__name__)
+    shown = name[:40] + "..." if len(name) > 40 else name
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        return "'%s' is not a C identifier (letters, digits, _)" % shown
+    if len(name) > MAX_TASK_NAME_CHARS:
+        return ("'%s' has %d characters; a task name has at most %d (letters, digits and _, not starting with a digit)"
+                % (shown, len(name), MAX_TASK_NAME_CHARS))
+    return ""
 
 
 def load_problem(path):
