@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -262,6 +263,42 @@ TEST(KernelBenchImportModels, AHostilePlanOrALinkedRegionFileIsNotInstalled) {
     EXPECT_TRUE(fs::exists(imp.out / "kb3_903_Honest" / "plan.json"));
     // Nothing is left of the private folders or the staging.
     for (const auto& e : fs::directory_iterator(imp.out)) EXPECT_NE(e.path().filename().string().rfind(".", 0), 0u) << e.path();
+}
+
+// Importing a level-3 problem again into the same suite replaces its plan and region tasks and keeps
+// what `kernelevo search --model-dir` wrote there: search/ (the regions' states, summary.json) and
+// cache/ (their kernels), byte for byte (issue 50 item 8).
+TEST(KernelBenchImportModels, ImportingAModelAgainKeepsItsSearchesAndKernels) {
+    TempDir dir("kevo-kb-model-again");
+    fs::create_directories(dir.path() / "level3");
+    write_file_atomic(dir.path() / "level3" / "904_Again.py",
+                      "import torch\nimport torch.nn as nn\n\n"
+                      "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                      "        self.fc = nn.Linear(64, 64)\n\n"
+                      "    def forward(self, x):\n        return torch.relu(self.fc(x))\n\n"
+                      "def get_inputs():\n    return [torch.rand(32, 64)]\n\ndef get_init_inputs():\n    return []\n");
+    const std::vector<std::string> args = {"import", "kernelbench", (dir.path() / "level3").string(), "--out",
+                                           (dir.path() / "suite").string(), "--max-numel", "4096"};
+    auto first = kbtest::kernelevo(args, 600);
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    const fs::path model = dir.path() / "suite" / "kb3_904_Again";
+    ASSERT_TRUE(fs::exists(model / "plan.json")) << first.err;
+    const std::map<fs::path, std::string> kept = {
+        {"search/kb3_904_again_fc.db", "SQLite format 3 (a region's state)"},
+        {"search/summary.json", "{\"format\": \"kernelevo-model-search/1\"}\n"},
+        {"cache/kb3_904_again_fc/sm_90.cu", "// a kernel\n"},
+        {"cache/kb3_904_again_fc/sm_90.json", "{}\n"}};
+    for (const auto& [file, text] : kept) write_file_atomic(model / file, text);
+    auto again = kbtest::kernelevo(args, 600);
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_NE(again.err.find("imported model kb3_904_Again: "), std::string::npos) << again.err;
+    EXPECT_TRUE(fs::exists(model / "plan.json"));
+    for (const auto& [file, text] : kept) {
+        ASSERT_TRUE(fs::is_regular_file(model / file)) << file << " was lost by the re-import";
+        EXPECT_EQ(read_file(model / file), text) << file;
+    }
+    for (const auto& e : fs::directory_iterator(dir.path() / "suite"))  // no staging or private folder left
+        EXPECT_NE(e.path().filename().string().rfind(".", 0), 0u) << e.path();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <stdexcept>
+#include <vector>
 
 #include "common/fs.h"
 #include "reference/reference.h"
@@ -228,6 +229,45 @@ void stage_region(nlohmann::ordered_json& r, const fs::path& from, const fs::pat
                                   {"status", status}, {"reason", r.contains("reason") && r["reason"].is_string() ? r["reason"].get<std::string>() : ""}});
 }
 
+// What `kernelevo search --model-dir` writes into a model folder (model_plan.md): the regions' search
+// states and the kernels they cached. A re-import replaces the plan and the region tasks and keeps these:
+// a state or kernel made for another version of a task is stale there (its hashes say so), never lost.
+const char* const kKeptModelFolders[] = {"search", "cache"};
+
+// Moves DEST/search and DEST/cache (a folder or a link, as they are) into the staged folder; on a failure
+// what was moved goes back and nothing is installed. Returns the names moved.
+std::vector<std::string> keep_search_results(const fs::path& dest, const fs::path& stage) {
+    std::vector<std::string> moved;
+    std::error_code ec;
+    // (a DEST that is a link is replaced, never moved out of)
+    if (fs::symlink_status(dest, ec).type() != fs::file_type::directory) return moved;
+    for (const char* sub : kKeptModelFolders) {
+        if (fs::symlink_status(dest / sub, ec).type() == fs::file_type::not_found) continue;
+        fs::rename(dest / sub, stage / sub, ec);
+        if (!ec) {
+            moved.push_back(sub);
+            continue;
+        }
+        std::error_code back;
+        for (const auto& m : moved) fs::rename(stage / m, dest / m, back);
+        throw NotInstalled("cannot keep " + (dest / sub).string() + " (the model's searches): " + ec.message());
+    }
+    return moved;
+}
+
+// The staged model folder in place of DEST, with DEST's search results (keep_search_results).
+void replace_model_folder(const fs::path& stage, const fs::path& dest) {
+    const std::vector<std::string> kept = keep_search_results(dest, stage);
+    std::error_code ec;
+    fs::remove_all(dest, ec);
+    fs::rename(stage, dest, ec);
+    if (!ec) return;
+    std::error_code back;  // the searches go back where they were before the staging folder is removed
+    fs::create_directories(dest, back);
+    for (const auto& m : kept) fs::rename(stage / m, dest / m, back);
+    throw NotInstalled("cannot move the model folder into place at " + dest.string() + ": " + ec.message());
+}
+
 }  // namespace
 
 void install_model(nlohmann::json& result, const fs::path& private_dir, const fs::path& out, const std::string& name,
@@ -252,8 +292,7 @@ void install_model(nlohmann::json& result, const fs::path& private_dir, const fs
         std::error_code ec;
         if (fs::exists(fs::symlink_status(from / "plan.md", ec))) write_file_atomic(stage / "plan.md", read_checked(from / "plan.md", 16u << 20));
         const fs::path dest = out / name;
-        fs::remove_all(dest, ec);
-        fs::rename(stage, dest);
+        replace_model_folder(stage, dest);
         summary["model"] = plan.value("model", name);
         summary["plan"] = (dest / "plan.json").string();
         summary["device"] = plan.value("device", "");
