@@ -341,8 +341,8 @@ def load_op(task_dir, cache_dir=None, arch=None, kernelevo=None, build_dir=None,
     cache_dir: the kernel cache (`kernelevo search --out`); default OUT_DIR/kernels beside the task.
     arch: the entry to load (default: the running GPU's, sm_XY). Another architecture's entry is
         loaded only when asked, with a warning (validated there, not here; its PTX is kept for newer GPUs).
-    kernelevo: the kernelevo program, used to check that the entry was validated for this very task
-        (`kernelevo cache hash`); default $KERNELEVO, PATH, the installed bin/.
+    kernelevo: the kernelevo program, whose reader of cache entries judges the entry against this very
+        task (`kernelevo cache status --task`, _usable_entry); default $KERNELEVO, PATH, the installed bin/.
 
     The cached NAME/ARCH.cu is compiled (nvcc, through torch.utils.cpp_extension, once per kernel:
     build_dir, default $TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions) with a generated binding.
