@@ -12,15 +12,19 @@ let selectedRun = null, selectedProgram = null, chart = null, chartRun = null, r
 function statusClass(s) { return s === "ok" ? "ok" : (s === "pending" || s === "duplicate" || s === "not_judged" || !s) ? "muted" : "bad"; }
 
 // k/M token counts, as the reports write them.
-const tokens = (t) => t >= 1e6 ? (t / 1e6).toFixed(2) + "M" : t >= 1e3 ? (t / 1e3).toFixed(1) + "k" : String(t);
+const tokens = (t) => t >= 1e6 ? (t / 1e6).toFixed(2) + "M" : t >= 1e3 ? (t / 1e3).toFixed(1) + "k" : esc(t);
+// Every value the server sends (runs, queue, worker records anyone with the Redis password can write)
+// goes into the page through esc() or textContent, numbers included: a field that should be a number
+// may arrive as markup. A short id shown: the first n characters of whatever text it is.
+const short = (id, n = 10) => esc(String(id ?? "").slice(0, n));
 // The best correct candidate's speedup over the LibTorch reference: none before one is correct; green only when faster.
 const bestCell = (r) => r.ok > 0 && r.best_program
   ? `<td class="${r.best_speedup >= 1 ? "ok" : ""}" title="over the LibTorch reference">${fmt(r.best_speedup)}x</td>`
   : '<td class="muted">none yet</td>';
 // Candidates being measured: only while a search runs on the state (its writer lease).
 const inFlightCell = (r) => r.live === false
-  ? `<td class="muted" title="no search is running on this state${r.pending_left ? ` (${r.pending_left} left unmeasured)` : ""}">–</td>`
-  : `<td>${r.pending}</td>`;
+  ? `<td class="muted" title="no search is running on this state${r.pending_left ? ` (${esc(r.pending_left)} left unmeasured)` : ""}">–</td>`
+  : `<td>${esc(r.pending)}</td>`;
 
 function renderRuns(runs) {
   const body = $("#runs tbody");
@@ -33,8 +37,8 @@ function renderRuns(runs) {
     if (r.id === selectedRun) tr.className = "sel";
     tr.innerHTML = r.error
       ? `<td>${esc(r.registered?.task || "?")}</td><td colspan="9" class="bad">${esc(r.error)}</td><td>${esc(r.state)}</td><td></td>`
-      : `<td>${esc(r.task)}</td><td>${esc(r.arch)}</td><td>${r.generation >= 0 ? r.generation : "none yet"} / ${r.generations}</td>` +
-        bestCell(r) + `<td>${r.ok}</td><td>${r.failed}</td><td class="muted">${r.not_judged ?? 0}</td>` + inFlightCell(r) +
+      : `<td>${esc(r.task)}</td><td>${esc(r.arch)}</td><td>${r.generation >= 0 ? esc(r.generation) : "none yet"} / ${esc(r.generations)}</td>` +
+        bestCell(r) + `<td>${esc(r.ok)}</td><td>${esc(r.failed)}</td><td class="muted">${esc(r.not_judged ?? 0)}</td>` + inFlightCell(r) +
         `<td>${tokens(r.tokens)}</td><td>$${fmt(r.cost_usd, 4)}</td><td>${esc(r.state)}</td>` +
         `<td>${esc(r.stop_reason || (r.live === false ? "not running" : ""))}</td>`;
     tr.onclick = () => { selectedRun = r.id; selectedProgram = null; refresh(); };
@@ -75,18 +79,18 @@ function renderQueue(q) {
   if (!q) return;
   if (q.error) { $("#queue").innerHTML = `<span class="bad">${esc(q.error)}</span>`; return; }
   const s = q.stats || {};
-  let html = `<div class="kv"><span>${esc(q.url)}</span><span>submitted ${s.submitted || 0}</span><span>done ${s.done || 0}</span>` +
-    `<span>finished twice (counted once) ${s.duplicate_results || 0}</span><span>dead letters ${s.dead_letters || 0}</span></div>`;
+  let html = `<div class="kv"><span>${esc(q.url)}</span><span>submitted ${esc(s.submitted || 0)}</span><span>done ${esc(s.done || 0)}</span>` +
+    `<span>finished twice (counted once) ${esc(s.duplicate_results || 0)}</span><span>dead letters ${esc(s.dead_letters || 0)}</span></div>`;
   html += "<table><thead><tr><th>stream</th><th>waiting</th><th>in progress</th></tr></thead><tbody>";
-  for (const [name, st] of Object.entries(s.streams || {})) html += `<tr><td>${esc(name)}</td><td>${st.queued}</td><td>${st.pending}</td></tr>`;
+  for (const [name, st] of Object.entries(s.streams || {})) html += `<tr><td>${esc(name)}</td><td>${esc(st?.queued)}</td><td>${esc(st?.pending)}</td></tr>`;
   html += "</tbody></table><h3>Recent jobs</h3><table><thead><tr><th>job</th><th>kind</th><th>status</th><th>worker</th><th>attempts</th><th>wait</th><th>took</th></tr></thead><tbody>";
   for (const j of q.recent || [])
-    html += `<tr><td>${esc(j.id.slice(0, 10))}</td><td>${esc(j.kind)}</td><td class="${statusClass(j.status)}">${esc(j.status || j.state)}</td>` +
-      `<td>${esc(j.worker)}</td><td>${j.attempts}</td><td>${fmt(j.started - j.submitted, 2)} s</td><td>${fmt(j.finished - j.started, 2)} s</td></tr>`;
+    html += `<tr><td>${short(j.id)}</td><td>${esc(j.kind)}</td><td class="${statusClass(j.status)}">${esc(j.status || j.state)}</td>` +
+      `<td>${esc(j.worker)}</td><td>${esc(j.attempts)}</td><td>${fmt(j.started - j.submitted, 2)} s</td><td>${fmt(j.finished - j.started, 2)} s</td></tr>`;
   html += "</tbody></table>";
   if ((q.dead || []).length) {
     html += "<h3>Dead letters</h3><table><tbody>";
-    for (const d of q.dead) html += `<tr><td>${esc(d.job.slice(0, 10))}</td><td class="bad">${esc(d.reason)}</td></tr>`;
+    for (const d of q.dead) html += `<tr><td>${short(d.job)}</td><td class="bad">${esc(d.reason)}</td></tr>`;
     html += "</tbody></table>";
   }
   $("#queue").className = "";
@@ -104,12 +108,12 @@ function renderWorkers(workers, now) {
     const state = lost ? "lost" : w.state;
     const wall = Math.max(1, now - w.started);
     const dev = w.kind !== "gpu" ? "—" : w.device && w.device.present ? `${w.gpu}: ${w.device.name}` : `${w.gpu}`;
-    const job = w.job ? `${w.job.kind} ${w.job.id.slice(0, 10)} (${fmt(now - w.job.since, 1)} s)` : "";
+    const job = w.job ? `${w.job.kind} ${String(w.job.id ?? "").slice(0, 10)} (${fmt(now - w.job.since, 1)} s)` : "";
     body.insertAdjacentHTML("beforeend", `<tr><td>${esc(w.name)}</td><td>${esc(w.kind)}</td><td>${esc(dev)}</td>` +
       `<td class="${state === "busy" ? "busy" : state === "lost" ? "lost" : ""}">${esc(state)}</td><td>${esc(job)}</td>` +
-      `<td>${w.jobs}</td><td>${w.reclaimed}</td><td>${w.kind === "gpu" ? Math.round(100 * w.busy_s / wall) + "%" : ""}</td>` +
-      `<td>${age(w.age_s)}</td></tr>`);
-    logs += `<div class="logs"><h3>${esc(w.name)}</h3><pre>${esc((w.log || []).join("\n"))}</pre></div>`;
+      `<td>${esc(w.jobs)}</td><td>${esc(w.reclaimed)}</td><td>${w.kind === "gpu" ? esc(Math.round(100 * w.busy_s / wall)) + "%" : ""}</td>` +
+      `<td>${esc(age(w.age_s))}</td></tr>`);
+    logs += `<div class="logs"><h3>${esc(w.name)}</h3><pre>${esc(Array.isArray(w.log) ? w.log.join("\n") : w.log)}</pre></div>`;
   }
   $("#worker-logs").innerHTML = logs;
 }
@@ -120,7 +124,7 @@ function renderPrograms(programs) {
   for (const p of programs.slice().reverse()) {
     const tr = document.createElement("tr");
     if (p.id === selectedProgram) tr.className = "sel";
-    tr.innerHTML = `<td>${p.id}</td><td>${esc(p.key)}</td><td>${esc(p.origin)}</td><td class="${statusClass(p.status)}">${esc(p.status)}</td>` +
+    tr.innerHTML = `<td>${esc(p.id)}</td><td>${esc(p.key)}</td><td>${esc(p.origin)}</td><td class="${statusClass(p.status)}">${esc(p.status)}</td>` +
       `<td>${p.status === "ok" ? fmt(p.speedup) + "x" : ""}</td><td>${esc(p.worker)}</td>`;
     tr.onclick = () => { selectedProgram = p.id; showProgram(); renderPrograms(programs); };
     body.appendChild(tr);
@@ -134,12 +138,12 @@ function diffHtml(diff) {
 
 function showProgram() {
   if (!selectedRun || !selectedProgram) return;
-  api(`/api/runs/${selectedRun}/programs/${selectedProgram}`).then((p) => {
-    let html = `<div class="kv"><span>#${p.id} ${esc(p.key)}</span><span>${esc(p.origin)}</span>` +
+  api(`/api/runs/${encodeURIComponent(selectedRun)}/programs/${encodeURIComponent(selectedProgram)}`).then((p) => {
+    let html = `<div class="kv"><span>#${esc(p.id)} ${esc(p.key)}</span><span>${esc(p.origin)}</span>` +
       `<span class="${statusClass(p.status)}">${esc(p.status)}${p.status === "ok" ? " " + fmt(p.speedup) + "x" : ""}</span>` +
-      (p.parent_id ? `<span>parent #${p.parent_id}</span>` : "") + (p.worker ? `<span>${esc(p.worker)}</span>` : "") + "</div>";
+      (p.parent_id ? `<span>parent #${esc(p.parent_id)}</span>` : "") + (p.worker ? `<span>${esc(p.worker)}</span>` : "") + "</div>";
     html += `<h3>Validation log</h3><pre>${esc(p.log || p.feedback || "(none)")}</pre>`;
-    if (p.diff !== undefined) html += `<h3>Diff to its parent #${p.parent_id}</h3><pre>${diffHtml(p.diff)}</pre>`;
+    if (p.diff !== undefined) html += `<h3>Diff to its parent #${esc(p.parent_id)}</h3><pre>${diffHtml(String(p.diff))}</pre>`;
     html += `<h3>Source</h3><pre>${esc(p.source)}</pre>`;
     $("#program").className = "detail";
     $("#program").innerHTML = html;
@@ -155,7 +159,7 @@ function refresh() {
     $("#status").textContent = `updated ${new Date().toLocaleTimeString()}`;
     const run = o.runs.find((r) => r.id === selectedRun);
     $("#cand-run").textContent = run ? `${run.task || ""} ${run.state}` : "";
-    if (selectedRun) return api(`/api/runs/${selectedRun}/programs`).then(renderPrograms);
+    if (selectedRun) return api(`/api/runs/${encodeURIComponent(selectedRun)}/programs`).then(renderPrograms);
   }).catch((e) => { $("#status").textContent = "error: " + e; });
 }
 refresh();
