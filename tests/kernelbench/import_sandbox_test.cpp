@@ -100,7 +100,7 @@ TEST(KernelBenchImportSandbox, HostileProblemTakesNoEffectAndTheBatchGoesOn) {
                               (dir / "hostile_network.py").string(), (dir / "honest_relu.py").string(),
                               "--out", out.string(), "--jobs", "1", "--max-numel", "4096"},
                              {{"KEVO_TEST_API_TOKEN", kToken}, {"KEVO_HOSTILE_DB_URL", kPlain},
-                              {"KERNELEVO_HOSTILE_PORT", std::to_string(listener.port)}});
+                              {"KERNELEVO_TEST_HOSTILE_PORT", std::to_string(listener.port)}});
     ASSERT_TRUE(r.started) << r.error;
     // The forged fatal line it printed did not stop the batch.
     EXPECT_EQ(r.err.find("forged by a"), std::string::npos) << r.err;

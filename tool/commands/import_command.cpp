@@ -13,6 +13,37 @@
 
 namespace kevo {
 
+namespace {
+
+// --max-output-gib: the bound of what a problem's sandbox writes (kernelbench.h, max_output_bytes).
+void add_output_bound_option(CLI::App& kb, const std::shared_ptr<kernelbench::ImportOptions>& o) {
+    kb.add_option_function<double>(
+          "--max-output-gib", [o](double gib) { o->max_output_bytes = static_cast<int64_t>(gib * (1LL << 30)); },
+          "GiB a problem's sandbox may write to its private folder (on the disk of --out): each file and all "
+          "together; a problem that writes more fails with the reason (default: half the disk's free space "
+          "shared by the problems run at once, at most 64)")
+        ->check(cli::FiniteNumber)
+        ->check(CLI::PositiveNumber);
+}
+
+// --regions and --whole: a problem as a model folder of region tasks, or as one task.
+void add_model_flags(CLI::App& kb, const std::shared_ptr<kernelbench::ImportOptions>& o) {
+    auto* regions = kb.add_flag_callback(
+        "--regions", [o] { o->regions = 1; },
+        "Import every problem as a whole model (the default for problems under a folder "
+        "named level3): OUT/NAME/ becomes a model folder (plan.json, plan.md, regions/TASK/) "
+        "made by the Python helper's export_model: the model traced, each region's share "
+        "of its time measured, one task per region worth a kernel, regions that cannot be "
+        "imported faithfully (BatchNorm or Dropout in training mode, ...) left in PyTorch "
+        "with their reason; next: kernelevo search --model-dir OUT/NAME");
+    auto* whole = kb.add_flag_callback("--whole", [o] { o->regions = 0; },
+                                       "Import every problem as one task for its whole forward, level 3 included");
+    regions->excludes(whole);
+    whole->excludes(regions);
+}
+
+}  // namespace
+
 void register_import_command(CLI::App& app, int& rc) {
     auto o = std::make_shared<kernelbench::ImportOptions>();
     auto json = std::make_shared<bool>(false);
@@ -58,22 +89,13 @@ void register_import_command(CLI::App& app, int& rc) {
         ->check(CLI::NonNegativeNumber);
     kb->add_option("--jobs", o->jobs, "Problems imported at once on the CPU (0: min(4, cores)); on the GPU one Python at a time holds the GPU lock")->capture_default_str()->check(CLI::NonNegativeNumber);
     kb->add_option("--timeout", o->timeout_s, "Seconds allowed per problem")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    add_output_bound_option(*kb, o);
     kb->add_option("--precision", o->precision,
                    "Precision policy of the tasks: " + precision_choices() + " (pytorch: the reference is timed as "
                    "PyTorch runs it by default, cuDNN convolutions in TF32; strict: fp32 everywhere). Correctness is judged "
                    "against strict fp32 with a tolerance that admits the policy's own error, measured per problem")
         ->capture_default_str();
-    auto* regions = kb->add_flag_callback("--regions", [o] { o->regions = 1; },
-                                          "Import every problem as a whole model (the default for problems under a folder "
-                                          "named level3): OUT/NAME/ becomes a model folder (plan.json, plan.md, regions/TASK/) "
-                                          "made by the Python helper's export_model: the model traced, each region's share "
-                                          "of its time measured, one task per region worth a kernel, regions that cannot be "
-                                          "imported faithfully (BatchNorm or Dropout in training mode, ...) left in PyTorch "
-                                          "with their reason; next: kernelevo search --model-dir OUT/NAME");
-    auto* whole = kb->add_flag_callback("--whole", [o] { o->regions = 0; },
-                                        "Import every problem as one task for its whole forward, level 3 included");
-    regions->excludes(whole);
-    whole->excludes(regions);
+    add_model_flags(*kb, o);
     kb->add_flag("--no-sandbox", o->no_sandbox,
                  "Run the problem files' Python with your own rights (network, home directory, environment): UNSAFE, "
                  "only for files you trust or where bubblewrap cannot run");

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "commands/search_command.h"
 #include "common/error.h"
@@ -111,7 +112,10 @@ std::string region_label(const model::Plan& plan, const std::string& name) {
     return n ? name + " (+" + std::to_string(n) + ")" : name;
 }
 
-void print_table(const model::Plan& plan, const model::Summary& s, std::ostream& os) {
+// The table of the regions; their names come from plan.json, which a problem file's import wrote:
+// shown printable (common/text.h), no control character of theirs reaches the terminal.
+void print_table(const model::Plan& plan, const model::Summary& s, std::ostream& shown) {
+    std::ostringstream os;
     size_t w = 6;
     bool repeats = false;
     for (const auto& r : s.regions) {
@@ -146,6 +150,12 @@ void print_table(const model::Plan& plan, const model::Summary& s, std::ostream&
         if (!r.not_cached.empty() && r.best_speedup)
             os << r.name << ": the search's best (" << format_double("%.2fx", *r.best_speedup)
                << " in the search) was not cached, so the model runs this region in PyTorch: " << r.not_cached << "\n";
+    shown << printable(os.str());
+}
+
+// "[2/5] h.0.mlp": a region's search in the lines about it (its name from plan.json, printable).
+std::string run_tag(size_t i, size_t n, const std::string& name) {
+    return "[" + std::to_string(i + 1) + "/" + std::to_string(n) + "] " + printable(name);
 }
 
 struct Planned {
@@ -153,6 +163,17 @@ struct Planned {
     std::vector<size_t> to_run;          // indexes into runs
     std::vector<double> fraction;        // per to_run: its part of the budgets (time, USD, tokens)
 };
+
+// --dry-run: each region's share and budget (`total_s` split by time share, 0: the same generations
+// each), nothing run.
+int print_dry_run(const model::Plan& plan, const Planned& p, const model::Summary& summary, long total_s, int jobs) {
+    std::cout << printable(plan.model) << ": " << p.to_run.size() << " of " << p.runs.size()
+              << " region search(es) to run, "
+              << (total_s > 0 ? budget_text(total_s) + " split by time share" : "each for the same generations")
+              << ", " << jobs << " at once\n";
+    print_table(plan, summary, std::cout);
+    return 0;
+}
 
 // The regions --region names (by region or task name), every searched one when none is named.
 std::vector<const model::Region*> chosen_regions(const model::Plan& plan, const std::vector<std::string>& only) {
@@ -289,22 +310,16 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
     summary.precision = plan.precision;
     summary.regions = p.runs;
 
-    if (m.dry_run) {
-        std::cout << plan.model << ": " << p.to_run.size() << " of " << p.runs.size() << " region search(es) to run, "
-                  << (by_time ? budget_text(total_s) + " split by time share" : "each for the same generations")
-                  << ", " << m.jobs << " at once\n";
-        print_table(plan, summary, std::cout);
-        return 0;
-    }
+    if (m.dry_run) return print_dry_run(plan, p, summary, by_time ? total_s : 0, m.jobs);
     const std::vector<model::Job> jobs = region_jobs(plan, p, out, cmd, a.llm);
     for (const auto& r : p.runs)
         if (std::find(p.to_run.begin(), p.to_run.end(), static_cast<size_t>(&r - p.runs.data())) == p.to_run.end() && !quiet())
-            std::cerr << "kernelevo: " << r.name << ": skipped: done in an earlier run (best " << speedup_text(r)
-                      << "; --fresh searches it again)\n";
+            std::cerr << "kernelevo: " << printable(r.name) << ": skipped: done in an earlier run (best "
+                      << speedup_text(r) << "; --fresh searches it again)\n";
     write_summary(summary_file, summary);
 
     const size_t n = jobs.size();
-    auto tag = [&](size_t i) { return "[" + std::to_string(i + 1) + "/" + std::to_string(n) + "] " + p.runs[p.to_run[i]].name; };
+    auto tag = [&](size_t i) { return run_tag(i, n, p.runs[p.to_run[i]].name); };
     model::JobEvents ev;
     ev.started = [&](size_t i) {
         model::RegionRun& r = summary.regions[p.to_run[i]];

@@ -54,7 +54,7 @@ void register_report_command(CLI::App& app, int& rc) {
         const std::string cand_kind = r->candidates.empty() ? "" : output_kind(r->candidates, {".csv", ".json"}, "--candidates");
         auto store = store::open_store(r->state, store::Access::read_only);
         if (r->json) std::cout << evolve::report_json(*store).dump(2) << std::endl;
-        else std::cout << evolve::report_text(*store);
+        else std::cout << printable(evolve::report_text(*store));  // its names and reasons: no control characters
         if (!r->plot.empty()) {
             write_file_atomic(r->plot, plot_kind == ".svg" ? evolve::report_svg(*store) : serve::search_report_html(*store));
             if (!quiet()) std::cerr << "kernelevo: plot written to " << r->plot << "\n";

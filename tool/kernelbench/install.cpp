@@ -4,6 +4,9 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "common/fs.h"
+#include "common/text.h"
 #include "reference/reference.h"
 #include "task/task.h"
 
@@ -41,12 +45,56 @@ std::string text_or_empty(const nlohmann::json& obj, const char* key) {
     return obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>() : "";
 }
 
+// The tolerance the tool installs (README, task file: imported tolerances lie in [1e-4, 1e-2]): the
+// importer's measured atol and rtol clamped to [kTolFloor, the ceiling], a bound the sandbox cannot
+// move. The ceiling is 1e-2 (KernelBench's own fp32 check), 0.1 under the bf16 policy, whose own
+// error the importer admits. Absent: the task's default by dtype (1e-4, 1e-2 for fp16/bf16).
+constexpr double kTolFloor = 1e-4, kTolCeil = 1e-2, kTolCeilBf16 = 0.1;
+
+nlohmann::json clamped_tolerance(const nlohmann::json& given, const nlohmann::json& precision) {
+    const bool bf16 =
+        !precision.is_null() && parse_precision(precision, "the precision policy").policy == KEVO_PRECISION_BF16;
+    const double ceil = bf16 ? kTolCeilBf16 : kTolCeil;
+    bool clamped = false;
+    auto bound = [&](const nlohmann::json& v, const char* field) {
+        if (!v.is_number()) throw NotInstalled(std::string(field) + " is not a number");
+        const double x = v.get<double>(), c = std::isfinite(x) ? std::min(std::max(x, kTolFloor), ceil) : ceil;
+        clamped = clamped || c != x;
+        return c;
+    };
+    nlohmann::json tol = nlohmann::json::object();
+    if (given.is_number()) {
+        tol["atol"] = tol["rtol"] = bound(given, "tolerance");
+    } else if (given.is_object()) {
+        if (given.contains("policy")) {
+            if (!given["policy"].is_string()) throw NotInstalled("tolerance.policy is not a string");
+            tol["policy"] = given["policy"];
+        }
+        for (const char* k : {"atol", "rtol"})
+            if (given.contains(k))
+                tol[k] = bound(given[k], k == std::string("atol") ? "tolerance.atol" : "tolerance.rtol");
+    } else {
+        throw NotInstalled("tolerance is neither a number nor an object");
+    }
+    if (clamped) {
+        char note[96];
+        std::snprintf(note, sizeof note, "; kernelevo clamped it to [%g, %g]", kTolFloor, ceil);
+        tol["policy"] = (tol.contains("policy") ? tol["policy"].get<std::string>() : std::string("imported")) + note;
+    }
+    return tol;
+}
+
 // The task to write, from the importer's result: its own name, the suite's generic reference (never
-// what the result says), and the files it names (`files`), each a plain name checked above.
+// what the result says), and the files it names (`files`), each a plain name checked above. Only the
+// fields the importer writes are taken (trials, timing and the like are the tool's defaults), the
+// tolerance clamped (clamped_tolerance), the precision the tool's.
 nlohmann::json checked_task(const nlohmann::json& given, const std::string& name, std::set<std::string>& files,
                             const nlohmann::json& precision) {
     if (!given.is_object()) throw NotInstalled("the result holds no task");
-    nlohmann::json task = given;
+    nlohmann::json task = nlohmann::json::object();
+    for (const char* key : {"name", "description", "reference", "inputs", "outputs", "shapes", "flops"})
+        if (given.contains(key)) task[key] = given[key];
+    if (given.contains("tolerance")) task["tolerance"] = clamped_tolerance(given["tolerance"], precision);
     if (text_or_empty(task, "name") != name)
         throw NotInstalled("the result names task '" + text_or_empty(task, "name") + "', not " + name);
     const nlohmann::json ref = task.contains("reference") && task["reference"].is_object() ? task["reference"] : nlohmann::json::object();
@@ -64,8 +112,7 @@ nlohmann::json checked_task(const nlohmann::json& given, const std::string& name
         }
     }
     task["reference"] = r;
-    task.erase("precision");  // the tool's choice, not the sandboxed importer's
-    if (!precision.is_null()) task["precision"] = precision;
+    if (!precision.is_null()) task["precision"] = precision;  // the tool's choice, not the sandboxed importer's
     if (!task.contains("inputs") || !task["inputs"].is_array()) throw NotInstalled("the task has no inputs list");
     for (const auto& in : task["inputs"]) {
         if (!in.is_object() || !in.contains("init") || !in["init"].is_object()) continue;  // load_task says what is wrong
@@ -132,9 +179,9 @@ void remove_private_dir(const fs::path& dir) {
 namespace {
 
 // Writes the checked task `given` (named `name`) into the new folder `to`: the files it names, copied
-// from `from`, and task.json, which must load as a task (sizes, names, shapes).
-void stage_task(const nlohmann::json& given, const std::string& name, const fs::path& from, const fs::path& to,
-                const nlohmann::json& precision) {
+// from `from`, and task.json, which must load as a task (sizes, names, shapes). Returns the task written.
+nlohmann::json stage_task(const nlohmann::json& given, const std::string& name, const fs::path& from,
+                          const fs::path& to, const nlohmann::json& precision) {
     std::set<std::string> files;
     const nlohmann::json task = checked_task(given, name, files, precision);
     for (const auto& f : files) copy_checked(from / f, to / f);
@@ -146,6 +193,7 @@ void stage_task(const nlohmann::json& given, const std::string& name, const fs::
         if (!ordered.contains(key)) ordered[key] = nlohmann::ordered_json::parse(value.dump());
     write_file_atomic(to / "task.json", ordered.dump(2) + "\n");
     (void)load_task(to / "task.json");
+    return task;
 }
 
 // An installation that failed: its staging folder removed, the result "failed" with the reason, which
@@ -157,7 +205,8 @@ void mark_not_installed(nlohmann::json& result, const fs::path& stage, const fs:
     std::string why = error;
     for (size_t at; !stage.empty() && (at = why.find(stage.string())) != std::string::npos;)
         why.replace(at, stage.string().size(), dest.string());
-    result["reason"] = "the importer's " + what + " was not installed: " + why;
+    // (printable: a parse error quotes the sandbox's bytes)
+    result["reason"] = printable("the importer's " + what + " was not installed: " + why);
 }
 
 }  // namespace
@@ -167,16 +216,18 @@ void install_result(nlohmann::json& result, const fs::path& private_dir, const f
     fs::path stage;
     try {
         stage = fresh_dir(out, "." + name + ".install-");
-        stage_task(result.contains("task_json") ? result["task_json"] : nlohmann::json(), name, private_dir / name, stage,
-                   precision);
+        const nlohmann::json task = stage_task(result.contains("task_json") ? result["task_json"] : nlohmann::json(),
+                                               name, private_dir / name, stage, precision);
         const fs::path dest = out / name;
         std::error_code ec;
         fs::remove_all(dest, ec);
         fs::rename(stage, dest);
         result["task"] = (dest / "task.json").string();
+        if (task.contains("tolerance")) result["tolerance"] = task["tolerance"];  // as installed
     } catch (const std::exception& e) {
         mark_not_installed(result, stage, out / name, "result", e.what());
         result.erase("task");
+        result.erase("tolerance");
     }
     result.erase("task_json");
 }

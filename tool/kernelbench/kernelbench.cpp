@@ -20,8 +20,10 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "kernelbench/internal/install.h"
 #include "kernelbench/internal/python_run.h"
+#include "kernelbench/internal/result_check.h"
 #include "kernelbench/kernelbench.h"
 #include "reference/internal/torch_config.h"
 #include "reference/reference.h"
@@ -170,6 +172,7 @@ struct ImportSetup {
     std::vector<std::string> importer_args;  // after the Python and the wrapper, before --out
     std::optional<DeviceInfo> lock_dev;
     int64_t max_as = 0;
+    int64_t max_output = 0, disk_floor = 0;  // PythonLimits: each problem's output, the disk's free floor
 };
 
 // A problem's Python killed by SIGKILL, not for its time: most often the kernel's out-of-memory
@@ -184,8 +187,50 @@ std::string killed_hint(const std::string& exit, int jobs) {
     return hint;
 }
 
-// One problem, alone in its Python process and sandbox, writing only to a fresh private folder;
-// the tool installs what it reports (install_result) and removes the folder.
+// The bound of one problem's output (ImportOptions::max_output_bytes) and the free space the disk
+// holding the suite keeps while problems run (a quarter of what it had): `jobs` problems at once.
+void output_bounds(const ImportOptions& o, ImportSetup& s, int jobs) {
+    std::error_code ec;
+    const fs::space_info sp = fs::space(s.out, ec);
+    // (unknown: the 64 GiB bound, no floor)
+    const int64_t available = ec ? int64_t{256} << 30 : static_cast<int64_t>(sp.available);
+    s.max_output = o.max_output_bytes;
+    if (s.max_output <= 0)
+        s.max_output = std::max<int64_t>(1, std::min<int64_t>(64LL << 30, available / 2 / std::max(1, jobs)));
+    s.disk_floor = ec ? 0 : available / 4;
+}
+
+// A problem that failed on its output bound from within (Python's "File too large", "No space left
+// on device": its file-size limit, its /tmp): the reason says which bound it met.
+void note_output_bound(nlohmann::json& j, const ImportSetup& s) {
+    if (j["status"] != "failed" || !j.contains("reason")) return;
+    const std::string reason = j["reason"].get<std::string>();
+    if (reason.find("File too large") == std::string::npos && reason.find("No space left on device") == std::string::npos)
+        return;
+    j["reason"] = reason + " [a problem's output is bounded: each file and its private folder at most " +
+                  gib_text(s.max_output) + " (--max-output-gib), its /tmp as well where bubblewrap can size it]";
+}
+
+// A problem whose Python gave no result: how it ended, and what to do about it.
+nlohmann::json stopped_result(const ImportSetup& s, const PythonRun& r, const std::string& src, bool model,
+                              double wall_s) {
+    std::string err = r.err.empty() ? "" : std::string(": ") + (r.err.size() >= 600 ? "..." : "") + r.err;
+    std::string hint;
+    if (r.over_output)
+        hint = "; a problem's output is bounded: at most " + gib_text(s.max_output) + ", each file and all together "
+               "(--max-output-gib), and the disk holding the suite keeps " + gib_text(s.disk_floor) + " free";
+    else if (r.exit.find("timed out") != std::string::npos)
+        hint = "; raise --timeout (seconds per problem, now " + std::to_string(static_cast<long>(s.o->timeout_s)) +
+               (model ? "; a whole model's regions are each traced, timed and checked" : "") + ")";
+    else
+        hint = killed_hint(r.exit, s.o->jobs);
+    // Its stderr is the problem's bytes: made printable (and valid UTF-8 for import.json).
+    return {{"source", src},
+            {"status", "failed"},
+            {"reason", one_line(printable("the importer stopped (" + r.exit + hint + ")" + err))},
+            {"seconds", wall_s}};
+}
+
 // Whether a problem is imported as a whole model: --regions, --whole, else a level-3 problem.
 bool as_model(const ImportOptions& o, const std::string& src) {
     if (o.regions >= 0) return o.regions > 0;
@@ -193,6 +238,8 @@ bool as_model(const ImportOptions& o, const std::string& src) {
     return std::regex_search(src, m, std::regex("level[_-]?([0-9]+)")) && m[1].str() == "3";
 }
 
+// One problem, alone in its Python process and sandbox, writing only to a fresh private folder;
+// the tool installs what it reports (install_result) and removes the folder.
 nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mutex& print_mu) {
     const std::string name = problem_task_name(src);
     const bool model = as_model(*s.o, src);
@@ -204,7 +251,7 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
     PythonRun r;
     double wall_s = 0;
     {
-        const Confinement conf = confine(*s.o, s.py, s.readable, s.library, s.gpu, priv);
+        const Confinement conf = confine(*s.o, s.py, s.readable, s.library, s.gpu, priv, s.max_output);
         std::vector<std::string> args = {s.executable, "-c", kProtocolWrapper};
         args.insert(args.end(), s.importer_args.begin(), s.importer_args.end());
         args.insert(args.end(), {"--out", priv.string()});
@@ -217,33 +264,20 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
             std::cerr << "kernelevo: " << line << "\n";
         });
         const auto t0 = std::chrono::steady_clock::now();
-        r = run_python(args, {src}, conf, s.o->timeout_s * 3 + 120, s.max_as, s.o->quiet, print_mu);
+        r = run_python(args, {src}, conf, {s.o->timeout_s, s.max_as, s.max_output, s.disk_floor, priv}, s.o->quiet,
+                       print_mu);
         wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    nlohmann::json j;
-    if (r.by_source.count(src)) {
-        j = r.by_source[src];
-    } else {
-        std::string err = r.err.empty() ? "" : std::string(": ") + (r.err.size() >= 600 ? "..." : "") + r.err;
-        const std::string hint = r.exit.find("timed out") != std::string::npos
-                                     ? "; raise --timeout (seconds per problem, now " + std::to_string(static_cast<long>(s.o->timeout_s)) +
-                                           (model ? "; a whole model's regions are each traced, timed and checked" : "") + ")"
-                                     : killed_hint(r.exit, s.o->jobs);
-        j = {{"source", src}, {"status", "failed"}, {"reason", one_line("the importer stopped (" + r.exit + hint + ")" + err)}, {"seconds", wall_s}};
-    }
-    // The result comes from the sandbox: only its known shapes are taken.
-    static const std::set<std::string> statuses = {"ok", "refused", "failed"};
-    if (!j["status"].is_string() || !statuses.count(j["status"].get<std::string>()))
-        j = {{"source", src}, {"status", "failed"}, {"reason", "the importer's result has no valid status"}};
-    if (j.contains("reason") && !j["reason"].is_string()) j["reason"] = one_line(j["reason"].dump());
-    if (j.contains("seconds") && !j["seconds"].is_number()) j.erase("seconds");
+    // The result comes from the sandbox: only its known fields, each of its type (result_check.h).
+    nlohmann::json j = r.by_source.count(src) && !r.over_output ? checked_result(r.by_source[src], src)
+                                                                  : stopped_result(s, r, src, model, wall_s);
     j["name"] = name;  // the tool's name for it, whatever the result said
     if (!r.fatal.empty()) j["fatal"] = r.fatal;
     note_sandbox_denial(j, s.sandboxed);
+    note_output_bound(j, s);
     const nlohmann::json precision = parse_precision(s.o->precision, "the precision policy").to_json();
-    j.erase("model");  // the tool's summary of what it installs, never the sandbox's
-    if (j.value("status", "") == "ok" && model) install_model(j, priv, s.out, name, s.reference_text, precision);
-    else if (j.value("status", "") == "ok") install_result(j, priv, s.out, name, precision);
+    if (j["status"] == "ok" && model) install_model(j, priv, s.out, name, s.reference_text, precision);
+    else if (j["status"] == "ok") install_result(j, priv, s.out, name, precision);
     j.erase("task_json");
     j.erase("plan");
     return j;
@@ -266,27 +300,33 @@ std::string fmt_share(double share) {
     return buf;
 }
 
+// The import's line for one problem; what the problem's sandbox said (a reason, a region's name) is
+// shown printable: no control character of a problem's reaches the terminal.
 void print_result(const nlohmann::json& j, size_t done, size_t total, const std::string& device) {
     std::string status = j.value("status", "failed");
-    std::cerr << "[" << done << "/" << total << "] ";
+    std::ostringstream os;
+    os << "[" << done << "/" << total << "] ";
     if (status == "ok" && j.contains("model")) {
         const auto& m = j["model"];
-        std::cerr << "imported model " << j.value("name", "?") << ": " << m["regions"].size() << " regions, "
-                  << m.value("tasks", 0) << " tasks" << (m.value("repeat", 0) > 0 ? " (+" + std::to_string(m.value("repeat", 0)) + " repeats)" : "")
-                  << ", " << m.value("refused", 0) << " refused, " << m.value("below_threshold", 0)
-                  << " below threshold" << (m.value("failed", 0) > 0 ? ", " + std::to_string(m.value("failed", 0)) + " failed" : "")
-                  << "; the tasks are " << fmt_share(task_share(m)) << " of its time (" << m.value("plan", "") << ")";
+        os << "imported model " << j.value("name", "?") << ": " << m["regions"].size() << " regions, "
+           << m.value("tasks", 0) << " tasks"
+           << (m.value("repeat", 0) > 0 ? " (+" + std::to_string(m.value("repeat", 0)) + " repeats)" : "") << ", "
+           << m.value("refused", 0) << " refused, " << m.value("below_threshold", 0) << " below threshold"
+           << (m.value("failed", 0) > 0 ? ", " + std::to_string(m.value("failed", 0)) + " failed" : "")
+           << "; the tasks are " << fmt_share(task_share(m)) << " of its time (" << m.value("plan", "") << ")";
     } else if (status == "ok") {
-        std::cerr << j.value("name", "?") << ": ok";
+        os << j.value("name", "?") << ": ok";
         const auto& v = j["verify"];
         if (v.is_object() && v.contains("max_abs_diff") && v["max_abs_diff"].is_number())
-            std::cerr << " (C++ reference on the " << v.value("device", device) << " vs Python: max |diff| "
-                      << v["max_abs_diff"].get<double>() << ")";
+            os << " (C++ reference on the "
+               << (v.contains("device") && v["device"].is_string() ? v["device"].get<std::string>() : device)
+               << " vs Python: max |diff| " << v["max_abs_diff"].get<double>() << ")";
     } else {
-        std::cerr << j.value("name", "?") << ": " << status << ": " << j.value("reason", "");
+        os << j.value("name", "?") << ": " << status << ": " << one_line(j.value("reason", ""));
     }
     const double seconds = j.contains("seconds") && j["seconds"].is_number() ? j["seconds"].get<double>() : 0.0;
-    std::cerr << " [" << fmt_seconds(seconds) << "]\n";
+    os << " [" << fmt_seconds(seconds) << "]";
+    std::cerr << printable(os.str()) << "\n";
 }
 
 // Runs every problem, `jobs` at a time (one on the GPU, under its lock), a line per problem and,
@@ -303,12 +343,15 @@ std::vector<nlohmann::json> run_all(const ImportSetup& s, const std::vector<std:
             try {
                 j = import_one(s, sources[i], print_mu);
             } catch (const std::exception& e) {  // in a worker thread: a reason, never an escaping exception
-                j = {{"source", sources[i]}, {"name", problem_task_name(sources[i])}, {"status", "failed"}, {"reason", one_line(e.what())}};
+                j = {{"source", sources[i]},
+                     {"name", problem_task_name(sources[i])},
+                     {"status", "failed"},
+                     {"reason", one_line(printable(e.what()))}};
             }
             std::lock_guard<std::mutex> lock(mu);
             results[i] = j;
             ++done;
-            if (!s.o->quiet) {
+            if (!s.o->quiet || j.value("status", "failed") != "ok") {  // quiet: no progress, every refusal and failure
                 std::lock_guard<std::mutex> print(print_mu);
                 print_result(j, done, sources.size(), s.device);
             }
@@ -430,7 +473,9 @@ ImportSummary summarize(const ImportOptions& o, const ImportSetup& s, const Refe
                   {"seconds", sum.seconds}, {"device", s.device}, {"python", s.python}, {"torch", torch_version},
                   {"max_numel", o.max_numel}, {"reference_library", rb.library.string()}, {"sandbox", label},
                   {"gpu_lock", s.lock_dev.has_value()}, {"results", results}};
-    write_file_atomic(o.out / "import.json", sum.report.dump(2) + "\n");
+    // (a text the tool did not check, bytes that are not UTF-8, is written with U+FFFD, never aborts the report)
+    const auto replace = nlohmann::json::error_handler_t::replace;
+    write_file_atomic(o.out / "import.json", sum.report.dump(2, ' ', false, replace) + "\n");
     if (!o.quiet)
         std::cerr << "kernelevo: imported " << sum.imported << "/" << results.size() << " (" << sum.refused << " refused, "
                   << sum.failed << " failed) in " << fmt_seconds(sum.seconds) << "; report " << (o.out / "import.json").string()
@@ -508,6 +553,7 @@ ImportSummary import_problems(const ImportOptions& o) {
     // only take turns: one at a time.
     int jobs = o.jobs > 0 ? o.jobs : std::max(1, std::min(4, static_cast<int>(std::thread::hardware_concurrency())));
     if (s.lock_dev && s.lock_dev->present) jobs = 1;
+    output_bounds(o, s, jobs);
     s.executable = s.sandboxed ? s.py.executable : s.python;
     s.importer_args = {(dir / "import_kernelbench.py").string(), "--reference-source", (s.out / kReferenceName).string(),
                        "--device", s.device, "--refcheck", refcheck.string(), "--library", conf.library.string(),

@@ -34,7 +34,10 @@ struct ImportOptions {
     std::string python;        // empty: python3 if it has torch, else /usr/bin/python3
     int64_t max_numel = 0;     // > 0: shrink size constants until the inputs hold at most this many elements
     int jobs = 0;              // 0: min(4, cores)
-    double timeout_s = 900;    // per problem
+    double timeout_s = 900;    // per problem (its Python is killed kTimeoutGrace, 30 s, later: internal/python_run.h)
+    // What a problem's sandbox may write to its private folder on the disk of `out` (each file and all
+    // together): 0, at most 64 GiB and half the disk's free space shared by the problems run at once.
+    int64_t max_output_bytes = 0;
     bool quiet = false;
     // Each problem's Python runs in a sandbox of its own (tool/sandbox: bwrap, no network, writes only
     // to a private folder and a private /tmp, never to `out`, which the tool writes from the checked

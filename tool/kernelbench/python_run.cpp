@@ -1,6 +1,9 @@
 // Running the importer's Python (internal/python_run.h): the sandbox, the protocol, the denials.
 #include "kernelbench/internal/python_run.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -11,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "reference/internal/torch_config.h"
 #include "sandbox/sandbox.h"
 
@@ -73,7 +77,7 @@ PythonSandbox python_sandbox(const PythonInstall& py, const fs::path& workdir, b
 }
 
 Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vector<fs::path>& readable, const fs::path& library,
-                     bool gpu, const fs::path& workdir) {
+                     bool gpu, const fs::path& workdir, int64_t tmp_bytes) {
     Confinement c;
     c.library = library;
     if (o.no_sandbox || sandbox_mode() == SandboxMode::off) {
@@ -91,6 +95,8 @@ Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vec
     // LibTorch, which the reference library loads (pip's torch/lib lies in the import path already).
     if (!torch_config().libdir.empty()) visible.push_back(torch_config().libdir);
     PythonSandbox box = python_sandbox(py, workdir, gpu, visible);  // workdir as import_problems gives it to the Python
+    const int64_t half_memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE) / 2;
+    if (tmp_bytes > 0) box.policy.tmp_bytes = half_memory > 0 ? std::min(tmp_bytes, half_memory) : tmp_bytes;
     c.prefix = sandbox_prefix(box.policy);
     if (c.prefix.empty() || c.prefix.back() != "--")
         throw UsageError("the import sandbox could not be set up (bwrap: " + l.bwrap + ")");
@@ -174,7 +180,7 @@ std::string progress_line(const nlohmann::json& p) {
 
 // How the Python ended, in the same words with or without the sandbox: bwrap exits 128+N when the
 // process inside dies of signal N. The limits' signals name their limit.
-std::string describe_python_exit(Subprocess& proc, bool sandboxed) {
+std::string describe_python_exit(Subprocess& proc, bool sandboxed, int64_t max_file) {
     std::string exit = proc.describe_exit();
     std::smatch m;
     if (sandboxed && std::regex_match(exit, m, std::regex("exit code (1[3-5][0-9])")) && std::stoi(m[1]) > 128) {
@@ -182,26 +188,104 @@ std::string describe_python_exit(Subprocess& proc, bool sandboxed) {
         exit = "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ") in the sandbox";
     }
     if (exit.find("signal 24 ") != std::string::npos) exit += ": its CPU-time limit";
-    if (exit.find("signal 25 ") != std::string::npos) exit += ": the 64 GiB file-size limit";
+    if (exit.find("signal 25 ") != std::string::npos) exit += ": the " + gib_text(max_file) + " file-size limit";
     return exit;
+}
+
+// What a folder of the sandbox's holds: its bytes (each entry's larger of its size and its blocks,
+// links never followed) and its entries. A folder the problem made unreadable is made readable
+// again (it is the user's own); one nested deeper than 32 folders counts as too many entries.
+struct DirUse {
+    uintmax_t bytes = 0, entries = 0;
+};
+
+void add_dir_use(const fs::path& dir, DirUse& u, int depth) {
+    std::error_code ec;
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add | fs::perm_options::nofollow, ec);
+    if (depth > 32) u.entries = kMaxOutputEntries + 1;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end && u.entries <= kMaxOutputEntries;
+         it.increment(ec)) {
+        struct stat st;
+        if (::lstat(it->path().c_str(), &st) != 0) continue;
+        ++u.entries;
+        u.bytes += std::max<uintmax_t>(static_cast<uintmax_t>(st.st_size), static_cast<uintmax_t>(st.st_blocks) * 512u);
+        if (S_ISDIR(st.st_mode) && depth <= 32) add_dir_use(it->path(), u, depth + 1);
+    }
+}
+
+// Why the Python must stop for what it wrote ("" while it is within its bounds).
+std::string output_over(const PythonLimits& l) {
+    if (l.output_dir.empty()) return "";
+    if (l.max_output_bytes > 0) {
+        DirUse u;
+        add_dir_use(l.output_dir, u, 0);
+        if (u.bytes > static_cast<uintmax_t>(l.max_output_bytes))
+            return "it wrote more than " + gib_text(l.max_output_bytes) + " to its private folder";
+        if (u.entries > kMaxOutputEntries)
+            return "it made more than " + std::to_string(kMaxOutputEntries) +
+                   " files and folders (or nested them deeper than 32) in its private folder";
+    }
+    std::error_code ec;
+    const fs::space_info sp = fs::space(l.output_dir, ec);
+    if (!ec && l.disk_floor_bytes > 0 && sp.available < static_cast<uintmax_t>(l.disk_floor_bytes))
+        return "the disk holding the output folder has less than " + gib_text(l.disk_floor_bytes) + " free (" +
+               gib_text(static_cast<int64_t>(sp.available)) + ")";
+    return "";
+}
+
+// One line of the Python's stdout: a result, a progress line (printed), a fatal error, or ignored.
+void take_line(const std::string& line, const std::vector<std::string>& files, bool quiet, std::mutex& print_mu,
+               PythonRun& run) {
+    if (line.empty() || line[0] != '{') return;
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(line);
+    } catch (const std::exception&) {
+        return;
+    }
+    if (!j.is_object()) return;
+    if (j.contains("progress") && j["progress"].is_object()) {
+        if (!quiet) {
+            std::lock_guard<std::mutex> lock(print_mu);
+            std::cerr << printable(progress_line(j["progress"])) << "\n";
+        }
+    } else if (j.contains("fatal") && j["fatal"].is_string()) {
+        run.fatal = j["fatal"].get<std::string>();
+    } else if (j.contains("source") && j["source"].is_string() && j.contains("status")) {
+        const std::string src = j["source"].get<std::string>();
+        if (std::find(files.begin(), files.end(), src) == files.end()) return;
+        if (run.by_source.count(src)) run.repeated.insert(src);
+        run.by_source[src] = j;
+    }
 }
 
 }  // namespace
 
+std::string gib_text(int64_t bytes) {
+    char buf[32];
+    const double b = static_cast<double>(bytes);
+    if (b >= (1 << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", b / (1 << 30));
+    else std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
+    return buf;
+}
+
 // Runs the importer's Python on `files`, reading its stdout as it comes: a result line per problem
 // ({"source": ...}, kept only for a file of this run), a progress line per phase ({"progress": ...},
-// forwarded to stderr, never a result), anything else ignored (a problem's own prints).
+// forwarded to stderr, never a result), anything else ignored (a problem's own prints). It is killed
+// at its --timeout plus kTimeoutGrace, and as soon as it writes more than its bounds allow.
 PythonRun run_python(const std::vector<std::string>& argv, const std::vector<std::string>& files, const Confinement& conf,
-                     double timeout_s, int64_t max_as, bool quiet, std::mutex& print_mu) {
+                     const PythonLimits& limits, bool quiet, std::mutex& print_mu) {
     ProcessOptions po;
     po.argv = conf.prefix;
     po.argv.insert(po.argv.end(), argv.begin(), argv.end());
     po.argv.insert(po.argv.end(), files.begin(), files.end());
     po.exact_env = conf.env;
-    po.max_file_bytes = 64L << 30;  // model weights and verification tensors can be many GiB
-    po.max_address_space = max_as;
+    // Each file at most the output's bound (model weights and verification tensors can be many GiB).
+    po.max_file_bytes = limits.max_output_bytes > 0 ? limits.max_output_bytes : 64L << 30;
+    po.max_address_space = limits.max_as;
+    const double wall_s = limits.timeout_s + kTimeoutGrace;
     // CPU time: a backstop behind the wall-clock deadline below (all of PyTorch's threads count).
-    po.max_cpu_s = static_cast<long>(timeout_s) * std::max(1u, std::thread::hardware_concurrency());
+    po.max_cpu_s = static_cast<long>(wall_s) * std::max(1u, std::thread::hardware_concurrency());
     po.max_open_files = 4096;
     PythonRun run;
     std::optional<Subprocess> started;
@@ -212,43 +296,39 @@ PythonRun run_python(const std::vector<std::string>& argv, const std::vector<std
         return run;
     }
     Subprocess& proc = *started;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    double checked = 0;
     for (std::string line;;) {
-        double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+        const double left = wall_s - seconds();
         if (left <= 0) {
             proc.kill_now();
-            run.exit = "timed out after " + std::to_string(static_cast<long>(timeout_s)) + " s";
+            run.exit = "timed out: still running " + std::to_string(static_cast<long>(kTimeoutGrace)) +
+                       " s after its " + std::to_string(static_cast<long>(limits.timeout_s)) + " s (--timeout), killed";
             break;
         }
-        Subprocess::Read got = proc.read_line(line, std::min(left, 1.0));
+        if (seconds() - checked >= 0.5) {
+            checked = seconds();
+            if (std::string why = output_over(limits); !why.empty()) {
+                proc.kill_now();
+                run.exit = "killed: " + why;
+                run.over_output = true;
+                break;
+            }
+        }
+        Subprocess::Read got = proc.read_line(line, std::min(left, 0.5));
         if (got == Subprocess::Read::closed) {
             // Its stdout is closed: give it a moment to exit, then stop whatever is left.
             for (int i = 0; i < 50 && proc.alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
             proc.kill_now();
-            run.exit = describe_python_exit(proc, !conf.prefix.empty());
+            run.exit = describe_python_exit(proc, !conf.prefix.empty(), po.max_file_bytes);
+            if (std::string why = output_over(limits); !why.empty()) {  // what it wrote just before it ended
+                run.exit = "stopped: " + why;
+                run.over_output = true;
+            }
             break;
         }
-        if (got != Subprocess::Read::line || line.empty() || line[0] != '{') continue;
-        nlohmann::json j;
-        try {
-            j = nlohmann::json::parse(line);
-        } catch (const std::exception&) {
-            continue;
-        }
-        if (!j.is_object()) continue;
-        if (j.contains("progress") && j["progress"].is_object()) {
-            if (!quiet) {
-                std::lock_guard<std::mutex> lock(print_mu);
-                std::cerr << progress_line(j["progress"]) << "\n";
-            }
-        } else if (j.contains("fatal") && j["fatal"].is_string()) {
-            run.fatal = j["fatal"].get<std::string>();
-        } else if (j.contains("source") && j["source"].is_string() && j.contains("status")) {
-            const std::string src = j["source"].get<std::string>();
-            if (std::find(files.begin(), files.end(), src) == files.end()) continue;
-            if (run.by_source.count(src)) run.repeated.insert(src);
-            run.by_source[src] = j;
-        }
+        if (got == Subprocess::Read::line) take_line(line, files, quiet, print_mu, run);
     }
     run.err = proc.err_tail(600);
     // Two results for one problem: something besides the importer printed one (its problem's code).

@@ -4,10 +4,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <regex>
 #include <sstream>
 
 #include "common/env.h"
@@ -106,6 +108,11 @@ const SandboxLayers& sandbox_layers() {
             ProcessResult r = run_process(po);
             if (r.ok()) {
                 l.namespaces = true;
+                ProcessOptions help;
+                help.argv = {l.bwrap, "--help"};
+                help.timeout_s = 20;
+                const ProcessResult h = run_process(help);
+                l.tmpfs_size = (h.out + h.err).find("--size") != std::string::npos;
             } else {
                 std::string err = r.err.substr(0, r.err.find('\n'));
                 l.why_not += "namespaces: bwrap cannot create namespaces here (" + (err.empty() ? r.describe() : err) +
@@ -151,14 +158,58 @@ void check_sandbox_layers() {
     });
 }
 
+namespace {
+std::string upper(std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+}
+
+bool ends_with(const std::string& s, const std::string& p) {
+    return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+// A name that may hold a credential, beyond is_secret_env_name's: a key (NVIDIA_NGC_KEY,
+// KERNELEVO_LLM_KEY), credentials (TORCH_CREDENTIALS), a password, an auth or session word.
+bool credential_name(const std::string& name) {
+    if (is_secret_env_name(name)) return true;
+    const std::string u = upper(name);
+    for (const char* word : {"CREDENTIAL", "CREDS", "PASSW", "PRIVATE", "COOKIE"})
+        if (u.find(word) != std::string::npos) return true;
+    if (ends_with(u, "KEY") || ends_with(u, "KEYS")) return true;
+    std::stringstream parts(u);
+    for (std::string part; std::getline(parts, part, '_');)
+        if (part == "KEY" || part == "KEYS" || part == "AUTH" || part == "PASS" || part == "PWD" || part == "SESSION")
+            return true;
+    return false;
+}
+
+// A value that carries a credential: a URL with user information (redis://:pw@host,
+// https://user:token@host) or a secret registered with register_secret().
+bool credential_value(const std::string& value) {
+    static const std::regex userinfo("[A-Za-z][A-Za-z0-9+.-]*://[^/@\\s]*@");
+    return std::regex_search(value, userinfo) || redact(value) != value;
+}
+
+// KERNELEVO_* names that reach a sandbox: the table's (common/env.h: what the runner, the runtime
+// and the Python package read), and the project's own test hooks (KERNELEVO_TEST_*, KERNELEVO_FAKE_*);
+// never another, which may be a user's own setting with a secret in it.
+bool kernelevo_name_allowed(const std::string& name) {
+    if (starts_with(name, "KERNELEVO_TEST_") || starts_with(name, "KERNELEVO_FAKE_")) return true;
+    for (const auto& e : kEnvTable)
+        if (name == e.name) return true;
+    return false;
+}
+}  // namespace
+
 bool env_allowed(const std::string& name) {
-    if (is_secret_env_name(name)) return false;
+    if (credential_name(name)) return false;
     static const char* const exact[] = {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
                                         "CC", "CXX", "CUDAHOSTCXX", "CUDACXX", "PYTHONPATH", "PYTHONHOME", "OMP_NUM_THREADS",
                                         "SOURCE_DATE_EPOCH"};
     for (const char* e : exact)
         if (name == e) return true;
-    static const char* const prefixes[] = {"LC_", "CUDA_", "NVIDIA_", "NCCL_", "NVCC_", "KERNELEVO_", "TRITON_", "TORCH_",
+    if (starts_with(name, "KERNELEVO_")) return kernelevo_name_allowed(name);
+    static const char* const prefixes[] = {"LC_", "CUDA_", "NVIDIA_", "NCCL_", "NVCC_", "TRITON_", "TORCH_",
                                            "OPENBLAS_", "MKL_", "PYTORCH_"};
     for (const char* p : prefixes)
         if (starts_with(name, p)) return true;
@@ -171,8 +222,8 @@ std::map<std::string, std::string> sandbox_environment(const std::map<std::strin
         std::string kv(*e);
         auto eq = kv.find('=');
         if (eq == std::string::npos) continue;
-        std::string name = kv.substr(0, eq);
-        if (env_allowed(name)) env[name] = kv.substr(eq + 1);
+        std::string name = kv.substr(0, eq), value = kv.substr(eq + 1);
+        if (env_allowed(name) && !credential_value(value)) env[name] = value;
     }
     env["TMPDIR"] = "/tmp";
     for (const auto& [k, v] : extra) env[k] = v;
@@ -197,7 +248,9 @@ std::vector<std::string> sandbox_prefix(const SandboxPolicy& p) {
     for (const char* f : kEtcFiles) add_ro(a, std::string("/etc/") + f);
     add_ro(a, "/opt");
     add_ro(a, "/sys");  // CUDA reads the PCI topology there
-    a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"});
+    a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
+    if (p.tmp_bytes > 0 && l.tmpfs_size) a.insert(a.end(), {"--size", std::to_string(p.tmp_bytes)});
+    a.insert(a.end(), {"--tmpfs", "/tmp", "--tmpfs", "/run"});
     if (p.gpu) {
         std::error_code ec;
         for (const auto& e : fs::directory_iterator("/dev", ec)) {

@@ -12,6 +12,7 @@
 // Mode: `auto` uses what is available and says once which layers are missing; `require` makes a
 // missing layer an error; `off` runs unconfined (tests of the sandbox itself, debugging).
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -30,6 +31,7 @@ struct SandboxLayers {
     bool seccomp = false;     // the kernel accepts seccomp filters
     bool landlock = false;    // the kernel has Landlock (ABI >= 1)
     int landlock_abi = 0;
+    bool tmpfs_size = false;  // bwrap sizes a tmpfs (--size, bubblewrap 0.7 and later)
     std::string bwrap;        // its path when found
     std::string why_not;      // what is missing and why, one line per layer
     std::string describe() const;  // "namespaces (bwrap 0.8.0), seccomp, landlock ABI 7"
@@ -51,6 +53,8 @@ struct SandboxPolicy {
                                                    // at their real place unless a system tree shows it)
     bool gpu = false;                              // expose /dev/nvidia* (candidate processes)
     bool keep_fds = false;                         // inherited fds stay open (bwrap keeps them anyway)
+    int64_t tmp_bytes = 0;                         // > 0: the private /tmp's size (a tmpfs, in memory), where
+                                                   // bwrap can set it (SandboxLayers::tmpfs_size); 0: its default
 };
 
 // The command prefix (bwrap and its arguments, ending in "--") that runs argv inside the sandbox,
@@ -58,10 +62,12 @@ struct SandboxPolicy {
 std::vector<std::string> sandbox_prefix(const SandboxPolicy& policy);
 
 // The environment a sandboxed child gets: an allowlist of the parent's variables (PATH, locale,
-// CUDA_*, NVIDIA_*, NCCL_*, LD_LIBRARY_PATH, ...), never a variable that may hold a secret, plus
-// `extra`. HOME and TMPDIR point into the sandbox.
+// CUDA_*, NVIDIA_*, NCCL_*, TORCH_*, LD_LIBRARY_PATH, ...; of KERNELEVO_* only common/env.h's table
+// and the tests' hooks), never a variable that may hold a secret (by its name: *KEY, *TOKEN*,
+// *SECRET*, *PASSW*, *CREDENTIAL*, ...; or by its value: a URL with a user or password, a registered
+// secret), plus `extra`. HOME and TMPDIR point into the sandbox.
 std::map<std::string, std::string> sandbox_environment(const std::map<std::string, std::string>& extra = {});
-// True for a variable name that the allowlist lets through.
+// True for a variable name that the allowlist lets through (its value is checked too: sandbox_environment).
 bool env_allowed(const std::string& name);
 
 // The sandbox's setting, as its errors name it (common/setting_error.h).

@@ -33,7 +33,7 @@ def write(path):
 
 
 def connect():
-    s = socket.create_connection(("127.0.0.1", int(os.environ.get("KERNELEVO_HOSTILE_PORT", "47613"))), timeout=3)
+    s = socket.create_connection(("127.0.0.1", int(os.environ.get("KERNELEVO_TEST_HOSTILE_PORT", "47613"))), timeout=3)
     s.sendall(b"escaped\n")
     s.close()
 

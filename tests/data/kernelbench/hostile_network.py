@@ -7,7 +7,7 @@ import socket
 import torch
 import torch.nn as nn
 
-socket.create_connection(("127.0.0.1", int(os.environ.get("KERNELEVO_HOSTILE_PORT", "47613"))), timeout=3).close()
+socket.create_connection(("127.0.0.1", int(os.environ.get("KERNELEVO_TEST_HOSTILE_PORT", "47613"))), timeout=3).close()
 
 
 class Model(nn.Module):

@@ -32,7 +32,10 @@ void remove_private_dir(const std::filesystem::path& dir);
 // (result["task_json"]: the task's name, the files it names are plain files of PRIVATE/NAME/), sets
 // the reference to the suite's generic one, copies those files, writes task.json from the result and
 // loads it as a task; then replaces OUT/NAME/ with it. On any failure the result becomes "failed"
-// with the reason and OUT/NAME/ is left as it was. result["task"] becomes the installed task.json.
+// with the reason and OUT/NAME/ is left as it was. result["task"] becomes the installed task.json,
+// result["tolerance"] its tolerance. Of the result's task only the fields the importer writes are
+// taken: its atol and rtol clamped to [1e-4, 1e-2] (0.1 under the bf16 policy), trials and timing
+// the tool's defaults, whatever the sandbox wrote.
 // `precision` is the task's "precision" as the tool chose it (Precision::to_json(); null: the
 // default), never what the result says.
 void install_result(nlohmann::json& result, const std::filesystem::path& private_dir, const std::filesystem::path& out,

@@ -31,10 +31,11 @@ struct Confinement {
     fs::path library;   // the reference library as the Python (and refcheck) sees it
 };
 
-// The sandbox for one problem's Python, writable `workdir` (its private folder); throws UsageError
-// without bubblewrap (unless --no-sandbox or --sandbox off).
+// The sandbox for one problem's Python, writable `workdir` (its private folder) and a private /tmp
+// of at most `tmp_bytes` (> 0; and half the machine's memory: a tmpfs) where bwrap can size it;
+// throws UsageError without bubblewrap (unless --no-sandbox or --sandbox off).
 Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vector<fs::path>& readable, const fs::path& library,
-                    bool gpu, const fs::path& workdir);
+                    bool gpu, const fs::path& workdir, int64_t tmp_bytes = 0);
 
 // A refusal's reason when the sandbox stopped the problem (what it tried, the opt-out).
 void note_sandbox_denial(nlohmann::json& result, bool sandboxed);
@@ -49,11 +50,32 @@ struct PythonRun {
     std::string fatal;
     std::string exit;  // "exit code 0", "killed by signal 9 (...)", "timed out after N s"
     std::string err;   // the end of its stderr
+    bool over_output = false;  // stopped for what it wrote (`exit` says what): none of its results count
 };
+
+// The bounds of one Python process of the importer.
+struct PythonLimits {
+    double timeout_s = 900;  // the problem's --timeout: its own alarm; the process is killed kTimeoutGrace later
+    int64_t max_as = 0;      // address space, 0: unlimited
+    // Its writable output: each file (RLIMIT_FSIZE) and everything under `output_dir` together (its
+    // bytes, checked while it runs and once it ended, also in folders it made unreadable) at most
+    // `max_output_bytes`, at most kMaxOutputEntries files and folders; and the disk holding it keeps
+    // `disk_floor_bytes` free (what files deleted while open still take). 0: no bound.
+    int64_t max_output_bytes = 0;
+    int64_t disk_floor_bytes = 0;
+    fs::path output_dir;
+};
+// How long a problem's Python may run past its --timeout (its alarm) before it is killed: its start
+// (Python, torch) and its result's writing. A problem that ignores the alarm dies then.
+constexpr double kTimeoutGrace = 30;
+constexpr uintmax_t kMaxOutputEntries = 100000;
 
 // Runs the importer's Python (argv) on `files` under `conf`; see python_run.cpp.
 PythonRun run_python(const std::vector<std::string>& argv, const std::vector<std::string>& files, const Confinement& conf,
-                     double timeout_s, int64_t max_as, bool quiet, std::mutex& print_mu);
+                     const PythonLimits& limits, bool quiet, std::mutex& print_mu);
+
+// "3.2 GiB", "16.0 MiB": a bound as the import's reasons say it.
+std::string gib_text(int64_t bytes);
 
 // Newlines and runs of blanks become one space: a reason is one line.
 std::string one_line(const std::string& text);
