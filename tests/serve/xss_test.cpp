@@ -27,16 +27,19 @@ TEST(ServeXss, MarkupInAWorkerRecordAndAJobIsShownAsTextAndRunsNoScript) {
     const std::string q = "{xss}queue:";
     // A worker record as anyone with the queue's password can write it: every field markup,
     // numbers included (the page computes with some of them).
-    nlohmann::json w = {{"name", "evil" + kImg}, {"kind", "gpu"}, {"gpu", kImg}, {"device", {{"present", true}, {"name", kAttr}}},
-                        {"state", kImg}, {"job", {{"kind", kImg}, {"id", kImg}, {"since", 0}}}, {"jobs", kImg},
-                        {"reclaimed", kAttr}, {"busy_s", 1}, {"started", 0}, {"seen", 1e12}, {"lease_s", 30},
+    nlohmann::json w = {{"name", "evil" + kImg}, {"kind", "gpu"},
+                        {"gpu", kImg},           {"device", {{"present", true}, {"name", kAttr}}},
+                        {"state", kImg},         {"job", {{"kind", kImg}, {"id", kImg}, {"since", 0}}},
+                        {"jobs", kImg},          {"reclaimed", kAttr},
+                        {"busy_s", 1},           {"started", 0},
+                        {"seen", 1e12},          {"lease_s", 30},
                         {"log", {kImg, kAttr}}};
     ASSERT_TRUE(redis.call({"SADD", q + "workers", "evil"}));
     ASSERT_TRUE(redis.call({"SET", q + "worker:evil", w.dump()}));
     // A job in the recent list whose attempts and worker are markup.
     ASSERT_TRUE(redis.call({"LPUSH", q + "recent", "job1" + kImg}));
-    ASSERT_TRUE(redis.call({"HSET", q + "job:job1" + kImg, "spec", nlohmann::json{{"kind", kImg}}.dump(), "worker", kAttr,
-                            "state", kImg}));
+    ASSERT_TRUE(redis.call({"HSET", q + "job:job1" + kImg, "spec", nlohmann::json{{"kind", kImg}}.dump(), "worker",
+                            kAttr, "state", kImg}));
     ServeOptions o;
     o.listen = "127.0.0.1:0";
     o.scan_cache = false;
@@ -51,7 +54,8 @@ TEST(ServeXss, MarkupInAWorkerRecordAndAJobIsShownAsTextAndRunsNoScript) {
     EXPECT_EQ(dom.find("data-pwned"), std::string::npos) << "script from a worker record ran:\n" << dom.substr(0, 6000);
     EXPECT_EQ(dom.find("<img src=\"x\""), std::string::npos) << "markup became an element";
     EXPECT_EQ(dom.find("<svg"), std::string::npos) << "markup became an element";
-    EXPECT_NE(dom.find("evil&lt;img src=x onerror="), std::string::npos) << "the name is shown as text" << dom.substr(0, 6000);
+    EXPECT_NE(dom.find("evil&lt;img src=x onerror="), std::string::npos)
+        << "the name is shown as text" << dom.substr(0, 6000);
     EXPECT_NE(dom.find("data-refreshes=\""), std::string::npos) << "the page kept working" << dom.substr(0, 3000);
 }
 

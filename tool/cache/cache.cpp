@@ -1,9 +1,13 @@
 #include "cache/cache.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <ctime>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "common/arch.h"
 #include "common/error.h"
@@ -270,6 +274,41 @@ void store_candidate(const fs::path& cache_dir, const std::string& source, const
     store(cache_dir, compiled.generated_source, meta, &source);
 }
 
+namespace {
+
+// An entry's files put in place together: each is first written whole under a temp name beside it
+// (a full disk fails here, and the entry stays as it was, its temp files removed), then each is
+// renamed over its name in order, the .json last: a lookup never sees a new .cu without its .json.
+void place_entry(const std::vector<std::pair<fs::path, std::string>>& files, const std::vector<fs::path>& drop) {
+    std::vector<std::pair<fs::path, fs::path>> staged;  // temp name, final name
+    auto remove_staged = [&] {
+        std::error_code ec;
+        for (const auto& [tmp, path] : staged) fs::remove(tmp, ec);
+    };
+    try {
+        for (const auto& [path, data] : files) {
+            fs::path tmp = path;
+            tmp += ".new." + std::to_string(::getpid());
+            write_file_atomic(tmp, data);
+            staged.emplace_back(tmp, path);
+        }
+    } catch (const UsageError& e) {
+        remove_staged();
+        throw UsageError(std::string(e.what()) + "; the cache entry was left as it was");
+    }
+    std::error_code ec;
+    for (const fs::path& f : drop) fs::remove(f, ec);  // a kernel replaces an earlier entry in another language
+    for (const auto& [tmp, path] : staged) {
+        fs::rename(tmp, path, ec);
+        if (ec) {
+            remove_staged();
+            throw UsageError("cannot write " + path.string() + ": cannot move it into place: " + ec.message());
+        }
+    }
+}
+
+}  // namespace
+
 void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta, const std::string* candidate_source) {
     if (!is_identifier(meta.function)) throw UsageError("cache: '" + meta.function + "' is not a valid function name");
     if (!is_normalized_arch(meta.arch)) throw UsageError("cache: '" + meta.arch + "' is not an architecture such as sm_90");
@@ -277,23 +316,24 @@ void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta,
     if (meta.date.empty()) meta.date = utc_now();
     const CandidateLanguage* l = with_source_file(meta.backend);
     if (candidate_source && !l) l = with_source_file(language::of_source(*candidate_source).name());
+    std::vector<std::pair<fs::path, std::string>> files;
     if (candidate_source && l) {
         const fs::path src = candidate_source_path(cache_dir, meta.function, meta.arch, *l);
         meta.backend = l->name();
         if (!meta.facts.is_object()) meta.facts = nlohmann::json::object();
         meta.facts["source_hash"] = sha256_hex(*candidate_source);
         meta.facts["source_file"] = src.filename().string();
-        write_file_atomic(src, *candidate_source);
+        files.emplace_back(src, *candidate_source);
     } else if (l) {
         throw UsageError("cache: a " + l->display_name() + " entry needs its " + l->display_name() + " source");
     }
-    for (const CandidateLanguage* other : language::all()) {  // a kernel replaces an earlier entry in another language
-        if (other == l || !other->keeps_source()) continue;
-        std::error_code ec;
-        fs::remove(candidate_source_path(cache_dir, meta.function, meta.arch, *other), ec);
-    }
-    write_file_atomic(source_path(cache_dir, meta.function, meta.arch), source);
-    write_file_atomic(metadata_path(cache_dir, meta.function, meta.arch), meta.to_json().dump(2) + "\n");
+    std::vector<fs::path> drop;
+    for (const CandidateLanguage* other : language::all())
+        if (other != l && other->keeps_source())
+            drop.push_back(candidate_source_path(cache_dir, meta.function, meta.arch, *other));
+    files.emplace_back(source_path(cache_dir, meta.function, meta.arch), source);
+    files.emplace_back(metadata_path(cache_dir, meta.function, meta.arch), meta.to_json().dump(2) + "\n");
+    place_entry(files, drop);
 }
 
 std::string linked_folder(const fs::path& cache_dir, const std::string& function) {

@@ -1,6 +1,8 @@
 // Checks of option values that CLI11 does not make, shared by every command so that one kind of
 // bad value gets one message everywhere:
 //   ->check(kevo::cli::FiniteNumber)->check(CLI::PositiveNumber)   // CLI11's range checks pass NaN
+//   ->check(kevo::cli::Seconds)         // a duration: finite, above 0, at most a week
+//   ->check(kevo::cli::SecondsOrZero)   // the same, or 0 ("never", "none")
 //   ->check(kevo::cli::Seed)            // 0 .. 2^63-1 in decimal ("-1" and "1e23" are not wrapped)
 //   ->check(kevo::cli::NonEmpty)        // "" is not a silent "use the default"
 //   ->check(kevo::cli::NoControlCharacters)  // a URL or name with CR/LF/ESC inside
@@ -26,6 +28,25 @@ inline const CLI::Validator FiniteNumber(
         return "must be a finite number, not '" + in + "'";
     },
     "", "FINITE");
+
+// Every duration option (timeouts, leases, waits) in seconds: a finite number above 0 and at most
+// a week. Beyond that a timeout is no timeout, and the figure overflows the integers and clocks that
+// take it (a child's watchdog, Python's time.sleep, the lease's milliseconds).
+inline constexpr double kMaxSeconds = 7 * 24 * 3600.0;
+
+inline std::string check_seconds(const std::string& in, bool zero_allowed) {
+    char* end = nullptr;
+    const double v = std::strtod(in.c_str(), &end);
+    if (end == in.c_str() || *end != '\0') return "";  // not a number: the conversion says what it expected
+    const std::string shown = in.size() > 40 ? in.substr(0, 40) + "..." : in;
+    if (!std::isfinite(v)) return "must be a finite number, not '" + shown + "'";  // as FiniteNumber says it
+    if (v <= kMaxSeconds && (v > 0 || (zero_allowed && v == 0))) return "";
+    return std::string("must be a number of seconds ") + (zero_allowed ? "from 0 to " : "above 0, at most ") +
+           std::to_string(static_cast<long>(kMaxSeconds)) + " (a week), not '" + shown + "'";
+}
+
+inline const CLI::Validator Seconds([](std::string& in) { return check_seconds(in, false); }, "", "SECONDS");
+inline const CLI::Validator SecondsOrZero([](std::string& in) { return check_seconds(in, true); }, "", "SECONDS");
 
 // A random seed: a whole number from 0 to 2^63-1 (what every state, transcript and JSON stores
 // exactly), written in decimal digits.

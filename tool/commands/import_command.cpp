@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/cli.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "cli/validators.h"
 #include "task/task.h"
@@ -75,7 +76,12 @@ void register_import_command(CLI::App& app, int& rc) {
         "OUT/kernelbench_reference.cpp{,.sha256} and OUT/import.json. Exit 0 when at least one problem was imported and none failed (refusals are "
         "not failures), 1 otherwise, 2 on bad usage or setup.");
     kb->add_option("files", o->files, "Problem files (.py) or folders of them")->required();
-    kb->add_option("--out", o->out, "Suite directory to write the tasks to")->required();
+    kb->add_option("--out", o->out, "Suite directory to write the tasks to")->required()->check(cli::NonEmpty)
+        ->check(CLI::Validator([](std::string& in) -> std::string {  // a file there is not a suite to add to
+            std::error_code ec;
+            const bool other = (fs::exists(in, ec) || fs::is_symlink(in, ec)) && !fs::is_directory(in, ec);
+            return other ? in + " exists and is not a folder; give a folder (new or a suite imported before)" : "";
+        }, "", "FOLDER"));
     kb->add_option("--python", o->python, "Python with PyTorch (default: python3 if it has torch, else /usr/bin/python3)");
     kb->add_option("--max-numel", o->max_numel,
                    "Shrink each problem for small machines: halve its size constants (module-level integers and "
@@ -88,7 +94,8 @@ void register_import_command(CLI::App& app, int& rc) {
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     kb->add_option("--jobs", o->jobs, "Problems imported at once on the CPU (0: min(4, cores)); on the GPU one Python at a time holds the GPU lock")->capture_default_str()->check(CLI::NonNegativeNumber);
-    kb->add_option("--timeout", o->timeout_s, "Seconds allowed per problem")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    kb->add_option("--timeout", o->timeout_s, "Seconds allowed per problem")
+        ->capture_default_str()->check(cli::Seconds);
     add_output_bound_option(*kb, o);
     kb->add_option("--precision", o->precision,
                    "Precision policy of the tasks: " + precision_choices() + " (pytorch: the reference is timed as "

@@ -3,6 +3,7 @@
 // `kernelevo search --llm-batch` writes.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <set>
@@ -42,29 +43,45 @@ std::string connection_args(const llm::LlmOptions& o) {
 // Log lines and errors carry what the server sent: escaped for the terminal.
 void log_line(const std::string& line) { std::cerr << "kernelevo: llm: " << printable(line) << "\n"; }
 
+// A batch command whose server failed or answered what is no answer (an HTTP error, a malformed
+// reply): one line naming the command, exit 1, as `llm check` does; never an internal error.
+int batch_errors(const char* command, const std::function<int()>& run) {
+    try {
+        return run();
+    } catch (const llm::LlmError& e) {
+        std::cerr << "kernelevo: llm batch " << command << ": " << printable(redact(e.what())) << "\n";
+        return 1;
+    }
+}
+
 struct BatchOptions {
     llm::LlmOptions llm;
     std::string file, id, out;
     bool force = false;
 };
 
+// `llm batch submit`: the file uploaded, the batch started, the commands to follow it printed.
+int submit_batch(const BatchOptions& o) {
+    size_t n = llm::count_batch_input(o.file);
+    llm::BatchApi api(llm::http_config(o.llm, log_line));
+    std::string file_id = api.upload(o.file);
+    std::cout << "file:     " << printable(file_id) << " (" << n << " requests from " << printable(o.file) << ")\n";
+    llm::BatchInfo b = api.create(file_id);
+    print_batch(b);
+    // Commands to paste: the id quoted for the shell (the API checked it is letters, digits, -_.: only,
+    // and does not start with '-', which a command would read as an option).
+    std::cout << "\nnext:     kernelevo llm batch status " << shell_quote(b.id) << connection_args(o.llm) << "\n"
+              << "          kernelevo llm batch fetch " << shell_quote(b.id) << " --out REPLIES.jsonl"
+              << connection_args(o.llm)
+              << "\n          then run the search again with --llm-batch-replies REPLIES.jsonl\n";
+    return 0;
+}
+
 void add_batch_submit(CLI::App& batch, BatchOptions& o, int& rc) {
     CLI::App* submit = batch.add_subcommand("submit", "Upload a batch input file and start a batch. Prints the batch id.");
     submit->add_option("FILE", o.file, "The Batch API input file (JSONL)")->required()->check(CLI::ExistingFile);
     llm::add_llm_connection_options(*submit, o.llm);
-    submit->callback([&o, &rc] {
-        size_t n = llm::count_batch_input(o.file);
-        llm::BatchApi api(llm::http_config(o.llm, log_line));
-        std::string file_id = api.upload(o.file);
-        std::cout << "file:     " << printable(file_id) << " (" << n << " requests from " << printable(o.file) << ")\n";
-        llm::BatchInfo b = api.create(file_id);
-        print_batch(b);
-        // Commands to paste: the id quoted for the shell (the API checked it is letters, digits, -_.: only).
-        std::cout << "\nnext:     kernelevo llm batch status " << shell_quote(b.id) << connection_args(o.llm) << "\n"
-                  << "          kernelevo llm batch fetch " << shell_quote(b.id) << " --out REPLIES.jsonl" << connection_args(o.llm)
-                  << "\n          then run the search again with --llm-batch-replies REPLIES.jsonl\n";
-        rc = 0;
-    });
+    submit->callback([&o, &rc] { rc = batch_errors("submit", [&] { return submit_batch(o); }); });
 }
 
 void add_batch_status(CLI::App& batch, BatchOptions& o, int& rc) {
@@ -72,9 +89,11 @@ void add_batch_status(CLI::App& batch, BatchOptions& o, int& rc) {
     status->add_option("BATCH_ID", o.id, "The id `submit` printed")->required();
     llm::add_llm_connection_options(*status, o.llm);
     status->callback([&o, &rc] {
-        llm::BatchApi api(llm::http_config(o.llm, log_line));
-        print_batch(api.get(o.id));
-        rc = 0;
+        rc = batch_errors("status", [&] {
+            llm::BatchApi api(llm::http_config(o.llm, log_line));
+            print_batch(api.get(o.id));
+            return 0;
+        });
     });
 }
 
@@ -104,7 +123,13 @@ int fetch_batch(const BatchOptions& o) {
                   << " and has no replies\n";
         return 1;
     }
-    write_file_atomic(o.out, replies);
+    // Checked again as the file is put in place (link(), no replacing): a file created at --out
+    // during the download is left as it is.
+    if (o.force)
+        write_file_atomic(o.out, replies);
+    else if (!write_file_new(o.out, replies))
+        throw UsageError("--out " + o.out + " appeared while the replies were downloaded; it was left as it is: "
+                         "give another file, or --force to replace it");
     std::cout << "replies:  " << o.out << "\n\nnext:     run the search again with --llm-batch-replies "
               << shell_quote(o.out) << "\n";
     return 0;
@@ -115,12 +140,12 @@ void add_batch_fetch(CLI::App& batch, BatchOptions& o, int& rc) {
         "fetch",
         "Download a finished batch's replies into one file. The output and error files, for "
         "`kernelevo search --llm-batch-replies`.\nExit codes: 0 written, 1 the batch is not finished yet or has no "
-        "replies, 2 bad usage.");
+        "replies (or the server failed), 2 bad usage.");
     fetch->add_option("BATCH_ID", o.id, "The id `submit` printed")->required();
     fetch->add_option("--out", o.out, "Where to write the replies (JSONL); an existing file only with --force")->required();
     fetch->add_flag("--force", o.force, "Replace --out if it exists");
     llm::add_llm_connection_options(*fetch, o.llm);
-    fetch->callback([&o, &rc] { rc = fetch_batch(o); });
+    fetch->callback([&o, &rc] { rc = batch_errors("fetch", [&] { return fetch_batch(o); }); });
 }
 
 void register_batch_commands(CLI::App& llm_cmd, int& rc) {

@@ -22,15 +22,15 @@ void add_llm_connection_options(CLI::App& app, LlmOptions& o) {
                    "OPENROUTER_API_KEY for openrouter.ai, else OPENAI_API_KEY; none: no key is sent)")
         ->type_name("VAR")->group(g);
     app.add_option("--llm-connect-timeout", o.connect_timeout_s, "Seconds to wait for a connection")
-        ->capture_default_str()->check(kevo::cli::FiniteNumber)->check(CLI::PositiveNumber)->type_name("S")->group(g);
+        ->capture_default_str()->check(kevo::cli::Seconds)->type_name("S")->group(g);
     app.add_option("--llm-timeout", o.read_timeout_s, "Seconds one attempt may take once connected (read timeout)")
-        ->capture_default_str()->check(kevo::cli::FiniteNumber)->check(CLI::PositiveNumber)->type_name("S")->group(g);
+        ->capture_default_str()->check(kevo::cli::Seconds)->type_name("S")->group(g);
     app.add_option("--llm-attempts", o.max_attempts,
                    "Attempts per request; 429, 5xx and network errors are retried with exponential backoff "
                    "and jitter, honouring Retry-After")
         ->capture_default_str()->check(CLI::PositiveNumber)->type_name("N")->group(g);
     app.add_option("--llm-retry-max-wait", o.retry_total_max_s, "Cap on the seconds one request spends waiting between retries")
-        ->capture_default_str()->check(kevo::cli::FiniteNumber)->check(CLI::NonNegativeNumber)->type_name("S")->group(g);
+        ->capture_default_str()->check(kevo::cli::SecondsOrZero)->type_name("S")->group(g);
 }
 
 void add_llm_options(CLI::App& app, LlmOptions& o) {
@@ -40,8 +40,9 @@ void add_llm_options(CLI::App& app, LlmOptions& o) {
                    "Model to ask, repeatable; with a weight each request picks one in proportion, "
                    "e.g. --model google/gemini-3-flash:3 --model z-ai/glm-5:1")
         ->type_name("NAME[:WEIGHT]")->allow_extra_args(false)->group(g);
-    app.add_option("--llm-parallel", o.max_in_flight, "Requests in flight at once")
-        ->capture_default_str()->check(CLI::PositiveNumber)->type_name("N")->group(g);
+    app.add_option("--llm-parallel", o.max_in_flight,
+                   "Requests in flight at once (1 to " + std::to_string(kMaxInFlight) + ")")
+        ->capture_default_str()->check(CLI::Range(1, kMaxInFlight))->type_name("N")->group(g);
     app.add_option("--budget-tokens", o.max_total_tokens,
                    "Cap on prompt + completion tokens (0: no cap). Each request reserves its most possible use (one "
                    "token per prompt byte plus its max tokens) before it is sent, so requests in flight cannot "

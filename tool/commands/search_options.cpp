@@ -110,7 +110,8 @@ void add_run_options(CLI::App& cmd, SearchArgs& a) {
     cmd.add_option("--llm-temperature", a.cfg.requests.temperature, "Sampling temperature of the LLM (0 to 2)")
         ->capture_default_str()->check(cli::FiniteNumber);
     cmd.add_option("--max-tokens", a.cfg.requests.max_tokens, "Completion token limit per LLM request")->capture_default_str();
-    cmd.add_option("--timeout", a.timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    cmd.add_option("--timeout", a.timeout, "Watchdog for running one candidate, in seconds")->capture_default_str()
+        ->check(cli::Seconds);
     cmd.add_option("--timing-trials", a.timing_trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
     llm::add_llm_options(cmd, a.llm);
     cmd.add_option("--replay", a.llm.replay, "Answer LLM requests from a recorded transcript (same as --llm-replay)")

@@ -30,6 +30,7 @@ std::string flag_of(const std::string& id) {
         {"stopping.target_speedup", "--target-speedup"},
         {"stopping.target_sol", "--target-sol"},
         {"batch.enabled", "--llm-batch"},
+        {"batch.replies", "--llm-batch-replies"},
         {"prompts.dir", "--prompts"},
         // The search request's (workflows/search.h).
         {"request.arch", "--arch"},
@@ -41,6 +42,7 @@ std::string flag_of(const std::string& id) {
         {"llm.model", "--model"},
         {"llm.price", "--llm-price"},
         {"llm.replay", "--llm-replay"},
+        {"llm.parallel", "--llm-parallel"},
         {"sandbox.mode", "--sandbox"},
         {"compile.arch", "--arch"},
         {"import.out", "--out"},

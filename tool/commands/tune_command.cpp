@@ -58,7 +58,8 @@ void add_strategy_options(CLI::App& cmd, TuneArgs& a) {
 void add_output_and_run_options(CLI::App& cmd, TuneArgs& a) {
     cmd.add_option("--out", a.out, "Write the tuned kernel (the best values as defaults) to this .cu file");
     cmd.add_flag("--json", a.json, "Print the tuning result as one JSON object on stdout");
-    cmd.add_option("--timeout", a.timeout, "Watchdog for running one variant, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    cmd.add_option("--timeout", a.timeout, "Watchdog for running one variant, in seconds")->capture_default_str()
+        ->check(cli::Seconds);
     cmd.add_option("--timing-trials", a.timing_trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
 }
 

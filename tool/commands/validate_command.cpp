@@ -183,7 +183,8 @@ void add_baseline_options(CLI::App& cmd, ValidateArgs& a) {
 void add_run_options(CLI::App& cmd, ValidateArgs& a) {
     cmd.add_option("--arch", a.arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
     cmd.add_flag("--json", a.json, "Print one JSON object on stdout instead of a summary");
-    cmd.add_option("--timeout", a.timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    cmd.add_option("--timeout", a.timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()
+        ->check(cli::Seconds);
 }
 
 // How the candidate and the reference are timed: trials, extension, warm-up, L2 flush, copies.

@@ -8,6 +8,7 @@
 
 #include "commands/commands.h"
 #include "cli/cli.h"
+#include "cli/validators.h"
 #include "common/error.h"
 #include "compile/compile.h"
 #include "worker/worker.h"
@@ -48,7 +49,7 @@ void register_worker_command(CLI::App& app, int& rc) {
     cmd->add_option("--lease", o->lease_s,
                     "Seconds without a heartbeat after which another worker takes over this worker's job")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(cli::Seconds);
     cmd->add_option("--max-attempts", o->max_attempts,
                     "Starts of one job (its workers died or stalled) before it goes to the dead-letter stream")
         ->capture_default_str()
@@ -57,13 +58,13 @@ void register_worker_command(CLI::App& app, int& rc) {
                     "Seconds after which a job still running here stops being renewed, so that another worker "
                     "takes it over (a worker stuck in a job counts as stalled)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(cli::Seconds);
     cmd->add_option("--max-jobs", o->max_jobs, "Exit after this many jobs (0: run until Ctrl-C)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     cmd->add_option("--idle-exit", o->idle_exit_s, "Exit after this many seconds without a job (0: never)")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(cli::SecondsOrZero);
     cmd->callback([o, &rc] {
         worker::WorkerOptions opt = *o;
         for (auto& a : opt.archs) a = normalize_arch(a);

@@ -105,17 +105,19 @@ std::string read_kernel_file(const fs::path& path, const std::string& option) {
     return text;
 }
 
-void write_file_atomic(const fs::path& path, const std::string& data) {
+namespace {
+
+// Writes `data` to a new temp file beside `path` and returns its name. A failure (a full disk, a
+// quota, a read-only file system) names `path` and the reason and leaves no temp file behind.
+fs::path write_temp_beside(const fs::path& path, const std::string& data) {
     std::error_code ec;
     if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     fs::path tmp = path;
     tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000);
-    // A failure (a full disk, a quota, a read-only file system) names the file and the reason,
-    // and leaves neither a partial file nor the temp file behind.
-    auto fail = [&](int err, const std::string& what) {
+    auto fail = [&](int err) {
         ::unlink(tmp.c_str());
-        throw UsageError("cannot write " + path.string() + ": " + what + std::strerror(err) + " (nothing was written)");
+        throw UsageError("cannot write " + path.string() + ": " + std::strerror(err) + " (nothing was written)");
     };
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
@@ -128,13 +130,37 @@ void write_file_atomic(const fs::path& path, const std::string& data) {
         if (n <= 0) {
             const int err = n < 0 ? errno : EIO;
             ::close(fd);
-            fail(err, "");
+            fail(err);
         }
         done += static_cast<size_t>(n);
     }
-    if (::close(fd) != 0) fail(errno, "");
+    if (::close(fd) != 0) fail(errno);
+    return tmp;
+}
+
+}  // namespace
+
+void write_file_atomic(const fs::path& path, const std::string& data) {
+    const fs::path tmp = write_temp_beside(path, data);
+    std::error_code ec;
     fs::rename(tmp, path, ec);
-    if (ec) fail(ec.value(), "cannot move it into place: ");
+    if (ec) {
+        ::unlink(tmp.c_str());
+        throw UsageError("cannot write " + path.string() + ": cannot move it into place: " + ec.message() +
+                         " (nothing was written)");
+    }
+}
+
+bool write_file_new(const fs::path& path, const std::string& data) {
+    const fs::path tmp = write_temp_beside(path, data);
+    // link() never replaces: it fails with EEXIST when anything (a link, a dangling one) is there.
+    const int rc = ::link(tmp.c_str(), path.c_str());
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    if (rc == 0) return true;
+    if (err == EEXIST) return false;
+    throw UsageError("cannot write " + path.string() + ": cannot move it into place: " + std::strerror(err) +
+                     " (nothing was written)");
 }
 
 void install_file_atomic(const fs::path& file, const fs::path& dest, const std::string& what) {

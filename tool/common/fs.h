@@ -25,6 +25,9 @@ std::string read_kernel_file(const fs::path& path, const std::string& option = "
 // see a partial file. Creates parent directories. A failure (a full disk: "cannot write PATH: No
 // space left on device") is a UsageError naming the path and the reason, and removes the temp file.
 void write_file_atomic(const fs::path& path, const std::string& data);
+// write_file_atomic() that never replaces: false, writing nothing, when `path` exists (a file, a
+// link, anything) at the moment the complete file would be put in place, not only when asked before.
+bool write_file_new(const fs::path& path, const std::string& data);
 
 // Copies `file` into place at `dest` atomically (copy beside it, then rename), creating parent
 // directories: concurrent writers and readers of a cache never see a partial file. Throws

@@ -12,7 +12,7 @@ const std::vector<Setting>& all() {
         kIslands,    kChildren,       kBackend,   kGenerations, kRepairAttempts, kMigrationInterval, kMigrants,
         kRestartAfter, kTemperature,  kMode,      kInspirations, kTuneEvals,     kJobs,              kModel,
         kLlmTemperature, kMaxTokens,  kPrice,     kBudgetTokens, kBudgetUsd,     kMaxTime,           kTargetSpeedup,
-        kTargetSol,  kBatch,          kPrompts,   kFresh};
+        kTargetSol,  kBatch,          kBatchReplies, kPrompts, kFresh};
     return list;
 }
 }  // namespace settings

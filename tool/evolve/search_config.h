@@ -135,6 +135,7 @@ inline constexpr Setting kMaxTime{"stopping.max_time", "the time limit"};
 inline constexpr Setting kTargetSpeedup{"stopping.target_speedup", "the target speedup"};
 inline constexpr Setting kTargetSol{"stopping.target_sol", "the target fraction of the speed of light"};
 inline constexpr Setting kBatch{"batch.enabled", "batch mode"};
+inline constexpr Setting kBatchReplies{"batch.replies", "the Batch API replies to import"};
 inline constexpr Setting kPrompts{"prompts.dir", "the prompt templates' folder"};
 inline constexpr Setting kFresh{"search.fresh", "an emptied state"};
 // Every setting above (for the commands' table of flags and its test).

@@ -23,9 +23,9 @@ std::string string_field(const json& j, const char* field) {
 }
 
 // Ids go into URL paths and into commands printed for users to paste: only the characters
-// providers use.
+// providers use, and never a leading '-' (an id "--force" would be read as an option).
 bool valid_id(const std::string& id) {
-    return !id.empty() && id.size() <= 200 &&
+    return !id.empty() && id.size() <= 200 && id[0] != '-' &&
            id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") == std::string::npos;
 }
 
@@ -39,7 +39,22 @@ std::string server_id(const json& j, const char* field, const char* what, const 
     std::string id = string_field(j, field);
     if ((!required && id.empty()) || valid_id(id)) return id;
     throw MalformedReply(redact("the reply from " + from + " gives a " + what + " id that is not one (letters, digits, "
-                                "- _ . : only): '" + printable(snippet(id)) + "'"));
+                                "- _ . : only, not starting with -): '" + printable(snippet(id)) + "'"));
+}
+
+// A request count of the reply (`field` of request_counts): a whole number from 0 to 2^53 (a count
+// sent as text, a fraction or 1e300 is a malformed reply, never a crash or a wrapped figure).
+int64_t count_field(const json& counts, const char* field, const std::string& from) {
+    if (!counts.contains(field) || counts[field].is_null()) return 0;
+    const json& v = counts[field];
+    constexpr int64_t kMost = int64_t{1} << 53;  // what a double holds exactly
+    if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(kMost)) return v.get<int64_t>();
+    if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMost) return v.get<int64_t>();
+    const double d = v.is_number_float() ? v.get<double>() : -1;
+    if (d >= 0 && d <= static_cast<double>(kMost) && d == static_cast<double>(static_cast<int64_t>(d)))
+        return static_cast<int64_t>(d);
+    throw MalformedReply(redact("the reply from " + from + " gives request_counts." + field +
+                                " that is not a count: " + printable(snippet(dump(v)))));
 }
 
 BatchInfo batch_info(const std::string& body, const std::string& from) {
@@ -54,14 +69,14 @@ BatchInfo batch_info(const std::string& body, const std::string& from) {
     b.error_file_id = server_id(j, "error_file_id", "file", from, false);
     if (j.contains("request_counts") && j["request_counts"].is_object()) {
         const json& c = j["request_counts"];
-        b.total = c.value("total", int64_t{0});
-        b.completed = c.value("completed", int64_t{0});
-        b.failed = c.value("failed", int64_t{0});
+        b.total = count_field(c, "total", from);
+        b.completed = count_field(c, "completed", from);
+        b.failed = count_field(c, "failed", from);
     }
     if (j.contains("errors") && j["errors"].is_object() && j["errors"].contains("data") && j["errors"]["data"].is_array())
         for (const auto& e : j["errors"]["data"]) {
             std::string line = string_field(e, "message");
-            if (e.contains("line") && e["line"].is_number()) line = "line " + std::to_string(e["line"].get<int64_t>()) + ": " + line;
+            if (e.contains("line") && e["line"].is_number_integer()) line = "line " + e["line"].dump() + ": " + line;
             b.errors += (b.errors.empty() ? "" : "\n") + line;
         }
     return b;

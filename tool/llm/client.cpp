@@ -5,6 +5,8 @@
 #include <deque>
 #include <mutex>
 #include <random>
+#include <string>
+#include <system_error>
 #include <thread>
 
 #include "common/error.h"
@@ -62,13 +64,31 @@ struct Client::Impl {
 };
 
 Client::Client(std::shared_ptr<Provider> provider, ClientConfig config) {
-    if (config.max_in_flight < 1) throw UsageError("the LLM in-flight limit must be at least 1");
+    if (config.max_in_flight < 1 || config.max_in_flight > kMaxInFlight)
+        throw SettingError({settings::kParallel}, "{llm.parallel}: must be from 1 to " + std::to_string(kMaxInFlight) +
+                                                      ", not " + std::to_string(config.max_in_flight));
     if (config.max_total_tokens < 0 || config.max_cost_usd < 0) throw UsageError("budget caps cannot be negative");
     for (const auto& m : config.models)
         if (m.name.empty() || !(m.weight > 0)) throw UsageError("each model needs a name and a positive weight");
     impl_ = std::make_unique<Impl>(std::move(provider), std::move(config));
     if (!impl_->config.transcript.empty()) impl_->transcript = std::make_unique<Transcript>(impl_->config.transcript);
-    for (int i = 0; i < impl_->config.max_in_flight; ++i) impl_->workers.emplace_back([this] { impl_->worker(); });
+    start_workers();
+}
+
+// One thread per request in flight. A thread the system refuses (threads or memory exhausted) is a
+// plain error: the threads started so far are stopped and joined, never left to std::terminate.
+void Client::start_workers() {
+    try {
+        for (int i = 0; i < impl_->config.max_in_flight; ++i) impl_->workers.emplace_back([this] { impl_->worker(); });
+    } catch (const std::system_error& e) {
+        const size_t started = impl_->workers.size();
+        cancel();
+        for (auto& w : impl_->workers) w.join();
+        impl_->workers.clear();
+        throw SettingError({settings::kParallel}, "{llm.parallel} " + std::to_string(impl_->config.max_in_flight) +
+                                                      ": the system refused thread " + std::to_string(started + 1) +
+                                                      " of them (" + e.code().message() + "); give fewer");
+    }
 }
 
 Client::~Client() {

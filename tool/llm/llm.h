@@ -198,9 +198,12 @@ struct ModelChoice {
 // Throws kevo::UsageError on an empty name or a weight <= 0.
 ModelChoice parse_model_choice(const std::string& spec);
 
+// The most requests in flight at once (one thread each).
+inline constexpr int kMaxInFlight = 256;
+
 struct ClientConfig {
     std::vector<ModelChoice> models;     // used when a request names no model
-    int max_in_flight = 4;               // requests running at once (worker threads)
+    int max_in_flight = 4;               // requests running at once (worker threads), 1..kMaxInFlight
     int64_t max_total_tokens = 0;        // hard caps (see budget.h); 0 means none
     double max_cost_usd = 0;
     std::optional<Price> price;          // USD per million tokens: bounds reservations, prices
@@ -244,6 +247,7 @@ public:
     const ClientConfig& config() const;
 
 private:
+    void start_workers();
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

@@ -11,9 +11,10 @@ inline constexpr Setting kKeyEnv{"llm.key_env", "the API key's variable"};
 inline constexpr Setting kModel{"llm.model", "the model"};
 inline constexpr Setting kPrice{"llm.price", "the price per token"};
 inline constexpr Setting kReplay{"llm.replay", "to replay"};
+inline constexpr Setting kParallel{"llm.parallel", "the number of requests in flight"};
 // Every setting above (for the commands' table of flags and its test).
 inline const std::vector<Setting>& all() {
-    static const std::vector<Setting> v{kUrl, kKeyEnv, kModel, kPrice, kReplay};
+    static const std::vector<Setting> v{kUrl, kKeyEnv, kModel, kPrice, kReplay, kParallel};
     return v;
 }
 }  // namespace kevo::llm::settings

@@ -262,7 +262,7 @@ public:
         std::lock_guard<std::mutex> lock(mu_);
         Reply r = conn_.command({"HGET", p_ + "meta", key});
         if (r->type != REDIS_REPLY_STRING) return std::nullopt;
-        return loads(str(r.get()));
+        return detail::meta_json(str(r.get()), key, display_);
     }
     void put_meta(const std::string& key, const nlohmann::json& value) override {
         std::lock_guard<std::mutex> lock(mu_);

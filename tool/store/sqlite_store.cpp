@@ -225,7 +225,7 @@ void check_existing_state(const std::string& path) {
 
 class SqliteStore : public Store {
 public:
-    SqliteStore(const std::string& path, Access access, bool checked) {
+    SqliteStore(const std::string& path, Access access, bool checked) : path_(path) {
         std::error_code ec;
         const bool exists = std::filesystem::exists(path, ec) || std::filesystem::is_symlink(path, ec);
         if (exists && !checked) check_existing_state(path);  // refuses what is not a state before anything is written
@@ -255,7 +255,7 @@ public:
         Stmt s(db_, "SELECT value FROM meta WHERE key=?");
         s.bind(1, key);
         if (!s.step()) return std::nullopt;
-        return s.json(0);
+        return detail::meta_json(s.text(0), key, path_);
     }
     void put_meta(const std::string& key, const nlohmann::json& value) override {
         std::lock_guard<std::mutex> lock(mu_);
@@ -554,6 +554,7 @@ private:
         return s.i64(0);
     }
 
+    std::string path_;
     std::mutex mu_;
     sqlite3* db_ = nullptr;
 };

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/suggest.h"
 #include "task/schema.h"
+#include "task/task_checks.h"
 #include "task/task.h"
 
 namespace kevo {
@@ -17,7 +18,7 @@ bool default_matmul(kevo_precision p) { return kevo_precision_cublas_tf32(p) != 
 std::string unknown_policy(const std::string& word) {
     std::vector<std::string> names;
     for (int k = 0; k < KEVO_PRECISION_COUNT; ++k) names.push_back(kevo_precision_name(k));
-    std::string msg = "unknown precision policy '" + word + "'";
+    std::string msg = "unknown precision policy '" + shown_value(word) + "'";
     auto near = closest(word, names);
     if (!near.empty()) msg += "; did you mean '" + near.front() + "'?";
     return msg + " (expected one of: " + precision_choices() + ")";
@@ -53,11 +54,15 @@ std::string Precision::describe() const {
 }
 
 Precision parse_precision(const nlohmann::json& v, const std::string& file_label) {
-    auto fail = [&](const std::string& field, const std::string& msg) { throw TaskError(file_label, field, msg); };
+    auto fail = [&](const std::string& field, const std::string& msg) {
+        throw TaskError(file_label, shown_value(field), msg);
+    };
     Precision p;
     auto set_policy = [&](const nlohmann::json& name, const std::string& field) {
-        if (!name.is_string()) fail(field, "expected a policy name (" + precision_choices() + "), got " + name.dump());
-        const int k = kevo_precision_from_name(name.get<std::string>().c_str());
+        if (!name.is_string())
+            fail(field, "expected a policy name (" + precision_choices() + "), got " + shown_json(name));
+        int k = kevo_precision_from_name(name.get<std::string>().c_str());
+        if (k >= 0 && name.get<std::string>() != kevo_precision_name(k)) k = -1;  // cut at a NUL: not the name
         if (k < 0) fail(field, unknown_policy(name.get<std::string>()));
         p.policy = static_cast<kevo_precision>(k);
         p.cudnn_tf32 = default_cudnn(p.policy);
@@ -73,14 +78,16 @@ Precision parse_precision(const nlohmann::json& v, const std::string& file_label
     for (auto it = v.begin(); it != v.end(); ++it)
         if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
             auto near = closest(it.key(), known);
-            fail("precision." + it.key(), "unknown field '" + it.key() + "'" + (near.empty() ? "" : "; did you mean '" + near.front() + "'?"));
+            fail("precision." + it.key(),
+                 "unknown field '" + shown_value(it.key()) + "'" +
+                     (near.empty() ? "" : "; did you mean '" + near.front() + "'?"));
         }
     if (!v.contains("policy")) fail("precision.policy", "missing (required)");
     set_policy(v.at("policy"), "precision.policy");
     for (const char* key : {"cudnn_tf32", "matmul_tf32"}) {
         if (!v.contains(key)) continue;
         const std::string field = std::string("precision.") + key;
-        if (!v.at(key).is_boolean()) fail(field, "expected true or false, got " + v.at(key).dump());
+        if (!v.at(key).is_boolean()) fail(field, "expected true or false, got " + shown_json(v.at(key)));
         if (p.policy != KEVO_PRECISION_PYTORCH)
             fail(field, std::string("only the pytorch policy records the user's TF32 flags; ") + p.name() + " fixes them (" + p.flags() + ")");
         (std::string(key) == "cudnn_tf32" ? p.cudnn_tf32 : p.matmul_tf32) = v.at(key).get<bool>();

@@ -37,7 +37,9 @@ bool is_identifier(const std::string& s) {
 class Parser {
 public:
     explicit Parser(std::string file) : file_(std::move(file)) {}
-    [[noreturn]] void fail(const std::string& field, const std::string& msg) const { throw TaskError(file_, field, msg); }
+    [[noreturn]] void fail(const std::string& field, const std::string& msg) const {
+        throw TaskError(file_, shown_value(field), msg);
+    }
 
     const nlohmann::json& require(const nlohmann::json& obj, const std::string& key, const std::string& path) const {
         if (!obj.contains(key)) fail(path.empty() ? key : path + "." + key, "missing (required)");
@@ -45,6 +47,9 @@ public:
     }
     std::string string_at(const nlohmann::json& v, const std::string& field) const {
         if (!v.is_string()) fail(field, "expected a string, got " + std::string(v.type_name()));
+        // A NUL would cut the text where C strings read it ("M\u0000..." read as "M").
+        if (v.get_ref<const std::string&>().find('\0') != std::string::npos)
+            fail(field, "a string with a NUL character (" + shown_json(v) + ")");
         return v.get<std::string>();
     }
     double number_at(const nlohmann::json& v, const std::string& field) const {
@@ -52,7 +57,7 @@ public:
         return v.get<double>();
     }
     int64_t int_at(const nlohmann::json& v, const std::string& field) const {
-        if (!v.is_number_integer()) fail(field, "expected an integer, got " + v.dump());
+        if (!v.is_number_integer()) fail(field, "expected an integer, got " + shown_json(v));
         return v.get<int64_t>();
     }
     // Every field of `obj` must be a property of the schema object at `schema` (a JSON pointer
@@ -70,7 +75,7 @@ public:
     }
     // "unknown field 'tolerence'; did you mean 'tolerance'?", or the list when nothing is close.
     static std::string unknown(const std::string& what, const std::string& word, const std::vector<std::string>& names) {
-        std::string msg = "unknown " + what + " '" + word + "'";
+        std::string msg = "unknown " + what + " '" + shown_value(word) + "'";
         auto near = closest(word, names);
         if (!near.empty()) return msg + "; did you mean '" + near.front() + "'?";
         std::string list;
@@ -146,7 +151,7 @@ public:
         only_keys(v, path, is_input ? "/$defs/input" : "/$defs/output");
         TensorSpec t;
         t.name = string_at(require(v, "name", path), path + ".name");
-        if (!is_identifier(t.name)) fail(path + ".name", "'" + t.name + "' is not a C identifier");
+        if (!is_identifier(t.name)) fail(path + ".name", "'" + shown_value(t.name) + "' is not a C identifier");
         std::string dt = string_at(require(v, "dtype", path), path + ".dtype");
         auto d = parse_dtype(dt);  // the names of the schema's dtype enum (tests/task/schema_test)
         if (!d) fail(path + ".dtype", unknown("dtype", dt, schema_enum("/$defs/dtype")));
@@ -159,12 +164,13 @@ public:
             Dim dim;
             if (shape[i].is_string()) {
                 dim.symbol = shape[i].get<std::string>();
-                if (!is_identifier(dim.symbol)) fail(f, "'" + dim.symbol + "' is not a valid dimension name");
+                if (!is_identifier(dim.symbol))
+                    fail(f, "'" + shown_value(dim.symbol) + "' is not a valid dimension name");
             } else if (shape[i].is_number_integer()) {
                 dim.value = shape[i].get<int64_t>();
                 if (dim.value <= 0) fail(f, "sizes must be positive");
             } else {
-                fail(f, "expected an integer or a dimension name, got " + shape[i].dump());
+                fail(f, "expected an integer or a dimension name, got " + shown_json(shape[i]));
             }
             t.shape.push_back(dim);
         }
@@ -360,7 +366,7 @@ void check_function_name(const Parser& p, const std::string& f, const std::strin
         if (next == std::string::npos) break;
         pos = next + 2;
     }
-    if (!ok) p.fail(field, "'" + f + "' is not a C++ function name");
+    if (!ok) p.fail(field, "'" + shown_value(f) + "' is not a C++ function name");
 }
 
 // "reference": a source file (a string, the function named as the task) or its object form.
@@ -423,7 +429,7 @@ std::set<std::string> parse_tensors(const Parser& p, const nlohmann::json& j, co
         bool in = i < t.inputs.size();
         const auto& ts = in ? t.inputs[i] : t.outputs[i - t.inputs.size()];
         std::string field = std::string(in ? "inputs[" : "outputs[") + std::to_string(in ? i : i - t.inputs.size()) + "].name";
-        if (!names.insert(ts.name).second) p.fail(field, "duplicate tensor name '" + ts.name + "'");
+        if (!names.insert(ts.name).second) p.fail(field, "duplicate tensor name '" + shown_value(ts.name) + "'");
     }
     std::set<std::string> symbols;
     for (const auto* list : {&t.inputs, &t.outputs})
@@ -443,7 +449,8 @@ void parse_shapes(const Parser& p, const nlohmann::json& j, const std::set<std::
             if (!arr[i].is_object()) p.fail(f, "expected an object mapping dimension names to sizes");
             ShapeSet set;
             for (auto it = arr[i].begin(); it != arr[i].end(); ++it) {
-                if (!symbols.count(it.key())) p.fail(f + "." + it.key(), "no input or output uses dimension '" + it.key() + "'");
+                if (!symbols.count(it.key()))
+                    p.fail(f + "." + it.key(), "no input or output uses dimension '" + shown_value(it.key()) + "'");
                 int64_t v = p.int_at(it.value(), f + "." + it.key());
                 if (v <= 0) p.fail(f + "." + it.key(), "sizes must be positive");
                 set[it.key()] = v;
@@ -577,7 +584,7 @@ Task load_task(const std::filesystem::path& task_file) {
     nlohmann::json j;
     try {
         j = parse_json_unique_keys(text);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number beyond a double (1e999)
         throw TaskError(task_file.string(), "", std::string("not valid JSON: ") + e.what());
     } catch (const std::runtime_error& e) {  // a key given twice
         throw TaskError(task_file.string(), "", e.what());

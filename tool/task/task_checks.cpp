@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/text.h"
+
 namespace kevo {
 
 nlohmann::json parse_json_unique_keys(const std::string& text) {
@@ -36,6 +38,15 @@ nlohmann::json parse_json_unique_keys(const std::string& text) {
         return true;
     };
     return nlohmann::json::parse(text, cb);
+}
+
+std::string shown_value(const std::string& text) {
+    constexpr size_t kShown = 60;
+    return printable(text.size() > kShown ? text.substr(0, kShown) : text) + (text.size() > kShown ? "..." : "");
+}
+
+std::string shown_json(const nlohmann::json& v) {
+    return shown_value(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string task_name_problem(const std::string& name) {

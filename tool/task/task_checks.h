@@ -21,6 +21,12 @@ constexpr size_t kMaxTaskNameChars = 128;
 // Parse errors are nlohmann::json::parse_error as usual.
 nlohmann::json parse_json_unique_keys(const std::string& text);
 
+// A value or key of the file as an error quotes it: printable (a control character or NUL as \xNN)
+// and at most 60 characters ("..." after). A 5 MB value is never echoed whole.
+std::string shown_value(const std::string& text);
+// A JSON value as an error quotes it, the same way (a string with its quotes).
+std::string shown_json(const nlohmann::json& v);
+
 // "" when `name` can name a task (a C identifier of at most kMaxTaskNameChars), else why not.
 std::string task_name_problem(const std::string& name);
 

@@ -21,6 +21,7 @@
 #include "language/registry.h"
 #include "llm/budget.h"
 #include "llm/options.h"
+#include "store/settings.h"
 #include "store/writer.h"
 #include "workflows/confirm.h"
 #include "workflows/search.h"
@@ -241,6 +242,23 @@ struct State {
     std::unique_ptr<store::WriterLease> lease;
     std::unique_ptr<store::Store> store;
 };
+// Batch API replies answer the batch files a state wrote: a new state (or one --fresh empties)
+// wrote none, so their import would be refused after the state and its lock were made. Refused
+// before anything is created or removed.
+void refuse_replies_for_new_state(const SearchArgs& a, const store::StoreLocation& where, bool existed) {
+    if (a.cfg.batch.replies.empty() || (existed && !a.fresh)) return;
+    using evolve::settings::kBatchReplies;
+    using evolve::settings::kFresh;
+    const std::string file = printable(a.cfg.batch.replies.front());
+    if (!existed)
+        throw SettingError({kBatchReplies, store::settings::kState},
+                           "{batch.replies} " + file + ": there is no state at " + printable(where.display()) +
+                               ", so no batch of it can have been answered; give the {store.state} of the run that "
+                               "wrote the batch");
+    throw SettingError({kBatchReplies, kFresh}, "{batch.replies} " + file + " with {search.fresh}: emptying the state "
+                                                    "drops the batches these replies answer; nothing was changed");
+}
+
 State open_state(const SearchArgs& a, const Task& task, const std::string& arch, const std::string& progress_prefix) {
     std::string state = a.state.empty() ? (cache_root() / "search" /
                                            (task.name + "-" + arch + "-" + task.hash().substr(0, 12) +
@@ -254,6 +272,7 @@ State open_state(const SearchArgs& a, const Task& task, const std::string& arch,
     // below. A file that is not a KernelEvo state (foreign, empty, damaged) is refused as it is,
     // before even a lock file appears beside it.
     const bool existed = store::store_exists(state);
+    refuse_replies_for_new_state(a, s.where, existed);
     // Its content is read once (store::check_state): the remove (--fresh) and the open below trust
     // that check while the file is the same.
     const store::StateCheck checked = !s.where.redis && existed ? store::check_state(state) : store::StateCheck{};

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "common/error.h"
+#include "common/text.h"
 #include "store/store.h"
 
 namespace kevo::store::detail {
@@ -30,6 +32,16 @@ inline std::string dumps(const nlohmann::json& j) {
 }
 inline nlohmann::json loads(const std::string& text) {
     return text.empty() ? nlohmann::json() : nlohmann::json::parse(text);
+}
+// A metadata value as stored (JSON text): one that is not JSON (a raw control character, a cut
+// file) is a damaged state, said in a UsageError naming the state and the key, never an internal error.
+inline nlohmann::json meta_json(const std::string& text, const std::string& key, const std::string& state) {
+    try {
+        return loads(text);
+    } catch (const nlohmann::json::exception& e) {
+        throw UsageError(printable(state) + " is a damaged KernelEvo state: its metadata '" + printable(key) +
+                         "' is not valid JSON (" + printable(e.what()) + ")");
+    }
 }
 inline double now_unix() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
