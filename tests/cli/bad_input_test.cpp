@@ -1,6 +1,8 @@
 // Bad input that was once accepted silently (issue 37, item 8), through the real kernelevo binary:
 // each gets one clear line and exit 2, and leaves nothing behind (no state, no file changed).
 // Real SQLite files, a real redis-server (skipped only when none is installed), real files.
+// And what a user following the README met in their own setup (issue 51 item 4): each says what it
+// found, once, naming what it looked at.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -33,6 +35,12 @@ void expect_usage_error(const ProcessResult& r, const std::string& text, const s
     EXPECT_TRUE(contains(r.err, "kernelevo: error: ")) << what << "\n" << r.err;
     EXPECT_TRUE(contains(r.err, text)) << what << "\n" << r.err;
     EXPECT_FALSE(contains(r.err, "internal error")) << what << "\n" << r.err;
+}
+
+// "llm.example.invalid" of "https://llm.example.invalid/v1".
+std::string url_host_of(const std::string& url) {
+    const size_t begin = url.find("://") + 3;
+    return url.substr(begin, url.find('/', begin) - begin);
 }
 
 TEST(BadInput, AFlopsExpressionNestedTwentyThousandDeepIsAnErrorNotACrash) {
@@ -210,6 +218,56 @@ TEST(BadInput, BatchFetchDoesNotOverwriteAnExistingFileUnlessForced) {
     EXPECT_NE(forced.exit_code, 0);
     EXPECT_FALSE(contains(forced.err, "--force to replace it")) << forced.err;
     EXPECT_EQ(read_file(out), "replies fetched before\n");
+}
+
+// Issue 51 item 4a: python3 on PATH without torch, /usr/bin/python3 with it: `import kernelbench`
+// uses /usr/bin/python3, and doctor reports that one (kernelbench::find_python, the one choice).
+TEST(OwnSetup, DoctorReportsThePythonTheImportUses) {
+    ProcessOptions probe;
+    probe.argv = {"/usr/bin/python3", "-c", "import torch"};
+    if (!run_process(probe).ok()) GTEST_SKIP() << "/usr/bin/python3 has no torch here";
+    TempDir dir;
+    const fs::path bin = dir.path() / "bin";
+    fs::create_directories(bin);
+    // python3 without its site packages: no torch.
+    write_file_atomic(bin / "python3", "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n");
+    fs::permissions(bin / "python3", fs::perms::owner_all);
+    const std::map<std::string, std::string> env = {{"PATH", bin.string() + ":/usr/bin:/bin"},
+                                                    {"KERNELEVO_PYTHON", ""}};
+    auto r = kernelevo({"doctor", "--json"}, env);
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.describe() << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["python"].value("command", ""), "/usr/bin/python3") << j["python"].dump();
+    EXPECT_TRUE(j["python"].contains("torch")) << "pytorch missing, the import finds it: " << j["python"].dump();
+    // Triton candidates use python3 (no KERNELEVO_PYTHON): the wrapper, probed on its own.
+    EXPECT_EQ(j["triton_python"].value("command", ""), "python3") << j["triton_python"].dump();
+    auto text = kernelevo({"doctor"}, env);
+    EXPECT_FALSE(contains(text.out, "pytorch   missing")) << text.out;
+    EXPECT_TRUE(contains(text.out, "(/usr/bin/python3")) << text.out;
+}
+
+// Issue 51 item 4f: `llm check` without a key for a hosted provider stops before sending (exit 2),
+// naming the variables it looked at; a server on this machine may take no key and is asked.
+TEST(OwnSetup, LlmCheckWithoutAKeyNamesTheVariablesAndSendsNothing) {
+    struct Case {
+        std::string url, vars;
+    };
+    for (const Case& c : {Case{"https://openrouter.ai/api/v1", "$KERNELEVO_API_KEY and $OPENROUTER_API_KEY"},
+                          Case{"https://llm.example.invalid/v1", "$KERNELEVO_API_KEY and $OPENAI_API_KEY"}}) {
+        auto r = kernelevo({"llm", "check", "--model", "m", "--llm-url", c.url, "--llm-attempts", "1"}, {}, 60);
+        expect_usage_error(r, "no API key for " + url_host_of(c.url) + ": " + c.vars + " are unset or empty", c.url);
+        EXPECT_TRUE(contains(r.err, "Nothing was sent")) << r.err;
+        EXPECT_FALSE(contains(r.out, "model:")) << "a request was sent: " << r.out;
+    }
+    // OPENROUTER_API_KEY is never sent to another host: said, with how to send it anyway.
+    auto r = kernelevo({"llm", "check", "--model", "m", "--llm-url", "https://llm.example.invalid/v1"},
+                       {{"OPENROUTER_API_KEY", "sk-or-test-0123456789"}}, 60);
+    expect_usage_error(r, "$OPENROUTER_API_KEY is set, but it is sent only to openrouter.ai", "withheld");
+    // A local server: asked without a key (here nothing listens: the request fails, exit 1).
+    auto local = kernelevo({"llm", "check", "--model", "m", "--llm-url", "http://127.0.0.1:9/v1", "--llm-attempts", "1"},
+                           {}, 60);
+    EXPECT_EQ(local.exit_code, 1) << local.err;
+    EXPECT_TRUE(contains(local.out, "key:      none ($KERNELEVO_API_KEY and $OPENAI_API_KEY are unset")) << local.out;
 }
 
 }  // namespace

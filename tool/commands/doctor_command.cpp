@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "common/process.h"
 #include "compile/compile.h"
+#include "kernelbench/kernelbench.h"
 #include "profile/profile.h"
 #include "reference/reference.h"
 #include "sandbox/sandbox.h"
@@ -85,6 +86,21 @@ std::string torch_line(const nlohmann::json& p) {
     return p.value("torch", "") + ", " + cuda + ", GPU " + (p.value("cuda_available", false) ? "visible" : "not visible");
 }
 
+// The Python the KernelBench import and the baselines use (kernelbench::find_python, the one choice:
+// `given`, else python3 if it has torch, else /usr/bin/python3), probed; when none has torch, the
+// first one tried, with the reason the import would give.
+nlohmann::json probe_torch_python(const std::string& given) {
+    try {
+        nlohmann::json j = probe_python(kernelbench::find_python(given));
+        if (given.empty()) j["chosen"] = "python3 if it has torch, else /usr/bin/python3 (as import kernelbench)";
+        return j;
+    } catch (const std::exception& e) {
+        nlohmann::json j = probe_python(given.empty() ? "python3" : given);
+        j["not_found"] = e.what();
+        return j;
+    }
+}
+
 std::string triton_line(const nlohmann::json& p) {
     if (p.contains("missing")) return "unknown (no Python)";
     if (p.contains("triton_missing")) return "missing (Triton candidates need Triton 3.x: pip install triton)";
@@ -103,7 +119,9 @@ void register_doctor_command(CLI::App& app, int& rc) {
                              {"The same as one JSON object", "kernelevo doctor --json"},
                              {"Another Python's PyTorch and Triton", "kernelevo doctor --python ~/venv/bin/python"}});
     cmd->add_flag("--json", *json_out, "Print one JSON object");
-    cmd->add_option("--python", *python, "The Python to check (default $KERNELEVO_PYTHON, else python3)");
+    cmd->add_option("--python", *python,
+                    "The Python to check (default: for PyTorch the one kernelevo import uses: python3 if it has "
+                    "torch, else /usr/bin/python3; for Triton $KERNELEVO_PYTHON, else python3)");
     cmd->callback([json_out, python, &rc] {
         const SandboxLayers& l = sandbox_layers();
         Task t;
@@ -119,7 +137,12 @@ void register_doctor_command(CLI::App& app, int& rc) {
         } catch (const std::exception& e) {
             nvcc = std::string("missing: ") + e.what();
         }
-        const nlohmann::json py = probe_python(triton::python_path(*python));
+        // PyTorch: the import's Python; Triton: the Python Triton candidates compile with (--python,
+        // $KERNELEVO_PYTHON, python3), probed apart only when it is another one.
+        const nlohmann::json py = probe_torch_python(*python);
+        const std::string triton_python = triton::python_path(*python);
+        const bool same = triton_python == py.value("command", "");
+        const nlohmann::json tpy = same ? py : probe_python(triton_python);
         const nlohmann::json ncu = probe_ncu();
         // Validation needs neither Python nor ncu: they do not decide "ready".
         bool complete = l.namespaces && l.seccomp && l.landlock && d.present && nvcc.rfind("missing", 0) != 0;
@@ -130,6 +153,7 @@ void register_doctor_command(CLI::App& app, int& rc) {
                          {"nvcc", nvcc},
                          {"libtorch", libtorch_version()},
                          {"python", py},
+                         {"triton_python", tpy},
                          {"ncu", ncu},
                          {"gpu_lock_dir", GpuLock::lock_dir()},
                          {"ready", complete}};
@@ -144,7 +168,9 @@ void register_doctor_command(CLI::App& app, int& rc) {
             else
                 std::cout << "gpu       none: " << d.error << "\n";
             std::cout << "nvcc      " << nvcc << "\nlibtorch  " << libtorch_version() << "\n";
-            std::cout << "python    " << python_line(py) << "\npytorch   " << torch_line(py) << "\ntriton    " << triton_line(py) << "\n";
+            std::cout << "python    " << python_line(py) << "\npytorch   " << torch_line(py) << "\ntriton    "
+                      << triton_line(tpy) << (same ? "" : " (" + python_line(tpy) + ", --python or $KERNELEVO_PYTHON)")
+                      << "\n";
             std::cout << "ncu       "
                       << (ncu.contains("missing") ? "missing: " + ncu["missing"].get<std::string>()
                                                   : ncu["path"].get<std::string>() + " (" + ncu["version"].get<std::string>() + ")")

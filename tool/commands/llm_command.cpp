@@ -203,6 +203,7 @@ nlohmann::json check_model(llm::Client& client, const std::string& name, const C
 
 // `llm check`: every model once; 0 when each answered, else 1.
 int run_check(const CheckOptions& o) {
+    if (o.llm.replay.empty()) llm::require_api_key(o.llm.url, o.llm.key_env);  // before anything is sent
     auto client = llm::make_client(o.llm, log_line);
     // Human lines go to `text`, which --json discards.
     std::ostringstream discard;
@@ -218,7 +219,8 @@ int run_check(const CheckOptions& o) {
         if (!key.value.empty()) report["key_source"] = key.source;
         text << "key:      "
              << (!key.value.empty()     ? "from $" + key.source
-                 : key.withheld.empty() ? std::string("none (KERNELEVO_API_KEY and the provider's variable are unset)")
+                 : key.withheld.empty() ? "none ($" + key.looked_at.front() + " and $" + key.looked_at.back() +
+                                              " are unset; a local server)"
                                         : "none ($" + key.withheld + " is sent only to openrouter.ai)")
              << "\n";
     }

@@ -3,6 +3,7 @@
 #include "llm/options.h"
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -132,15 +133,54 @@ ApiKey find_api_key(const std::string& url, const std::string& key_env) {
     if (!key_env.empty()) {
         ApiKey key = get(key_env);
         if (key.value.empty()) throw SettingError({settings::kKeyEnv}, "{llm.key_env} " + key_env + ": the variable is not set or empty");
+        key.looked_at = {key_env};
         return key;
     }
-    if (ApiKey key = get(env_name(EnvVar::kApiKey)); !key.value.empty()) return key;
     const std::string host = url_host(url);
-    if (host == "openrouter.ai" || ends_with(host, ".openrouter.ai")) return get("OPENROUTER_API_KEY");
-    ApiKey key = get("OPENAI_API_KEY");
+    const bool openrouter_host = host == "openrouter.ai" || ends_with(host, ".openrouter.ai");
+    const std::string provider_var = openrouter_host ? "OPENROUTER_API_KEY" : "OPENAI_API_KEY";
+    const std::vector<std::string> looked_at = {env_name(EnvVar::kApiKey), provider_var};
+    ApiKey key = get(env_name(EnvVar::kApiKey));
+    if (key.value.empty()) key = get(provider_var);
+    key.looked_at = looked_at;
     const char* openrouter = std::getenv("OPENROUTER_API_KEY");
-    if (openrouter && !trim(openrouter).empty()) key.withheld = "OPENROUTER_API_KEY";
+    if (key.value.empty() && !openrouter_host && openrouter && !trim(openrouter).empty())
+        key.withheld = "OPENROUTER_API_KEY";
     return key;
+}
+
+namespace {
+
+// A server on this machine or the local network (loopback, private and link-local IPv4, IPv6
+// loopback and unique-local, a name without a dot, *.local, *.localhost): it may well take no key.
+bool local_host(const std::string& host) {
+    if (host.empty() || host == "localhost" || ends_with(host, ".localhost") || ends_with(host, ".local")) return true;
+    if (host.find(':') != std::string::npos)  // IPv6
+        return host == "::1" || host == "[::1]" || host.rfind("fc", 0) == 0 || host.rfind("fd", 0) == 0 ||
+               host.rfind("[fc", 0) == 0 || host.rfind("[fd", 0) == 0;
+    if (host.find('.') == std::string::npos) return true;
+    unsigned a = 0, b = 0;
+    if (std::sscanf(host.c_str(), "%u.%u.", &a, &b) != 2 || host.find_first_not_of("0123456789.") != std::string::npos)
+        return false;
+    return a == 127 || a == 10 || a == 0 || (a == 192 && b == 168) || (a == 172 && b >= 16 && b < 32) ||
+           (a == 169 && b == 254);
+}
+
+}  // namespace
+
+void require_api_key(const std::string& url, const std::string& key_env) {
+    const ApiKey key = find_api_key(url, key_env);
+    const std::string host = url_host(url);
+    if (!key.value.empty() || local_host(host)) return;
+    std::string vars;
+    for (size_t i = 0; i < key.looked_at.size(); ++i)
+        vars += (i == 0 ? "$" : i + 1 == key.looked_at.size() ? " and $" : ", $") + key.looked_at[i];
+    std::string msg = "no API key for " + host + ": " + vars + " are unset or empty";
+    if (!key.withheld.empty())
+        msg += " ($" + key.withheld + " is set, but it is sent only to openrouter.ai; give it with {llm.key_env} " +
+               key.withheld + ")";
+    throw SettingError({settings::kKeyEnv}, msg + "; set " + key.looked_at.front() + " (or name another variable with "
+                                                  "{llm.key_env}). Nothing was sent.");
 }
 
 HttpConfig http_config(const LlmOptions& o, const LogFn& log) {

@@ -42,6 +42,7 @@ struct ApiKey {
     std::string value;    // empty: none found
     std::string source;   // the variable it came from, for messages ("" when none)
     std::string withheld; // OPENROUTER_API_KEY when it is set but not sent to this host
+    std::vector<std::string> looked_at;  // the variables asked, in order (KERNELEVO_API_KEY, the provider's)
 };
 // The key for `url`: $VAR when key_env names one; else KERNELEVO_API_KEY; else the variable of the
 // provider the URL points at (OPENROUTER_API_KEY for openrouter.ai, OPENAI_API_KEY for
@@ -49,6 +50,10 @@ struct ApiKey {
 // to another host (make_provider logs a note when that leaves no key). Surrounding whitespace is
 // trimmed; the key is registered with register_secret().
 ApiKey find_api_key(const std::string& url, const std::string& key_env = "");
+// Throws a SettingError (llm.key_env) naming the variables looked at when find_api_key() finds no
+// key for `url` and its host is not on this machine or the local network (a local server may take
+// none): a hosted provider would only refuse the request.
+void require_api_key(const std::string& url, const std::string& key_env = "");
 
 // Credentials inside --llm-url (https://user:secret@host/v1, ?key=...). The URL as messages and
 // printed commands show it: the user-info as ***, and the query values that may be credentials
