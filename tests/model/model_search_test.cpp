@@ -138,10 +138,15 @@ TEST(ModelSearch, EveryRegionRunsAsASearchOfItsOwnAndTheSummarySaysHowItEnded) {
     auto r = kernelevo(search(dir.path(), {"--max-time", "10m", "--model", "m", "--llm-url", "http://127.0.0.1:9/v1",
                                            "--islands", "3", "--no-profile", "--json", "--budget-usd", "2",
                                            "--budget-tokens", "100000"}));
-    EXPECT_EQ(r.exit_code, 2) << r.err;  // the worst region's exit code
+    EXPECT_EQ(r.exit_code, 2) << r.err;  // a setup error
     EXPECT_TRUE(contains(r.err, "[1/2] h.0.b: searching, budget 449 s")) << r.err;
-    EXPECT_TRUE(contains(r.err, "[2/2] h.0.a: failed (exit code 2)")) << r.err;
-    EXPECT_TRUE(contains(r.err, "validates every candidate on the local GPU")) << r.err;  // the region's own error
+    // Issue 51 item 4c: no GPU is every region's error: said once (both regions ran at once here).
+    const std::string error = "validates every candidate on the local GPU";
+    ASSERT_TRUE(contains(r.err, error)) << r.err;  // the region's own error, once
+    EXPECT_EQ(r.err.find(error), r.err.rfind(error)) << r.err;
+    EXPECT_FALSE(contains(r.err, "failed (exit code 2)")) << r.err;
+    EXPECT_TRUE(contains(r.err, "every region's search stops on it: said once; 0 of 2 region search(es) not started"))
+        << r.err;
     json out = json::parse(r.out);
     EXPECT_EQ(out["exit_code"], 2);
     EXPECT_EQ(out["model"], "Blk");
@@ -153,18 +158,29 @@ TEST(ModelSearch, EveryRegionRunsAsASearchOfItsOwnAndTheSummarySaysHowItEnded) {
     EXPECT_EQ(s["regions"][0]["exit_code"], 2);
     EXPECT_EQ(s["regions"][0]["budget_s"], 449);
     EXPECT_EQ(s["regions"][1]["budget_s"], 151);
-    EXPECT_TRUE(contains(read_file(dir.path() / "search" / "blk_a.log"), "validates every candidate on the local GPU"));
+    EXPECT_EQ(s["regions"][1]["status"], "failed");
+    EXPECT_TRUE(contains(read_file(dir.path() / "search" / "blk_b.log"), "validates every candidate on the local GPU"));
     // The region's command: its task, the model's cache and state, its budget, the options passed on.
-    const std::string cmd = read_file(dir.path() / "search" / "blk_a.cmd");
-    for (const std::string& part : std::vector<std::string>{"search --task " + (dir.path() / "regions/blk_a/task.json").string(),
+    const std::string cmd = read_file(dir.path() / "search" / "blk_b.cmd");
+    const std::string task_b = (dir.path() / "regions/blk_b/task.json").string();
+    for (const std::string& part : std::vector<std::string>{"search --task " + task_b,
                                     "--out " + (dir.path() / "cache").string(),
-                                    "--state " + (dir.path() / "search/blk_a.db").string(), "--max-time 151",
+                                    "--state " + (dir.path() / "search/blk_b.db").string(), "--max-time 449",
                                     "--islands 3", "--no-profile", "--model m",
-                                    // the money and tokens split by the same shares (25.1256%)
-                                    "--budget-usd 0.502512 ", "--budget-tokens 25125 "})
+                                    // the money and tokens split by the same shares (74.8744%)
+                                    "--budget-usd 1.497488 ", "--budget-tokens 74874 "})
         EXPECT_TRUE(contains(cmd, part)) << part << " not in " << cmd;
     EXPECT_FALSE(contains(cmd, "--model-dir")) << cmd;
     EXPECT_FALSE(contains(cmd, "--budget-usd 2 ")) << cmd;
+    // One at a time: the first region's setup error stops the model search before the second starts.
+    r = kernelevo(search(dir.path(), {"--max-time", "10m", "--model", "m", "--llm-url", "http://127.0.0.1:9/v1",
+                                      "--model-jobs", "1", "--fresh"}));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_FALSE(contains(r.err, "[2/2]")) << r.err;
+    EXPECT_TRUE(contains(r.err, "said once; 1 of 2 region search(es) not started")) << r.err;
+    EXPECT_TRUE(r.out.empty()) << "no table of failures: " << r.out;
+    s = json::parse(read_file(dir.path() / "search" / "summary.json"));
+    EXPECT_EQ(s["regions"][1]["status"], "pending");
 }
 
 // A region done before (summary.json says so and its state is there) is skipped; the others run,
@@ -188,6 +204,8 @@ TEST(ModelSearch, RunningItAgainSkipsTheRegionsDoneAndSplitsTheTimeOverTheRest) 
     EXPECT_EQ(s["regions"][0]["status"], "done");
     EXPECT_EQ(s["regions"][0]["best_speedup"], 1.8);
     EXPECT_EQ(s["regions"][1]["status"], "failed");
+    EXPECT_TRUE(contains(r.err, "said once; 0 of 1 region search(es) not started")) << r.err;  // no GPU: setup
+    r = kernelevo(search(dir.path(), {"--max-time", "10m", "--model", "m", "--dry-run"}));
     EXPECT_TRUE(contains(r.out, "h.0.b   74.5%   900 s      done     0     1.80x")) << r.out;
 
     // Without its state the region is searched again; --dry-run says so.

@@ -270,6 +270,17 @@ std::vector<model::Job> region_jobs(const model::Plan& plan, const Planned& p, c
     return jobs;
 }
 
+// A region's search that stopped with exit code 2 on an error that names no region of its own (no
+// GPU, no model, a bad option passed on to every region): every other region would stop on the same,
+// so it is said once (`first`, the first one's line) and no further region starts. An error that is
+// the region's own (its task) counts as the region's failure.
+bool is_setup_error(const model::JobResult& res, const std::string& line, std::string& first) {
+    if (!res.started || res.signal || res.exit_code != 2 || line.empty()) return false;
+    if (first.empty() && line.rfind("kernelevo: error: ", 0) == 0 && line.find("regions/") == std::string::npos)
+        first = line;
+    return line == first;
+}
+
 // The end: the table (or --json), and the exit code: 0 when every region's search finished, else the
 // worst region's (1 for one interrupted or never started).
 int finish(const model::Plan& plan, const model::Summary& summary, bool json, bool interrupted) {
@@ -287,6 +298,18 @@ int finish(const model::Plan& plan, const model::Summary& summary, bool json, bo
         print_table(plan, summary, std::cout);
     }
     return rc;
+}
+
+// The end after a setup error (is_setup_error): the error once, no table of failures (--json still
+// prints the summary), exit 2.
+int setup_error_end(const model::Plan& plan, const model::Summary& summary, const std::vector<size_t>& to_run,
+                    bool json, const std::string& error) {
+    if (json) finish(plan, summary, true, false);
+    const auto left = std::count_if(to_run.begin(), to_run.end(),
+                                    [&](size_t k) { return summary.regions[k].status == "pending"; });
+    std::cerr << error << " (every region's search stops on it: said once; " << left << " of " << to_run.size()
+              << " region search(es) not started)\n";
+    return 2;
 }
 
 }  // namespace
@@ -335,9 +358,15 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
             std::cerr << "kernelevo: " << tag(i) << ": searching, budget " << budget_text(r.budget_s) << ", log "
                       << (plan.dir / r.log).string() << "\n";
     };
+    std::string setup_error;  // the first region's setup error: every region's search would stop on it
     ev.ended = [&](size_t i, const model::JobResult& res) {
         model::RegionRun& r = summary.regions[p.to_run[i]];
         record_end(r, res, jobs[i].out_file);
+        if (is_setup_error(res, last_log_line(jobs[i].log_file), setup_error)) {
+            g_model_sigints.fetch_add(1);  // no further region starts
+            write_summary(summary_file, summary);
+            return;
+        }
         std::cerr << "kernelevo: " << tag(i) << ": " << r.status << " (" << res.describe() << ") after "
                   << clock_text(res.seconds) << ", best " << speedup_text(r)
                   << (cached_best(r) ? " over the LibTorch reference" : "")
@@ -358,6 +387,7 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
         if (r.status == "running") r.status = "stopped";
     write_summary(summary_file, summary);
 
+    if (!setup_error.empty()) return setup_error_end(plan, summary, p.to_run, a.json, setup_error);
     return finish(plan, summary, a.json, g_model_sigints.load() > 0);
 }
 
