@@ -63,6 +63,25 @@ TEST(KernelBenchImportIdentity, QuietImportPrintsNoProgress) {
     EXPECT_TRUE(fs::exists(tmp.path() / "q" / "kb1_19_ReLU" / "task.json"));
 }
 
+// Issue 51 item 4b: quiet means no progress, not no errors: `import -q` of a refused problem (and of
+// one that is not a problem at all) still says, one line each, which and why, beside exit 1.
+TEST(KernelBenchImportIdentity, QuietImportStillNamesEveryRefusedProblemWithItsReason) {
+    TempDir tmp("kevo-kb-quiet-refused");
+    const fs::path batchnorm = kbtest::problems() / "level1/33_BatchNorm.py";
+    const fs::path not_a_problem = tmp.path() / "level1" / "904_NotAProblem.py";
+    fs::create_directories(not_a_problem.parent_path());
+    write_file_atomic(not_a_problem, "x = 1\n");
+    ProcessResult r = kbtest::kernelevo({"import", "kernelbench", "-q", "--out", (tmp.path() / "q").string(), "--jobs",
+                                         "1", "--max-numel", "4096", batchnorm.string(), not_a_problem.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.describe() << "\n" << r.err;
+    EXPECT_NE(r.err.find("kb1_33_BatchNorm: refused: BatchNorm in training mode"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("kb1_904_NotAProblem: refused: the file defines no Model"), std::string::npos) << r.err;
+    size_t lines = 0;
+    for (char c : r.err) lines += c == '\n';
+    EXPECT_EQ(lines, 2u) << "one line per refused problem, no progress:\n" << r.err;
+    EXPECT_EQ(r.err.find("kernelevo: imported"), std::string::npos) << r.err;
+}
+
 TEST(KernelBenchImportIdentity, TheSuiteReferenceChangedAfterTheImportIsNotBuilt) {
     const auto& imp = kbtest::cpu_import();
     ASSERT_EQ(imp.by_name.count("kb1_19_ReLU"), 1u) << imp.run.err;
