@@ -19,6 +19,8 @@ Install: `pip install ./python` from a KernelEvo checkout (offline: add --no-bui
 """
 import importlib
 
+from ._version import __version__  # (no torch: a plain string)
+
 # Public name -> the submodule that defines it. Imported on first use (PEP 562), so that
 # `import kernelevo` (and every `import kernelevo.kernelbench...` of the KernelBench importer's
 # sandboxed per-problem processes) loads none of them, nor torch. Nothing here registers anything at

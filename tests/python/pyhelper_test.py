@@ -6,6 +6,7 @@ present: it validates tests/python/linear_gelu.cu with `kernelevo cache add` and
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -479,6 +480,13 @@ class Install(unittest.TestCase):
         shutil.copyfile(os.path.join(root, "CMakeLists.txt"), os.path.join(dest, "CMakeLists.txt"))
         return os.path.join(dest, "python")
 
+    def test_the_version_is_the_projects(self):
+        """Issue 51 item 4g: kernelevo.__version__ is CMakeLists.txt's project version and kernelevo's."""
+        with open(os.path.join(HERE, "..", "..", "CMakeLists.txt"), encoding="utf-8") as f:
+            project = re.search(r"project\(KernelEvo\s+VERSION\s+([0-9.]+)", f.read()).group(1)
+        tool = subprocess.run([KERNELEVO, "--version"], capture_output=True, text=True).stdout.split()[1]
+        self.assertEqual((kernelevo.__version__, tool), (project, project))
+
     def test_pip_install_of_the_package_works(self):
         for mod in ("pip", "setuptools", "wheel"):
             if subprocess.run([sys.executable, "-c", "import " + mod], capture_output=True).returncode != 0:
@@ -502,12 +510,16 @@ class Install(unittest.TestCase):
             env["PYTHONPATH"] = os.path.join(d, "site")
             install = [py, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--no-deps", "--target",
                        env["PYTHONPATH"], package]
+        before = sorted(os.listdir(package))
         p = subprocess.run(install, capture_output=True, text=True, env=env)
         self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+        # Issue 51 item 4h: the build writes nothing into the source tree (no build/, no egg-info).
+        self.assertEqual(sorted(os.listdir(package)), before)
         script = """if True:
             import os, sys, warnings, torch, kernelevo
             from kernelevo import torch_task, op
             print("FILE", kernelevo.__file__)
+            print("VERSION", kernelevo.__version__)
             print("SHARE", torch_task._kernelbench_dir(), op._include_dir())
             out = kernelevo.export_task(torch.nn.Linear(6, 2).eval(), torch.randn(3, 6), "tasks", name="pip_lin", device="cpu", quiet=True)
             warnings.simplefilter("ignore")
@@ -521,6 +533,7 @@ class Install(unittest.TestCase):
         installed = os.path.dirname(lines["FILE"])
         self.assertTrue(installed.startswith(os.path.realpath(d)) or installed.startswith(d), lines["FILE"])
         self.assertNotIn(os.path.join("src", "python"), installed)  # the installed package, not the sources
+        self.assertEqual(lines["VERSION"], kernelevo.__version__)
         self.assertEqual(lines["SHARE"].split(), [os.path.join(installed, "_share", "kernelbench"),
                                                   os.path.join(installed, "_share", "include")])
         self.assertEqual(lines["OP"], "kernelevo::pip_lin(Tensor input, Tensor weight, Tensor bias) -> Tensor torch.Size([3, 2])")
