@@ -4,8 +4,10 @@
 // processes, files, SQLite states and a real HTTP server on loopback.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/mount.h>
 
 #include <chrono>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -182,33 +184,49 @@ TEST(TrustBoundaries, RepliesForANewOrFreshStateAreRefusedBeforeAnythingIsCreate
     EXPECT_EQ(read_file(state), before) << "--fresh emptied the state";
 }
 
-// Item 14: a full disk (here a file-size limit) while `cache add` writes an entry leaves the entry
-// as it was: never a new .cu beside no .json or an old one, and no temp file.
+// Item 14: a full disk while `cache add` writes an entry leaves the entry as it was: never a new .cu
+// beside no .json or an old one, and no temp file. The disk: a real 64 KiB tmpfs where the test may
+// mount one (as root), else a file-size limit on the process (bash's ulimit -f).
 TEST(TrustBoundaries, CacheAddOnAFullDiskLeavesNoHalfEntry) {
     TempDir dir;
     const fs::path cache = dir.path() / "kernels";
-    const fs::path kernel = kData / "gelu_bias" / "kernels" / "good.cu";
-    ASSERT_LT(fs::file_size(kernel), 8000u);
-    auto add = [&](const std::string& note, bool limited) {
-        std::string cmd = "trap '' XFSZ; " + std::string(limited ? "ulimit -f 8; " : "") + "exec '" + kExe +
+    fs::create_directories(cache);
+    struct Disk {
+        explicit Disk(const fs::path& at)
+            : at(at), mounted(::mount("tmpfs", at.c_str(), "tmpfs", 0, "size=64k") == 0) {}
+        ~Disk() {
+            if (mounted) ::umount2(at.c_str(), MNT_DETACH);
+        }
+        fs::path at;
+        bool mounted;
+    } disk(cache);
+    const fs::path good = kData / "gelu_bias" / "kernels" / "good.cu", other = dir.path() / "other.cu";
+    write_file_atomic(other, read_file(good) + "// another kernel\n");
+    ASSERT_LT(fs::file_size(other), 12000u);
+    auto add = [&](const fs::path& kernel, size_t note_chars) {
+        std::string cmd = "trap '' XFSZ; " + std::string(disk.mounted ? "" : "ulimit -f 16; ") + "exec '" + kExe +
                           "' cache add --task '" + kTask + "' --kernel '" + kernel.string() +
-                          "' --arch sm_90 --cache-dir '" + cache.string() + "' --unvalidated --note '" + note + "'";
+                          "' --arch sm_90 --cache-dir '" + cache.string() + "' --unvalidated --note '" +
+                          std::string(note_chars, 'n') + "'";
         ProcessOptions o;
         o.argv = {"/bin/bash", "-c", cmd};
         o.timeout_s = 60;
         return run_process(o);
     };
+    std::cout << "the full disk: " << (disk.mounted ? "a 64 KiB tmpfs" : "ulimit -f 16") << "\n";
+    const std::string full = disk.mounted ? "No space left on device" : "File too large";
     const fs::path cu = cache / "gelu_bias" / "sm_90.cu", meta = cache / "gelu_bias" / "sm_90.json";
-    // No entry before: nothing at all after.
-    auto first = add(std::string(12000, 'n'), true);
-    expect_usage_error(first, "File too large", "cache add, no entry before");
+    // No entry before: nothing at all after (the .json, 70 KB of note, does not fit).
+    auto first = add(other, 70000);
+    expect_usage_error(first, full, "cache add, no entry before");
     EXPECT_FALSE(fs::exists(cu)) << "a .cu without its .json";
     EXPECT_FALSE(fs::exists(meta));
-    // An entry before: it stays, byte for byte.
-    ASSERT_EQ(add("first", false).exit_code, 0);
+    // An entry before: it stays, byte for byte, not another kernel's .cu beside its .json.
+    ASSERT_EQ(add(good, 5).exit_code, 0);
     const std::string cu_before = read_file(cu), meta_before = read_file(meta);
-    auto second = add(std::string(12000, 'm'), true);
-    expect_usage_error(second, "File too large", "cache add over an entry");
+    auto second = add(other, 70000);
+    expect_usage_error(second, full, "cache add over an entry");
+    EXPECT_TRUE(contains(second.err, "the cache entry was left as it was")) << second.err;
     EXPECT_EQ(read_file(cu), cu_before);
     EXPECT_EQ(read_file(meta), meta_before);
     for (const auto& e : fs::directory_iterator(cache / "gelu_bias"))
