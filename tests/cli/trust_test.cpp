@@ -129,6 +129,10 @@ TEST(TrustBoundaries, EveryDurationOptionIsFiniteAboveZeroAndAtMostAWeek) {
                            "--idle-exit 1e9");
     auto search = kernelevo(batch_search(state, dir.path(), {"--timeout", "1e10"}), kEnv);
     expect_usage_error(search, "--timeout: " + why + "1e10'", "search --timeout");
+    for (const std::string& limit : {"1e308", "inf", "200h"}) {
+        auto r = kernelevo(batch_search(state, dir.path(), {"--max-time", limit}), kEnv);
+        expect_usage_error(r, "--max-time: at most a week (604800 s), not '" + limit + "'", "--max-time " + limit);
+    }
     EXPECT_FALSE(fs::exists(state));
     EXPECT_FALSE(fs::exists(dir.path() / "suite"));
 }

@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/duration.h"
+
 namespace kevo::cli {
 
 // A number that is finite ("nan", "inf", "1e999" are refused). Text that is no number at all is
@@ -30,9 +32,8 @@ inline const CLI::Validator FiniteNumber(
     "", "FINITE");
 
 // Every duration option (timeouts, leases, waits) in seconds: a finite number above 0 and at most
-// a week. Beyond that a timeout is no timeout, and the figure overflows the integers and clocks that
-// take it (a child's watchdog, Python's time.sleep, the lease's milliseconds).
-inline constexpr double kMaxSeconds = 7 * 24 * 3600.0;
+// a week (kMaxDurationSeconds, common/duration.h, the one bound).
+inline constexpr double kMaxSeconds = kMaxDurationSeconds;
 
 inline std::string check_seconds(const std::string& in, bool zero_allowed) {
     char* end = nullptr;

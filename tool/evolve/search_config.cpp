@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/duration.h"
 #include "language/registry.h"
 
 namespace kevo::evolve {
@@ -132,7 +133,8 @@ void validate(const SearchConfig& c) {
 
 double parse_duration(const std::string& s) {
     if (s.empty()) return 0;
-    const std::string bad = "{stopping.max_time}: cannot read '" + s + "' (use e.g. 900, 30m or 2h)";
+    const std::string shown = s.size() > 40 ? s.substr(0, 40) + "..." : s;
+    const std::string bad = "{stopping.max_time}: cannot read '" + shown + "' (use e.g. 900, 30m or 2h)";
     size_t used = 0;
     double v = 0;
     try {
@@ -143,6 +145,8 @@ double parse_duration(const std::string& s) {
     const std::string unit = s.substr(used);
     const double mult = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
     if (mult < 0 || !(v >= 0)) throw SettingError({settings::kMaxTime}, bad);
+    if (!(v * mult <= kMaxDurationSeconds))  // inf, 1e308: no limit is no --max-time (0)
+        throw SettingError({settings::kMaxTime}, "{stopping.max_time}: at most a week (604800 s), not '" + shown + "'");
     return v * mult;
 }
 
