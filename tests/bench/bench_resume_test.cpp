@@ -82,7 +82,7 @@ TEST(BenchCommand, AResumedBenchRunsATaskAgainWhenItsKernelOrTaskChanged) {
     EXPECT_TRUE(has(p.err, "a: the task or its kernel changed since the last run: running it again")) << p.err;
     EXPECT_NE(b.result("a")["status"], "missing") << b.result("a").dump(2);
     EXPECT_EQ(b.result("a")["kernel"], (b.kernels / "a.cu").string());
-    EXPECT_TRUE(has(p.err, "b: done earlier (missing)")) << p.err;
+    EXPECT_TRUE(has(p.err, "b: done earlier (no kernel)")) << p.err;
 
     // b's task file edited: b runs again; a kernel in b's folder added at the same time is found.
     std::ofstream(b.suite / "b" / "task.json", std::ios::app) << "\n";

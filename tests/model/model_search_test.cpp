@@ -227,6 +227,18 @@ TEST(ModelBench, TheSuiteIsTheRegionsTasks) {
     ASSERT_EQ(report["results"].size(), 2u) << report.dump(2);
     EXPECT_EQ(report["results"][0]["name"], "blk_a");
     EXPECT_EQ(report["results"][1]["name"], "blk_b");
+    // Issue 51 item 4d: no cache yet: each region has no kernel (nothing run, its speedup null), not
+    // "run, not correct" with a speedup of 0.
+    for (const auto& res : report["results"]) {
+        EXPECT_EQ(res["status"], "missing") << res.dump();
+        EXPECT_TRUE(res["speedup"].is_null()) << res.dump();
+    }
+    EXPECT_TRUE(contains(r.err, "kernelevo: 0 of 0 run correct (2 of 2 without a kernel)")) << r.err;
+    EXPECT_TRUE(contains(r.err, "[1/2] blk_a: no kernel")) << r.err;
+    const std::string md = read_file(dir.path() / "bench" / "report.md");
+    EXPECT_TRUE(contains(md, "| blk_a | no kernel | - |")) << md;
+    EXPECT_FALSE(contains(md, "run, none correct")) << md;
+    EXPECT_TRUE(contains(read_file(dir.path() / "bench" / "report.html"), "no task has a kernel (2 without a kernel)"));
     r = kernelevo({"bench", "--model-dir", dir.path().string(), "--suite", dir.path().string(), "--out", "x"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_TRUE(contains(r.err, "--suite excludes --model-dir")) << r.err;

@@ -78,7 +78,7 @@ TEST_F(BenchUseCase, ReadyKernelsAreJudgedResumedAndAnotherModeIsRefused) {
         EXPECT_EQ(o.summary.not_run, 1);
     }
     EXPECT_EQ(o.rc, 0);
-    EXPECT_TRUE(said("[2/2] kb_relu: missing")) << lines.size();
+    EXPECT_TRUE(said("[2/2] kb_relu: no kernel")) << lines.size();  // (issue 51 item 4d: not "run")
     for (const char* f : {"bench.json", "report.md", "report.json", "report.html"})
         EXPECT_TRUE(fs::is_regular_file(fs::path(req.out) / f)) << f;
 
@@ -87,7 +87,7 @@ TEST_F(BenchUseCase, ReadyKernelsAreJudgedResumedAndAnotherModeIsRefused) {
     o = workflows::run_bench(req);
     ASSERT_EQ(o.refused, workflows::BenchRefusal::none) << o.why;
     EXPECT_TRUE(said("resuming the bench in")) << (lines.empty() ? "" : lines[0]);
-    EXPECT_TRUE(said("[2/2] kb_relu: done earlier (missing)"));
+    EXPECT_TRUE(said("[2/2] kb_relu: done earlier (no kernel)"));
 
     // A search into the folder of a bench of ready kernels: refused, saying what the folder holds.
     workflows::BenchRequest search = req;

@@ -154,7 +154,8 @@ std::map<std::string, Baseline> load_baseline(const fs::path& tsv) {
 
 nlohmann::json TaskResult::to_json() const {
     nlohmann::json j{{"name", name},       {"task", task},           {"status", status},
-                     {"done", done},       {"correct", correct()},   {"speedup", speedup},
+                     {"done", done},       {"correct", correct()},
+                     {"speedup", no_kernel() ? nlohmann::json() : nlohmann::json(speedup)},
                      {"kernel_us", kernel_us}, {"reference_us", reference_us}, {"tokens", tokens},
                      {"cost_usd", cost_usd}, {"wall_s", wall_s},     {"kernel", kernel},
                      {"note", note},       {"inputs", inputs}};
@@ -182,7 +183,7 @@ TaskResult TaskResult::from_json(const nlohmann::json& j) {
     r.task = j.value("task", "");
     r.status = j.value("status", "error");
     r.done = j.value("done", false);
-    r.speedup = j.value("speedup", 0.0);
+    r.speedup = j.contains("speedup") && j["speedup"].is_number() ? j["speedup"].get<double>() : 0.0;
     r.kernel_us = j.value("kernel_us", 0.0);
     r.reference_us = j.value("reference_us", 0.0);
     r.tokens = j.value("tokens", int64_t{0});
@@ -200,6 +201,8 @@ TaskResult TaskResult::from_json(const nlohmann::json& j) {
     r.baseline_note = j.value("baseline_note", "");
     return r;
 }
+
+std::string TaskResult::status_text() const { return no_kernel() ? "no kernel" : status; }
 
 double TaskResult::over(const std::string& kind) const {
     auto it = speedup_over.find(kind);
@@ -249,6 +252,7 @@ Summary summarize(const std::vector<TaskResult>& results) {
             sp.push_back(r.speedup);
         }
         if (r.status == "no_device") ++s.not_run;
+        if (r.no_kernel()) ++s.no_kernel;
         s.tokens += r.tokens;
         s.cost_usd += r.cost_usd;
         s.wall_s += r.wall_s;
@@ -318,7 +322,7 @@ std::vector<std::string> task_header(bool published) {
 }
 
 std::vector<std::string> task_cells(const TaskResult& r, bool published) {
-    std::vector<std::string> c = {r.name, r.status, r.correct() ? fmt("%.3fx", r.speedup) : "-", us_str(r.kernel_us), us_str(r.reference_us),
+    std::vector<std::string> c = {r.name, r.status_text(), r.correct() ? fmt("%.3fx", r.speedup) : "-", us_str(r.kernel_us), us_str(r.reference_us),
                                   r.torch.precision.empty() ? "-" : r.torch.precision};
     for (const auto& k : baseline::kinds()) {
         c.push_back(r.torch.ran(k) ? us_str(r.torch.us(k)) : r.torch.why_not(k).substr(0, 160));

@@ -65,6 +65,9 @@ struct TaskResult {
     std::string note;         // why not correct, or what was skipped
     std::string inputs;       // inputs_key() of what the result was computed from ("": unknown, an older bench)
     bool correct() const { return status == "ok"; }
+    // No kernel was there to run ("missing", "no_kernel"): neither run nor "not correct", speedup null in JSON.
+    bool no_kernel() const { return status == "missing" || status == "no_kernel"; }
+    std::string status_text() const;  // the status as tables and progress show it: "no kernel" for no_kernel()
     double over(const std::string& kind) const;  // speedup_over[kind], 0 when none
     nlohmann::json to_json() const;
     static TaskResult from_json(const nlohmann::json& j);
@@ -90,6 +93,7 @@ struct OverBaseline {
 
 struct Summary {
     int tasks = 0, correct = 0, not_run = 0;    // not_run: no GPU here
+    int no_kernel = 0;                          // tasks without a kernel to run (TaskResult::no_kernel())
     std::vector<std::pair<double, double>> fast_p;  // (p, share of all tasks correct and > p x faster); p = 0 counts correct ones
     double geomean_speedup = 0, median_speedup = 0;  // over the correct tasks
     std::vector<OverBaseline> baselines;             // one per baseline::kinds()

@@ -12,13 +12,14 @@ const char* const kNotCorrect = "#bbbbbb";
 const char* const kNotRun = "#7a9cc6";
 
 struct Counts {
-    int correct = 0, not_correct = 0, not_run = 0;
+    int correct = 0, not_correct = 0, not_run = 0, no_kernel = 0;  // no_kernel: nothing to run (not "not correct")
 };
 
 Counts count(const std::vector<TaskResult>& results) {
     Counts c;
     for (const auto& r : results) {
         if (!ran(r)) ++c.not_run;
+        else if (r.no_kernel()) ++c.no_kernel;
         else if (r.correct()) ++c.correct;
         else ++c.not_correct;
     }
@@ -28,16 +29,21 @@ Counts count(const std::vector<TaskResult>& results) {
 // Why a chart of correct tasks has nothing to draw, or "" when it has.
 std::string no_correct_task(const Counts& c) {
     if (c.correct) return "";
-    if (c.not_correct == 0 && c.not_run == 0) return "no task in this report";
-    if (c.not_correct == 0) return "no task was run (" + std::to_string(c.not_run) + " not run: no GPU of their architecture here)";
+    const std::string without = c.no_kernel ? std::to_string(c.no_kernel) + " without a kernel" : "";
+    if (c.not_correct == 0 && c.not_run == 0 && c.no_kernel == 0) return "no task in this report";
+    if (c.not_correct == 0 && c.not_run == 0) return "no task has a kernel (" + without + ")";
+    if (c.not_correct == 0)
+        return "no task was run (" + std::to_string(c.not_run) + " not run: no GPU of their architecture here" +
+               (without.empty() ? "" : ", " + without) + ")";
     return "no task has a correct kernel (" + std::to_string(c.not_correct) + " run, none correct" +
-           (c.not_run ? ", " + std::to_string(c.not_run) + " not run" : "") + ")";
+           (c.not_run ? ", " + std::to_string(c.not_run) + " not run" : "") + (without.empty() ? "" : ", " + without) + ")";
 }
 
 // "N not correct, M not run (not drawn)" for the charts that draw correct tasks only.
 std::string left_out(const Counts& c) {
     std::string s;
     if (c.not_correct) s += std::to_string(c.not_correct) + " not correct";
+    if (c.no_kernel) s += (s.empty() ? "" : ", ") + std::to_string(c.no_kernel) + " without a kernel";
     if (c.not_run) s += (s.empty() ? "" : ", ") + std::to_string(c.not_run) + " not run (no GPU of their architecture here)";
     return s.empty() ? "" : "Not drawn: " + s + ".";
 }
@@ -77,7 +83,7 @@ nlohmann::json speedup_histogram(const std::vector<TaskResult>& results) {
     const size_t not_correct = bins.size(), not_run = bins.size() + 1;
     std::vector<int> n(bins.size() + 2, 0);
     for (const auto& r : results) {
-        if (!ran(r)) ++n[not_run];
+        if (!ran(r) || r.no_kernel()) ++n[not_run];  // (without a kernel: nothing was run)
         else if (!r.correct()) ++n[not_correct];
         else
             for (size_t i = 0; i < bins.size(); ++i)

@@ -44,8 +44,14 @@ struct BenchArgs {
 void print_summary(const workflows::BenchOutcome& o, bool json) {
     const bench::Summary& sum = o.summary;
     // "Correct" among the tasks that ran: tasks with no GPU of their architecture here are not run, not failed.
-    std::cerr << "kernelevo: " << sum.correct << " of " << sum.tasks - sum.not_run << " run correct"
-              << (sum.not_run ? " (" + std::to_string(sum.not_run) + " of " + std::to_string(sum.tasks) + " not run: no GPU of their architecture here)" : "");
+    // Tasks without a kernel (none in --kernels, none found by the search) were not run either.
+    const std::string of = " of " + std::to_string(sum.tasks);
+    std::string aside = sum.no_kernel ? std::to_string(sum.no_kernel) + of + " without a kernel" : "";
+    if (sum.not_run)
+        aside += (aside.empty() ? "" : "; ") + std::to_string(sum.not_run) + of +
+                 " not run: no GPU of their architecture here";
+    std::cerr << "kernelevo: " << sum.correct << " of " << sum.tasks - sum.not_run - sum.no_kernel << " run correct"
+              << (aside.empty() ? "" : " (" + aside + ")");
     for (auto [p, share] : sum.fast_p)
         if (p > 0) std::cerr << ", fast_" << p << " " << share;
     if (sum.correct) std::cerr << ", geomean " << sum.geomean_speedup << "x over the LibTorch reference";

@@ -288,7 +288,7 @@ void BenchRun::report_progress(size_t i, const std::string& prefix, const bench:
     }
     double per = seconds_since(t_start_) / ran_;
     char line[160];
-    std::snprintf(line, sizeof line, "%s", r.correct() ? (std::to_string(r.speedup).substr(0, 5) + "x").c_str() : r.status.c_str());
+    std::snprintf(line, sizeof line, "%s", r.correct() ? (std::to_string(r.speedup).substr(0, 5) + "x").c_str() : r.status_text().c_str());
     say(prefix + r.name + ": " + line + " [" + hms(wall) + "]" + " | best " +
         (best ? best->name + " " + std::to_string(best->speedup).substr(0, 5) + "x" : "none") + " | ETA " + hms(per * left));
 }
@@ -309,7 +309,7 @@ bool BenchRun::run_task(size_t i) {
     if (p != prior_.end() && p->second.done && !changed) {
         results_[i] = p->second;
         apply_published(results_[i]);
-        say(prefix + folder + ": done earlier (" + results_[i].status +
+        say(prefix + folder + ": done earlier (" + results_[i].status_text() +
             (results_[i].correct() ? ", " + std::to_string(results_[i].speedup) + "x" : "") + ")");
         return true;
     }
