@@ -122,9 +122,21 @@ def compare_model(model, loaded, inputs=None, reps=20, verbose=True):
                        "speedup_vs_torch_compile": _ratio(compiled, mine)},
         "regions": _region_times(loaded, xs, device, reps),
     }
+    _no_kernel_no_speedup(result)
     if verbose:
         print(format_comparison(result))
     return result
+
+
+def _no_kernel_no_speedup(result):
+    """A loaded model in which no region runs a kernel is the original's PyTorch ops: its times differ from
+    eager's by how load_model runs them, which is no speedup of any kernel. Says so, and gives no speedup."""
+    e = result["end_to_end"]
+    e["kernel_regions"] = sum(1 for r in result["regions"] if r["runs"] == "kernel")
+    if e["kernel_regions"] == 0:
+        e["speedup_vs_pytorch_eager"] = e["speedup_vs_torch_compile"] = None
+        e["no_kernel"] = ("no region runs a kernel (every region in PyTorch: see regions' reasons): the loaded "
+                          "model's time is the original's ops as load_model runs them, not a kernel's speedup")
 
 
 def _ms(x):
@@ -138,6 +150,7 @@ def format_comparison(res):
         "  end to end: PyTorch eager %s, torch.compile %s, kernelevo (loaded model) %s" % (
             _ms(e["pytorch_eager_ms"]), _ms(e["torch_compile_ms"]) if e["torch_compile_ms"] else e["torch_compile"],
             _ms(e["kernelevo_ms"])),
+        "  " + e["no_kernel"] if e.get("no_kernel") else
         "  speedup of the loaded model (same precision): vs PyTorch eager %s; vs torch.compile %s" % (
             "%.3gx" % e["speedup_vs_pytorch_eager"] if e["speedup_vs_pytorch_eager"] else "-",
             "%.3gx" % e["speedup_vs_torch_compile"] if e["speedup_vs_torch_compile"] else e["torch_compile"]),

@@ -474,6 +474,15 @@ class ModelLoad(unittest.TestCase):
         text = kernelevo.model_compare.format_comparison(res)
         self.assertIn("vs PyTorch eager", text)
         self.assertIn("vs torch.compile", text)
+        # Issue 51 item 4e: nothing replaced (no kernels): the times, no speedup, and why.
+        model_load.load_op = REAL_LOAD_OP
+        res = kernelevo.compare_model(model, self.load(out, model)[0], reps=3, verbose=False)
+        e, text = res["end_to_end"], kernelevo.model_compare.format_comparison(res)
+        self.assertEqual((e["kernel_regions"], e["speedup_vs_pytorch_eager"]), (0, None))
+        self.assertIsNone(e["speedup_vs_torch_compile"])
+        self.assertGreater(e["kernelevo_ms"], 0)
+        self.assertIn("no region runs a kernel", text)
+        self.assertNotIn("speedup of the loaded model", text)
 
 
 class Attention(nn.Module):
