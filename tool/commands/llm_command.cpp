@@ -203,8 +203,8 @@ nlohmann::json check_model(llm::Client& client, const std::string& name, const C
 
 // `llm check`: every model once; 0 when each answered, else 1.
 int run_check(const CheckOptions& o) {
+    auto client = llm::make_client(o.llm, log_line);  // (checks the URL; sends nothing)
     if (o.llm.replay.empty()) llm::require_api_key(o.llm.url, o.llm.key_env);  // before anything is sent
-    auto client = llm::make_client(o.llm, log_line);
     // Human lines go to `text`, which --json discards.
     std::ostringstream discard;
     std::ostream& text = o.json ? static_cast<std::ostream&>(discard) : std::cout;
