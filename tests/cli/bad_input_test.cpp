@@ -154,6 +154,10 @@ TEST(BadInput, OutOfRangeAndNonFiniteOptionsAreRefusedBeforeAnyState) {
     expect_usage_error(kernelevo({"tune", "--task", kTask, "--kernel", "k.cu", "--seed", "-1"}), "--seed: must be a whole number", "tune");
     expect_usage_error(kernelevo({"validate", "--task", kTask, "--kernel", "k.cu", "--timeout", "nan"}), "--timeout: must be a finite number", "validate");
     expect_usage_error(kernelevo({"llm", "check", "--model", "m", "--llm-url", "http://h/v1\r\n"}), "--llm-url: must not contain control characters", "llm check");
+    // Problems imported at once (issue 48): each its own Python, at most 64.
+    expect_usage_error(kernelevo({"import", "kernelbench", "p.py", "--out", (dir.path() / "suite").string(), "--jobs", "65"}),
+                       "--jobs: must be between 0 and 64, not 65", "import --jobs 65");
+    EXPECT_FALSE(fs::exists(dir.path() / "suite")) << "import --jobs 65 created its suite";
 }
 
 TEST(BadInput, CacheAddUnvalidatedRefusesAnEmptyOrBinaryKernel) {

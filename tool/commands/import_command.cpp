@@ -93,7 +93,10 @@ void register_import_command(CLI::App& app, int& rc) {
                    "(0: KernelBench's own sizes)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    kb->add_option("--jobs", o->jobs, "Problems imported at once on the CPU (0: min(4, cores)); on the GPU one Python at a time holds the GPU lock")->capture_default_str()->check(CLI::NonNegativeNumber);
+    kb->add_option("--jobs", o->jobs,
+                   "Problems imported at once, each its own Python (0: min(4, cores)); on a GPU they share it with each "
+                   "other and with validations' checks, never with a timing")
+        ->capture_default_str()->check(CLI::Range(0, 64));
     kb->add_option("--timeout", o->timeout_s, "Seconds allowed per problem")
         ->capture_default_str()->check(cli::Seconds);
     add_output_bound_option(*kb, o);

@@ -329,7 +329,7 @@ void print_result(const nlohmann::json& j, size_t done, size_t total, const std:
     std::cerr << printable(os.str()) << "\n";
 }
 
-// Runs every problem, `jobs` at a time (one on the GPU, under its lock), a line per problem and,
+// Runs every problem, `jobs` at a time (on the GPU under its lock, shared), a line per problem and,
 // every minute, one saying how far the import is.
 std::vector<nlohmann::json> run_all(const ImportSetup& s, const std::vector<std::string>& sources, int jobs,
                                     std::chrono::steady_clock::time_point t0) {
@@ -540,19 +540,17 @@ ImportSummary import_problems(const ImportOptions& o) {
     // on the CPU (a runaway problem fails with MemoryError instead of dragging the machine into swap).
     s.max_as = s.gpu ? 0 : static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
     // The GPU's lock (validate.h), the one every GPU use of the tool takes: a problem's Python runs
-    // the model on the GPU, so it holds the lock for its whole run and never lands in another
-    // validation's timed batches (problems on the GPU take turns; on the CPU there is no lock).
+    // the model on the GPU, so it holds the lock, shared, for its whole run: problems run beside each
+    // other and beside judges' checks, never inside another validation's timed calls.
     if (s.gpu) s.lock_dev = Validator(Task{}, ValidateOptions{}).device();
     if (!o.quiet)
         std::cerr << "kernelevo: reference " << (rb.cached ? "reused from the cache" : "built in " + fmt_seconds(rb.seconds))
                   << " (" << rb.library.string() << "); importing "
                   << sources.size() << " problem(s) with " << s.python << " (torch " << torch_version << ") on the " << s.device
-                  << (s.gpu ? " under its GPU lock" : "") << "; sandbox: " << conf.label << "\n";
+                  << (s.gpu ? " (the GPU shared, never beside a timing)" : "") << "; sandbox: " << conf.label << "\n";
 
-    // One Python process (and sandbox) per problem, `jobs` at a time; under the GPU lock they would
-    // only take turns: one at a time.
+    // One Python process (and sandbox) per problem, `jobs` at a time, on the CPU or the GPU.
     int jobs = o.jobs > 0 ? o.jobs : std::max(1, std::min(4, static_cast<int>(std::thread::hardware_concurrency())));
-    if (s.lock_dev && s.lock_dev->present) jobs = 1;
     output_bounds(o, s, jobs);
     s.executable = s.sandboxed ? s.py.executable : s.python;
     s.importer_args = {(dir / "import_kernelbench.py").string(), "--reference-source", (s.out / kReferenceName).string(),
