@@ -211,8 +211,9 @@ TEST(CliHelpLayout, SearchOptionsAreGrouped) {
 TEST(CliErrors, ValuesOutOfRangeGetOneShortLine) {
     auto r = kernelevo({"search", "--task", "t.json", "--out", "o", "--timeout", "-1"});
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_TRUE(contains(r.err, "kernelevo: error: --timeout: must be a positive number, not -1\n")) << r.err;
-    EXPECT_LT(r.err.size(), 120u) << r.err;  // not a 309-digit range
+    EXPECT_TRUE(contains(r.err, "kernelevo: error: --timeout: must be a number of seconds above 0, at most 604800 (a week), "
+                                "not '-1'\n")) << r.err;
+    EXPECT_LT(r.err.size(), 160u) << r.err;  // not a 309-digit range
     r = kernelevo({"search", "--task", "t.json", "--out", "o", "--islands", "0"});
     EXPECT_TRUE(contains(r.err, "kernelevo: error: --islands: must be between 1 and 64, not 0")) << r.err;
     r = kernelevo({"search", "--task", "t.json", "--out", "o", "--backend", "rust"});
