@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 48's benchmark on a GPU host: N `kernelevo search` runs at once on one GPU, on imported
 # KernelBench problems at their own sizes, each fed its honest kernel by the replay provider (the
-# seed, then CHILDREN variants of it: one round); NVML samples the GPU's utilization all the while
-# and every judge and holder of the GPU lock logs its phases ($KEVO_PHASE_LOG). Prints gpu_busy.py's
+# seed, then one round of CHILDREN replies: scripts/write_replay.py's, the first a duplicate of the
+# seed); NVML samples the GPU's utilization all the while and every judge and holder of the GPU lock
+# logs its phases ($KEVO_PHASE_LOG). Prints gpu_busy.py's
 # table: per phase, the time the lock was held (shared or exclusive) and the time the GPU executed
 # kernels meanwhile; the wall time, the GPU busy share and the jobs judged per GPU-minute.
 #
@@ -33,19 +34,8 @@ echo "gpu_busy: ${#names[@]} searches at once (${names[*]}), the seed and $child
 for t in "${names[@]}"; do
   k=tests/data/kernelbench_honest/$t.cu
   [ -f "$k" ] || k=tests/data/kernelbench_honest/${t}_plain.cu
-  # The replay's v-th reply: the honest kernel with a distinct constant (no duplicate, no cache hit).
-  python3 - "$k" "$out/$t.replay.jsonl" <<'PY'
-import json, sys
-src = open(sys.argv[1]).read()
-with open(sys.argv[2], "w") as f:
-    for v in range(1, 41):
-        body = src + "\nnamespace { [[maybe_unused]] constexpr int kVariant%d = %d; }\n" % (v, v)
-        f.write(json.dumps({"time": "", "request_hash": "replay-%d" % v, "request": {},
-                            "response": {"content": "Here is the kernel.\n\n```cuda\n" + body + "```\n",
-                                         "finish_reason": "stop", "model": "replay-model"},
-                            "usage": {"prompt_tokens": 3000, "completion_tokens": 800, "cost_usd": 0.0},
-                            "latency_s": 0.1, "attempts": 1, "error": None}) + "\n")
-PY
+  # The replies: the source itself (a duplicate of the seed: dropped), then variants of it (no cache hit).
+  python3 scripts/write_replay.py "$k" "$out/$t.replay.jsonl" --variants 40 --hash-prefix "replay-$t"
 done
 nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 100 > "$out/util.csv" &
 sampler=$!
