@@ -76,7 +76,8 @@ class Timeline:
     def busy(self, t0, t1):
         """GPU-executing seconds in [t0, t1), each bin's share split among the spans running in it."""
         n = len(self.util)
-        return sum(self.util[i] * self.BIN / max(1, self.running[i]) for i in range(self.index(t0), min(n, self.index(t1))))
+        bins = range(self.index(t0), min(n, self.index(t1)))
+        return sum(self.util[i] * self.BIN / max(1, self.running[i]) for i in bins)
 
 
 def main():
@@ -129,13 +130,15 @@ def main():
         return
     print("wall %.1f s; the GPU executed kernels %.0f%% of it (NVML); %d jobs judged (%d timed): %.1f per GPU-minute; "
           "a measurement held the GPU alone %.0f%% of the wall time" %
-          (wall, 100 * device_busy, judged, validations, summary["jobs_per_gpu_minute"], 100 * summary["exclusive_share"]))
+          (wall, 100 * device_busy, judged, validations, summary["jobs_per_gpu_minute"],
+           100 * summary["exclusive_share"]))
     print()
     print("| phase | lock | spans | held (s) | GPU executing (s) | executing / held |")
     print("|---|---|---:|---:|---:|---:|")
     for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["held_s"]):
         share = r["gpu_busy_s"] / r["held_s"] if r["held_s"] > 0 else 0.0
-        print("| %s | %s | %d | %.1f | %.1f | %.0f%% |" % (name, r["lock"], r["count"], r["held_s"], r["gpu_busy_s"], 100 * share))
+        print("| %s | %s | %d | %.1f | %.1f | %.0f%% |" %
+              (name, r["lock"], r["count"], r["held_s"], r["gpu_busy_s"], 100 * share))
     print()
     print("waiting for the lock (s, summed over judges): " +
           (", ".join("%s %.1f" % kv for kv in sorted(waits.items())) or "none"))

@@ -29,7 +29,10 @@ for d in "$suite"/*/; do
   [ -f "$k" ] && names+=("$t")
   [ ${#names[@]} -ge "$n" ] && break
 done
-[ ${#names[@]} -gt 0 ] || { echo "gpu_busy: no task of $suite has an honest kernel in tests/data/kernelbench_honest" >&2; exit 2; }
+if [ ${#names[@]} -eq 0 ]; then
+  echo "gpu_busy: no task of $suite has an honest kernel in tests/data/kernelbench_honest" >&2
+  exit 2
+fi
 echo "gpu_busy: ${#names[@]} searches at once (${names[*]}), the seed and $children children each; $ke"
 for t in "${names[@]}"; do
   k=tests/data/kernelbench_honest/$t.cu
