@@ -4,7 +4,10 @@
 // holder and its reason, and a holder that died is taken over and said once. No GPU needed. Order
 // is read from a log the holders append to, never from how long something took.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,4 +143,77 @@ TEST_F(LockDir, AHolderThatDiedIsTakenOverAndSaidOnce) {
         << notes[0];
     take();
     EXPECT_EQ(notes.size(), 1u) << "a lock released cleanly was reported as taken over";
+}
+
+// Issue 50's attacks on the lock directory: a planted lock file (a symlink to someone's file, a
+// FIFO, a folder) is one clear error, and the file it points to is neither truncated nor opened to
+// every user; a holder's line with an absurd start time is never a garbage duration; a phase log
+// that is a FIFO nobody reads never hangs the release.
+TEST_F(LockDir, APlantedLockFileIsRefusedAndItsTargetKept) {
+    const std::string victim = dir + "/victim";
+    std::ofstream(victim) << "precious\n";
+    fs::permissions(victim, fs::perms::owner_read | fs::perms::owner_write);
+    fs::create_symlink(victim, dir + "/gpu-GPU-test.lock");
+    try {
+        GpuLock lock("GPU-test", "GPU 0 (test)", {}, GpuUse::exclusive, "attack");
+        ADD_FAILURE() << "a lock file that is a symlink was followed";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("gpu-GPU-test.lock"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+    std::ifstream f(victim);
+    std::string line;
+    std::getline(f, line);
+    EXPECT_EQ(line, "precious") << "the symlink's target was truncated";
+    EXPECT_EQ(fs::status(victim).permissions() & fs::perms::others_write, fs::perms::none)
+        << "the symlink's target was opened to every user";
+    fs::remove(dir + "/gpu-GPU-test.lock");
+    ASSERT_EQ(mkfifo((dir + "/gpu-GPU-test.lock").c_str(), 0600), 0);
+    EXPECT_THROW(GpuLock("GPU-test", "GPU 0 (test)", {}, GpuUse::shared, "fifo"), std::runtime_error);
+    fs::remove(dir + "/gpu-GPU-test.lock");
+    fs::create_directory(dir + "/gpu-GPU-test.lock");
+    EXPECT_THROW(GpuLock("GPU-test", "GPU 0 (test)", {}, GpuUse::shared, "folder"), std::runtime_error);
+}
+
+TEST_F(LockDir, AHolderLineWithAnAbsurdStartIsNoGarbageDuration) {
+    for (const char* since : {"1e300", "inf", "-5", "nan", "99999999999999"}) {
+        int fd = open((dir + "/gpu-GPU-test.lock").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        ASSERT_GE(fd, 0);
+        const std::string line = std::string("4242 ") + since + " odd\x01reason\n";
+        ASSERT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+        ASSERT_EQ(flock(fd, LOCK_EX), 0);
+        std::thread release([fd] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+            flock(fd, LOCK_UN);
+        });
+        std::vector<std::string> notes;
+        { GpuLock lock("GPU-test", "GPU 0 (test)", [&](const std::string& n) { notes.push_back(n); }); }
+        release.join();
+        close(fd);
+        ASSERT_FALSE(notes.empty()) << since;
+        EXPECT_NE(notes[0].find("held by pid 4242 (odd?reason)"), std::string::npos) << notes[0];
+        EXPECT_EQ(notes[0].find(" for -"), std::string::npos) << since << ": " << notes[0];
+        EXPECT_EQ(notes[0].find("922337"), std::string::npos) << since << ": " << notes[0];
+    }
+}
+
+TEST_F(LockDir, APhaseLogThatIsAFifoNobodyReadsNeverHangs) {
+    const std::string fifo = dir + "/phase.fifo";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        setenv("KEVO_PHASE_LOG", fifo.c_str(), 1);
+        { GpuLock lock("GPU-test", "GPU 0 (test)", {}, GpuUse::shared, "fifo log"); }
+        _exit(0);
+    }
+    int status = 0;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (waitpid(child, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (waitpid(child, &status, WNOHANG) == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+        FAIL() << "releasing the lock hung on a phase log that is a FIFO";
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }

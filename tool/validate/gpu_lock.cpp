@@ -29,9 +29,18 @@ std::string safe(const std::string& s) {
 double now_s() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+// Never through a symlink nor onto a FIFO or device someone planted in the shared folder: the
+// holder truncates the file and opens it to every user.
 int open_lock(const std::string& path) {
-    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+    if (fd < 0 && errno == ELOOP)
+        throw std::runtime_error("cannot open the GPU lock " + path + ": it is a symbolic link; remove it");
     if (fd < 0) throw std::runtime_error("cannot open the GPU lock " + path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        throw std::runtime_error("cannot open the GPU lock " + path + ": it is not a regular file; remove it");
+    }
     return fchmod(fd, 0666), fd;  // shared by every user of the host
 }
 
@@ -59,7 +68,9 @@ std::string describe(const Holder& h) {
     if (h.pid <= 0) return "held by other work that measures nothing (correctness runs, imports)";
     std::string s = "held by pid " + std::to_string(h.pid);
     if (!h.reason.empty()) s += " (" + h.reason + ")";
-    if (h.since > 0) s += " for " + std::to_string(static_cast<long>(now_s() - h.since)) + " s";
+    // Only a start in the past that a holder could have written (no garbage from a planted line).
+    const double held = now_s() - h.since;
+    if (h.since > 0 && held >= 0 && held < 1e9) s += " for " + std::to_string(static_cast<long>(held)) + " s";
     return s;
 }
 // flock(fd, op) without blocking the caller's words: polls every 2 ms, and once the wait passes a
@@ -153,7 +164,7 @@ void GpuLock::log_hold() const {
                           "\"released\": %.6f}\n",
                           use_ == GpuUse::exclusive ? "exclusive" : "shared", static_cast<long>(getpid()),
                           why.substr(0, 200).c_str(), asked_, got_, now_s());
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);  // a FIFO unread: skip
     if (fd < 0) return;
     (void)!write(fd, buf, std::min<int>(n, sizeof buf - 1));  // one write: lines of several processes never interleave
     close(fd);
