@@ -3,7 +3,10 @@
 // exceed the budget, none sees the budget exceeded, and a holder killed with SIGKILL gives its
 // reservation back. No GPU needed.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,4 +135,58 @@ TEST_F(LedgerDir, WaitingHonoursStopAndTheEnvironmentsTotal) {
     w.stop = [&] { return ++asked >= 2; };
     EXPECT_EQ(ledger.reserve(100, 100, "job", w), nullptr);
     EXPECT_EQ(asked, 2);
+}
+
+// Issue 50's attacks on the ledger's folder: a FIFO planted among the reservations never hangs a
+// count, planted held lines whose bytes add past 2^64 never wrap round to room that is not there,
+// and a guard file that is a symlink is refused in one line, its target never created.
+TEST_F(LedgerDir, PlantedReservationsNeitherHangNorWrapTheSum) {
+    MemoryLedger ledger("fake-gpu", 1000, dir);
+    const std::string mem = dir + "/gpu-fake-gpu.mem";
+    ASSERT_EQ(mkfifo((mem + "/1-0-job").c_str(), 0666), 0);
+    pid_t child = fork();
+    if (child == 0) _exit(ledger.reserved() == 0 ? 0 : 1);
+    int status = 0;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (waitpid(child, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (waitpid(child, &status, WNOHANG) == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+        FAIL() << "counting the ledger hung on a FIFO among the reservations";
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    std::vector<int> held;
+    for (const char* name : {"/2-0-job", "/2-1-job"}) {  // each 2^63 + 8: together they wrap to 16
+        int fd = open((mem + name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(write(fd, "9223372036854775816\n", 20), 20);
+        ASSERT_EQ(flock(fd, LOCK_EX), 0);  // before the fork: the child's copy keeps it held
+        held.push_back(fd);
+    }
+    pid_t holder = fork();  // holds the planted lines as a live holder would
+    if (holder == 0) {
+        pause();
+        _exit(0);
+    }
+    for (int fd : held) close(fd);
+    EXPECT_GE(ledger.reserved(), ledger.budget()) << "the planted bytes wrapped round";
+    LedgerWait w;
+    w.timeout_s = 0.05;
+    EXPECT_EQ(ledger.reserve(100, 100, "job", w), nullptr) << "a reservation fit beside 2^64 bytes";
+    kill(holder, SIGKILL);
+    waitpid(holder, nullptr, 0);
+}
+
+TEST_F(LedgerDir, AGuardThatIsASymlinkIsRefused) {
+    MemoryLedger ledger("fake-gpu", 1000, dir);
+    const std::string target = dir + "/planted-target";
+    fs::create_symlink(target, dir + "/gpu-fake-gpu.mem.lock");
+    try {
+        (void)ledger.reserved();
+        ADD_FAILURE() << "the guard was opened through a symlink";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("gpu-fake-gpu.mem.lock"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(target)) << "the symlink's target was created";
 }

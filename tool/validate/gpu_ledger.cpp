@@ -42,7 +42,9 @@ std::atomic<unsigned> g_seq{0};
 
 struct Guard {  // the ledger's flock: counting and adding are one step
     int fd;
-    explicit Guard(const std::string& path) : fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666)) {
+    // Never through a symlink someone planted in the shared folder (O_CREAT would make its target).
+    explicit Guard(const std::string& path)
+        : fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666)) {
         if (fd < 0) throw std::runtime_error("cannot open the GPU memory ledger " + path + ": " + std::strerror(errno));
         while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
         }
@@ -80,8 +82,13 @@ uint64_t MemoryLedger::sum_live(int /*guard_fd: held by the caller*/, const std:
         std::string name = e->d_name;
         if (name == "." || name == "..") continue;
         std::string path = dir_ + "/" + name;
-        int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);  // a planted FIFO: no hang
         if (fd < 0) continue;
+        struct stat st {};
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // not a reservation: skipped
+            close(fd);
+            continue;
+        }
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) {  // its holder is gone
             unlink(path.c_str());
             close(fd);
@@ -90,7 +97,10 @@ uint64_t MemoryLedger::sum_live(int /*guard_fd: held by the caller*/, const std:
         char buf[32] = {0};
         ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
         close(fd);
-        if (n > 0 && (kind.empty() || kind_of(name) == kind)) sum += std::strtoull(buf, nullptr, 10);
+        if (n > 0 && (kind.empty() || kind_of(name) == kind)) {
+            const uint64_t b = std::strtoull(buf, nullptr, 10);
+            sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;  // planted lines never wrap round
+        }
     }
     closedir(d);
     return sum;
