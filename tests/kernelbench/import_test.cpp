@@ -263,7 +263,8 @@ const DirectImport& direct_import() {
                    (kbtest::problems() / "fixtures" / "argmax_int_output.py").string(),
                    (kbtest::problems() / "level1" / "1_Square_matrix_multiplication_.py").string(),
                    (kbtest::problems() / "level2" / "12_Gemm_Multiply_LeakyReLU.py").string(),
-                   (kbtest::problems() / "level1" / "24_LogSoftmax.py").string()};
+                   (kbtest::problems() / "level1" / "24_LogSoftmax.py").string(),
+                   (kbtest::problems() / "fixtures" / "wide_linear_weight.py").string()};
         po.timeout_s = 600;
         d.run = run_process(po);
         std::istringstream lines(d.run.out);
@@ -347,6 +348,24 @@ TEST(KernelBenchImportModel, MaxNumelShrinksTheBatchBeforeTheReducedRow) {
     const auto& sizes = t["shapes"][0];
     EXPECT_EQ(sizes.value("batch_size", 0), 2) << sizes.dump();
     EXPECT_EQ(sizes.value("dim", 0), 24576) << sizes.dump();
+}
+
+// Issue 51: --max-numel bounds the weights too. Before, only the inputs counted: the batch went to 16
+// and the 4096 x 4096 weight stayed (KernelBench's 56_Matmul_Sigmoid_Sum wrote a 4.1 GB weight file).
+// Now the features the weight shares with the input are halved too, until both hold at most the limit.
+TEST(KernelBenchImportModel, MaxNumelBoundsTheWeightsWithTheInputs) {
+    auto t = direct_task("kb_wide_linear_weight");
+    const auto& r = direct_import().by_name.at("kb_wide_linear_weight");
+    EXPECT_EQ(r["shrunk"], (nlohmann::json{{"batch_size", 2}, {"in_features", 128}, {"out_features", 128}}))
+        << r["shrunk"].dump();
+    const auto& numel = r["shrunk_numel"];
+    ASSERT_TRUE(numel.is_object()) << r.dump();
+    EXPECT_EQ(numel.value("inputs", 0), 2 * 128);
+    EXPECT_EQ(numel.value("parameters", 0), 128 * 128 + 128);
+    EXPECT_EQ(numel.value("limit", 0), 65536);
+    const auto& sizes = t["shapes"][0];
+    EXPECT_EQ(sizes.value("in_features", 0), 128) << sizes.dump();
+    EXPECT_EQ(sizes.value("out_features", 0), 128) << sizes.dump();
 }
 
 TEST(KernelBenchImportModel, ToleranceComesFromTheModelsOwnErrorAgainstFp64) {

@@ -87,9 +87,10 @@ void register_import_command(CLI::App& app, int& rc) {
                    "Shrink each problem for small machines: halve its size constants (module-level integers and "
                    "integer tuples), the batch first (down to 2), then spatial and sequence sizes (>= 16), then "
                    "channels, features and a reduced row such as a softmax's `dim` (>= 16), largest first within each; "
-                   "never kernel sizes, strides, paddings, groups; until its inputs hold at most this many "
-                   "elements; a problem that breaks at the shrunk sizes is tried again with equal sizes shrunk together "
-                   "whatever their role, then with 16x and 256x the limit "
+                   "never kernel sizes, strides, paddings, groups; until its inputs and its model's parameters "
+                   "and buffers together hold at most this many elements; a problem that breaks at the shrunk "
+                   "sizes is tried again with equal sizes shrunk together whatever their role, then with 16x and "
+                   "256x the limit "
                    "(0: KernelBench's own sizes)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);

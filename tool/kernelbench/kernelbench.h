@@ -32,7 +32,7 @@ struct ImportOptions {
     std::vector<std::filesystem::path> files;  // problem .py files or folders of them
     std::filesystem::path out;
     std::string python;        // empty: python3 if it has torch, else /usr/bin/python3
-    int64_t max_numel = 0;     // > 0: shrink size constants until the inputs hold at most this many elements
+    int64_t max_numel = 0;     // > 0: shrink size constants until inputs + parameters hold at most this
     int jobs = 0;              // 0: min(4, cores)
     double timeout_s = 900;    // per problem (its Python is killed kTimeoutGrace, 30 s, later: internal/python_run.h)
     // What a problem's sandbox may write to its private folder on the disk of `out` (each file and all

@@ -97,6 +97,7 @@ const std::pair<const char*, Check> kFields[] = {
     {"plan", string_field},     {"seconds", number_field},  {"inputs", count_field},  {"parameters", count_field},
     {"outputs", count_field},   {"notes", strings_field},   {"phases", numbers_field}, {"shrunk", shrunk_field},
     {"verify", verify_field},   {"flops", flops_field},     {"task_json", object_field},
+    {"shrunk_numel", numbers_field},  // the inputs' and the parameters' elements once shrunk, and the limit
 };
 
 }  // namespace

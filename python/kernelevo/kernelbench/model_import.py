@@ -6,7 +6,7 @@ import time
 import torch
 
 from .common import Phases, Refused, ShrinkRefused, load_problem, one_line, task_name
-from .problem import build_model, draw_inputs, shrink
+from .problem import build_model, draw_inputs, shrink, shrunk_numel
 from .tolerance import DEFAULT_PRECISION
 
 
@@ -44,4 +44,5 @@ def import_model(path, args, max_numel, emit, joint=False):
               "plan": os.path.relpath(plan, args.out), "phases": phases.seconds, "seconds": time.time() - t0}
     if changed:
         result["shrunk"] = {k: v[1] for k, v in changed.items()}
+        result["shrunk_numel"] = shrunk_numel(mod, max_numel)
     return result

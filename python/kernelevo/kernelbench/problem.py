@@ -106,6 +106,30 @@ def input_numel(mod):
     return sum(x.numel() for x in _meta_inputs(mod))
 
 
+def parameter_numel(mod):
+    """Elements of the model's parameters and buffers without allocating them (the model built on the
+    meta device); 0 where it cannot be built there (then only the inputs bound the shrinking)."""
+    try:
+        with on_meta():
+            model = mod.Model(*mod.get_init_inputs())
+        if not isinstance(model, nn.Module):
+            return 0
+        return sum(t.numel() for t in list(model.parameters()) + list(model.buffers()))
+    except Exception:
+        return 0
+
+
+def shrunk_numel(mod, limit):
+    """import.json's `shrunk_numel` beside `shrunk`: the elements of the inputs and of the model's
+    parameters and buffers at the shrunk sizes, and the limit they were shrunk to (--max-numel, or
+    16x and 256x it on a retry), which they exceed only where nothing was left to halve."""
+    try:
+        inputs = input_numel(mod)
+    except Exception:
+        inputs = 0
+    return {"inputs": inputs, "parameters": parameter_numel(mod), "limit": limit}
+
+
 def size_tier(name):
     """0: batch, 1: spatial and sequence sizes, 2: channels, features, reduced dims; None: not a size."""
     if name.startswith("_") or NOT_A_SIZE.search(name):
@@ -120,8 +144,9 @@ def halvable_in(tier):
 
 
 def shrink(mod, max_numel, joint=False):
-    """Halves the module's size constants until the inputs hold <= max_numel elements, tier by tier
-    (size_tier: the batch, then spatial and sequence sizes, then channels and features); within a
+    """Halves the module's size constants until the inputs and the model's parameters and buffers
+    together hold <= max_numel elements (issue 51: a Linear's features made its weight 4 GB), tier
+    by tier (size_tier: the batch, then spatial and sequence sizes, then channels and features); within a
     tier the largest value first, everywhere it appears in that tier (integers and tuples of
     integers), so sizes that were equal stay equal. `joint`: everywhere it appears in any tier (the
     retry for a problem whose batch must equal another size, as HingeLoss's broadcast of
@@ -140,7 +165,7 @@ def shrink(mod, max_numel, joint=False):
     tier = 0
     for _ in range(400):
         try:
-            if input_numel(mod) <= max_numel:
+            if input_numel(mod) + parameter_numel(mod) <= max_numel:
                 break
         except Exception:
             pass  # meta tensors unsupported by this get_inputs(): shrink until nothing is left to shrink

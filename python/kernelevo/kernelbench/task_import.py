@@ -18,7 +18,7 @@ from .common import (DTYPES, MAX_TENSORS, Phases, Refused, ShrinkRefused, dtype_
 from .dim_names import dims_with_names, role_names
 from .fill import generated
 from .graph_file import graph_file, graph_flops
-from .problem import _meta_inputs, build_model, draw_inputs, shrink
+from .problem import _meta_inputs, build_model, draw_inputs, shrink, shrunk_numel
 from .selfcheck import refcheck
 from .tolerance import DEFAULT_PRECISION, fp64_error, policy_error, tolerance_from, with_policy
 from .trace import (Functional, check_graph, close, conversions_watched, fingerprint, flat_outputs, max_abs_diff,
@@ -54,7 +54,10 @@ def import_one(path, args, reference_source, max_numel, emit, joint=False):
     except Exception:
         nbytes = 0
     with big_problem_turn(args, nbytes):
-        return _import_one(path, args, reference_source, src, mod, shrunk, phases)
+        result = _import_one(path, args, reference_source, src, mod, shrunk, phases)
+    if shrunk:
+        result["shrunk_numel"] = shrunk_numel(mod, max_numel)
+    return result
 
 
 def _import_one(path, args, reference_source, src, mod, changed, phases, name=None):
