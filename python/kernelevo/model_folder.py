@@ -80,14 +80,17 @@ def _check_region(path, root, r, i):
     where = "regions[%d]" % i
     if not isinstance(r, dict):
         _fail(path, where, "must be an object")
-    where += " (%s)" % _need(path, where, r, "name", str)
+    name = _need(path, where, r, "name", str)
+    if any(ord(c) < 0x20 or ord(c) == 0x7f for c in name):  # printed in tables and errors: no escapes
+        _fail(path, where, '"name" has a control character')
+    where += " (%s)" % name
     task_name = _need(path, where, r, "task_name", str)
     if not _IDENTIFIER.fullmatch(task_name):
         _fail(path, where, 'task_name "%s" is not an identifier (letters, digits and _)' % task_name)
     status = _need(path, where, r, "status", str)
     share = _need(path, where, r, "share", float)
-    if not math.isfinite(share) or share < 0:
-        _fail(path, where, '"share" must be a number >= 0')
+    if not math.isfinite(share) or share < 0 or share > 1.001:  # a fraction of the model's time
+        _fail(path, where, '"share" must be a number from 0 to 1 (a fraction of the model\'s time)')
     if status not in _STATUSES:
         _fail(path, where, 'unknown status "%s" (expected task, below_threshold, refused, failed, view or repeat)'
               % status)
@@ -97,6 +100,8 @@ def _check_region(path, root, r, i):
             w = _need(path, where, r, "share_with_repeats", float)
             if not math.isfinite(w) or w < share:
                 _fail(path, where, '"share_with_repeats" must be a number >= "share"')
+            if w > 1.001:
+                _fail(path, where, '"share_with_repeats" must be at most 1 (a fraction of the model\'s time)')
     if status == "repeat":
         _need(path, where, r, "same_as", str)
     # What load_model reads besides (model_plan.md): the region's node range and its weights' names.

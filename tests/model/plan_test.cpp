@@ -2,6 +2,7 @@
 // split by time share, search/summary.json written and read back.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "common/error.h"
@@ -226,3 +227,39 @@ TEST(ModelSummary, RoundTrip) {
 }
 
 }  // namespace
+
+// Issue 50's attacks on plan.json: a region name with control characters (a terminal escape, a
+// line break) is refused in one line that does not echo them; a share past 100% (1e308 each: their
+// sum overflows, the table printed "inf%") is refused; a share of -0 is read as 0, never "-0.0%".
+TEST(ModelPlan, ControlCharactersAndSharesPastTheWholeAreRefused) {
+    TempDir dir;
+    json plan = good_plan();
+    plan["regions"][0]["name"] = "h.0\x1b[31mred\nfake line";
+    make_model_folder(dir.path(), plan);
+    std::string e = plan_error(dir.path());
+    EXPECT_TRUE(contains(e, "regions[0]: \"name\" has a control character")) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
+
+    plan = good_plan();
+    plan["regions"][0]["share"] = 1e308;
+    plan["regions"][2]["share"] = 1e308;
+    write_file_atomic(dir.path() / "plan.json", plan.dump());
+    e = plan_error(dir.path());
+    EXPECT_TRUE(contains(e, "regions[0] (h.0.a): \"share\" must be a number from 0 to 1")) << e;
+
+    plan = good_plan();
+    plan["regions"][0]["share"] = -0.0;
+    write_file_atomic(dir.path() / "plan.json", plan.dump());
+    const model::Plan p = model::load_plan(dir.path());
+    EXPECT_FALSE(std::signbit(p.regions[0].share));
+}
+
+TEST(ModelPlan, AShareWithRepeatsPastTheWholeIsRefused) {
+    TempDir dir;
+    json plan = plan_with_repeat();
+    plan["regions"][0]["share_with_repeats"] = 1e308;
+    make_model_folder(dir.path(), plan);
+    const std::string e = plan_error(dir.path());
+    EXPECT_TRUE(contains(e, "regions[0] (h.0.a): \"share_with_repeats\" must be at most 1")) << e;
+}

@@ -135,7 +135,14 @@ class ModelFolder(unittest.TestCase):
     def test_a_plan_of_the_wrong_form_is_one_error_naming_the_field(self):
         cases = [(lambda p: p.pop("regions"), 'missing key "regions"'),
                  (lambda p: p.update(regions=5), '"regions" must be an array'),
-                 (lambda p: p["regions"][0].update(share=-1), r'regions\[0\] \(.*\): "share" must be a number >= 0'),
+                 (lambda p: p["regions"][0].update(share=-1),
+                  r'regions\[0\] \(.*\): "share" must be a number from 0 to 1'),
+                 # Issue 50's attacks: a share past the whole (their sum overflowed: "inf%"), a name
+                 # with a terminal escape and a line break.
+                 (lambda p: p["regions"][0].update(share=1e308),
+                  r'regions\[0\] \(.*\): "share" must be a number from 0'),
+                 (lambda p: p["regions"][0].update(name="a\x1b[31m\nb"),
+                  r'regions\[0\]: "name" has a control character'),
                  (lambda p: p["regions"][0].update(status="odd"), 'unknown status "odd"'),
                  (lambda p: p["regions"][0].update(task_name="a/../b"), 'task_name "a/../b" is not an identifier')]
         for change, pattern in cases:

@@ -65,14 +65,17 @@ Region read_region(const Plan& p, const json& r, size_t i) {
     if (!r.is_object()) fail(p.file, where, "must be an object");
     Region g;
     g.name = str(p.file, where, r, "name");
+    for (char c : g.name)  // it is printed in tables and errors: no terminal escapes, no line breaks
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) fail(p.file, where, "\"name\" has a control character");
     where += " (" + g.name + ")";
     g.task_name = str(p.file, where, r, "task_name");
     static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
     if (!std::regex_match(g.task_name, identifier))  // it names files: search/<task_name>.db
         fail(p.file, where, "task_name \"" + g.task_name + "\" is not an identifier (letters, digits and _)");
     g.status = str(p.file, where, r, "status");
-    g.share = num(p.file, where, r, "share");
-    if (!std::isfinite(g.share) || g.share < 0) fail(p.file, where, "\"share\" must be a number >= 0");
+    g.share = num(p.file, where, r, "share") + 0.0;  // + 0.0: -0 is 0
+    if (!std::isfinite(g.share) || g.share < 0 || g.share > 1.001)  // a fraction of the model's time
+        fail(p.file, where, "\"share\" must be a number from 0 to 1 (a fraction of the model's time)");
     g.kind = opt_str(r, "kind");
     g.reason = opt_str(r, "reason");
     if (r.contains("time_ms") && r["time_ms"].is_number()) g.time_ms = r["time_ms"].get<double>();
@@ -86,6 +89,8 @@ Region read_region(const Plan& p, const json& r, size_t i) {
         if (r.contains("share_with_repeats")) {
             const double with = num(p.file, where, r, "share_with_repeats");
             if (!std::isfinite(with) || with < g.share) fail(p.file, where, "\"share_with_repeats\" must be a number >= \"share\"");
+            if (with > 1.001)
+                fail(p.file, where, "\"share_with_repeats\" must be at most 1 (a fraction of the model's time)");
             g.share = with;
         }
     }
