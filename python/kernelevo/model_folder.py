@@ -80,10 +80,7 @@ def _check_region(path, root, r, i):
     where = "regions[%d]" % i
     if not isinstance(r, dict):
         _fail(path, where, "must be an object")
-    name = _need(path, where, r, "name", str)
-    if any(ord(c) < 0x20 or ord(c) == 0x7f for c in name):  # printed in tables and errors: no escapes
-        _fail(path, where, '"name" has a control character')
-    where += " (%s)" % name
+    where += " (%s)" % _need(path, where, r, "name", str)
     task_name = _need(path, where, r, "task_name", str)
     if not _IDENTIFIER.fullmatch(task_name):
         _fail(path, where, 'task_name "%s" is not an identifier (letters, digits and _)' % task_name)

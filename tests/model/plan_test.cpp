@@ -228,19 +228,13 @@ TEST(ModelSummary, RoundTrip) {
 
 }  // namespace
 
-// Issue 50's attacks on plan.json: a region name with control characters (a terminal escape, a
-// line break) is refused in one line that does not echo them; a share past 100% (1e308 each: their
-// sum overflows, the table printed "inf%") is refused; a share of -0 is read as 0, never "-0.0%".
-TEST(ModelPlan, ControlCharactersAndSharesPastTheWholeAreRefused) {
+// Issue 50's attacks on plan.json: a share past 100% (1e308 each: their sum overflowed, the table
+// printed "inf%") is refused; a share of -0 is read as 0, never "-0.0%".
+TEST(ModelPlan, SharesPastTheWholeAreRefused) {
     TempDir dir;
     json plan = good_plan();
-    plan["regions"][0]["name"] = "h.0\x1b[31mred\nfake line";
     make_model_folder(dir.path(), plan);
-    std::string e = plan_error(dir.path());
-    EXPECT_TRUE(contains(e, "regions[0]: \"name\" has a control character")) << e;
-    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
-    EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
-
+    std::string e;
     plan = good_plan();
     plan["regions"][0]["share"] = 1e308;
     plan["regions"][2]["share"] = 1e308;
