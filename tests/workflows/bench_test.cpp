@@ -2,6 +2,7 @@
 // from tests/data, a real report folder, the real validator (here without a GPU; on the GPU host
 // the kernel is judged).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
@@ -104,6 +105,17 @@ TEST_F(BenchUseCase, ReadyKernelsAreJudgedResumedAndAnotherModeIsRefused) {
     o = workflows::run_bench(req);
     EXPECT_EQ(o.refused, workflows::BenchRefusal::unreadable_state);
     EXPECT_EQ(o.state_file, fs::path(req.out) / "bench.json");
+    // Issue 50's attacks: JSON of another form is no state either (it was an internal error), and a
+    // FIFO in its place is one error, never a hang.
+    for (const char* form : {"[[[]]]", "{\"suite\": 5}", "{\"results\": 7}", "{\"results\": {\"a\": 7}}"}) {
+        write_file_atomic(fs::path(req.out) / "bench.json", form);
+        o = workflows::run_bench(req);
+        EXPECT_EQ(o.refused, workflows::BenchRefusal::unreadable_state) << form;
+    }
+    fs::remove(fs::path(req.out) / "bench.json");
+    ASSERT_EQ(mkfifo((fs::path(req.out) / "bench.json").c_str(), 0600), 0);
+    EXPECT_THROW(workflows::run_bench(req), std::exception);
+    fs::remove(fs::path(req.out) / "bench.json");
     req.fresh = true;
     lines.clear();
     o = workflows::run_bench(req);

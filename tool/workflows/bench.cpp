@@ -132,8 +132,14 @@ bool BenchRun::start_over_or_resume() {
     std::error_code ec;
     if (!fs::exists(state_path_, ec)) return true;
     nlohmann::json old;
-    try {
-        old = nlohmann::json::parse(read_file(state_path_));
+    try {  // a FIFO or device is one error (read_input_file), never a hang; any other form is no state
+        old = nlohmann::json::parse(read_input_file(state_path_, "a bench state (bench.json)"));
+        const nlohmann::json none = "", no_results = nlohmann::json::object();
+        if (!old.is_object() || !old.value("suite", none).is_string() || !old.value("mode", none).is_string() ||
+            !old.value("results", no_results).is_object())
+            throw nlohmann::json::other_error::create(501, "not a bench state", nullptr);
+        for (auto it = old["results"].begin(); it != old["results"].end(); ++it)
+            (void)bench::TaskResult::from_json(it.value());
     } catch (const nlohmann::json::exception&) {
         o_.refused = BenchRefusal::unreadable_state;
         o_.state_file = state_path_;
