@@ -303,6 +303,10 @@ TEST(TrustBoundaries, AnImportOutThatIsAFileAndAStatesBrokenMetadataAreNamed) {
     auto r = kernelevo({"import", "kernelbench", (dir.path() / "p.py").string(), "--out", file.string()});
     expect_usage_error(r, "--out: " + file.string() + " exists and is not a folder", "import --out FILE");
     EXPECT_EQ(read_file(file), "not a folder\n");
+    // The same for bench's report folder (it was "internal error: filesystem error").
+    r = kernelevo({"bench", "--suite", dir.path().string(), "--out", file.string()});
+    expect_usage_error(r, "--out: " + file.string() + " exists and is not a folder", "bench --out FILE");
+    EXPECT_EQ(read_file(file), "not a folder\n");
 
     const std::string state = (dir.path() / "state.db").string();
     ASSERT_EQ(kernelevo(batch_search(state, dir.path()), kEnv).exit_code, 3);

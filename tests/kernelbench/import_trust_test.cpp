@@ -206,7 +206,7 @@ TEST(KernelBenchImportTrust, ARegionNameOfAForgedPlanIsPrintedEscapedByADryRun) 
     TempDir dir("kevo-kb-trust");
     nlohmann::json plan = model_test::good_plan();
     plan["model"] = "Blk\x1b]0;kevo-pwned-title\x07";
-    plan["regions"][0]["name"] = "h.0.a\x1b[2J\x07";
+    plan["regions"][0]["name"] = "h.0.a\x1b[2J\x07\nfake.row  100.0%";  // a newline would fake a row
     model_test::make_model_folder(dir.path(), plan);
     ProcessResult r =
         kbtest::kernelevo({"search", "--model-dir", dir.path().string(), "--max-time", "20m", "--dry-run"}, 120);
@@ -214,7 +214,8 @@ TEST(KernelBenchImportTrust, ARegionNameOfAForgedPlanIsPrintedEscapedByADryRun) 
     EXPECT_FALSE(has_control(r.out)) << r.out;
     EXPECT_FALSE(has_control(r.err)) << r.err;
     EXPECT_NE(r.out.find("Blk\\x1b]0;kevo-pwned-title\\x07: 2 of 2 region search(es)"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("h.0.a\\x1b[2J\\x07"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("h.0.a\\x1b[2J\\x07\\x0afake.row  100.0%"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\nfake.row"), std::string::npos) << r.out;
 }
 
 TEST(KernelBenchImportTrust, AStatesTaskNameAndStopReasonArePrintedEscapedByReport) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "common/duration.h"
@@ -60,6 +61,17 @@ inline const CLI::Validator Seed(
         return errno != 0 || v > static_cast<unsigned long long>(INT64_MAX) ? bad : "";
     },
     "", "SEED");
+
+// An output folder: new, or one that exists; a file (or a link to one) there is refused before
+// anything runs.
+inline const CLI::Validator OutputFolder(
+    [](std::string& in) -> std::string {
+        std::error_code ec;
+        const bool other = (std::filesystem::exists(in, ec) || std::filesystem::is_symlink(in, ec)) &&
+                           !std::filesystem::is_directory(in, ec);
+        return other ? in + " exists and is not a folder; give a folder (a new one, or one written before)" : "";
+    },
+    "", "FOLDER");
 
 // A value that is not empty: an empty path or URL is a mistake (an unset shell variable), not a
 // request for the default.

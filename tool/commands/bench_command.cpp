@@ -116,7 +116,8 @@ void register_bench_command(CLI::App& app, int& rc) {
         ->type_name("DIR")
         ->check(cli::NonEmpty)
         ->excludes(suite);
-    cmd->add_option("--out", a->request.out, "Report directory (also holds the resumable state); required with --suite");
+    cmd->add_option("--out", a->request.out, "Report directory (also holds the resumable state); required with --suite")
+        ->check(cli::OutputFolder);
     cmd->add_option("--kernels", a->request.kernels,
                     "Validate ready kernels instead of searching: DIR/NAME.cu, DIR/NAME/sm_XX.cu, DIR/NAME/kernel.cu "
                     "or the only .cu in DIR/NAME (only --arch, --timeout, --timing-trials, --no-baselines and --aoti apply then; "

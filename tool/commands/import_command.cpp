@@ -76,12 +76,10 @@ void register_import_command(CLI::App& app, int& rc) {
         "OUT/kernelbench_reference.cpp{,.sha256} and OUT/import.json. Exit 0 when at least one problem was imported and none failed (refusals are "
         "not failures), 1 otherwise, 2 on bad usage or setup.");
     kb->add_option("files", o->files, "Problem files (.py) or folders of them")->required();
-    kb->add_option("--out", o->out, "Suite directory to write the tasks to")->required()->check(cli::NonEmpty)
-        ->check(CLI::Validator([](std::string& in) -> std::string {  // a file there is not a suite to add to
-            std::error_code ec;
-            const bool other = (fs::exists(in, ec) || fs::is_symlink(in, ec)) && !fs::is_directory(in, ec);
-            return other ? in + " exists and is not a folder; give a folder (new or a suite imported before)" : "";
-        }, "", "FOLDER"));
+    kb->add_option("--out", o->out, "Suite directory to write the tasks to")
+        ->required()
+        ->check(cli::NonEmpty)
+        ->check(cli::OutputFolder);
     kb->add_option("--python", o->python, "Python with PyTorch (default: python3 if it has torch, else /usr/bin/python3)");
     kb->add_option("--max-numel", o->max_numel,
                    "Shrink each problem for small machines: halve its size constants (module-level integers and "

@@ -109,7 +109,7 @@ void record_end(model::RegionRun& run, const model::JobResult& r, const fs::path
 // The region's name in the table: "i2h (+31)" where 31 repeats run its kernel too (their share is in its own).
 std::string region_label(const model::Plan& plan, const std::string& name) {
     const auto n = std::count_if(plan.regions.begin(), plan.regions.end(), [&](const auto& g) { return g.status == "repeat" && g.same_as == name; });
-    return n ? name + " (+" + std::to_string(n) + ")" : name;
+    return printable_name(name) + (n ? " (+" + std::to_string(n) + ")" : "");
 }
 
 // The table of the regions; their names come from plan.json, which a problem file's import wrote:
@@ -148,14 +148,14 @@ void print_table(const model::Plan& plan, const model::Summary& s, std::ostream&
     if (repeats) os << "(+N): N regions repeat the region (the same computation) and run its kernel too; its share includes theirs\n";
     for (const auto& r : s.regions)
         if (!r.not_cached.empty() && r.best_speedup)
-            os << r.name << ": the search's best (" << format_double("%.2fx", *r.best_speedup)
+            os << printable_name(r.name) << ": the search's best (" << format_double("%.2fx", *r.best_speedup)
                << " in the search) was not cached, so the model runs this region in PyTorch: " << r.not_cached << "\n";
     shown << printable(os.str());
 }
 
 // "[2/5] h.0.mlp": a region's search in the lines about it (its name from plan.json, printable).
 std::string run_tag(size_t i, size_t n, const std::string& name) {
-    return "[" + std::to_string(i + 1) + "/" + std::to_string(n) + "] " + printable(name);
+    return "[" + std::to_string(i + 1) + "/" + std::to_string(n) + "] " + printable_name(name);
 }
 
 struct Planned {
@@ -167,7 +167,7 @@ struct Planned {
 // --dry-run: each region's share and budget (`total_s` split by time share, 0: the same generations
 // each), nothing run.
 int print_dry_run(const model::Plan& plan, const Planned& p, const model::Summary& summary, long total_s, int jobs) {
-    std::cout << printable(plan.model) << ": " << p.to_run.size() << " of " << p.runs.size()
+    std::cout << printable_name(plan.model) << ": " << p.to_run.size() << " of " << p.runs.size()
               << " region search(es) to run, "
               << (total_s > 0 ? budget_text(total_s) + " split by time share" : "each for the same generations")
               << ", " << jobs << " at once\n";

@@ -136,6 +136,14 @@ inline std::string printable(const std::string& text) {
     return out;
 }
 
+// printable() for a name or a cell of a table: a newline or a tab of its own would start a row or
+// a column that is not there, so they are escaped too ("\x0a").
+inline std::string printable_name(const std::string& text) {
+    std::string flat;
+    for (char c : text) flat += c == '\n' ? std::string("\\x0a") : c == '\t' ? std::string("\\x09") : std::string(1, c);
+    return printable(flat);
+}
+
 // Calls f(line, number) for every line of `text` that is not blank (spaces, tabs, "\r"), `line`
 // without its "\n" (a string the callee may move from), `number` counting every line from 1 so that
 // messages can point at it. A final "\n" does not start another line.
