@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "child_wait.h"
 #include "validate/gpu_ledger.h"
 
 using namespace kevo;
@@ -147,14 +148,7 @@ TEST_F(LedgerDir, PlantedReservationsNeitherHangNorWrapTheSum) {
     pid_t child = fork();
     if (child == 0) _exit(ledger.reserved() == 0 ? 0 : 1);
     int status = 0;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (waitpid(child, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < end)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (waitpid(child, &status, WNOHANG) == 0) {
-        kill(child, SIGKILL);
-        waitpid(child, &status, 0);
-        FAIL() << "counting the ledger hung on a FIFO among the reservations";
-    }
+    if (!ended_within(child, 10, status)) FAIL() << "counting the ledger hung on a FIFO among the reservations";
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     std::vector<int> held;
     for (const char* name : {"/2-0-job", "/2-1-job"}) {  // each 2^63 + 8: together they wrap to 16

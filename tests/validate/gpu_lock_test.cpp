@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_wait.h"
 #include "validate/gpu_lock.h"
 
 using namespace kevo;
@@ -207,13 +208,6 @@ TEST_F(LockDir, APhaseLogThatIsAFifoNobodyReadsNeverHangs) {
         _exit(0);
     }
     int status = 0;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (waitpid(child, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < end)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (waitpid(child, &status, WNOHANG) == 0) {
-        kill(child, SIGKILL);
-        waitpid(child, &status, 0);
-        FAIL() << "releasing the lock hung on a phase log that is a FIFO";
-    }
+    if (!ended_within(child, 10, status)) FAIL() << "releasing the lock hung on a phase log that is a FIFO";
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
