@@ -101,8 +101,8 @@ def main():
 
     timeline = Timeline(samples, start, end, spans)
     rows = collections.OrderedDict()
-    for t0, t1, name, lock in spans:
-        r = rows.setdefault(name, {"lock": lock, "count": 0, "held_s": 0.0, "gpu_busy_s": 0.0})
+    for t0, t1, name, lock in spans:  # a helper's preparing (shared) and measuring (exclusive): two rows
+        r = rows.setdefault((name, lock), {"phase": name, "lock": lock, "count": 0, "held_s": 0.0, "gpu_busy_s": 0.0})
         r["count"] += 1
         r["held_s"] += t1 - t0
         r["gpu_busy_s"] += timeline.busy(max(t0, start), min(t1, end))
@@ -124,7 +124,7 @@ def main():
     summary = {"wall_s": wall, "device_busy_share": device_busy, "jobs": judged, "timed_jobs": validations,
                "jobs_per_gpu_minute": judged / (wall / 60) if wall > 0 else 0.0,
                "exclusive_share": exclusive / wall if wall > 0 else 0.0,
-               "phases": rows, "waits_s": dict(waits), "judge_split_s": dict(sub)}
+               "phases": list(rows.values()), "waits_s": dict(waits), "judge_split_s": dict(sub)}
     if as_json:
         print(json.dumps(summary, indent=1))
         return
@@ -135,10 +135,10 @@ def main():
     print()
     print("| phase | lock | spans | held (s) | GPU executing (s) | executing / held |")
     print("|---|---|---:|---:|---:|---:|")
-    for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["held_s"]):
+    for r in sorted(rows.values(), key=lambda r: -r["held_s"]):
         share = r["gpu_busy_s"] / r["held_s"] if r["held_s"] > 0 else 0.0
         print("| %s | %s | %d | %.1f | %.1f | %.0f%% |" %
-              (name, r["lock"], r["count"], r["held_s"], r["gpu_busy_s"], 100 * share))
+              (r["phase"], r["lock"], r["count"], r["held_s"], r["gpu_busy_s"], 100 * share))
     print()
     print("waiting for the lock (s, summed over judges): " +
           (", ".join("%s %.1f" % kv for kv in sorted(waits.items())) or "none"))

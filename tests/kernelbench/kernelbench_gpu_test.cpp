@@ -5,6 +5,9 @@
 //   ctest --test-dir BUILD -R KernelBenchGpu --output-on-failure
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <sstream>
+
 #include "gpu_kernels.h"  // write_transcript (tests/evolve)
 #include "kb_suite.h"
 #include "llm/llm.h"
@@ -72,6 +75,35 @@ TEST(KernelBenchGpu, ImportedTasksValidateThroughTheRunner) {
     Validator ln(load_task(g.out / "kb1_40_LayerNorm" / "task.json"), o);
     ValidationResult bad = ln.validate(read_file(fs::path(KEVO_TEST_DATA_DIR) / "kb_relu" / "relu.cu"));
     EXPECT_EQ(bad.status, Status::mismatch) << bad.log;
+}
+
+// Problems imported at once hold the GPU lock shared, so they overlap (a default of "exclusive" once
+// made an import of eight problems run them one at a time). Their holds are read from $KEVO_PHASE_LOG.
+TEST(KernelBenchGpu, ProblemsImportedAtOnceHoldTheGpuSharedAndOverlap) {
+    REQUIRE_GPU();
+    TempDir dir("kevo-kb-shared");
+    const fs::path log = dir.path() / "phases.jsonl";
+    ::setenv("KEVO_PHASE_LOG", log.c_str(), 1);
+    auto r = kbtest::kernelevo({"import", "kernelbench", "--out", (dir.path() / "suite").string(), "--jobs", "3",
+                                "--max-numel", "1000000", (kbtest::problems() / "level1/19_ReLU.py").string(),
+                                (kbtest::problems() / "level1/40_LayerNorm.py").string(),
+                                (kbtest::problems() / "level2/12_Gemm_Multiply_LeakyReLU.py").string()});
+    ::unsetenv("KEVO_PHASE_LOG");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    double last_got = 0, first_released = 1e300;
+    int holds = 0;
+    std::istringstream lines(read_file(log));
+    for (std::string line; std::getline(lines, line);) {
+        const auto j = nlohmann::json::parse(line);
+        if (j.value("reason", "").rfind("importing ", 0) != 0) continue;
+        ++holds;
+        EXPECT_EQ(j.value("lock", ""), "shared") << line;
+        last_got = std::max(last_got, j.value("got", 0.0));
+        first_released = std::min(first_released, j.value("released", 0.0));
+    }
+    EXPECT_EQ(holds, 3) << read_file(log);
+    EXPECT_LT(last_got, first_released) << "the three imports did not hold the GPU at the same time:\n"
+                                        << read_file(log);
 }
 
 TEST(KernelBenchGpu, BenchOverASmallSuiteWithAReplayedSearch) {

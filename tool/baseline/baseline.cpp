@@ -2,8 +2,11 @@
 #include "baseline/baseline.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <optional>
+#include <sstream>
+#include <thread>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -12,6 +15,7 @@
 #include "kernelbench/kernelbench.h"
 #include "sandbox/sandbox.h"
 #include "task/fitness.h"
+#include "validate/turns.h"
 
 namespace kevo::baseline {
 
@@ -222,7 +226,8 @@ Result measure_once(const Task& task, const Options& o, const DeviceInfo& device
     nlohmann::json spec{{"task_dir", task.file.parent_path().string()}, {"work_dir", work.path().string()}, {"kernelevo_python", package.string()},
                         {"precision", precision}, {"cudnn_tf32", task.precision.cudnn_tf32},
                         {"matmul_tf32", task.precision.matmul_tf32}, {"l2_flush", o.l2_flush}, {"warmup", o.warmup}, {"trials", o.trials},
-                        {"which", o.which}, {"sets", sets_spec(task, o)}};
+                        {"which", o.which}, {"sets", sets_spec(task, o)},
+                        {"turns", device.present ? work.path().string() : ""}};
     write_file_atomic(work.path() / "spec.json", spec.dump());
     ProcessOptions po;
     std::string why;
@@ -231,12 +236,9 @@ Result measure_once(const Task& task, const Options& o, const DeviceInfo& device
     po.argv.insert(po.argv.end(), {script_path().string(), (work.path() / "spec.json").string()});
     po.timeout_s = o.timeout_s;
     po.cwd = work.path();
-    ProcessResult p;
-    {
-        std::unique_ptr<GpuLock> held;  // not beside another timing
-        if (device.present) held = lock_device(device, {}, GpuUse::exclusive, "PyTorch baselines of " + task.name);
-        p = run_process(po);
-    }
+    // Loading the module, drawing inputs and compiling share the GPU; each set's timed calls have it
+    // alone (the script asks for its turns: validate/turns.h).
+    const ProcessResult p = run_with_turns(po, device, "PyTorch baselines of " + task.name, work.path());
     Result r;
     try {
         const size_t brace = p.out.rfind("\n{");
@@ -253,7 +255,51 @@ Result measure_once(const Task& task, const Options& o, const DeviceInfo& device
     return r;
 }
 
+bool says_out_of_memory(const std::string& why) {
+    return why.find("out of memory") != std::string::npos || why.find("OutOfMemoryError") != std::string::npos;
+}
+
+// "pid 123 python3 14000 MiB; ..." from nvidia-smi, or "" where it cannot say.
+std::string gpu_memory_holders() {
+    ProcessOptions po;
+    po.argv = {"nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"};
+    po.timeout_s = 10;
+    const ProcessResult p = run_process(po);
+    if (!p.ok()) return "";
+    std::string out;
+    std::istringstream lines(p.out);
+    for (std::string line; std::getline(lines, line) && out.size() < 400;)
+        if (!line.empty()) out += (out.empty() ? "pid " : "; pid ") + line;
+    return out;
+}
 }  // namespace
+
+bool out_of_memory(const Result& r) {
+    for (const auto& [kind, why] : r.not_run)
+        if (says_out_of_memory(why)) return true;
+    return false;
+}
+
+Result measure_for_memory(const std::function<Result()>& once, double pause_s) {
+    constexpr int kAttempts = 6;  // as Validator::run_for_memory
+    Result r = once();
+    double pause = pause_s, waited = 0;
+    for (int attempt = 1; attempt < kAttempts && out_of_memory(r); ++attempt) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+        waited += pause;
+        pause = std::min(30.0, pause * 2);
+        r = once();
+    }
+    if (!out_of_memory(r)) return r;
+    const std::string holders = gpu_memory_holders();
+    char span[64];
+    std::snprintf(span, sizeof span, "%.0f s", waited);
+    for (auto& [kind, why] : r.not_run)
+        if (says_out_of_memory(why))
+            why += " (the GPU's memory was full on each of " + std::to_string(kAttempts) + " attempts over " + span +
+                   (holders.empty() ? ")" : "; held by " + holders + ")");
+    return r;
+}
 
 // Why the script gave no answer. A crash inside one of AOTInductor's steps (the script names each
 // on stderr before it starts) is PyTorch's own: on the H200 (PyTorch 2.11) aoti_load_package died
@@ -292,12 +338,15 @@ Result with_aoti(Result r, const Result& a) {
 // ended in a segmentation fault, and one process for all three lost eager's and torch.compile's times
 // with it. Now a crash of the ahead-of-time compile or load costs only AOTInductor's time.
 Result measure(const Task& task, const Options& o, const DeviceInfo& device) {
+    auto once = [&](const Options& x) {
+        return measure_for_memory([&] { return measure_once(task, x, device); }, o.memory_pause_s);
+    };
     const bool aoti = std::find(o.which.begin(), o.which.end(), "aoti") != o.which.end();
-    if (!aoti || o.which.size() == 1) return measure_once(task, o, device);
+    if (!aoti || o.which.size() == 1) return once(o);
     Options rest = o, alone = o;
     rest.which.erase(std::remove(rest.which.begin(), rest.which.end(), "aoti"), rest.which.end());
     alone.which = {"aoti"};
-    return with_aoti(measure_once(task, rest, device), measure_once(task, alone, device));
+    return with_aoti(once(rest), once(alone));
 }
 
 double speedup_over(const Result& b, const std::string& kind, const std::vector<ShapeTiming>& kernel) {

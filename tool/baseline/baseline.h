@@ -6,6 +6,7 @@
 // never a zero.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,6 +52,7 @@ struct Options {
     uint64_t seed = 42;             // copy c of a set draws the validator's inputs of seed + c
     int copies = 2;                 // input copies cycled through the timed calls
     double timeout_s = 1800;
+    double memory_pause_s = 2;      // the first pause before measuring again when the GPU's memory was full
 };
 
 struct SetTime {
@@ -84,6 +86,12 @@ std::string no_module_reason(const std::filesystem::path& task_dir);
 // AOTInductor, when asked for with others, is measured by a second process of its own (a crash there
 // costs only its own time).
 Result measure(const Task& task, const Options& options, const DeviceInfo& device);
+// Whether a baseline of `r` has no time because the GPU's memory was full (PyTorch's "out of memory").
+bool out_of_memory(const Result& r);
+// once() again while its result is out_of_memory(): after pauses that double from `pause_s` (at most
+// 30 s), six attempts in all, as a validation waits for its share. A baseline still without memory then
+// says so, with the processes holding the GPU's memory when nvidia-smi can name them.
+Result measure_for_memory(const std::function<Result()>& once, double pause_s);
 // Why the baseline script gave no answer, from its process: a crash inside one of AOTInductor's steps
 // (the script names each on stderr before it starts) is said to be PyTorch's, naming the step.
 std::string script_failure(const ProcessResult& p);

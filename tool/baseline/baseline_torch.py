@@ -11,7 +11,9 @@ Usage: baseline_torch.py SPEC.json, where SPEC (written by tool/baseline/baselin
   precision (pytorch | strict | tf32 | bf16) with the TF32 flags the timed reference runs with
   (cudnn_tf32, matmul_tf32), l2_flush (read | none), warmup, trials, which
   (of "eager", "compile", "aoti") and sets: [{"set", "label", "inputs": [{"name", "dtype", "shape", "kind",
-  "a", "b", "seeds": [one per copy], "file"}]}] (the task's timed shape sets, inputs in task order).
+  "a", "b", "seeds": [one per copy], "file"}]}] (the task's timed shape sets, inputs in task order),
+  turns (a folder, or "" without a GPU): everything but each set's timed calls runs with the GPU shared;
+  before those, the script asks for the GPU alone there (gpu_alone).
 
 The module: an imported KernelBench task's problem.py (Model built as KernelBench and the importer
 build it: torch.manual_seed(42), get_init_inputs(), torch.manual_seed(42), Model(*init) on the CPU,
@@ -37,9 +39,11 @@ import json
 import os
 import statistics
 import sys
+import time
 import types
 
 KINDS = ("eager", "compile", "aoti")  # the order of baseline.cpp's table (kinds())
+LABELS = {"eager": "eager", "compile": "torch.compile", "aoti": "AOTInductor"}
 
 
 def one_line(text, limit=300):
@@ -269,19 +273,19 @@ def load_module(torch, kb, task_dir, device, out):
     return kernelbench_module(torch, kb, task_dir, device)
 
 
-def time_set(torch, spec, out, s, model, compiled, arg_sets, ctx, flush):
-    """One timed set's row: eager, torch.compile and AOTInductor, each checked against eager first."""
-    warmup, trials = max(1, int(spec["warmup"])), max(1, int(spec["trials"]))
-    row = {"set": s["set"], "label": s.get("label", ""), "eager_ms": None, "compile_ms": None, "aoti_ms": None}
+def prepare_set(torch, spec, out, s, model, compiled, arg_sets, ctx):
+    """What set s's timed calls run, made before the GPU is ours alone: eager's outputs on the first copy,
+    torch.compile's compilation (its first call) and AOTInductor's package, each checked against eager."""
     tol = check_tol(spec)
     with torch.no_grad(), ctx():
         want = model(*arg_sets[0])  # eager's outputs on the first copy: what the others must match
+    calls = {}
     if wanted(spec, out, "eager"):
-        row["eager_ms"] = time_calls(torch, model, arg_sets, warmup, trials, flush, ctx)
+        calls["eager"] = model
     if compiled is not None and wanted(spec, out, "compile"):
         try:
             checked(torch, out, "compile", compiled, arg_sets[0], want, tol, ctx)
-            row["compile_ms"] = time_calls(torch, compiled, arg_sets, max(warmup, 3), trials, flush, ctx)
+            calls["compile"] = compiled
         except ValueError as e:
             out["not_run"]["compile"] = "torch.compile's outputs do not match eager's: %s" % one_line(e)
         except Exception as e:  # Inductor could not compile this module: say so, keep eager
@@ -291,13 +295,45 @@ def time_set(torch, spec, out, s, model, compiled, arg_sets, ctx, flush):
         try:
             runner = aoti_package(torch, model, arg_sets[0], ctx, path)
             checked(torch, out, "aoti", runner, arg_sets[0], want, tol, ctx)
-            row["aoti_ms"] = time_calls(torch, runner, arg_sets, warmup, trials, flush, ctx)
+            calls["aoti"] = runner
         except ValueError as e:
             out["not_run"]["aoti"] = "AOTInductor's outputs do not match eager's: %s" % one_line(e)
         except AotiStepError as e:  # export or the ahead-of-time compilation failed: say which, keep the others
             out["not_run"]["aoti"] = "AOTInductor: %s" % one_line(e)
         except Exception as e:
             out["not_run"]["aoti"] = "AOTInductor: calling the loaded package failed: %s: %s" % (type(e).__name__, one_line(e))
+    return calls
+
+
+@contextlib.contextmanager
+def gpu_alone(spec, n):
+    """The GPU to ourselves for turn n (the tool's validate/turns.h; the names are common/turn_files.h's):
+    ask with turn-N.ready, wait for turn-N.go, say turn-N.done. Without spec["turns"], no turns."""
+    folder = spec.get("turns") or ""
+    if folder:
+        open(os.path.join(folder, "turn-%d.ready" % n), "x").close()
+        while not os.path.exists(os.path.join(folder, "turn-%d.go" % n)):
+            time.sleep(0.002)
+    try:
+        yield
+    finally:
+        if folder:
+            open(os.path.join(folder, "turn-%d.done" % n), "x").close()
+
+
+def time_set(torch, spec, out, s, calls, arg_sets, ctx, flush, turn):
+    """One timed set's row: each prepared call timed, with the GPU ours alone."""
+    warmup, trials = max(1, int(spec["warmup"])), max(1, int(spec["trials"]))
+    row = {"set": s["set"], "label": s.get("label", ""), "eager_ms": None, "compile_ms": None, "aoti_ms": None}
+    with gpu_alone(spec, turn):
+        for kind, fn in calls.items():
+            try:
+                row["%s_ms" % kind] = time_calls(torch, fn, arg_sets, max(warmup, 3) if kind == "compile" else warmup,
+                                                 trials, flush, ctx)
+            except Exception as e:
+                if kind == "eager":
+                    raise
+                out["not_run"][kind] = "%s failed while timed: %s: %s" % (LABELS[kind], type(e).__name__, one_line(e))
     return row
 
 
@@ -311,11 +347,12 @@ def run(spec, torch, out):
     if wanted(spec, out, "compile"):
         compiled = torch.compile(model)  # Inductor, default mode; compiles on its first (warm-up) calls
     flush = make_flush(torch, spec["l2_flush"], device)
-    for s in spec["sets"]:
+    for turn, s in enumerate(spec["sets"]):
         n_args = check_template(torch, template, s["inputs"])
         copies = len(s["inputs"][0]["seeds"]) if s["inputs"] and "seeds" in s["inputs"][0] else 1
         arg_sets = [call_args(torch, template, draw_inputs(torch, kb, s["inputs"][:n_args], c, device)) for c in range(copies)]
-        out["sets"].append(time_set(torch, spec, out, s, model, compiled, arg_sets, ctx, flush))
+        calls = prepare_set(torch, spec, out, s, model, compiled, arg_sets, ctx)
+        out["sets"].append(time_set(torch, spec, out, s, calls, arg_sets, ctx, flush, turn))
         del arg_sets
         torch.cuda.empty_cache()
 

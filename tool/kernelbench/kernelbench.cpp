@@ -258,11 +258,13 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
         if (model) args.push_back("--regions");
         if (s.sandboxed) args.insert(args.end(), {"--scratch", "/tmp"});  // the sandbox's private tmpfs, gone with it
         std::unique_ptr<GpuLock> held;
-        if (s.lock_dev) held = lock_device(*s.lock_dev, [&](const std::string& line) {
+        // Shared: an import measures nothing that another's work could spoil more than its plan's shares.
+        auto say = [&](const std::string& line) {
             if (s.o->quiet) return;
             std::lock_guard<std::mutex> lock(print_mu);
             std::cerr << "kernelevo: " << line << "\n";
-        });
+        };
+        if (s.lock_dev) held = lock_device(*s.lock_dev, GpuUse::shared, "importing " + name, say);
         const auto t0 = std::chrono::steady_clock::now();
         r = run_python(args, {src}, conf, {s.o->timeout_s, s.max_as, s.max_output, s.disk_floor, priv}, s.o->quiet,
                        print_mu);

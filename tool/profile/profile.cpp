@@ -330,7 +330,8 @@ bool Profiler::available() {
     return !ncu_.empty();
 }
 
-std::string Profiler::profile(const std::vector<std::string>& program_argv, const std::vector<std::filesystem::path>& reads) {
+std::string Profiler::profile(const std::vector<std::string>& program_argv,
+                              const std::vector<std::filesystem::path>& reads, const Run& run) {
     if (!available() || program_argv.empty()) return "";
     // The sandbox of a validation: the GPU, a fresh work dir (HOME, the current directory), a
     // private /tmp (where ncu keeps its lock and talks to its injected library), the allowlisted
@@ -350,19 +351,22 @@ std::string Profiler::profile(const std::vector<std::string>& program_argv, cons
     po.exact_env = sandbox_environment();
     (*po.exact_env)["HOME"] = work.path().string();
     po.timeout_s = options_.timeout_s;
+    std::vector<std::string> program = program_argv;
+    if (run) program.insert(program.end(), {"--turns", work.path().string()});
     auto sandboxed = [&](const std::vector<std::string>& ncu_argv) {
         std::vector<std::string> argv = prefix;
         argv.insert(argv.end(), ncu_argv.begin(), ncu_argv.end());
         return argv;
     };
-    po.argv = sandboxed(ncu_command(ncu_, program_argv, options_));
-    ProcessResult r = run_process(po);
+    auto started = [&] { return run ? run(po, work.path()) : run_process(po); };
+    po.argv = sandboxed(ncu_command(ncu_, program, options_));
+    ProcessResult r = started();
     if (!r.ok() && options_.metrics.empty() && (r.out + r.err).find("metric") != std::string::npos) {
         // An ncu that lacks one of the stall metrics: once more with the core set only.
         ProfileOptions core = options_;
         core.metrics.assign(default_metrics().begin(), default_metrics().begin() + 6);
-        po.argv = sandboxed(ncu_command(ncu_, program_argv, core));
-        r = run_process(po);
+        po.argv = sandboxed(ncu_command(ncu_, program, core));
+        r = started();
     }
     if (!r.ok() && (r.out + r.err).find("ERR_NVGPUCTRPERM") != std::string::npos) {
         // No access to the performance counters: no later profile can work either.

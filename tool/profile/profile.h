@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "common/process.h"
+
 #include "task/task.h"
 
 namespace kevo::profile {
@@ -87,10 +89,15 @@ class Profiler {
 public:
     explicit Profiler(ProfileOptions options = {}, std::function<void(const std::string&)> log = {});
     bool available();  // false (said once through log) without ncu or without a sandbox for it
+    // How a profiled run is started: given the process and the run's work folder. Set, the program
+    // (kernelevo-profile) gets --turns FOLDER and asks there for the GPU alone around its profiled
+    // calls (validate/turns.h's run_with_turns answers); unset, run_process.
+    using Run = std::function<ProcessResult(const ProcessOptions&, const std::filesystem::path& turns)>;
     // The summary of one profiled run of `program_argv` in the sandbox, which shows the program
     // (argv[0]), ncu's directory and `reads` read-only; "" when unavailable. A failing ncu run
     // returns "profile failed: ..." (the search goes on without a profile).
-    std::string profile(const std::vector<std::string>& program_argv, const std::vector<std::filesystem::path>& reads = {});
+    std::string profile(const std::vector<std::string>& program_argv,
+                        const std::vector<std::filesystem::path>& reads = {}, const Run& run = {});
     const std::string& ncu() const { return ncu_; }
 
 private:

@@ -4,11 +4,13 @@
 // cudaProfilerStart and cudaProfilerStop. Torch-free; no outputs are checked (the validator did).
 //
 //   kernelevo-profile --kernel K.so [--warmup 3] [--calls 1] [--seed 42] [--confine] [--dump-inputs DIR]
-//                   --in DTYPE:D0,D1,...:INIT:A:B ... --out DTYPE:D0,D1,... ...
+//                   [--turns DIR] --in DTYPE:D0,D1,...:INIT:A:B ... --out DTYPE:D0,D1,... ...
 // Input k is drawn by the validator's filler (tool/device/fill.cuh) with tensor_seed(seed, k), so
 // with the seed of a validation (its details' "seed", a correctness trial's) the program sees the
 // values that trial checked. --dump-inputs: write input k's bytes to DIR/in<k>.bin after filling and
 // exit before loading the kernel (tests/device compares them with the host filler).
+// --turns DIR: the calls wait for the GPU alone, asked for in DIR (common/turn_files.h, validate/turns.h);
+// starting, loading and filling share it.
 // --confine: after CUDA starts and before the candidate is loaded (so its static constructors
 // already run confined), Landlock (writes only to the current directory, /tmp and /dev; reads
 // only system paths and the kernel) and seccomp (no exec, no fork, no access to other processes;
@@ -30,6 +32,7 @@
 #include <kernelevo/abi.h>
 #include <kernelevo/cublas_host.h>
 
+#include "common/turn_files.h"
 #include "device/fill.cuh"
 #include "sandbox/confine.h"
 #include "task/init_kind.h"
@@ -124,7 +127,7 @@ bool dump_inputs(const std::vector<Spec>& in, const std::string& dir) {
 KEVO_CUBLAS_HOST_DEFINE_ENTRY_POINTS(kevo_cublas::Host::instance().api())
 
 int main(int argc, char** argv) {
-    std::string kernel, dump;
+    std::string kernel, dump, turns;
     int warmup = 3, calls = 1;
     unsigned long long seed = 42;  // the validator's default seed (kevo::Job)
     bool confine = false;
@@ -143,6 +146,7 @@ int main(int argc, char** argv) {
         else if (a == "--seed") seed = std::strtoull(next().c_str(), nullptr, 10);
         else if (a == "--dump-inputs") dump = next();
         else if (a == "--confine") confine = true;
+        else if (a == "--turns") turns = next();
         else usage("unknown argument " + a);
     }
     if ((kernel.empty() && dump.empty()) || out.empty() || calls < 1 || warmup < 0) usage("--kernel, at least one --out and --calls >= 1 are required");
@@ -183,6 +187,8 @@ int main(int argc, char** argv) {
     for (const Spec& s : in) tin.push_back(s.t);
     for (const Spec& s : out) tout.push_back(s.t);
     if (!check(stream_made, "cudaStreamCreate")) return 4;
+    // The GPU alone for the calls (common/turn_files.h): ncu replays the profiled ones there.
+    kevo::take_turn(turns, 0);
     for (int c = 0; c < warmup + calls; ++c) {
         if (c == warmup) cudaProfilerStart();
         int rc = forward(tin.data(), (int)tin.size(), tout.data(), (int)tout.size(), stream);
@@ -190,5 +196,6 @@ int main(int argc, char** argv) {
     }
     bool ok = check(cudaStreamSynchronize(stream), "running the kernel");
     cudaProfilerStop();
+    kevo::end_turn(turns, 0);
     return ok ? 0 : 4;
 }

@@ -38,8 +38,8 @@ fs::path default_runner() {
 
 }  // namespace
 
-std::unique_ptr<GpuLock> lock_device(const DeviceInfo& d, const std::function<void(const std::string&)>& note,
-                                     GpuUse use, const std::string& reason) {
+std::unique_ptr<GpuLock> lock_device(const DeviceInfo& d, GpuUse use, const std::string& reason,
+                                     const std::function<void(const std::string&)>& note) {
     if (!d.present) return nullptr;
     const std::string label = "GPU " + std::to_string(d.index) + " (" + d.name + ")";
     try {
@@ -74,7 +74,7 @@ Validator::~Validator() = default;
 void Validator::set_note(std::function<void(const std::string&)> note) { impl_->note = std::move(note); }
 void Validator::set_retry_pause(double s) { impl_->retry_pause_s = s; }
 std::unique_ptr<GpuLock> Validator::lock_gpu(const std::string& reason) {
-    return lock_device(device(), impl_->note, GpuUse::exclusive, reason);
+    return lock_device(device(), GpuUse::exclusive, reason, impl_->note);
 }
 void Validator::set_best_speedup(double s) {
     std::lock_guard<std::mutex> lock(impl_->run_mu);
@@ -123,7 +123,7 @@ double Validator::measured_bandwidth_gbs() {
         } catch (const std::exception&) {
         }
     }
-    auto gpu = lock_device(d, impl_->note, GpuUse::exclusive, "measuring the copy bandwidth");
+    auto gpu = lock_device(d, GpuUse::exclusive, "measuring the copy bandwidth", impl_->note);
     ProcessOptions po;
     po.argv = {impl_->runner.string(), "--bandwidth"};
     po.timeout_s = 120;

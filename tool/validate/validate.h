@@ -92,8 +92,9 @@ struct ValidationResult {
 // one lock every GPU use of the tool takes (a judge's correctness runs shared and its timing
 // exclusive, profiling a kernel, timing PyTorch, an import), keyed by the device's UUID. nullptr
 // when `d` is no device. `note`: the waiting line; `reason`: what it is for, shown to the others.
-std::unique_ptr<GpuLock> lock_device(const DeviceInfo& d, const std::function<void(const std::string&)>& note = {},
-                                     GpuUse use = GpuUse::exclusive, const std::string& reason = "");
+// `use` has no default: an import that took the lock exclusively by default ran its problems one at a time.
+std::unique_ptr<GpuLock> lock_device(const DeviceInfo& d, GpuUse use, const std::string& reason,
+                                     const std::function<void(const std::string&)>& note = {});
 
 // Why a failed validation is not the kernel's fault ("" when it may be): no GPU, or a wall-clock
 // rejection while the judge saw other processes use the GPU ("not_attributable" in its details).

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "validate/annotate.h"
+#include "validate/turns.h"
 
 namespace kevo {
 
@@ -61,13 +62,15 @@ std::string ValidatorEvaluator::profile(const CompileResult& compiled) {
     if (!profile_command) return "";
     if (!profiler_) profiler_ = std::make_unique<profile::Profiler>(profile_options, log);
     if (!profiler_->available()) return "";
-    // ncu replays the kernel on multi-GiB inputs for seconds: under the GPU lock, like a validation,
-    // or it lands in another search's timed batches.
-    std::string summary;
-    {
-        auto gpu = v_.lock_gpu("profiling " + v_.task().name);
-        summary = profiler_->profile(profile_command(compiled), {compiled.library});
-    }
+    // ncu replays the kernel on multi-GiB inputs for seconds: with the GPU alone, like a timing, or it
+    // lands in another search's timed batches; ncu's start, the inputs' fill share it (validate/turns.h).
+    const std::string reason = "profiling " + v_.task().name;
+    const std::string summary = profiler_->profile(profile_command(compiled), {compiled.library},
+        [&](const ProcessOptions& po, const std::filesystem::path& turns) {
+            return run_with_turns(po, v_.device(), reason, turns, [&](const std::string& line) {
+                if (log) log(line);
+            });
+        });
     if (summary.rfind("profile failed", 0) == 0) {  // for the person running the search, not for the model
         if (log) log(summary);
         return "";
