@@ -19,6 +19,7 @@
 #     [NAMESPACE <ns>]                    # namespace of the generated function (default: kernelevo)
 #     [RETURNS TUPLE|VECTOR]              # how a reference with several outputs returns them (default TUPLE)
 #     [SEARCH_OPTIONS <args>...]          # extra `kernelevo search` arguments for this function
+#     [MIN_SPEEDUP <x>]                   # this function's KERNELEVO_MIN_SPEEDUP (default: that option)
 #     [REQUIRED])                         # like KERNELEVO_REQUIRE_KERNELS, for this function only
 #
 #   kernelevo_optimize(<name> TASK <task.json> CACHE_DIR <dir> ...)   # a task file made elsewhere
@@ -42,7 +43,9 @@
 #     line: cached kernel (speedup, origin, date), or the closest binary-compatible entry it uses
 #     (sm_86 can use sm_80, sm_90a uses sm_90; a dedicated entry always wins), or a WARNING for a
 #     missing, stale (why) or invalid entry — with the exact `kernelevo search` command that would
-#     fill the gap (a `--model MODEL` placeholder, explained, when the options name no model);
+#     fill the gap (a `--model MODEL` placeholder, explained, when the options name no model); a
+#     valid entry measured slower than the minimum speedup (KERNELEVO_MIN_SPEEDUP, default 1.0, or
+#     MIN_SPEEDUP) is kept out and the reference is built, said in one line with its speedup;
 #     the end of configure prints a summary over every function and architecture;
 #  4. with KERNELEVO_SEARCH=ON, runs that search for missing/stale entries (its progress is shown),
 #     with a spending and time cap (KERNELEVO_SEARCH_BUDGET_USD, KERNELEVO_SEARCH_MAX_TIME) unless
@@ -75,7 +78,9 @@
 #
 # Global switches (cache variables): KERNELEVO_SEARCH, KERNELEVO_REQUIRE_KERNELS,
 # KERNELEVO_EXECUTABLE, KERNELEVO_SEARCH_OPTIONS, KERNELEVO_SEARCH_BUDGET_USD,
-# KERNELEVO_SEARCH_MAX_TIME, KERNELEVO_TORCH_CUDA (AUTO|ON|OFF), KERNELEVO_PRECISION (the precision
+# KERNELEVO_SEARCH_MAX_TIME, KERNELEVO_MIN_SPEEDUP (a cached kernel measured slower than this over its
+# reference is kept out: 1.0, as Python's load_model(min_speedup=1.0) and kevo::cache::kDefaultMinSpeedup;
+# 0 keeps none out), KERNELEVO_TORCH_CUDA (AUTO|ON|OFF), KERNELEVO_PRECISION (the precision
 # policy of functions without PRECISION: pytorch, the default, times the reference as LibTorch runs
 # it by default (cuDNN convolutions in TF32, matmuls in fp32); strict times it in fp32 everywhere;
 # tf32 and bf16 accept those kernels' error. Correctness is judged against strict fp32 whatever it
@@ -107,6 +112,8 @@ set(KERNELEVO_SEARCH_BUDGET_USD "2" CACHE STRING
   "Spending cap of each configure-time search (per function and architecture) unless the options give --budget-usd")
 set(KERNELEVO_SEARCH_MAX_TIME "1h" CACHE STRING
   "Time cap of each configure-time search (per function and architecture) unless the options give --max-time")
+set(KERNELEVO_MIN_SPEEDUP "1.0" CACHE STRING
+  "A cached kernel measured slower than this over its reference is kept out and the reference built (0: none is)")
 set(KERNELEVO_TORCH_CUDA "AUTO" CACHE STRING
   "Whether LibTorch has CUDA (kernels run on torch's current stream): AUTO, ON or OFF")
 set_property(CACHE KERNELEVO_TORCH_CUDA PROPERTY STRINGS AUTO ON OFF)
@@ -154,7 +161,7 @@ include("${CMAKE_CURRENT_LIST_DIR}/KernelEvoModel.cmake")
 
 function(kernelevo_optimize NAME)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "REQUIRED"
-    "TARGET;REFERENCE;FUNCTION;CACHE_DIR;NAMESPACE;RETURNS;TRIALS;FLOPS;PRECISION;TASK"
+    "TARGET;REFERENCE;FUNCTION;CACHE_DIR;NAMESPACE;RETURNS;TRIALS;FLOPS;PRECISION;TASK;MIN_SPEEDUP"
     "INPUTS;OUTPUTS;SHAPES;ARCHITECTURES;TOLERANCE;SEARCH_OPTIONS;TIMING_SHAPES;TIMING_WEIGHTS")
   set(_fn "kernelevo_optimize(${NAME})")
   if(ARG_UNPARSED_ARGUMENTS)
@@ -242,7 +249,15 @@ function(kernelevo_optimize NAME)
     message(FATAL_ERROR "${_fn}: REFERENCE ${_ref} does not exist")
   endif()
   get_filename_component(_cache "${ARG_CACHE_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-
+  if(DEFINED ARG_MIN_SPEEDUP)
+    _kevo_check_min_speedup("${ARG_MIN_SPEEDUP}" "${_fn}: MIN_SPEEDUP")
+    set(_min_speedup "${ARG_MIN_SPEEDUP}")
+    set(_min_what "MIN_SPEEDUP")
+  else()
+    _kevo_check_min_speedup("${KERNELEVO_MIN_SPEEDUP}" "KERNELEVO_MIN_SPEEDUP")
+    set(_min_speedup "${KERNELEVO_MIN_SPEEDUP}")
+    set(_min_what "KERNELEVO_MIN_SPEEDUP")
+  endif()
 
   if(NOT ARG_TASK)
     _kevo_write_task(${NAME} FUNCTION "${ARG_FUNCTION}" REFERENCE "${_ref}" TRIALS "${ARG_TRIALS}" OUT _t
@@ -331,7 +346,17 @@ function(kernelevo_optimize NAME)
     endif()
     set(_state "${_l_STATE}")
     set(_reason "${_l_REASON}")
-    if(NOT CMAKE_CUDA_COMPILER_LOADED)
+    set(_slower "")
+    if(_l_STATE STREQUAL "valid")
+      _kevo_kept_out("${_l_SPEEDUP}" "${_min_speedup}" "${_min_what}" _slower)
+    endif()
+    if(_slower)
+      message(STATUS "KernelEvo: kernel for ${NAME} on ${_arch} ${_slower}, the reference is built")
+      list(APPEND _failed "${_arch}")
+      set(_state "kept_out")
+      set(_reason "${_slower}")
+      _kevo_count(kept_out)
+    elseif(NOT CMAKE_CUDA_COMPILER_LOADED)
       if(_l_STATE STREQUAL "valid")
         message(STATUS "KernelEvo: ${NAME} ${_arch}: cached kernel found but CUDA is not enabled -> reference")
       endif()
@@ -346,7 +371,7 @@ function(kernelevo_optimize NAME)
       list(APPEND _kernels "${_arch}")
       _kevo_count(cached)
     else()
-      _kevo_compatible_entry("${_cache}" "${NAME}" "${_arch}" "${_t_TASK_HASH}" "${_ref_hashes}" _c)
+      _kevo_compatible_entry("${_cache}" "${NAME}" "${_arch}" "${_t_TASK_HASH}" "${_ref_hashes}" "${_min_speedup}" _c)
       if(_l_STATE STREQUAL "missing")
         set(_gap "missing")
         set(_fill "Fill it with")
@@ -369,6 +394,9 @@ function(kernelevo_optimize NAME)
       endif()
     endif()
     string(REPLACE "\"" "'" _reason_json "${_reason}")
+    # One JSON string: a reason may quote a parser's lines (a metadata file of NaN) or hold a backslash.
+    string(REPLACE "\\" "\\\\" _reason_json "${_reason_json}")
+    string(REGEX REPLACE "[\r\n\t]+ *" " " _reason_json "${_reason_json}")
     list(APPEND _manifest_arches "    {\"arch\": \"${_arch}\", \"state\": \"${_state}\", \"reason\": \"${_reason_json}\"}")
   endforeach()
   list(REMOVE_DUPLICATES _kernels)
@@ -379,6 +407,7 @@ function(kernelevo_optimize NAME)
   set(KEVO_LOOKUP_TASK_HASH "${_t_TASK_HASH}")
   set(KEVO_LOOKUP_REF_HASH "${_t_REF_HASH}")
   set(KEVO_LOOKUP_CACHE_DIR "${_cache}")
+  set(KEVO_LOOKUP_MIN_SPEEDUP "${_min_speedup}")
   _kevo_configure_template(lookup.json.in "${CMAKE_BINARY_DIR}/kernelevo/${NAME}/lookup.json")
 
   if(_failed AND (KERNELEVO_REQUIRE_KERNELS OR ARG_REQUIRED))

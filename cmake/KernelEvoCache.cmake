@@ -40,14 +40,16 @@ endfunction()
 
 # Pure-CMake twin of kevo::cache::lookup() (tool/cache/cache.cpp): same states and reasons.
 # Sets <prefix>_STATE (valid|missing|stale|invalid), _REASON, _SUMMARY (speedup, origin, date, and
-# a toolkit that differs from this build's: reported, not stale). <ref_hashes>: the reference hashes
-# that match (the current one and the byte hash older entries recorded).
+# a toolkit that differs from this build's: reported, not stale), _SPEEDUP (the recorded speedup over
+# the reference: > 0 measured, 0 or "" none). <ref_hashes>: the reference hashes that match (the
+# current one and the byte hash older entries recorded).
 function(_kevo_lookup cache_dir name arch task_hash ref_hashes prefix)
   set(_src "${cache_dir}/${name}/${arch}.cu")
   set(_meta "${cache_dir}/${name}/${arch}.json")
   set(_state valid)
   set(_reason "")
   set(_summary "")
+  set(_speedup_raw "")
   if(NOT EXISTS "${_src}" AND NOT EXISTS "${_meta}")
     set(_state missing)
     set(_reason "no cached kernel")
@@ -67,6 +69,24 @@ function(_kevo_lookup cache_dir name arch task_hash ref_hashes prefix)
         break()
       endif()
     endforeach()
+    # The speedup, as EntryMeta::from_json() reads it: absent (none measured) or a finite number >= 0.
+    string(JSON _speedup_type ERROR_VARIABLE _no_speedup TYPE "${_j}" speedup)
+    if(_state STREQUAL "valid" AND NOT _no_speedup)
+      string(JSON _speedup_raw GET "${_j}" speedup)
+      if(NOT _speedup_type STREQUAL "NUMBER" OR _speedup_raw LESS 0)
+        if(_speedup_type STREQUAL "NULL")
+          set(_speedup_raw "null")
+        elseif(_speedup_type STREQUAL "STRING")
+          set(_speedup_raw "\"${_speedup_raw}\"")
+        elseif(_speedup_type STREQUAL "BOOLEAN")  # (read as ON or OFF)
+          string(REGEX REPLACE "^ON$" "true" _speedup_raw "${_speedup_raw}")
+          string(REGEX REPLACE "^OFF$" "false" _speedup_raw "${_speedup_raw}")
+        endif()
+        set(_state invalid)
+        string(CONCAT _reason "unreadable metadata: ${_meta}: speedup ${_speedup_raw} is not a figure kernelevo "
+          "records (a speedup over the reference is a finite number > 0, or 0 when none was measured)")
+      endif()
+    endif()
     if(_state STREQUAL "valid" AND (NOT _m_function STREQUAL name OR NOT _m_arch STREQUAL arch))
       set(_state invalid)
       set(_reason "the metadata describes ${_m_function} ${_m_arch}, not ${name} ${arch}")
@@ -150,12 +170,38 @@ function(_kevo_lookup cache_dir name arch task_hash ref_hashes prefix)
   set(${prefix}_STATE "${_state}" PARENT_SCOPE)
   set(${prefix}_REASON "${_reason}" PARENT_SCOPE)
   set(${prefix}_SUMMARY "${_summary}" PARENT_SCOPE)
+  set(${prefix}_SPEEDUP "${_speedup_raw}" PARENT_SCOPE)
+endfunction()
+
+# Twin of kevo::cache::kept_out(): sets <out> to "" or why a valid entry's kernel is kept out under
+# the minimum <min> (named <what> in the text): its speedup was measured (> 0; an entry that records
+# none is not kept out) and is below <min>.
+function(_kevo_kept_out speedup min what out)
+  set(_why "")
+  if(NOT speedup STREQUAL "" AND speedup GREATER 0 AND speedup LESS min)
+    set(_shown "${speedup}")
+    if(NOT _shown MATCHES "[eE]")
+      string(REGEX REPLACE "^([0-9]+)(\\.[0-9]?[0-9]?)?.*$" "\\1\\2" _shown "${_shown}")
+    endif()
+    set(_why "measured ${_shown}x over its reference: below ${what} ${min}")
+  endif()
+  set(${out} "${_why}" PARENT_SCOPE)
+endfunction()
+
+# <value> as a minimum speedup (KERNELEVO_MIN_SPEEDUP, MIN_SPEEDUP): a number >= 0, else a configure
+# error naming <what>.
+function(_kevo_check_min_speedup value what)
+  if(NOT value MATCHES "^(0|[1-9][0-9]*)(\\.[0-9]+)?$")
+    message(FATAL_ERROR "KernelEvo: ${what}: '${value}' is not a number >= 0 such as 1.0 (the default: a kernel "
+      "measured slower than its reference is kept out) or 0 (none is)")
+  endif()
 endfunction()
 
 # The closest valid entry of <name> in <cache_dir> whose machine code runs on <arch> (sm_86 can use
-# sm_80; sm_90a can use sm_90): the highest compatible compute capability, the same suffix first.
-# Sets <prefix>_ARCH ("" when none) and <prefix>_SUMMARY.
-function(_kevo_compatible_entry cache_dir name arch task_hash ref_hashes prefix)
+# sm_80; sm_90a can use sm_90): the highest compatible compute capability, the same suffix first; an
+# entry measured below the minimum speedup <min> is not one. Sets <prefix>_ARCH ("" when none) and
+# <prefix>_SUMMARY.
+function(_kevo_compatible_entry cache_dir name arch task_hash ref_hashes min prefix)
   set(_best "")
   set(_best_cc 0)
   set(_best_summary "")
@@ -171,7 +217,8 @@ function(_kevo_compatible_entry cache_dir name arch task_hash ref_hashes prefix)
       continue()
     endif()
     _kevo_lookup("${cache_dir}" "${name}" "${_cand}" "${task_hash}" "${ref_hashes}" _l)
-    if(NOT _l_STATE STREQUAL "valid")
+    _kevo_kept_out("${_l_SPEEDUP}" "${min}" "" _slower)
+    if(NOT _l_STATE STREQUAL "valid" OR _slower)
       continue()
     endif()
     _kevo_arch_cc("${_cand}" _cc _cs)
@@ -228,7 +275,7 @@ function(_kevo_shell_join words out)
 endfunction()
 
 # Counts one function x architecture outcome for the summary (cached, compatible, missing, stale,
-# invalid) and registers the summary to run once at the end of the top-level configure.
+# invalid, kept_out) and registers the summary to run once at the end of the top-level configure.
 function(_kevo_count state)
   set_property(GLOBAL APPEND PROPERTY KERNELEVO_OUTCOMES "${state}")
   get_property(_deferred GLOBAL PROPERTY KERNELEVO_SUMMARY_DEFERRED)
@@ -248,7 +295,7 @@ function(_kevo_summary)
   list(REMOVE_DUPLICATES _arches)
   list(LENGTH _arches _na)
   set(_parts "")
-  foreach(_s cached compatible missing stale invalid)
+  foreach(_s cached compatible missing stale invalid kept_out)
     set(_n 0)
     foreach(_o IN LISTS _outcomes)
       if(_o STREQUAL _s)
@@ -257,6 +304,10 @@ function(_kevo_summary)
     endforeach()
     if(_s STREQUAL "compatible")
       list(APPEND _parts "${_n} using a compatible kernel")
+    elseif(_s STREQUAL "kept_out")
+      if(_n GREATER 0)  # (said only when some are: the summary's usual words stay as they were)
+        list(APPEND _parts "${_n} kept out (measured slower than the minimum speedup)")
+      endif()
     else()
       list(APPEND _parts "${_n} ${_s}")
     endif()

@@ -152,7 +152,7 @@ function(_kevo_task_reference_wrapper NAME SOURCE FUNCTION SIGNATURE SETUP ARG R
 endfunction()
 
 # kernelevo_optimize_model(<name> MODEL_DIR <dir> [TARGET <target>] [CACHE_DIR <dir>] [NAMESPACE <ns>]
-#                          [ARCHITECTURES ...] [SEARCH_OPTIONS ...] [REQUIRED])
+#                          [ARCHITECTURES ...] [SEARCH_OPTIONS ...] [MIN_SPEEDUP x] [REQUIRED])
 # A model folder's regions as functions of one library: kernelevo_optimize(<task_name> TASK
 # <dir>/<task>/task.json ...) for every region of <dir>/plan.json with status "task" (the others stay
 # in PyTorch; the plan says why), cached in CACHE_DIR (default <dir>/cache, where `kernelevo search
@@ -162,7 +162,8 @@ endfunction()
 # KERNELEVO_MODEL_<name>_REGIONS (their region names). Each function takes the region's inputs and
 # its weights (the task's inputs, in order) and dispatches like any kernelevo_optimize() function.
 function(kernelevo_optimize_model NAME)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "REQUIRED" "MODEL_DIR;TARGET;CACHE_DIR;NAMESPACE" "ARCHITECTURES;SEARCH_OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "REQUIRED" "MODEL_DIR;TARGET;CACHE_DIR;NAMESPACE;MIN_SPEEDUP"
+    "ARCHITECTURES;SEARCH_OPTIONS")
   set(_fn "kernelevo_optimize_model(${NAME})")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${_fn}: unexpected arguments: ${ARG_UNPARSED_ARGUMENTS}")
@@ -189,9 +190,11 @@ function(kernelevo_optimize_model NAME)
     get_filename_component(_cache "${ARG_CACHE_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
   endif()
   set(_pass CACHE_DIR "${_cache}")
-  if(DEFINED ARG_NAMESPACE)
-    list(APPEND _pass NAMESPACE "${ARG_NAMESPACE}")
-  endif()
+  foreach(_one NAMESPACE MIN_SPEEDUP)
+    if(DEFINED ARG_${_one})
+      list(APPEND _pass ${_one} "${ARG_${_one}}")
+    endif()
+  endforeach()
   if(ARG_ARCHITECTURES)
     list(APPEND _pass ARCHITECTURES ${ARG_ARCHITECTURES})
   endif()

@@ -202,9 +202,10 @@ def _usable_entry(task_json, name, cache_dir, arch, kernelevo):
 
 def _entry_policy(row, arch, folder):
     """Why load_op does not run the entry the C++ reader judged (its `cache status` row), or None. On top of
-    lookup()'s state: the entry was validated (`cache add --unvalidated` stores one that was not), and its
-    speedup is a figure the tool writes: > 0 measured, 0 none (tool/cache/cache.cpp entry_from_validation;
-    workflows/cache_stats.cpp counts only those > 0), so that min_speedup cannot be passed by a negative one."""
+    lookup()'s state: the entry was validated (`cache add --unvalidated` stores one that was not). The reader
+    makes an entry whose speedup is not a figure the tool writes (> 0 measured, 0 none; negative, NaN,
+    infinite or not a number: tool/cache/cache.cpp EntryMeta::from_json) invalid, so that min_speedup cannot
+    be passed by a negative one."""
     if row is None or row.get("state") == "missing":
         return "no kernel cached for %s in %s" % (arch, folder)
     if row.get("state") == "stale":
@@ -213,11 +214,6 @@ def _entry_policy(row, arch, folder):
         return "the cached %s kernel's entry is %s: %s" % (arch, row.get("state"), row.get("reason"))
     if row.get("validated") is not True:
         return "the cached %s kernel was stored unvalidated" % arch
-    speedup = row.get("speedup")
-    number = isinstance(speedup, (int, float)) and not isinstance(speedup, bool)
-    if not number or not 0 <= speedup < float("inf"):
-        return ("the cached %s kernel's entry records speedup %s (a measured speedup is > 0, 0: none measured): "
-                "not a figure kernelevo writes" % (arch, ("%g" % speedup) if number else repr(speedup)))
     return None
 
 

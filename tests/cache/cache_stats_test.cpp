@@ -251,6 +251,54 @@ TEST_F(CacheStats, StatusSuggestsASearchCommandWithAModel) {
     EXPECT_FALSE(contains(r.out, "--model NAME")) << r.out;
 }
 
+// Issue 49: an entry measured slower than its reference shows as kept out (a build compiles in the
+// reference there); --min-speedup moves the minimum; with --build-dir a function's minimum is the
+// build's (lookup.json: KERNELEVO_MIN_SPEEDUP or MIN_SPEEDUP).
+TEST_F(CacheStats, StatusShowsAnEntryMeasuredSlowerThanItsReferenceAsKeptOut) {
+    fs::remove_all(cache_dir);
+    put(load_task(scale_task), "sm_90", 0.91, "2026-12-01T08:00:00Z", true);
+    const std::string why = "measured 0.91x over its reference: below the minimum speedup ";
+    auto status = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args{"cache", "status", "--cache-dir", cache_dir.string()};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return kernelevo(args);
+    };
+    ProcessResult r = status({"--task", scale_task.string(), "--json"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    json row = json::parse(r.out)["entries"][0];
+    EXPECT_EQ(row["state"], "valid");
+    EXPECT_EQ(row["kept_out"], why + "1");
+    EXPECT_EQ(row["min_speedup"], 1.0);
+    r = status({"--task", scale_task.string()});
+    EXPECT_TRUE(contains(r.out, "kept out")) << r.out;
+    EXPECT_TRUE(contains(r.out, why + "1: the reference runs instead")) << r.out;
+    r = status({"--task", scale_task.string(), "--min-speedup", "0.9", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(json::parse(r.out)["entries"][0]["kept_out"].is_null()) << r.out;
+    for (const char* bad : {"-1", "nan", "fast"}) EXPECT_EQ(status({"--min-speedup", bad}).exit_code, 2) << bad;
+
+    // A build: the minimum it kept kernels out under, unless --min-speedup is given.
+    const fs::path build = dir.path() / "build", fn = build / "kernelevo" / "scale";
+    fs::create_directories(fn);
+    fs::copy_file(dir.path() / "ref.cpp", fn / "ref.cpp");
+    write_file_atomic(fn / "task.json", task_json("scale", 1000));
+    auto built_with = [&](const std::string& min, std::vector<std::string> extra = {}) {
+        write_file_atomic(fn / "lookup.json", R"({"function": "scale", "min_speedup": )" + min +
+                                                  R"(, "architectures": [{"arch": "sm_90"}]})");
+        extra.insert(extra.begin(), {"--build-dir", build.string()});
+        return status(extra);
+    };
+    r = built_with("0.5", {"--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(json::parse(r.out)["entries"][0]["min_speedup"], 0.5);
+    EXPECT_EQ(built_with("0.5", {"--min-speedup", "1.2"}).exit_code, 1);
+    r = built_with("1.5", {"--json"});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_EQ(json::parse(r.out)["build_lacks"][0]["kept_out"], why + "1.5") << r.out;
+    r = built_with("1.5");
+    EXPECT_TRUE(contains(r.out, "  scale sm_90 (kept out): kernelevo search --task ")) << r.out;
+}
+
 // Issue 40: `cache objects stats|clean`, the compiled-object cache ($KERNELEVO_CACHE_HOME) like
 // ccache -s/-C: clean deletes the objects, never what a link inside points to, keeps a file a running
 // process is still writing (NAME.tmp.PID) and the search states beside the objects.

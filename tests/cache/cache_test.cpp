@@ -1,6 +1,7 @@
 // The kernel cache: store/lookup, staleness (task, reference, edited source), broken entries.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -8,6 +9,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"
+#include "common/text.h"
 #include "task/task.h"
 
 namespace fs = std::filesystem;
@@ -142,6 +144,64 @@ TEST_F(Cache, BinaryOrHugeMetadataIsAnInvalidEntryWithAPrintableReason) {
     l = look();
     EXPECT_EQ(l.state, cache::State::invalid);
     EXPECT_NE(l.reason.find("too large"), std::string::npos) << l.reason;
+}
+
+// Issue 49: a speedup kernelevo never writes (negative, infinite, NaN, null, not a number) makes the
+// entry invalid, with a reason naming its metadata file; none recorded, or 0, is "none measured".
+// store() writes none of them.
+TEST_F(Cache, AMalformedSpeedupIsAnInvalidEntryNamingTheFile) {
+    cache::store(cache_dir, kKernel, meta());
+    const fs::path file = cache_dir / "scale" / "sm_90.json";
+    const std::string text = read_file(file), stored = "\"speedup\": 2.5";
+    ASSERT_NE(text.find(stored), std::string::npos) << text;
+    auto with = [&](const std::string& field) {
+        std::string t = text;
+        write_file_atomic(file, t.replace(t.find(stored), stored.size(), field));
+        return look();
+    };
+    for (const char* bad : {"-1", "-0.5", "null", "\"fast\"", "true", "[2]", "1e999", "NaN", "Infinity"}) {
+        cache::Lookup l = with(std::string("\"speedup\": ") + bad);
+        EXPECT_EQ(l.state, cache::State::invalid) << bad;
+        EXPECT_NE(l.reason.find("unreadable metadata: " + file.string() + ": "), std::string::npos) << l.reason;
+    }
+    EXPECT_NE(with("\"speedup\": -1").reason.find(": speedup -1 is not a figure kernelevo records (a speedup over the "
+                                                  "reference is a finite number > 0, or 0 when none was measured)"),
+              std::string::npos);
+    EXPECT_NE(with("\"speedup\": null").reason.find(": speedup null is not"), std::string::npos);
+    EXPECT_NE(with("\"speedup\": \"fast\"").reason.find(": speedup \"fast\" is not"), std::string::npos);
+    for (const char* none : {"\"speedup\": 0", "\"no_speedup\": 1"}) {
+        cache::Lookup l = with(none);
+        EXPECT_EQ(l.state, cache::State::valid) << none << ": " << l.reason;
+        EXPECT_EQ(l.meta->speedup, 0);
+    }
+    for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+        cache::EntryMeta m = meta();
+        m.speedup = bad;
+        EXPECT_THROW(cache::store(cache_dir, kKernel, m), UsageError) << bad;
+    }
+}
+
+// Issue 49: the one rule of a kernel kept out for being slower than its reference (the CMake module's
+// _kevo_kept_out and Python's load_model(min_speedup=) apply it too): measured (> 0) and below the
+// minimum, whose default is the same 1.0 in the three.
+TEST_F(Cache, AKernelMeasuredBelowTheMinimumSpeedupIsKeptOut) {
+    cache::EntryMeta m = meta();
+    m.speedup = 0.91;
+    EXPECT_EQ(cache::kept_out(m, cache::kDefaultMinSpeedup),
+              "measured 0.91x over its reference: below the minimum speedup 1");
+    EXPECT_EQ(cache::kept_out(m, 0.9), "");
+    EXPECT_EQ(cache::kept_out(m, 0), "");
+    for (double used : {1.0, 1.3, 0.0}) {  // at the minimum, above it, none measured
+        m.speedup = used;
+        EXPECT_EQ(cache::kept_out(m, cache::kDefaultMinSpeedup), "") << used;
+    }
+    EXPECT_EQ(cache::kDefaultMinSpeedup, 1.0);
+    const std::string shown = format_double("%.1f", cache::kDefaultMinSpeedup);
+    const fs::path source = KEVO_SOURCE_DIR;
+    EXPECT_NE(read_file(source / "cmake" / "KernelEvo.cmake").find("set(KERNELEVO_MIN_SPEEDUP \"" + shown + "\""),
+              std::string::npos);
+    EXPECT_NE(read_file(source / "python" / "kernelevo" / "model_load.py").find("min_speedup=" + shown + "):"),
+              std::string::npos);
 }
 
 TEST_F(Cache, StoreRejectsBadNames) {

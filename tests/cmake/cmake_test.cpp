@@ -198,6 +198,81 @@ TEST_F(CMakeProject, OtherToolkitOrLibTorchVersionsAreReportedNotStale) {
     EXPECT_FALSE(contains(r.out, "validated with")) << r.out;
 }
 
+// Issue 49: a kernel its entry measured slower than the reference is kept out: the reference is built,
+// said once with the figure (and by `cache status` against the build); KERNELEVO_MIN_SPEEDUP and the
+// function's MIN_SPEEDUP move the minimum; a malformed speedup is an invalid entry with the tool's
+// reason, never a failed configure.
+TEST_F(CMakeProject, AKernelMeasuredSlowerThanItsReferenceIsKeptOut) {
+    Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90", "-DKEVO_TEST_ARCHES=90;90a"});
+    ASSERT_EQ(r.rc, 0) << r.out;
+    auto put = [&](double speedup) {
+        cache::EntryMeta m = manual_entry(task("scale"), "sm_90");
+        m.speedup = speedup;
+        cache::store(cache_dir, scale_kernel(2), m);
+    };
+    const fs::path dispatch = build / "kernelevo" / "scale" / "dispatch.cpp";
+    auto compiled_in = [&] { return contains(read_file(dispatch), "kevo_scale_sm90_forward"); };
+    auto kept = [](const std::string& figures) {
+        return "KernelEvo: kernel for scale on sm_90 measured " + figures + ", the reference is built";
+    };
+    put(0.91);
+    r = configure();
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const std::string said = kept("0.91x over its reference: below KERNELEVO_MIN_SPEEDUP 1.0");
+    EXPECT_TRUE(contains(r.out, said)) << r.out;
+    EXPECT_EQ(r.out.find(said), r.out.rfind(said)) << "said once: " << r.out;
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90a: missing -> reference")) << r.out;  // nor as a compatible one
+    EXPECT_TRUE(contains(r.out, "0 cached, 0 using a compatible kernel, 1 missing, 0 stale, 0 invalid, "
+                                "1 kept out (measured slower than the minimum speedup)")) << r.out;
+    EXPECT_FALSE(compiled_in());
+    EXPECT_EQ(lookup("scale")["architectures"][0]["state"], "kept_out");
+    EXPECT_EQ(lookup("scale")["min_speedup"], 1.0);
+    Outcome s = run({KEVO_EXE, "cache", "status", "--cache-dir", cache_dir.string(), "--build-dir", build.string(),
+                     "--json"});
+    EXPECT_EQ(s.rc, 1) << s.out;
+    EXPECT_EQ(nlohmann::json::parse(s.out)["build_lacks"][0]["kept_out"],
+              "measured 0.91x over its reference: below the minimum speedup 1") << s.out;
+
+    put(1.3);
+    r = configure();
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel (1.3x vs reference, hand-written")) << r.out;
+    EXPECT_TRUE(compiled_in());
+    // The minimum moved: the option for every function, MIN_SPEEDUP for one (over the option).
+    r = configure({"-DKERNELEVO_MIN_SPEEDUP=1.5"});
+    EXPECT_TRUE(contains(r.out, kept("1.3x over its reference: below KERNELEVO_MIN_SPEEDUP 1.5"))) << r.out;
+    EXPECT_FALSE(compiled_in());
+    r = configure({"-DKEVO_TEST_MIN_SPEEDUP=1.2"});
+    EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: cached kernel (1.3x")) << r.out;
+    EXPECT_TRUE(compiled_in());
+    r = configure({"-DKEVO_TEST_MIN_SPEEDUP=1.4"});
+    EXPECT_TRUE(contains(r.out, kept("1.3x over its reference: below MIN_SPEEDUP 1.4"))) << r.out;
+    // (CMake wraps an error's lines: compared with whitespace runs made one space)
+    auto flat = [](const std::string& text) { return std::regex_replace(text, std::regex("\\s+"), " "); };
+    r = configure({"-DKEVO_TEST_MIN_SPEEDUP=fast"});
+    EXPECT_NE(r.rc, 0);
+    EXPECT_TRUE(contains(flat(r.out), "kernelevo_optimize(scale): MIN_SPEEDUP: 'fast' is not a number >= 0")) << r.out;
+    r = configure({"-UKEVO_TEST_MIN_SPEEDUP", "-DKERNELEVO_MIN_SPEEDUP=-1"});
+    EXPECT_NE(r.rc, 0);
+    EXPECT_TRUE(contains(flat(r.out), "KernelEvo: KERNELEVO_MIN_SPEEDUP: '-1' is not a number >= 0")) << r.out;
+    r = configure({"-DKERNELEVO_MIN_SPEEDUP=0"});
+    EXPECT_TRUE(compiled_in()) << r.out;
+
+    // Malformed speedups: an invalid entry with the tool's reason, the reference; configure goes on.
+    const fs::path meta = cache_dir / "scale" / "sm_90.json";
+    const std::string text = read_file(meta), stored = "\"speedup\": 1.3";
+    ASSERT_TRUE(contains(text, stored)) << text;
+    for (const std::string bad : {"-1", "null", "\"fast\"", "NaN"}) {
+        std::string t = text;
+        write_file_atomic(meta, t.replace(t.find(stored), stored.size(), "\"speedup\": " + bad));
+        r = configure();
+        ASSERT_EQ(r.rc, 0) << r.out;
+        EXPECT_TRUE(contains(r.out, "KernelEvo: scale sm_90: invalid (unreadable metadata")) << r.out;
+        EXPECT_FALSE(compiled_in()) << bad;
+        if (bad != "NaN")  // (CMake's and the tool's JSON parsers word a parse error each its own way)
+            EXPECT_TRUE(contains(r.out, cache::lookup(cache_dir, "scale", "sm_90", nullptr).reason)) << r.out;
+    }
+}
+
 TEST_F(CMakeProject, EveryArchitectureSpellingAndASummary) {
     // 90-virtual and 9.0 name sm_90; a list; a GPU-less native says so instead of vanishing.
     Outcome r = configure({"-DCMAKE_CUDA_ARCHITECTURES=90", "-DKEVO_TEST_ARCHES=90-virtual;80-real;9.0;native;hopper"});

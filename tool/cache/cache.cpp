@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <ctime>
 #include <set>
 #include <utility>
@@ -32,6 +33,18 @@ bool is_identifier(const std::string& s) {
 
 double number_or_zero(const nlohmann::json& j, const char* key) {
     return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : 0.0;  // inf/nan travel as null
+}
+
+// "" or why `speedup` is not a figure an entry records: a finite number >= 0 (0: none measured).
+// kernelevo writes no other; NaN and infinities would travel as null.
+std::string speedup_problem(const nlohmann::json& speedup) {
+    const bool number = speedup.is_number();
+    if (number && speedup.get<double>() >= 0 && std::isfinite(speedup.get<double>())) return "";
+    std::string shown = number ? format_double("%g", speedup.get<double>())
+                               : speedup.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+    return "speedup " + shown + " is not a figure kernelevo records (a speedup over the reference is a finite " +
+           "number > 0, or 0 when none was measured)";
 }
 
 template <class T>
@@ -102,7 +115,7 @@ nlohmann::json EntryMeta::to_json() const {
 }
 
 EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
-    if (!j.is_object()) throw UsageError("cache metadata: expected a JSON object");
+    if (!j.is_object()) throw UsageError("expected a JSON object");
     EntryMeta m;
     try {
         m.function = j.at("function").get<std::string>();
@@ -112,7 +125,10 @@ EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
         m.source_hash = j.at("source_hash").get<std::string>();
         m.origin = get_or<std::string>(j, "origin", "search");
         m.validated = get_or<bool>(j, "validated", true);
-        m.speedup = get_or<double>(j, "speedup", 0);
+        if (j.contains("speedup")) {  // absent (an entry written by hand): none measured
+            if (std::string why = speedup_problem(j.at("speedup")); !why.empty()) throw UsageError(why);
+            m.speedup = j.at("speedup").get<double>();
+        }
         m.kernel_us = get_or<double>(j, "kernel_us", 0);
         m.reference_us = get_or<double>(j, "reference_us", 0);
         m.validation = j.contains("validation") ? j.at("validation") : nlohmann::json::object();
@@ -130,9 +146,15 @@ EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
         const std::string key = facts_key(m.backend);
         m.facts = !key.empty() && j.contains(key) ? j.at(key) : nlohmann::json();
     } catch (const nlohmann::json::exception& e) {
-        throw UsageError(std::string("cache metadata: ") + e.what());
+        throw UsageError(e.what());
     }
     return m;
+}
+
+std::string kept_out(const EntryMeta& m, double min_speedup) {
+    if (!(m.speedup > 0) || m.speedup >= min_speedup) return "";
+    return format_double("measured %.3gx over its reference: ", m.speedup) +
+           format_double("below the minimum speedup %g", min_speedup);
 }
 
 EntryMeta entry_from_validation(const Task& task, const std::string& arch, const nlohmann::json& validation) {
@@ -191,7 +213,12 @@ Lookup lookup(const fs::path& cache_dir, const std::string& function, const std:
     }
     try {
         // Capped: a metadata file is small; a huge or binary one is a broken entry, not a reason to stop.
-        r.meta = EntryMeta::from_json(nlohmann::json::parse(read_input_file(r.metadata, "a cache metadata file", kMaxMetadataBytes)));
+        const std::string text = read_input_file(r.metadata, "a cache metadata file", kMaxMetadataBytes);  // names it
+        try {
+            r.meta = EntryMeta::from_json(nlohmann::json::parse(text));
+        } catch (const std::exception& e) {
+            throw UsageError(r.metadata.string() + ": " + e.what());
+        }
     } catch (const std::exception& e) {
         r.state = State::invalid;
         // The parser quotes what it read: the bytes of a binary file must not reach a terminal or JSON raw.
@@ -312,6 +339,7 @@ void place_entry(const std::vector<std::pair<fs::path, std::string>>& files, con
 void store(const fs::path& cache_dir, const std::string& source, EntryMeta meta, const std::string* candidate_source) {
     if (!is_identifier(meta.function)) throw UsageError("cache: '" + meta.function + "' is not a valid function name");
     if (!is_normalized_arch(meta.arch)) throw UsageError("cache: '" + meta.arch + "' is not an architecture such as sm_90");
+    if (std::string why = speedup_problem(meta.speedup); !why.empty()) throw UsageError("cache: " + why);
     meta.source_hash = sha256_hex(source);
     if (meta.date.empty()) meta.date = utc_now();
     const CandidateLanguage* l = with_source_file(meta.backend);

@@ -29,7 +29,8 @@ struct EntryMeta {
     std::string source_hash;                   // sha256 of the .cu (filled by store())
     std::string origin = "search";             // "search" | "manual"
     bool validated = true;                     // false: stored with --unvalidated
-    double speedup = 0, kernel_us = 0, reference_us = 0;
+    double speedup = 0;                        // over the reference: > 0 measured, 0 none (from_json refuses others)
+    double kernel_us = 0, reference_us = 0;
     nlohmann::json validation;                 // ValidationResult::to_json() (status, max_abs_diff, ...)
     std::string toolkit, gpu, model;           // "nvcc 13.0", "NVIDIA H200", "google/gemini-3-flash"
     std::string libtorch;                      // the LibTorch of the reference it was validated against
@@ -45,8 +46,18 @@ struct EntryMeta {
     // (version_fact()), launches. Null for a CUDA entry.
     nlohmann::json facts;
     nlohmann::json to_json() const;
-    static EntryMeta from_json(const nlohmann::json& j);  // throws UsageError on a broken file
+    // Throws UsageError on a broken file, a speedup that is negative, infinite, NaN or not a number included.
+    static EntryMeta from_json(const nlohmann::json& j);
 };
+
+// The least speedup over its reference, measured when its entry was validated, at which a kernel is
+// used: one measured slower is kept out and the reference runs (Python's load_model(min_speedup=1.0);
+// the CMake module's KERNELEVO_MIN_SPEEDUP and MIN_SPEEDUP, with its twin of kept_out() in
+// cmake/KernelEvo.cmake; `kernelevo cache status --min-speedup`).
+inline constexpr double kDefaultMinSpeedup = 1.0;
+// "" or why `m`'s kernel is kept out under `min_speedup`: its speedup was measured (> 0: an entry that
+// records none, 0, is not kept out) and is below it ("measured 0.91x over its reference: below ...").
+std::string kept_out(const EntryMeta& m, double min_speedup);
 
 // The one builder of an entry's metadata from a validation, used by `kernelevo search` and
 // `kernelevo cache add`: the task's hashes, the figures of `validation` (ValidationResult::to_json(),

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/cli.h"
+#include "cli/validators.h"
 #include "commands/cache_command.h"
 #include "commands/commands.h"
 #include "common/error.h"
@@ -39,8 +40,14 @@ namespace {
 
 struct StatusArgs {
     workflows::CacheStatusRequest request;
+    double min_speedup = cache::kDefaultMinSpeedup;  // given: request.min_speedup
     bool json = false;
 };
+
+// A row's state as the text shows it: "kept out" for a valid entry measured below the minimum.
+std::string shown_state(const nlohmann::json& r) {
+    return r.value("kept_out", nlohmann::json()).is_string() ? "kept out" : r["state"].get<std::string>();
+}
 struct StatsArgs {
     workflows::CacheStatsRequest request;
     bool json = false;
@@ -55,7 +62,9 @@ void print_status_json(const workflows::CacheStatusRequest& a, const nlohmann::j
     nlohmann::json j{{"cache_dir", fs::absolute(a.cache_dir).string()}, {"entries", out}};
     if (!a.build_dir.empty()) {
         nlohmann::json lack = nlohmann::json::array();
-        for (const auto& r : lacking) lack.push_back({{"function", r["function"]}, {"arch", r["arch"]}, {"state", r["state"]}});
+        for (const auto& r : lacking)
+            lack.push_back({{"function", r["function"]}, {"arch", r["arch"]}, {"state", r["state"]},
+                            {"kept_out", r["kept_out"]}});
         j["build_dir"] = fs::absolute(a.build_dir).string();
         j["build_lacks"] = lack;
     }
@@ -69,7 +78,7 @@ void print_status_text(const workflows::CacheStatusRequest& a, const nlohmann::j
     if (out.empty()) std::cout << "No kernels in " << a.cache_dir << "\n";
     std::printf("%-24s %-8s %-8s %-13s %-9s %-21s %s\n", "FUNCTION", "ARCH", "STATE", "BACKEND", "SPEEDUP", "DATE", "ORIGIN");
     for (const auto& r : out) {
-        std::string state = r["state"];
+        std::string state = shown_state(r);
         if (state == "valid" && !r["checked_against_task"].get<bool>()) state = "ok?";
         std::string origin = r.value("origin", "");
         if (origin == "search" && !r.value("model", std::string()).empty()) origin += " (" + r["model"].get<std::string>() + ")";
@@ -91,6 +100,8 @@ void print_status_text(const workflows::CacheStatusRequest& a, const nlohmann::j
         if (!r.value("summary", std::string()).empty()) std::printf("    %s\n", printable(r["summary"].get<std::string>()).c_str());
         if (!r["reason"].get<std::string>().empty() && r["state"] != "valid")
             std::printf("    %s\n", printable(r["reason"].get<std::string>()).c_str());
+        if (r["kept_out"].is_string())
+            std::printf("    %s: the reference runs instead\n", r["kept_out"].get<std::string>().c_str());
     }
     if (!tasks)
         std::cout << "(staleness not checked: pass --task T.json or --build-dir BUILD to compare with the current tasks; "
@@ -108,7 +119,7 @@ void print_status_text(const workflows::CacheStatusRequest& a, const nlohmann::j
                       << " kernel(s) the cache lacks (the reference runs there instead):\n";
             for (const auto& r : lacking)
                 std::cout << "  " << r["function"].get<std::string>() << " " << r["arch"].get<std::string>() << " ("
-                          << r["state"].get<std::string>() << "): " << r.value("search_command", std::string()) << "\n";
+                          << shown_state(r) << "): " << r.value("search_command", std::string()) << "\n";
             if (a.models.empty())
                 std::cout << "(NAME: the model to search with, e.g. google/gemini-3-flash; pass --model NAME to cache "
                              "status to have it filled in)\n";
@@ -197,8 +208,9 @@ void add_status_command(CLI::App& cache, int& rc) {
     workflows::CacheStatusRequest& stq = st->request;
     CLI::App* status = cache.add_subcommand("status",
         "List every function and architecture in the cache with speedup, date, origin and stale/missing/unvalidated "
-        "marks. A missing cache directory is an empty cache, as for stats. Exit 0 when every entry is valid (and, with "
-        "--build-dir, every architecture the build wants is cached), 1 otherwise, 2 on bad usage.");
+        "marks; an entry measured slower than --min-speedup is 'kept out'. A missing cache directory is an empty "
+        "cache, as for stats. Exit 0 when every entry is valid and none is kept out (and, with --build-dir, every "
+        "architecture the build wants is cached), 1 otherwise, 2 on bad usage.");
     status->add_option("--cache-dir", stq.cache_dir, "The cache directory (kernelevo_optimize()'s CACHE_DIR)")->required();
     status->add_option("--task", stq.tasks, "Current task file(s) to check staleness against (repeatable)");
     status->add_option("--build-dir", stq.build_dir,
@@ -207,8 +219,15 @@ void add_status_command(CLI::App& cache, int& rc) {
     status->add_option("--model", stq.models,
                        "Model(s) to put into the suggested search commands for what the build lacks (repeatable; "
                        "without it they say --model NAME)");
+    CLI::Option* min = status->add_option("--min-speedup", st->min_speedup,
+        "An entry measured slower than this over its reference is kept out: the build compiles in the reference "
+        "(default: with --build-dir, what the build used, KERNELEVO_MIN_SPEEDUP; else 1; 0 keeps none out)")
+        ->check(cli::FiniteNumber)->check(CLI::NonNegativeNumber);
     status->add_flag("--json", st->json, "Print JSON");
-    status->callback([st, &rc] { with_flags([&] { run_status(*st, rc); }); });
+    status->callback([st, min, &rc] {
+        if (min->count()) st->request.min_speedup = st->min_speedup;
+        with_flags([&] { run_status(*st, rc); });
+    });
 }
 
 // `cache add`: a kernel validated (twice) and stored.

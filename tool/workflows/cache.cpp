@@ -66,7 +66,8 @@ std::map<std::string, cache::TaskHashes> hashes_of(const std::map<std::string, T
     return out;
 }
 
-std::map<std::string, std::set<std::string>> wanted_arches(const std::string& build_dir) {
+std::map<std::string, std::set<std::string>> wanted_arches(const std::string& build_dir,
+                                                           std::map<std::string, double>* min_speedups) {
     std::map<std::string, std::set<std::string>> wanted;
     if (build_dir.empty()) return wanted;
     std::error_code ec;
@@ -77,6 +78,8 @@ std::map<std::string, std::set<std::string>> wanted_arches(const std::string& bu
             nlohmann::json j = nlohmann::json::parse(read_file(f));
             auto& arches = wanted[j.at("function").get<std::string>()];
             for (const auto& a : j.at("architectures")) arches.insert(a.at("arch").get<std::string>());
+            if (min_speedups && j.contains("min_speedup"))  // (a build configured before it was recorded: none)
+                (*min_speedups)[j.at("function").get<std::string>()] = j.at("min_speedup").get<double>();
         } catch (const std::exception& e) {
             throw CacheInputError(CacheInputError::Kind::unreadable_lookup, f.string(), e.what());
         }
@@ -91,6 +94,8 @@ nlohmann::json StatusRow::to_json() const {
                        {"source", l.source.string()}, {"metadata", l.metadata.string()},
                        {"validated", nullptr}};
     if (wanted_by_build) row["wanted_by_build"] = *wanted_by_build;
+    row["min_speedup"] = min_speedup;
+    row["kept_out"] = kept_out.empty() ? nlohmann::json() : nlohmann::json(kept_out);
     if (checked_against_task) row["search_command"] = search_command;
     if (l.meta) {
         row["speedup"] = l.meta->speedup;
@@ -115,7 +120,8 @@ CacheStatus cache_status(const CacheStatusRequest& a) {
         throw CacheInputError(CacheInputError::Kind::cache_not_a_directory, a.cache_dir);
     auto tasks = collect_tasks(a.tasks, a.build_dir);
     const auto hashes = hashes_of(tasks);
-    auto wanted = wanted_arches(a.build_dir);
+    std::map<std::string, double> min_speedups;  // the build's, where it recorded one
+    auto wanted = wanted_arches(a.build_dir, &min_speedups);
     std::map<std::string, std::set<std::string>> rows;  // function -> arches
     for (const auto& e : cache::list_entries(a.cache_dir)) rows[e.function].insert(e.arch);
     for (const auto& [name, t] : tasks) rows[name];  // functions with a task but no entry at all
@@ -137,14 +143,19 @@ CacheStatus cache_status(const CacheStatusRequest& a) {
             row.arch = arch;
             row.lookup = cache::lookup(a.cache_dir, function, arch, h);
             row.checked_against_task = checked;
+            auto m = min_speedups.find(function);
+            row.min_speedup = a.min_speedup.value_or(m != min_speedups.end() ? m->second : cache::kDefaultMinSpeedup);
+            if (row.lookup.state == cache::State::valid)
+                row.kept_out = cache::kept_out(*row.lookup.meta, row.min_speedup);
             auto w = wanted.find(function);
             if (!a.build_dir.empty()) row.wanted_by_build = w != wanted.end() && w->second.count(arch);
             if (checked)
                 row.search_command = "kernelevo search --task " + shell_quote(t->second.file.string()) + " --out " +
                                      shell_quote(a.cache_dir) + " --arch " + arch + model_args(a.models);
-            if (row.lookup.state != cache::State::valid) ++out.problems;
-            // The architectures the build wants that the cache lacks (missing, or present but not valid).
-            if (row.wanted_by_build.value_or(false) && row.lookup.state != cache::State::valid) out.lacking.push_back(row);
+            const bool unused = row.lookup.state != cache::State::valid || !row.kept_out.empty();
+            if (unused) ++out.problems;
+            // The architectures the build wants that the cache lacks (missing, present but not valid, kept out).
+            if (row.wanted_by_build.value_or(false) && unused) out.lacking.push_back(row);
             out.rows.push_back(std::move(row));
         }
     }

@@ -44,8 +44,10 @@ std::map<std::string, Task> collect_tasks(const std::vector<std::string>& task_f
 // Each task's hashes, computed once per function (reference_hash() runs the preprocessor).
 std::map<std::string, cache::TaskHashes> hashes_of(const std::map<std::string, Task>& tasks);
 // What the build wants: function -> the architectures kernelevo_optimize() looked up at configure
-// time (BUILD/kernelevo/NAME/lookup.json); empty without a build tree.
-std::map<std::string, std::set<std::string>> wanted_arches(const std::string& build_dir);
+// time (BUILD/kernelevo/NAME/lookup.json); empty without a build tree. With `min_speedups`, also
+// function -> the minimum speedup the build kept kernels out under (KERNELEVO_MIN_SPEEDUP, MIN_SPEEDUP).
+std::map<std::string, std::set<std::string>> wanted_arches(const std::string& build_dir,
+                                                           std::map<std::string, double>* min_speedups = nullptr);
 
 // ---- status: every function and architecture, and what the build lacks ------------------------
 
@@ -53,6 +55,9 @@ struct CacheStatusRequest {
     std::string cache_dir, build_dir;
     std::vector<std::string> tasks;   // task files
     std::vector<std::string> models;  // put into the suggested search commands ("": --model NAME)
+    // A kernel measured below it is kept out (cache::kept_out()). Unset: a function the build
+    // configured has the build's minimum (lookup.json), the others cache::kDefaultMinSpeedup.
+    std::optional<double> min_speedup;
 };
 
 struct StatusRow {
@@ -61,14 +66,16 @@ struct StatusRow {
     bool checked_against_task = false;    // a current task of this function was given
     std::optional<bool> wanted_by_build;  // with a build tree: whether it wants this architecture
     std::string search_command;           // checked: the search that would (re)fill the entry
+    double min_speedup = cache::kDefaultMinSpeedup;
+    std::string kept_out;                 // a valid entry measured below min_speedup: cache::kept_out()
     nlohmann::json to_json() const;       // one element of `cache status --json`'s "entries"
 };
 
 struct CacheStatus {
     std::vector<StatusRow> rows;     // by function, then architecture
-    std::vector<StatusRow> lacking;  // wanted by the build and not valid (missing, stale, broken)
+    std::vector<StatusRow> lacking;  // wanted by the build and not valid (missing, stale, broken) or kept out
     size_t tasks = 0;                // current tasks compared with
-    int problems = 0;                // rows that are not valid
+    int problems = 0;                // rows that are not valid or kept out
 };
 CacheStatus cache_status(const CacheStatusRequest& request);
 
