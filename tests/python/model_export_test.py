@@ -426,11 +426,14 @@ class Export(unittest.TestCase):
         plan = self.check_plan(self.export(m, x, "rnn30", threshold=0.3, name="rnn"), "rnn")
         self.assertEqual([r["status"] for r in plan["regions"] if r["name"].split(".")[0] == "i2h"],
                          ["task"] + ["repeat"] * 5)
-        # A threshold above the steps together: all of them stay in PyTorch, saying so.
-        plan = self.check_plan(self.export(m, x, "rnn99", threshold=0.99, name="rnn"), "rnn")
+        # A threshold above the steps together: all of them stay in PyTorch, saying so. The steps take
+        # about 99% of the measured time (h2o's regions the rest; 99.3% on the loaded 2-core machine,
+        # where a 99% threshold was below them and this failed); 99.9999% is above them unless the
+        # other regions took less than a millionth of the time.
+        plan = self.check_plan(self.export(m, x, "rnn99", threshold=0.999999, name="rnn"), "rnn")
         cell = [r for r in plan["regions"] if r["name"].split(".")[0] == "i2h"]
-        self.assertEqual({r["status"] for r in cell}, {"below_threshold"})
-        self.assertIn("with its 5 repeat(s), below the threshold of 99.00%", cell[0]["reason"])
+        self.assertEqual({r["status"] for r in cell}, {"below_threshold"}, [r["share"] for r in cell])
+        self.assertIn("with its 5 repeat(s), below the threshold of 100.00%", cell[0]["reason"])
         self.assertTrue(cell[1]["reason"].startswith("a repeat of region i2h: "), cell[1]["reason"])
 
     def test_layers_of_one_shape_with_their_own_weights_are_repeats_of_the_first(self):
