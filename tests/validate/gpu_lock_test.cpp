@@ -146,6 +146,28 @@ TEST_F(LockDir, AHolderThatDiedIsTakenOverAndSaidOnce) {
     EXPECT_EQ(notes.size(), 1u) << "a lock released cleanly was reported as taken over";
 }
 
+// On the H100 a search waited "held by pid N for 47 s": the line of a measurement killed a run before,
+// while checks held the lock shared. A wait names the measurement only while one holds the lock.
+TEST_F(LockDir, AKilledMeasurementsLineIsNotTheHolderWhileChecksHoldIt) {
+    pid_t dead = fork();
+    if (dead == 0) {
+        new GpuLock("GPU-test", "GPU 0 (test)", {}, GpuUse::exclusive, "killed timing");  // never released
+        kill(getpid(), SIGKILL);
+    }
+    reap({dead});
+    pid_t a = holder("check A", GpuUse::shared, "", 1500);
+    ASSERT_TRUE(wait_for("check A.in"));
+    std::vector<std::string> notes;
+    {
+        GpuLock lock(
+            "GPU-test", "GPU 0 (test)", [&](const std::string& n) { notes.push_back(n); }, GpuUse::exclusive, "B");
+    }
+    reap({a});
+    ASSERT_FALSE(notes.empty());
+    EXPECT_NE(notes[0].find("held by other work that measures nothing"), std::string::npos) << notes[0];
+    EXPECT_EQ(notes[0].find("pid " + std::to_string(dead)), std::string::npos) << notes[0];
+}
+
 // Issue 50's attacks on the lock directory: a planted lock file (a symlink to someone's file, a
 // FIFO, a folder) is one clear error, and the file it points to is neither truncated nor opened to
 // every user; a holder's line with an absurd start time is never a garbage duration; a phase log

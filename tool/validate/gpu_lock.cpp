@@ -116,7 +116,13 @@ GpuLock::GpuLock(const std::string& device_key, const std::string& label,
     auto say = [&] {
         if (said) return;
         said = true;
-        wait_note_ = "waiting for " + label + what + ": " + describe(read_holder(fd_));
+        Holder holder = read_holder(fd_);
+        // A measurement's line while the lock can be had shared is a killed measurement's, not who holds it now.
+        if (holder.pid > 0 && flock(fd_, LOCK_SH | LOCK_NB) == 0) {
+            flock(fd_, LOCK_UN);
+            holder = Holder{};
+        }
+        wait_note_ = "waiting for " + label + what + ": " + describe(holder);
         if (waiting) waiting(wait_note_);
     };
     const auto t0 = std::chrono::steady_clock::now();
