@@ -519,7 +519,7 @@ void write_run(const fs::path& file) {
         p.origin = origin;
         p.source = "// kernel, with \"quotes\", commas\n";
         p.norm_hash = "h" + std::to_string(n);
-        p.status = status;
+        p.status = store::parse_program_status(status);
         p.speedup = speedup;
         p.feedback = status == "ok" ? "" : "error: x";
         p.details = status == "ok" ? json{{"kernel_us", 10.0 / speedup}, {"reference_us", 10.0}} : json::object();
@@ -685,7 +685,7 @@ TEST(CliReport, ShortAndEmptyRunsPlotSanely) {
         st->put_meta("task_name", "t");
         store::Program p;
         p.key = "g0.seed.a0";
-        p.status = "ok";
+        p.status = store::ProgramStatus::ok;
         p.speedup = 1.3;
         p.norm_hash = "h";
         st->put_program(p);

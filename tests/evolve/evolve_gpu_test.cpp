@@ -71,7 +71,7 @@ TEST(SearchGpu, RepairsAndFindsAFasterKernel) {
     auto store = store::open_store(state.string());
     auto status = [&](const std::string& key) {
         auto p = store->find_program(key);
-        return p ? p->status + ": " + p->feedback.substr(0, 300) : "missing";
+        return p ? store::program_status_name(p->status) + std::string(": ") + p->feedback.substr(0, 300) : "missing";
     };
     EXPECT_EQ(status("g0.seed.a0").rfind("compile_error", 0), 0u) << status("g0.seed.a0");
     EXPECT_EQ(status("g0.seed.a1").rfind("ok", 0), 0u) << status("g0.seed.a1");
@@ -122,8 +122,8 @@ TEST(SearchGpu, ReplayedSearchValidatesEveryDistinctCandidate) {
     int evaluated = 0, ok = 0;
     double first = 1e300, last = 0;
     for (const auto& p : programs) {
-        EXPECT_NE(p.status, "pending") << p.key;  // every candidate has its verdict
-        if (p.status == "duplicate" || p.status == "no_code") continue;
+        EXPECT_NE(p.status, store::ProgramStatus::pending) << p.key;  // every candidate has its verdict
+        if (p.status == store::ProgramStatus::duplicate || p.status == store::ProgramStatus::no_code) continue;
         ++evaluated;
         ok += p.ok() ? 1 : 0;
         first = std::min(first, p.created);
@@ -133,7 +133,7 @@ TEST(SearchGpu, ReplayedSearchValidatesEveryDistinctCandidate) {
     // Where a candidate's time goes (printed, not asserted): compile, the runner's phases, calls timed.
     double gpu_s = 0;  // the validations' time (the judge holds the GPU), compiles excluded
     for (const auto& p : programs) {
-        if (p.status == "duplicate" || p.status == "no_code") continue;
+        if (p.status == store::ProgramStatus::duplicate || p.status == store::ProgramStatus::no_code) continue;
         const auto& d = p.details;
         gpu_s += d.value("run_s", 0.0);
         std::cout << "  " << p.key << " " << p.status << " compile " << d.value("compile_s", 0.0) << " s, run " << d.value("run_s", 0.0) << " s";

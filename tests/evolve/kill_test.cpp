@@ -20,6 +20,12 @@
 namespace kevo {
 namespace {
 
+// A program the evaluator judged (not claimed only, a duplicate, or a reply without code).
+bool was_evaluated(const store::Program& p) {
+    using S = store::ProgramStatus;
+    return p.status != S::pending && p.status != S::duplicate && p.status != S::no_code;
+}
+
 std::vector<std::string> lines(const fs::path& p) {
     std::vector<std::string> out;
     std::ifstream in(p);
@@ -55,7 +61,7 @@ std::vector<std::string> driver(const std::string& state, const fs::path& dir, c
 
 std::vector<std::tuple<std::string, std::string, std::string>> outcome(store::Store& s) {
     std::vector<std::tuple<std::string, std::string, std::string>> out;
-    for (const auto& p : s.programs()) out.emplace_back(p.key, p.source, p.status);
+    for (const auto& p : s.programs()) out.emplace_back(p.key, p.source, store::program_status_name(p.status));
     std::sort(out.begin(), out.end());
     return out;
 }
@@ -85,7 +91,7 @@ TEST_P(SearchKill, ResumesAfterKill9WithoutRepayingOrReevaluating) {
         auto s = store::open_store(killed_state);
         committed_generations = s->last_generation() + 1;
         for (const auto& p : s->programs())
-            if (p.status != "pending" && p.status != "duplicate" && p.status != "no_code") evaluated.insert(p.norm_hash);
+            if (was_evaluated(p)) evaluated.insert(p.norm_hash);
         ASSERT_FALSE(evaluated.empty());
     }
     {
@@ -169,7 +175,7 @@ TEST_P(SearchKill, ResumesAfterKill9InTheMiddleOfABatchRound) {
     {
         auto s = store::open_store(killed.state);
         for (const auto& p : s->programs())
-            if (p.status != "pending" && p.status != "duplicate" && p.status != "no_code") evaluated.insert(p.norm_hash);
+            if (was_evaluated(p)) evaluated.insert(p.norm_hash);
         calls_at_kill = s->spent().calls;
         ASSERT_EQ(s->last_generation(), 0) << "the round finished before it was killed";
     }
@@ -219,7 +225,7 @@ TEST_P(SearchKill, SteadyStateResumesAfterKill9WithoutRepayingOrReevaluating) {
         auto s = store::open_store(state);
         ASSERT_LT(s->last_generation(), 6) << "the run finished before it was killed";
         for (const auto& p : s->programs())
-            if (p.status != "pending" && p.status != "duplicate" && p.status != "no_code") evaluated.insert(p.norm_hash);
+            if (was_evaluated(p)) evaluated.insert(p.norm_hash);
         for (const auto& c : s->llm_calls()) paid.insert(std::to_string(c.request.at("seed").get<int64_t>()));
     }
     size_t llm_before = lines(dir.path() / "llm.log").size(), eval_before = lines(dir.path() / "eval.log").size();
@@ -231,7 +237,7 @@ TEST_P(SearchKill, SteadyStateResumesAfterKill9WithoutRepayingOrReevaluating) {
         EXPECT_FALSE(evaluated.count(eval_after[i])) << "an evaluated candidate was evaluated again";
     auto s = store::open_store(state);
     EXPECT_EQ(s->history().size(), 7u);
-    for (const auto& p : s->programs()) EXPECT_NE(p.status, "pending") << p.key;
+    for (const auto& p : s->programs()) EXPECT_NE(p.status, store::ProgramStatus::pending) << p.key;
 }
 
 }  // namespace

@@ -58,8 +58,8 @@ TEST(SearchOutsideKernel, ABusyGpuFailureDoesNotPoisonTheKernelsHash) {
 
     auto g1 = store->find_program("g1.i0.c0.a0"), g2 = store->find_program("g2.i0.c0.a0");
     ASSERT_TRUE(g1 && g2);
-    EXPECT_EQ(g1->status, "not_judged");
-    EXPECT_EQ(g2->status, "ok") << "the same kernel, sent again after a busy-GPU failure, was not evaluated again: " << g2->status;
+    EXPECT_EQ(g1->status, store::ProgramStatus::not_judged);
+    EXPECT_EQ(g2->status, store::ProgramStatus::ok) << "the same kernel, sent again after a busy-GPU failure, was not evaluated again: " << g2->status;
     EXPECT_EQ(evaluator.runs().size(), 3u);
     ASSERT_TRUE(res.best);
     EXPECT_NEAR(res.best->speedup, 1.5, 1e-9);

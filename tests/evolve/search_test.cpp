@@ -67,7 +67,7 @@ TEST(Search, SeedsRepairsAndImproves) {
 
     auto a0 = r.program("g0.seed.a0"), a1 = r.program("g0.seed.a1");
     ASSERT_TRUE(a0 && a1);
-    EXPECT_EQ(a0->status, "compile_error");
+    EXPECT_EQ(a0->status, store::ProgramStatus::compile_error);
     EXPECT_EQ(a0->origin, "seed");
     EXPECT_TRUE(a1->ok());
     EXPECT_EQ(a1->origin, "repair");
@@ -148,7 +148,7 @@ TEST(Search, RepairGivesUpAfterTheConfiguredAttempts) {
     SearchResult res = r.run(cfg, provider);
     EXPECT_EQ(provider.calls(), 4u);  // the seed and 3 repairs
     EXPECT_EQ(r.programs().size(), 4u);
-    for (const auto& p : r.programs()) EXPECT_EQ(p.status, "mismatch");
+    for (const auto& p : r.programs()) EXPECT_EQ(p.status, store::ProgramStatus::mismatch);
     EXPECT_FALSE(res.best);
     EXPECT_EQ(res.progress.failed, 4);
     auto reqs = provider.requests();
@@ -162,7 +162,7 @@ TEST(Search, AnUnusableReplyIsRepairedToo) {
         return kernel_reply(5, 1.0);
     });
     r.run(small(0), provider);
-    EXPECT_EQ(r.program("g0.seed.a0")->status, "no_code");
+    EXPECT_EQ(r.program("g0.seed.a0")->status, store::ProgramStatus::no_code);
     EXPECT_TRUE(r.program("g0.seed.a1")->ok());
 }
 
@@ -181,7 +181,7 @@ TEST(Search, RejectsDuplicatesWithoutEvaluatingThem) {
     EXPECT_EQ(provider.calls(), 9u);           // a duplicate of a correct kernel is not "repaired"
     auto dup = r.program("g1.i0.c0.a0");
     ASSERT_TRUE(dup);
-    EXPECT_EQ(dup->status, "duplicate");
+    EXPECT_EQ(dup->status, store::ProgramStatus::duplicate);
     EXPECT_EQ(dup->details["duplicate_of"], r.program("g0.seed.a0")->id);
 }
 
@@ -315,7 +315,7 @@ TEST(Search, StopsAtTheTargetSpeedup) {
 // Runs to `generations` in one go, or with an interrupt after `interrupt_after` LLM calls and a resume.
 std::vector<std::tuple<std::string, std::string, std::string>> outcome(SearchRun& r) {
     std::vector<std::tuple<std::string, std::string, std::string>> out;
-    for (const auto& p : r.programs()) out.emplace_back(p.key, p.source, p.status);
+    for (const auto& p : r.programs()) out.emplace_back(p.key, p.source, store::program_status_name(p.status));
     std::sort(out.begin(), out.end());
     return out;
 }
@@ -395,7 +395,7 @@ TEST(Search, AppliesSearchReplaceEdits) {
     EXPECT_NE(child->source.find("extern \"C\" int kevo_forward"), std::string::npos);  // the rest of the parent
     auto bad = r.program("g2.i0.c0.a0");
     ASSERT_TRUE(bad);
-    EXPECT_EQ(bad->status, "no_code");
+    EXPECT_EQ(bad->status, store::ProgramStatus::no_code);
     EXPECT_TRUE(r.program("g2.i0.c0.a1")->ok());  // repaired with a full kernel
 }
 
@@ -473,7 +473,7 @@ TEST(Search, SteadyStateCommitsGenerationsInOrderWithMigrationAndRestarts) {
     for (const auto& e : r.store->events()) migrations += e.kind == "migration";
     EXPECT_EQ(migrations, 6);  // at 2, 4 and 6, both ways
     EXPECT_EQ(r.programs().size(), 1u + 6 * 4);
-    for (const auto& p : r.programs()) EXPECT_NE(p.status, "pending") << p.key;
+    for (const auto& p : r.programs()) EXPECT_NE(p.status, store::ProgramStatus::pending) << p.key;
     ASSERT_TRUE(res.best);
     EXPECT_GT(res.best->speedup, 1.0);
 }
@@ -506,7 +506,7 @@ TEST(Search, SteadyStateResumesWithoutRepayingOrReevaluating) {
     for (size_t i = runs_before; i < r.evaluator.runs().size(); ++i)
         EXPECT_FALSE(evaluated.count(normalized_hash(r.evaluator.runs()[i]))) << "a candidate was evaluated again";
     EXPECT_EQ(r.programs().size(), 1u + 5 * 4);
-    for (const auto& p : r.programs()) EXPECT_NE(p.status, "pending") << p.key;
+    for (const auto& p : r.programs()) EXPECT_NE(p.status, store::ProgramStatus::pending) << p.key;
 }
 
 TEST(Search, ReportShowsTheHistory) {

@@ -164,7 +164,7 @@ TEST(SearchSol, TunesAPromisingCandidateWithoutTheLlm) {
     auto tuned = r.store->find_program("g0.seed.a0.tune");
     ASSERT_TRUE(tuned);
     EXPECT_EQ(tuned->origin, "tune");
-    EXPECT_EQ(tuned->status, "ok");
+    EXPECT_EQ(tuned->status, store::ProgramStatus::ok);
     EXPECT_DOUBLE_EQ(tuned->speedup, 2.0);
     EXPECT_NE(tuned->source.find("KEVO_TUNABLE(FACTOR, 200, 50 100 150 200)"), std::string::npos);
     EXPECT_NE(tuned->feedback.find("Tuned without the LLM: FACTOR=200 (4 variants, strategy grid"), std::string::npos)

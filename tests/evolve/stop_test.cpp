@@ -1,4 +1,4 @@
-// The search's stop reasons (evolve/stop.h) and its programs' own states (evolve/program_state.h):
+// The search's stop reasons (evolve/stop.h) and its programs' stored verdicts (evolve/program_state.h):
 // the names `search --json` prints and the state stores stay what they were when they were
 // strings, and which stop reasons mean the run finished.
 #include <gtest/gtest.h>
@@ -8,7 +8,6 @@
 
 #include "evolve/program_state.h"
 #include "evolve/stop.h"
-#include "evolve/waste.h"
 
 namespace kevo::evolve {
 namespace {
@@ -32,16 +31,11 @@ TEST(StopReason, FinishedMeansTheRunDidWhatItWasAsked) {
     EXPECT_EQ(done, (std::set<std::string>{"generations", "target", "target_sol", "budget", "time"}));
 }
 
-TEST(ProgramState, NamesAreTheStoredOnes) {
-    // States written before the table, and the store's own "pending" default, read the same.
-    EXPECT_STREQ(program_state_name(ProgramState::pending), store::Program{}.status.c_str());
-    EXPECT_STREQ(program_state_name(ProgramState::duplicate), "duplicate");
-    EXPECT_STREQ(program_state_name(ProgramState::no_code), "no_code");
-    EXPECT_STREQ(program_state_name(ProgramState::not_judged), kNotJudged);
-    store::Program p;
-    p.status = "duplicate";
-    EXPECT_TRUE(has_state(p, ProgramState::duplicate));
-    EXPECT_FALSE(has_state(p, ProgramState::pending));
+// Each verdict is stored under its own name (store::ProgramStatus starts with the verdicts).
+TEST(ProgramStatus, AVerdictIsStoredUnderItsName) {
+#define KEVO_STATUS(id) Status::id,
+    for (Status s : {KEVO_VERDICT_LIST(KEVO_STATUS)}) EXPECT_STREQ(store::program_status_name(stored_status(s)), status_name(s));
+#undef KEVO_STATUS
 }
 
 }  // namespace

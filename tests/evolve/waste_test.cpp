@@ -102,7 +102,7 @@ TEST_F(WasteTest, ACandidateNotJudgedIsEvaluatedAgainWithoutARequest) {
     EXPECT_EQ(evaluator.runs().size(), 3u);
     auto seed = store->find_program("g0.seed.a0");
     ASSERT_TRUE(seed);
-    EXPECT_EQ(seed->status, "ok");
+    EXPECT_EQ(seed->status, store::ProgramStatus::ok);
     EXPECT_EQ(seed->details.value("runs", 0), 3);
     EXPECT_DOUBLE_EQ(seed->details.value("gpu_s", 0.0), 1.5);
     EXPECT_FALSE(store->find_program("g0.seed.a1")) << "a repair attempt was made";
@@ -121,7 +121,7 @@ TEST_F(WasteTest, ACandidateNeverJudgedIsRecordedAsNotJudgedAndTheSearchGoesOn) 
     EXPECT_EQ(server.requests().size(), 2u) << "seed and mutation only";
     auto child = store->find_program("g1.i0.c0.a0");
     ASSERT_TRUE(child);
-    EXPECT_EQ(child->status, kNotJudged);
+    EXPECT_EQ(child->status, store::ProgramStatus::not_judged);
     EXPECT_EQ(child->details.value("runs", 0), 3);
     EXPECT_TRUE(child->norm_hash.empty()) << "the same kernel sent again must be evaluated again";
     EXPECT_EQ(res.progress.not_judged, 1);
@@ -146,7 +146,7 @@ TEST_F(WasteTest, DuplicatesAreDroppedWithoutARequest) {
     EXPECT_NE(p[2].find("technique plain, 1.20x"), std::string::npos) << p[2];
     auto dup = store->find_program("g1.i0.c0.a0");
     ASSERT_TRUE(dup);
-    EXPECT_EQ(dup->status, "duplicate");
+    EXPECT_EQ(dup->status, store::ProgramStatus::duplicate);
     EXPECT_FALSE(store->find_program("g1.i0.c0.a1")) << "a repair was asked for a duplicate";
     EXPECT_EQ(evaluator.runs().size(), 2u) << "a duplicate was evaluated";
     EXPECT_EQ(res.waste.requests, 0);
@@ -185,7 +185,7 @@ TEST_F(WasteTest, AKernelFaultGetsOneRepairWithItsErrorAndTheFiguresAreReported)
 // The waste of an older run: repairs it asked for a candidate that was not judged or a duplicate,
 // with their tokens and cost.
 TEST(Waste, CountsRepairsOfNonFaultsWithTheirTokensAndCost) {
-    auto program = [](const std::string& key, const std::string& status, nlohmann::json details, const std::string& feedback) {
+    auto program = [](const std::string& key, store::ProgramStatus status, nlohmann::json details, const std::string& feedback) {
         store::Program p;
         p.key = key;
         p.status = status;
@@ -194,10 +194,10 @@ TEST(Waste, CountsRepairsOfNonFaultsWithTheirTokensAndCost) {
         return p;
     };
     std::vector<store::Program> programs = {
-        program("g1.i0.c0.a0", "rejected", {{"outside_kernel", true}, {"gpu_s", 2.0}}, "not judged: ..."),  // before not_judged
-        program("g1.i0.c1.a0", "duplicate", nlohmann::json::object(), ""),
-        program("g1.i0.c2.a0", "mismatch", {{"gpu_s", 1.0}}, "mismatch: at 7"),
-        program("g1.i0.c3.a0", kNotJudged, {{"gpu_s", 3.0}}, "not judged: ..."),
+        program("g1.i0.c0.a0", store::ProgramStatus::rejected, {{"outside_kernel", true}, {"gpu_s", 2.0}}, "not judged: ..."),  // before not_judged
+        program("g1.i0.c1.a0", store::ProgramStatus::duplicate, nlohmann::json::object(), ""),
+        program("g1.i0.c2.a0", store::ProgramStatus::mismatch, {{"gpu_s", 1.0}}, "mismatch: at 7"),
+        program("g1.i0.c3.a0", store::ProgramStatus::not_judged, {{"gpu_s", 3.0}}, "not judged: ..."),
     };
     auto call = [](const std::string& key, const std::string& kind) {
         store::LlmCall c;
@@ -230,17 +230,17 @@ TEST(Waste, CountsRepairsOfNonFaultsWithTheirTokensAndCost) {
 TEST(RepairError, RefusesAnEmptyErrorADuplicateAndACandidateNotJudged) {
     store::Program p;
     p.key = "g1.i0.c0.a0";
-    p.status = "mismatch";
+    p.status = store::ProgramStatus::mismatch;
     p.feedback = "output y differs at index 7";
     EXPECT_EQ(detail::repair_error(p), "mismatch: output y differs at index 7");
     p.feedback = " \n";
     EXPECT_THROW(detail::repair_error(p), std::logic_error);
     p.feedback = "";
     EXPECT_THROW(detail::repair_error(p), std::logic_error);
-    p.status = "duplicate";
+    p.status = store::ProgramStatus::duplicate;
     p.feedback = "correct; speedup 1.0x";
     EXPECT_THROW(detail::repair_error(p), std::logic_error);
-    p.status = kNotJudged;
+    p.status = store::ProgramStatus::not_judged;
     EXPECT_THROW(detail::repair_error(p), std::logic_error);
 }
 

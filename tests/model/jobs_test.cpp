@@ -69,25 +69,25 @@ TEST(ModelJobs, RegionStatusFromTheSearchOutcome) {
     model::JobResult ok;
     ok.started = true;
     ok.exit_code = 0;
-    EXPECT_EQ(model::region_status(ok, {{"stop_reason", "generations"}}), "done");
+    EXPECT_EQ(model::region_status(ok, {{"stop_reason", "generations"}}), model::RunStatus::done);
     model::JobResult no_kernel = ok;
     no_kernel.exit_code = 1;  // ran its whole time without a correct kernel: done all the same
-    EXPECT_EQ(model::region_status(no_kernel, {{"stop_reason", "time"}}), "done");
-    EXPECT_EQ(model::region_status(no_kernel, {{"stop_reason", "interrupted"}}), "stopped");
+    EXPECT_EQ(model::region_status(no_kernel, {{"stop_reason", "time"}}), model::RunStatus::done);
+    EXPECT_EQ(model::region_status(no_kernel, {{"stop_reason", "interrupted"}}), model::RunStatus::stopped);
     model::JobResult batch = ok;
     batch.exit_code = 3;
-    EXPECT_EQ(model::region_status(batch, {{"stop_reason", "batch"}}), "stopped");
+    EXPECT_EQ(model::region_status(batch, {{"stop_reason", "batch"}}), model::RunStatus::stopped);
     model::JobResult setup = ok;
     setup.exit_code = 2;
-    EXPECT_EQ(model::region_status(setup, nullptr), "failed");
-    EXPECT_EQ(model::region_status(setup, {{"stop_reason", "error: no GPU to validate on"}}), "failed");
+    EXPECT_EQ(model::region_status(setup, nullptr), model::RunStatus::failed);
+    EXPECT_EQ(model::region_status(setup, {{"stop_reason", "error: no GPU to validate on"}}), model::RunStatus::failed);
     model::JobResult killed = ok;
     killed.exit_code = -1;
     killed.signal = 9;
-    EXPECT_EQ(model::region_status(killed, nullptr), "failed");
+    EXPECT_EQ(model::region_status(killed, nullptr), model::RunStatus::failed);
     killed.interrupted = true;
-    EXPECT_EQ(model::region_status(killed, nullptr), "stopped");
-    EXPECT_EQ(model::region_status(model::JobResult{}, nullptr), "failed");  // never started
+    EXPECT_EQ(model::region_status(killed, nullptr), model::RunStatus::stopped);
+    EXPECT_EQ(model::region_status(model::JobResult{}, nullptr), model::RunStatus::failed);  // never started
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ TEST(ModelPlan, ReadsTheRegionsAndResolvesTheTaskFolders) {
     EXPECT_EQ(p.precision, "pytorch");
     EXPECT_DOUBLE_EQ(p.total_ms, 4.0);
     ASSERT_EQ(p.regions.size(), 4u);
-    EXPECT_EQ(p.regions[1].status, "view");
+    EXPECT_EQ(p.regions[1].status, model::RegionStatus::view);
     auto searched = p.searched();
     ASSERT_EQ(searched.size(), 2u);
     EXPECT_EQ(searched[0]->task_name, "blk_a");
@@ -55,7 +55,7 @@ TEST(ModelPlan, ATaskWithRepeatsCoversTheirShareToo) {
     auto searched = p.searched();
     ASSERT_EQ(searched.size(), 2u);
     EXPECT_DOUBLE_EQ(searched[0]->share, 0.25);
-    EXPECT_EQ(p.regions[3].status, "repeat");
+    EXPECT_EQ(p.regions[3].status, model::RegionStatus::repeat);
     EXPECT_EQ(p.regions[3].same_as, "h.0.a");
     EXPECT_TRUE(p.regions[3].task.empty());
 
@@ -173,7 +173,7 @@ TEST(ModelSummary, RoundTrip) {
     model::RegionRun a;
     a.name = "h.0.a";
     a.task_name = "blk_a";
-    a.status = "done";
+    a.status = model::RunStatus::done;
     a.budget_s = 150;
     a.exit_code = 0;
     a.best_speedup = 1.75;
@@ -194,13 +194,13 @@ TEST(ModelSummary, RoundTrip) {
     EXPECT_TRUE(j["regions"][1]["exit_code"].is_null());
     model::Summary r = model::read_summary(file);
     ASSERT_EQ(r.regions.size(), 2u);
-    EXPECT_EQ(r.regions[0].status, "done");
+    EXPECT_EQ(r.regions[0].status, model::RunStatus::done);
     EXPECT_EQ(r.regions[0].budget_s, 150);
     EXPECT_EQ(r.regions[0].exit_code, 0);
     EXPECT_EQ(r.regions[0].best_speedup, 1.75);
     EXPECT_EQ(r.regions[0].over["eager"], 1.5);
     EXPECT_EQ(r.regions[0].state, "search/blk_a.db");
-    EXPECT_EQ(r.regions[1].status, "pending");
+    EXPECT_EQ(r.regions[1].status, model::RunStatus::pending);
     EXPECT_FALSE(r.regions[1].exit_code.has_value());
     EXPECT_EQ(r.regions[1].best_speedup, 3.07);
     EXPECT_EQ(r.regions[0].not_cached, "");
@@ -224,6 +224,33 @@ TEST(ModelSummary, RoundTrip) {
     } catch (const UsageError& e) {
         EXPECT_TRUE(contains(e.what(), file.string() + ": not a kernelevo-model-search/1 summary")) << e.what();
     }
+    // A status no kernelevo writes is named, never read as one of the statuses.
+    write_file_atomic(file, "{\"format\": \"kernelevo-model-search/1\", \"regions\": [{\"name\": \"a\", "
+                            "\"task_name\": \"a\", \"status\": \"exploded\"}]}");
+    try {
+        model::read_summary(file);
+        ADD_FAILURE() << "an unknown status was read";
+    } catch (const UsageError& e) {
+        EXPECT_TRUE(contains(e.what(), file.string() + ": regions[0]: unknown status \"exploded\" (expected pending, "
+                                       "running, done, stopped or failed; remove it")) << e.what();
+    }
+}
+
+// Every status of a region and of its search round-trips through its name in plan.json and summary.json.
+TEST(ModelPlan, EveryStatusRoundTripsThroughItsName) {
+    TempDir dir;
+    const fs::path file = dir.path() / "summary.json";
+    model::Summary s;
+#define KEVO_RUN(id) s.regions.push_back({#id, #id, model::RunStatus::id});
+    KEVO_RUN_STATUS_LIST(KEVO_RUN)
+#undef KEVO_RUN
+    model::write_summary(file, s);
+    const model::Summary r = model::read_summary(file);
+    ASSERT_EQ(r.regions.size(), 5u);
+    for (const auto& g : r.regions) EXPECT_EQ(model::run_status_name(g.status), g.name);
+#define KEVO_REGION(id) EXPECT_STREQ(model::region_status_name(model::RegionStatus::id), #id);
+    KEVO_REGION_STATUS_LIST(KEVO_REGION)
+#undef KEVO_REGION
 }
 
 }  // namespace

@@ -199,9 +199,9 @@ class ModelFolder(unittest.TestCase):
             kop.load_op(task_dir, kernelevo=KERNELEVO)
 
     def test_the_statuses_are_the_cli_readers(self):
-        with open(os.path.join(HERE, "..", "..", "tool", "model", "plan.cpp")) as f:
-            listed = re.search(r"statuses = \{([^}]*)\}", f.read()).group(1)
-        self.assertEqual(sorted(model_folder._STATUSES), sorted(re.findall(r'"(\w+)"', listed)))
+        with open(os.path.join(HERE, "..", "..", "tool", "model", "plan.h")) as f:
+            listed = re.search(r"#define KEVO_REGION_STATUS_LIST\(X\)(.*)", f.read()).group(1)
+        self.assertEqual(sorted(model_folder._STATUSES), sorted(re.findall(r"X\((\w+)\)", listed)))
 
     def test_an_honest_folder_still_loads(self):
         with warnings.catch_warnings():

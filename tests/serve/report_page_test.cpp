@@ -49,7 +49,7 @@ store::Program program(const std::string& key, int generation, int island, const
     p.origin = generation ? "mutation" : "seed";
     p.source = key;
     p.norm_hash = key;
-    p.status = status;
+    p.status = store::parse_program_status(status);
     p.speedup = speedup;
     return p;
 }

@@ -129,11 +129,11 @@ TEST(ServeOverview, CountsNotJudgedCandidatesApartFromFailures) {
         p.key = "extra.not_judged";
         p.source = "// not judged";
         p.norm_hash = "nj1";
-        p.status = "not_judged";
+        p.status = store::ProgramStatus::not_judged;
         store->put_program(p);
         p.key = "extra.outside_kernel";
         p.norm_hash = "nj2";
-        p.status = "runtime_error";
+        p.status = store::ProgramStatus::runtime_error;
         p.details = {{"outside_kernel", true}};
         store->put_program(p);
     }

@@ -84,7 +84,7 @@ TEST_P(StoreSecrets, DataIsStoredByteForByteEvenWhereItHoldsASecretsText) {
     p.key = "g0.seed.a0";
     p.source = "const char* k = \"" + kSecret + "\";";
     p.norm_hash = "h";
-    p.status = "compile_error";
+    p.status = ProgramStatus::compile_error;
     p.feedback = "error: " + kSecret + " is not declared";
     p.details = {{"log", "error near " + kSecret}, {"list", {kSecret}}};
     s->claim_program(p);

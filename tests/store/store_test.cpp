@@ -183,7 +183,7 @@ TEST_P(StoreContract, ClaimRejectsADuplicateFromAnotherSlotButNotItsOwnRetry) {
     Program again = s->claim_program(make_program("a", "h1"));  // a resumed slot re-claims itself
     EXPECT_EQ(again.id, a.id);
 
-    a.status = "ok";
+    a.status = ProgramStatus::ok;
     a.speedup = 1.5;
     a.details = {{"kernel_us", 3.0}};
     a.feedback = "bad byte \xff here";
@@ -198,7 +198,7 @@ TEST_P(StoreContract, ClaimRejectsADuplicateFromAnotherSlotButNotItsOwnRetry) {
     // A duplicate of a finished program comes back with its result.
     Program c = s->claim_program(make_program("c", "h1"));
     EXPECT_EQ(c.id, a.id);
-    EXPECT_EQ(c.status, "ok");
+    EXPECT_EQ(c.status, ProgramStatus::ok);
 }
 
 TEST_P(StoreContract, ProgramsKeepEveryFieldAndTheirOrder) {
@@ -212,7 +212,7 @@ TEST_P(StoreContract, ProgramsKeepEveryFieldAndTheirOrder) {
     p.attempt = 3;
     p.source = std::string("__global__ void k() {}\n// nul \0 byte and \xc3\x28 bad utf-8", 60);
     p.norm_hash = "abc123";
-    p.status = "mismatch";
+    p.status = ProgramStatus::mismatch;
     p.speedup = 0.1 + 0.2;  // not representable in few digits
     p.feedback = "first mismatch at [3, 4]: got 1.5, expected 2";
     p.details = {{"status", "mismatch"}, {"trials", {1, 2, 3}}};
@@ -225,7 +225,7 @@ TEST_P(StoreContract, ProgramsKeepEveryFieldAndTheirOrder) {
         EXPECT_GT(id, 0);
         for (int i = 0; i < 5; ++i) s->put_program(make_program("k" + std::to_string(i), "h" + std::to_string(i)));
         Program np = make_program("no-code", "");
-        np.status = "no_code";
+        np.status = ProgramStatus::no_code;
         s->put_program(np);
     }
     auto s = open_store(where);
@@ -240,7 +240,7 @@ TEST_P(StoreContract, ProgramsKeepEveryFieldAndTheirOrder) {
     EXPECT_EQ(got->source, p.source);
     EXPECT_EQ(got->source.size(), 60u);
     EXPECT_EQ(got->norm_hash, "abc123");
-    EXPECT_EQ(got->status, "mismatch");
+    EXPECT_EQ(got->status, ProgramStatus::mismatch);
     EXPECT_EQ(got->speedup, 0.1 + 0.2);  // exactly
     EXPECT_EQ(got->feedback, p.feedback);
     EXPECT_EQ(got->details, p.details);
@@ -254,10 +254,10 @@ TEST_P(StoreContract, ProgramsKeepEveryFieldAndTheirOrder) {
 
     // Replacing keeps the id and the creation time.
     Program changed = *got;
-    changed.status = "ok";
+    changed.status = ProgramStatus::ok;
     changed.created = 5;
     EXPECT_EQ(s->put_program(changed), id);
-    EXPECT_EQ(s->get_program(id)->status, "ok");
+    EXPECT_EQ(s->get_program(id)->status, ProgramStatus::ok);
     EXPECT_EQ(s->get_program(id)->created, 1767225600.125);
 
     auto all = s->programs();
@@ -278,14 +278,14 @@ TEST_P(StoreContract, ChangingAProgramsHashMovesItInTheDuplicateIndex) {
     // earliest other one that is not itself a duplicate is returned, so a slot resumed while its
     // program was pending re-claims it rather than becoming a duplicate of its duplicate.
     Program d = make_program("d", "h2");
-    d.status = "duplicate";
+    d.status = ProgramStatus::duplicate;
     s->put_program(d);
     EXPECT_EQ(s->claim_program(make_program("e", "h2")).key, "a");
     EXPECT_EQ(s->claim_program(make_program("a", "h2")).key, "a");  // its own retry
     EXPECT_EQ(s->claim_program(make_program("d", "h2")).key, "a");
     EXPECT_EQ(s->claim_program(make_program("b", "h2")).key, "a");  // b changes hash: a duplicate of a
     Program f = make_program("f", "h3");
-    f.status = "duplicate";
+    f.status = ProgramStatus::duplicate;
     s->put_program(f);
     EXPECT_EQ(s->claim_program(make_program("g", "h3")).key, "g");  // only a duplicate had h3
 }

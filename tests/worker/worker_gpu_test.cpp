@@ -198,8 +198,9 @@ SearchRate search(const std::vector<std::string>& extra, const fs::path& dir, co
     rate.err = r.err;
     EXPECT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
     auto s = store::open_store(state.string());
+    using S = store::ProgramStatus;
     for (const auto& p : s->programs())
-        if (p.status != "duplicate" && p.status != "no_code" && p.status != "pending") ++rate.evaluated;
+        if (p.status != S::duplicate && p.status != S::no_code && p.status != S::pending) ++rate.evaluated;
     rate.per_minute = rate.evaluated / rate.wall_s * 60;
     return rate;
 }

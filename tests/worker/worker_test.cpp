@@ -356,7 +356,7 @@ TEST_F(QueueTest, ASteadyStateSearchValidatesThroughWorkers) {
     for (const auto& l : lines(dir.path() / "jobs.log"))
         if (l.rfind("compile", 0) == 0 && l.find(" cpu") != std::string::npos) ++compiled_by_cpu;
     EXPECT_GT(compiled_by_cpu, 0);
-    for (const auto& p : store->programs()) EXPECT_NE(p.status, "pending") << p.key;
+    for (const auto& p : store->programs()) EXPECT_NE(p.status, store::ProgramStatus::pending) << p.key;
     std::vector<double> o = ev.overhead_ms();
     ASSERT_FALSE(o.empty());
     std::sort(o.begin(), o.end());
@@ -394,7 +394,7 @@ TEST_F(QueueTest, Kill9OfTheSearchThenTheSameCommandResumes) {
     for (const auto& [job, n] : runs) EXPECT_EQ(n, 1) << job << " ran " << n << " times";
     auto store = store::open_store(state.string());
     EXPECT_EQ(store->last_generation(), 8);
-    for (const auto& p : store->programs()) EXPECT_NE(p.status, "pending") << p.key;
+    for (const auto& p : store->programs()) EXPECT_NE(p.status, store::ProgramStatus::pending) << p.key;
     // No stored reply was requested again.
     auto after = lines(llm);
     for (size_t i = llm_before; i < after.size(); ++i) EXPECT_FALSE(paid.count(after[i])) << "a stored reply was requested again";
@@ -558,7 +558,7 @@ TEST_F(NoWorker, MaxTimeStopsTheSearchWithOneWarning) {
     EXPECT_NE(r.err.find("kernelevo: stopped (time)"), std::string::npos) << r.err;
     // Nothing was judged: the candidates wait for a worker in a resumed run.
     auto s = store::open_store((dir.path() / "run.db").string(), store::Access::read_only);
-    for (const auto& p : s->programs()) EXPECT_NE(p.status, "compile_error") << p.key;
+    for (const auto& p : s->programs()) EXPECT_NE(p.status, store::ProgramStatus::compile_error) << p.key;
 }
 
 TEST_F(NoWorker, CtrlCStopsTheSearch) {

@@ -61,7 +61,7 @@ protected:
         task = load_task(dir->path() / "task.json");
         best.id = 7;
         best.source = "extern \"C\" int kevo_scale() { return 0; }\n";
-        best.status = "ok";
+        best.status = store::ProgramStatus::ok;
         best.speedup = 2.0;
         best.details = ok_run(2.0).details;
         req.out = dir->path() / "kernels";

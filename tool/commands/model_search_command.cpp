@@ -24,6 +24,9 @@
 namespace kevo {
 namespace {
 
+using model::RegionStatus;
+using model::RunStatus;
+
 std::atomic<int> g_model_sigints{0};
 extern "C" void on_model_sigint(int) { g_model_sigints.fetch_add(1); }
 
@@ -101,14 +104,15 @@ void record_end(model::RegionRun& run, const model::JobResult& r, const fs::path
         if (b.contains("baselines") && b["baselines"].is_object())
             for (const auto& [k, v] : b["baselines"].items())
                 if (v.is_object() && v.contains("speedup") && v["speedup"].is_number()) run.over[k] = v["speedup"];
-    } else if (run.status != "done") {
+    } else if (run.status != RunStatus::done) {
         run.best_speedup.reset();  // (a region done before keeps its best; a rerun that failed says so)
     }
 }
 
 // The region's name in the table: "i2h (+31)" where 31 repeats run its kernel too (their share is in its own).
 std::string region_label(const model::Plan& plan, const std::string& name) {
-    const auto n = std::count_if(plan.regions.begin(), plan.regions.end(), [&](const auto& g) { return g.status == "repeat" && g.same_as == name; });
+    const auto n = std::count_if(plan.regions.begin(), plan.regions.end(),
+                                 [&](const auto& g) { return g.status == RegionStatus::repeat && g.same_as == name; });
     return printable_name(name) + (n ? " (+" + std::to_string(n) + ")" : "");
 }
 
@@ -135,7 +139,8 @@ void print_table(const model::Plan& plan, const model::Summary& s, std::ostream&
         for (const auto& x : plan.regions)
             if (x.task_name == r.task_name) g = &x;
         os << pad(region_label(plan, r.name), w) << "  " << pad(format_double("%.1f%%", 100 * (g ? g->share : 0)), 6) << "  "
-           << pad(r.budget_s > 0 ? std::to_string(r.budget_s) + " s" : "-", 9) << "  " << pad(r.status, 7) << "  "
+           << pad(r.budget_s > 0 ? std::to_string(r.budget_s) + " s" : "-", 9) << "  "
+           << pad(model::run_status_name(r.status), 7) << "  "
            << pad(r.exit_code ? std::to_string(*r.exit_code) : "-", 4) << "  " << pad(speedup_text(r), 6);
         for (const auto& k : over)
             os << "  " << pad(r.not_cached.empty() && r.over.contains(k) && r.over[k].is_number() ? format_double("%.2fx", r.over[k].get<double>()) : "-",
@@ -182,8 +187,9 @@ std::vector<const model::Region*> chosen_regions(const model::Plan& plan, const 
     for (const std::string& want : only) {
         auto it = std::find_if(all.begin(), all.end(), [&](auto* g) { return g->name == want || g->task_name == want; });
         // A repeat runs its task region's kernel: searching it is searching that region.
-        auto rep = std::find_if(plan.regions.begin(), plan.regions.end(),
-                                [&](const auto& g) { return g.status == "repeat" && (g.name == want || g.task_name == want); });
+        auto rep = std::find_if(plan.regions.begin(), plan.regions.end(), [&](const auto& g) {
+            return g.status == RegionStatus::repeat && (g.name == want || g.task_name == want);
+        });
         if (it == all.end() && rep != plan.regions.end()) {
             it = std::find_if(all.begin(), all.end(), [&](auto* g) { return g->name == rep->same_as; });
             if (it != all.end())
@@ -219,7 +225,7 @@ Planned plan_runs(const model::Plan& plan, const model::Summary& before, long to
         r.state = "search/" + g->task_name + ".db";
         r.log = "search/" + g->task_name + ".log";
         const model::RegionRun* old = before.find(g->task_name);
-        if (old && old->status == "done" && !fresh && fs::exists(plan.dir / old->state)) {
+        if (old && old->status == RunStatus::done && !fresh && fs::exists(plan.dir / old->state)) {
             r = *old;  // done in an earlier run: skipped, its record kept
         } else {
             p.to_run.push_back(p.runs.size());
@@ -288,7 +294,7 @@ int finish(const model::Plan& plan, const model::Summary& summary, bool json, bo
         std::cerr << "kernelevo: interrupted: state saved; to continue, run the same command again\n";
     int rc = 0;
     for (const auto& r : summary.regions)
-        if (r.status != "done") rc = std::max(rc, r.exit_code.value_or(1) == 0 ? 1 : r.exit_code.value_or(1));
+        if (r.status != RunStatus::done) rc = std::max(rc, r.exit_code.value_or(1) == 0 ? 1 : r.exit_code.value_or(1));
     if (json) {
         nlohmann::json j = summary.to_json();
         j["model"] = plan.model;
@@ -306,7 +312,7 @@ int setup_error_end(const model::Plan& plan, const model::Summary& summary, cons
                     bool json, const std::string& error) {
     if (json) finish(plan, summary, true, false);
     const auto left = std::count_if(to_run.begin(), to_run.end(),
-                                    [&](size_t k) { return summary.regions[k].status == "pending"; });
+                                    [&](size_t k) { return summary.regions[k].status == RunStatus::pending; });
     std::cerr << error << " (every region's search stops on it: said once; " << left << " of " << to_run.size()
               << " region search(es) not started)\n";
     return 2;
@@ -353,7 +359,7 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
             write_file_atomic(search_dir / (r.task_name + ".cmd"), std::regex_replace(redact(line), userinfo, "://***@") + "\n");
         } catch (const UsageError&) {
         }
-        r.status = "running";
+        r.status = RunStatus::running;
         if (!quiet())
             std::cerr << "kernelevo: " << tag(i) << ": searching, budget " << budget_text(r.budget_s) << ", log "
                       << (plan.dir / r.log).string() << "\n";
@@ -367,11 +373,11 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
             write_summary(summary_file, summary);
             return;
         }
-        std::cerr << "kernelevo: " << tag(i) << ": " << r.status << " (" << res.describe() << ") after "
-                  << clock_text(res.seconds) << ", best " << speedup_text(r)
+        std::cerr << "kernelevo: " << tag(i) << ": " << model::run_status_name(r.status) << " (" << res.describe()
+                  << ") after " << clock_text(res.seconds) << ", best " << speedup_text(r)
                   << (cached_best(r) ? " over the LibTorch reference" : "")
                   << (r.not_cached.empty() ? "" : " (the search's best was not cached: " + r.not_cached + ")") << "\n";
-        if (r.status == "failed")
+        if (r.status == RunStatus::failed)
             std::cerr << "kernelevo: " << tag(i) << ": " << last_log_line(jobs[i].log_file) << " (log " << jobs[i].log_file.string() << ")\n";
         write_summary(summary_file, summary);
     };
@@ -384,7 +390,7 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
     model::run_jobs(jobs, m.jobs, g_model_sigints, ev);
     std::signal(SIGINT, old_handler);
     for (auto& r : summary.regions)
-        if (r.status == "running") r.status = "stopped";
+        if (r.status == RunStatus::running) r.status = RunStatus::stopped;
     write_summary(summary_file, summary);
 
     if (!setup_error.empty()) return setup_error_end(plan, summary, p.to_run, a.json, setup_error);

@@ -5,14 +5,13 @@
 namespace kevo {
 
 namespace {
-const char* kStatusNames[] = {"ok", "compile_error", "runtime_error", "mismatch", "timeout", "rejected", "no_device"};
+constexpr const char* kStatusNames[] = {KEVO_VERDICT_LIST(KEVO_ENUM_NAME)};
 }  // namespace
 
-const char* status_name(Status s) { return kStatusNames[static_cast<int>(s)]; }
+const char* status_name(Status s) { return enum_name(kStatusNames, s); }
 
 Status parse_status(const std::string& s) {
-    for (size_t i = 0; i < sizeof kStatusNames / sizeof kStatusNames[0]; ++i)
-        if (s == kStatusNames[i]) return static_cast<Status>(i);
+    if (auto v = enum_of_name<Status>(kStatusNames, s)) return *v;
     throw UsageError("unknown validation status '" + s + "'");
 }
 

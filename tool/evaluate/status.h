@@ -2,9 +2,11 @@
 #pragma once
 #include <string>
 
+#include "common/named_enum.h"
+
 namespace kevo {
 
-enum class Status { ok, compile_error, runtime_error, mismatch, timeout, rejected, no_device };
+enum class Status { KEVO_VERDICT_LIST(KEVO_ENUM_VALUE) };
 const char* status_name(Status s);
 Status parse_status(const std::string& s);  // throws UsageError on an unknown name
 

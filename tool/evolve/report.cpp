@@ -163,11 +163,11 @@ Tally tally_programs(const std::vector<store::Program>& programs) {
         if (p.ok()) {
             ++t.ok;
             if (!t.best || p.speedup > t.best->speedup) t.best = &p;
-        } else if (p.status == "duplicate") {
+        } else if (p.status == store::ProgramStatus::duplicate) {
             ++t.duplicates;
         } else if (not_judged(p)) {
             ++t.not_judged;
-        } else if (p.status != "pending") {
+        } else if (p.status != store::ProgramStatus::pending) {
             ++t.failed;
         }
         if (p.origin == "repair") ++t.repairs;
@@ -366,7 +366,8 @@ nlohmann::json generation_chart(store::Store& st, const std::vector<store::Progr
     const std::string title = "Best speedup by generation";
     int64_t judged = 0, correct = 0;
     for (const auto& p : programs) {
-        if (p.status != "pending" && p.status != "duplicate" && !not_judged(p)) ++judged;
+        using S = store::ProgramStatus;
+        if (p.status != S::pending && p.status != S::duplicate && !not_judged(p)) ++judged;
         if (p.ok()) ++correct;
     }
     const auto history = st.history();

@@ -42,14 +42,14 @@ struct EvaluationPipeline::LockedEvaluator : Evaluator {
 
 void EvaluationPipeline::finish(store::Program& p) {
     store::Store& store = s_.store;
-    if (has_state(p, ProgramState::no_code)) {
+    if (p.status == store::ProgramStatus::no_code) {
         p.id = store.put_program(p);
     } else {
         p.norm_hash = normalized_hash(p.source);
-        p.status = program_state_name(ProgramState::pending);
+        p.status = store::ProgramStatus::pending;
         store::Program claimed = store.claim_program(p);
         if (claimed.key != p.key) {
-            p.status = program_state_name(ProgramState::duplicate);
+            p.status = store::ProgramStatus::duplicate;
             p.speedup = claimed.speedup;
             p.feedback = claimed.feedback;
             p.details = {{"duplicate_of", claimed.id}, {"status", claimed.status}};
@@ -95,12 +95,12 @@ void EvaluationPipeline::evaluate(store::Program& p) {
         s_.request_stop(StopReason::no_gpu, ev.feedback);
         throw Stopped{};
     }
-    // The store's column also holds the search's own states: "not_judged" among them.
-    p.status = ev.outside_kernel ? kNotJudged : status_name(ev.status);
+    p.status = ev.outside_kernel ? store::ProgramStatus::not_judged : stored_status(ev.status);
     p.speedup = ev.ok() ? ev.speedup : 0;
     p.feedback = ev.feedback;
     // A judged failure always says something (a repair prompt never shows an empty error).
-    if (!ev.ok() && p.feedback.empty()) p.feedback = "the evaluator reported " + p.status + " without details";
+    if (!ev.ok() && p.feedback.empty())
+        p.feedback = std::string("the evaluator reported ") + store::program_status_name(p.status) + " without details";
     p.details = ev.details.is_object() ? ev.details : nlohmann::json::object();
     if (gpu_s > 0) p.details["gpu_s"] = gpu_s;
     if (runs > 1) p.details["runs"] = runs;
@@ -157,7 +157,7 @@ std::optional<store::Program> EvaluationPipeline::tune_program(const store::Prog
     }
     if (tunables.empty()) return std::nullopt;
     if (auto done = s_.store.find_program(key)) {
-        if (!has_state(*done, ProgramState::pending)) return done->ok() ? done : std::nullopt;
+        if (done->status != store::ProgramStatus::pending) return done->ok() ? done : std::nullopt;
     }
     {
         std::lock_guard<std::mutex> lock(s_.mu);

@@ -28,7 +28,7 @@ SlotResult SlotRunner::run(const Slot& slot) {
         // Nothing for the model to fix: a duplicate (of an earlier program or of a sibling) is
         // dropped, and a candidate the evaluator could not judge (after its retries) is left as
         // not judged; no request is spent on either.
-        if (has_state(p, ProgramState::duplicate) || not_judged(p)) break;
+        if (p.status == store::ProgramStatus::duplicate || not_judged(p)) break;
         result.feedback = p.feedback;
         if (n == s_.cfg.evolution.repair_attempts) break;
         ask_repair(plan, p, request);
@@ -117,7 +117,8 @@ SlotRunner::Request SlotRunner::first_request(const Plan& plan) {
 store::Program SlotRunner::attempt(const Slot& slot, const Plan& plan, int n, const Request& request, int64_t previous_id) {
     std::string key = slot.key + ".a" + std::to_string(n);
     auto existing = s_.store.find_program(key);
-    if (existing && !has_state(*existing, ProgramState::pending)) return *existing;  // done before a restart of the process: replay it
+    // done before a restart of the process: replay it
+    if (existing && existing->status != store::ProgramStatus::pending) return *existing;
     store::Program p;
     p.key = key;
     p.generation = slot.generation;
@@ -134,7 +135,7 @@ store::Program SlotRunner::attempt(const Slot& slot, const Plan& plan, int n, co
             p.source = llm::candidate_from_reply(call.reply, reply_languages(),
                                                  request.edit_base.empty() ? nullptr : &request.edit_base);
         } catch (const llm::ReplyError& e) {
-            p.status = program_state_name(ProgramState::no_code);
+            p.status = store::ProgramStatus::no_code;
             p.feedback = std::string("Your reply could not be used: ") + e.what();
         }
     }
@@ -143,12 +144,14 @@ store::Program SlotRunner::attempt(const Slot& slot, const Plan& plan, int n, co
 }
 
 std::string repair_error(const store::Program& failed) {
-    if (has_state(failed, ProgramState::duplicate) || not_judged(failed))
+    const std::string status = store::program_status_name(failed.status);
+    if (failed.status == store::ProgramStatus::duplicate || not_judged(failed))
         throw std::logic_error("internal: a repair prompt for " + failed.key + ", which is no fault of the kernel (" +
-                               failed.status + ")");
+                               status + ")");
     if (failed.feedback.find_first_not_of(" \t\r\n") == std::string::npos)
-        throw std::logic_error("internal: a repair prompt for " + failed.key + " (" + failed.status + ") without an error text");
-    return failed.status + ": " + failed.feedback;
+        throw std::logic_error("internal: a repair prompt for " + failed.key + " (" + status +
+                               ") without an error text");
+    return status + ": " + failed.feedback;
 }
 
 // Asks for the smallest fix of what failed (or, for an unusable reply, of what it started from).

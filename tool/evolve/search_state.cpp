@@ -37,10 +37,9 @@ const llm::ReplyLanguages& reply_languages() {
 }
 
 namespace {
-bool counts_as_failed(const std::string& status) {
-    for (ProgramState s : {ProgramState::pending, ProgramState::duplicate, ProgramState::not_judged})
-        if (status == program_state_name(s)) return false;
-    return status != status_name(Status::ok);
+bool counts_as_failed(store::ProgramStatus s) {
+    using S = store::ProgramStatus;
+    return s != S::pending && s != S::duplicate && s != S::not_judged && s != S::ok;
 }
 }  // namespace
 
@@ -79,7 +78,7 @@ void RunState::tally(const store::Program& p) {
             progress.best_speedup = p.speedup;
             best_id = p.id;
         }
-    } else if (has_state(p, ProgramState::duplicate)) {
+    } else if (p.status == store::ProgramStatus::duplicate) {
         ++progress.duplicates;
     } else if (not_judged(p)) {
         ++progress.not_judged;

@@ -6,12 +6,12 @@
 namespace kevo::evolve {
 
 bool not_judged(const store::Program& p) {
-    if (p.status == kNotJudged) return true;
+    if (p.status == store::ProgramStatus::not_judged) return true;
     return p.details.is_object() && p.details.contains("outside_kernel") && p.details["outside_kernel"] == true;
 }
 
 bool repair_is_waste(const store::Program& failed) {
-    return failed.status == "duplicate" || not_judged(failed) || failed.feedback.empty();
+    return failed.status == store::ProgramStatus::duplicate || not_judged(failed) || failed.feedback.empty();
 }
 
 namespace {

@@ -16,7 +16,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "evolve/program_state.h"
 #include "store/store.h"
 
 namespace kevo::evolve {
@@ -39,10 +38,8 @@ struct Waste {
     std::string text() const;
 };
 
-// The status of a candidate the evaluator could not judge, retries included.
-inline constexpr const char* kNotJudged = program_state_name(ProgramState::not_judged);
-// Whether it was not judged (also a failure with details "outside_kernel": true, as states from
-// before kNotJudged stored it).
+// Whether the evaluator could not judge it, retries included: status not_judged (or a failure with
+// details "outside_kernel": true, as states from before that status stored it).
 bool not_judged(const store::Program& p);
 // Whether a repair of `failed` (the attempt before it) could not change the search.
 bool repair_is_waste(const store::Program& failed);

@@ -132,16 +132,16 @@ std::vector<std::optional<JobResult>> run_jobs(const std::vector<Job>& jobs, int
     return results;
 }
 
-std::string region_status(const JobResult& r, const nlohmann::json& child_json) {
-    if (!r.started) return "failed";
+RunStatus region_status(const JobResult& r, const nlohmann::json& child_json) {
+    if (!r.started) return RunStatus::failed;
     const std::string stop = child_json.is_object() ? child_json.value("stop_reason", "") : "";
     for (const auto& info : evolve::kStopReasons)
-        if (info.finished && stop == info.name && (r.exit_code == 0 || r.exit_code == 1)) return "done";
+        if (info.finished && stop == info.name && (r.exit_code == 0 || r.exit_code == 1)) return RunStatus::done;
     if (r.exit_code == 3 || stop == evolve::stop_reason_name(evolve::StopReason::interrupted) ||
         stop == evolve::stop_reason_name(evolve::StopReason::batch))
-        return "stopped";
-    if (r.interrupted && (r.signal != 0 || r.exit_code == 1)) return "stopped";
-    return "failed";
+        return RunStatus::stopped;
+    if (r.interrupted && (r.signal != 0 || r.exit_code == 1)) return RunStatus::stopped;
+    return RunStatus::failed;
 }
 
 }  // namespace kevo::model

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fs.h"
+#include "model/plan.h"
 
 namespace kevo::model {
 
@@ -47,8 +48,8 @@ std::vector<std::optional<JobResult>> run_jobs(const std::vector<Job>& jobs, int
 fs::path self_executable();
 
 // What one region's search did, from its exit and its --json summary (null when it printed none):
-// "done" (it finished: generations, target, budget or time, with or without a kernel), "stopped"
-// (interrupted, or waiting for Batch API replies: resumable) or "failed" (setup error, crash).
-std::string region_status(const JobResult& r, const nlohmann::json& child_json);
+// done (it finished: generations, target, budget or time, with or without a kernel), stopped
+// (interrupted, or waiting for Batch API replies: resumable) or failed (setup error, crash).
+RunStatus region_status(const JobResult& r, const nlohmann::json& child_json);
 
 }  // namespace kevo::model

@@ -7,11 +7,15 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/text.h"
 
 namespace kevo::model {
 namespace {
 
 using nlohmann::json;
+
+constexpr const char* kRegionStatusNames[] = {KEVO_REGION_STATUS_LIST(KEVO_ENUM_NAME)};
+constexpr const char* kRunStatusNames[] = {KEVO_RUN_STATUS_LIST(KEVO_ENUM_NAME)};
 
 // One line naming the file and where in it: "DIR/plan.json: regions[2] (h.0.mlp): task: ...".
 [[noreturn]] void fail(const fs::path& file, const std::string& where, const std::string& message) {
@@ -70,16 +74,16 @@ Region read_region(const Plan& p, const json& r, size_t i) {
     static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
     if (!std::regex_match(g.task_name, identifier))  // it names files: search/<task_name>.db
         fail(p.file, where, "task_name \"" + g.task_name + "\" is not an identifier (letters, digits and _)");
-    g.status = str(p.file, where, r, "status");
+    const std::string status = str(p.file, where, r, "status");
+    if (auto s = enum_of_name<RegionStatus>(kRegionStatusNames, status)) g.status = *s;
+    else fail(p.file, where, "unknown status \"" + status + "\" (expected " + enum_names_text(kRegionStatusNames) +
+              ")");
     g.share = num(p.file, where, r, "share") + 0.0;  // + 0.0: -0 is 0
     if (!std::isfinite(g.share) || g.share < 0 || g.share > 1.001)  // a fraction of the model's time
         fail(p.file, where, "\"share\" must be a number from 0 to 1 (a fraction of the model's time)");
     g.kind = opt_str(r, "kind");
     g.reason = opt_str(r, "reason");
     if (r.contains("time_ms") && r["time_ms"].is_number()) g.time_ms = r["time_ms"].get<double>();
-    static const std::set<std::string> statuses = {"task", "below_threshold", "refused", "failed", "view", "repeat"};
-    if (!statuses.count(g.status))
-        fail(p.file, where, "unknown status \"" + g.status + "\" (expected task, below_threshold, refused, failed, view or repeat)");
     if (g.searched()) {
         g.task = str(p.file, where, r, "task");
         g.task_file = region_task_file(p, where, g.task);
@@ -92,11 +96,14 @@ Region read_region(const Plan& p, const json& r, size_t i) {
             g.share = with;
         }
     }
-    if (g.status == "repeat") g.same_as = str(p.file, where, r, "same_as");
+    if (g.status == RegionStatus::repeat) g.same_as = str(p.file, where, r, "same_as");
     return g;
 }
 
 }  // namespace
+
+const char* region_status_name(RegionStatus s) { return enum_name(kRegionStatusNames, s); }
+const char* run_status_name(RunStatus s) { return enum_name(kRunStatusNames, s); }
 
 std::vector<const Region*> Plan::searched() const {
     std::vector<const Region*> out;
@@ -202,7 +209,8 @@ const RegionRun* Summary::find(const std::string& task_name) const {
 nlohmann::json Summary::to_json() const {
     json rs = json::array();
     for (const auto& r : regions)
-        rs.push_back({{"name", r.name}, {"task_name", r.task_name}, {"budget_s", r.budget_s}, {"status", r.status},
+        rs.push_back({{"name", r.name}, {"task_name", r.task_name}, {"budget_s", r.budget_s},
+                      {"status", run_status_name(r.status)},
                       {"exit_code", r.exit_code ? json(*r.exit_code) : json()},
                       {"best_speedup", r.best_speedup ? json(*r.best_speedup) : json()},
                       {"best_over", r.over}, {"stop_reason", r.stop_reason}, {"elapsed_s", r.elapsed_s},
@@ -232,7 +240,10 @@ Summary read_summary(const fs::path& file) {
             RegionRun r;
             r.name = str(file, where, rs[i], "name");
             r.task_name = str(file, where, rs[i], "task_name");
-            r.status = str(file, where, rs[i], "status");
+            const std::string status = str(file, where, rs[i], "status");
+            if (auto st = enum_of_name<RunStatus>(kRunStatusNames, status)) r.status = *st;
+            else fail(file, where, "unknown status \"" + printable(status) + "\" (expected " +
+                      enum_names_text(kRunStatusNames) + "; remove it to start the model's search over)");
             r.budget_s = rs[i].value("budget_s", 0L);
             if (rs[i].contains("exit_code") && rs[i]["exit_code"].is_number_integer()) r.exit_code = rs[i]["exit_code"].get<int>();
             if (rs[i].contains("best_speedup") && rs[i]["best_speedup"].is_number()) r.best_speedup = rs[i]["best_speedup"].get<double>();

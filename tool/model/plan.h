@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fs.h"
+#include "common/named_enum.h"
 #include "common/setting_error.h"
 
 namespace kevo::model {
@@ -29,14 +30,20 @@ inline constexpr const char* kPlanFormat = "kernelevo-model-plan/1";
 // search/summary.json's "format".
 inline constexpr const char* kSummaryFormat = "kernelevo-model-search/1";
 
+// A region's status in plan.json (model_plan.md says what each means).
+#define KEVO_REGION_STATUS_LIST(X) X(task) X(below_threshold) X(refused) X(failed) X(view) X(repeat)
+enum class RegionStatus { KEVO_REGION_STATUS_LIST(KEVO_ENUM_VALUE) };
+const char* region_status_name(RegionStatus s);
+
 struct Region {
-    std::string name, task_name, kind, status, reason;
+    std::string name, task_name, kind, reason;
+    RegionStatus status = RegionStatus::task;
     double time_ms = 0;
     double share = 0;     // of the model's time; a task's with its repeats' (share_with_repeats): what its kernel runs
     std::string same_as;  // status "repeat": the task region whose kernel it runs
     std::string task;    // as written: relative to the model folder (status "task" only)
     fs::path task_file;  // DIR/<task>/task.json, absolute (status "task" only)
-    bool searched() const { return status == "task"; }
+    bool searched() const { return status == RegionStatus::task; }
 };
 
 struct Plan {
@@ -58,10 +65,16 @@ Plan load_plan(const fs::path& dir);
 // total_s allows.
 std::vector<long> split_budget(const std::vector<double>& shares, long total_s, double floor_fraction = 0.1);
 
+// A region's search in search/summary.json: not started, running (while this kernelevo runs it), done
+// (it finished), stopped (interrupted or waiting for Batch API replies: resumable), failed.
+#define KEVO_RUN_STATUS_LIST(X) X(pending) X(running) X(done) X(stopped) X(failed)
+enum class RunStatus { KEVO_RUN_STATUS_LIST(KEVO_ENUM_VALUE) };
+const char* run_status_name(RunStatus s);
+
 // One region in search/summary.json. Paths are relative to the model folder.
 struct RegionRun {
     std::string name, task_name;
-    std::string status = "pending";  // done | stopped | failed | skipped | pending
+    RunStatus status = RunStatus::pending;
     long budget_s = 0;               // 0: no time limit (a search by generations)
     std::optional<int> exit_code;    // the region's `kernelevo search` exit code (none: not run)
     std::optional<double> best_speedup;  // over the LibTorch reference

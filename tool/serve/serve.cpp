@@ -370,11 +370,11 @@ struct Server::Impl {
                         best_id = p.id;
                     }
                     timeline.push_back({p.created - t0, best});
-                } else if (p.status == "pending") {
+                } else if (p.status == store::ProgramStatus::pending) {
                     ++pending;
                 } else if (evolve::not_judged(p)) {
                     ++unjudged;  // the judge could not place it (not a kernel failure)
-                } else if (p.status != "duplicate") {
+                } else if (p.status != store::ProgramStatus::duplicate) {
                     ++failed;
                 }
             }

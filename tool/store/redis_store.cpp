@@ -177,7 +177,8 @@ return out
 // ARGV: P MODE(claim|put) key generation island parent_id origin attempt source norm_hash status
 //       speedup feedback details llm_call_id created
 // claim: when a program with another key, not itself a duplicate, has norm_hash (the lowest id wins), returns {0, its fields} and writes nothing.
-// Otherwise inserts or updates (same key; `created` is kept) and returns {1, id}.
+// Otherwise inserts or updates (same key; `created` is kept) and returns {1, id}. ('duplicate' is
+// program_status_name(ProgramStatus::duplicate), the stored name.)
 const char* kUpsertScript = R"lua(
 local P, key, hash = ARGV[1], ARGV[3], ARGV[10]
 if ARGV[2] == 'claim' then
@@ -224,7 +225,7 @@ Program program_of(const std::map<std::string, std::string>& m) {
     p.attempt = static_cast<int>(to_i64(get(m, "attempt")));
     p.source = get(m, "source");
     p.norm_hash = get(m, "norm_hash");
-    p.status = get(m, "status");
+    p.status = parse_program_status(get(m, "status"));
     p.speedup = to_double(get(m, "speedup"));
     p.feedback = get(m, "feedback");
     p.details = loads(get(m, "details"));
@@ -454,7 +455,7 @@ private:
     Reply upsert(const char* mode, const Program& p) {
         Reply r = eval(kUpsertScript,
                        {mode, p.key, num(p.generation), num(p.island), num(p.parent_id), p.origin, num(p.attempt),
-                        p.source, p.norm_hash, p.status, num(p.speedup), p.feedback,
+                        p.source, p.norm_hash, program_status_name(p.status), num(p.speedup), p.feedback,
                         p.details.is_null() ? std::string() : dumps(p.details), num(p.llm_call_id),
                         num(p.created ? p.created : now_unix())});
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)

@@ -113,7 +113,7 @@ Program read_program(const Stmt& s) {
     p.attempt = s.i32(6);
     p.source = s.text(7);
     p.norm_hash = s.text(8);
-    p.status = s.text(9);
+    p.status = parse_program_status(s.text(9));
     p.speedup = s.real(10);
     p.feedback = s.text(11);
     p.details = s.json(12);
@@ -370,8 +370,8 @@ public:
     Program claim_program(Program p) override {
         std::lock_guard<std::mutex> lock(mu_);
         Transaction tx(*this);
-        if (auto dup = select_program("norm_hash=? AND key<>? AND status<>'duplicate' ORDER BY id LIMIT 1", [&](Stmt& s) {
-                s.bind(1, p.norm_hash).bind(2, p.key);
+        if (auto dup = select_program("norm_hash=? AND key<>? AND status<>? ORDER BY id LIMIT 1", [&](Stmt& s) {
+                s.bind(1, p.norm_hash).bind(2, p.key).bind(3, program_status_name(ProgramStatus::duplicate));
             })) {
             tx.commit();
             return *dup;
@@ -541,7 +541,7 @@ private:
             .bind(6, p.attempt)
             .bind(7, p.source)
             .bind(8, p.norm_hash)
-            .bind(9, p.status)
+            .bind(9, program_status_name(p.status))
             .bind(10, p.speedup)
             .bind(11, p.feedback)
             .bind(12, p.details.is_null() ? std::string() : dumps(p.details))

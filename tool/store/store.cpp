@@ -2,10 +2,12 @@
 // texts (metadata, events, error messages) pass through kevo::redact(); data is stored as it is.
 #include <cstdlib>
 #include <filesystem>
+#include <ostream>
 
 #include "common/env.h"
 #include "common/error.h"
 #include "common/process.h"
+#include "common/text.h"
 #include "store/internal/backends.h"
 
 namespace kevo::store {
@@ -190,7 +192,20 @@ private:
 }
 #endif
 
+constexpr const char* kProgramStatusNames[] = {KEVO_PROGRAM_STATUS_LIST(KEVO_ENUM_NAME)};
+
 }  // namespace
+
+const char* program_status_name(ProgramStatus s) { return enum_name(kProgramStatusNames, s); }
+
+ProgramStatus parse_program_status(const std::string& name) {
+    if (auto s = enum_of_name<ProgramStatus>(kProgramStatusNames, name)) return *s;
+    throw UsageError("the state holds a program of status '" + printable(name) + "', which this kernelevo does not " +
+                     "know (" + enum_names_text(kProgramStatusNames) + "): a damaged state, or a newer kernelevo's");
+}
+
+void to_json(nlohmann::json& j, ProgramStatus s) { j = program_status_name(s); }
+std::ostream& operator<<(std::ostream& os, ProgramStatus s) { return os << program_status_name(s); }
 
 std::string StoreLocation::display() const {
     if (!redis) return path;

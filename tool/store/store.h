@@ -10,6 +10,7 @@
 // loses only the operation in progress.
 #pragma once
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,7 +19,26 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/named_enum.h"
+
 namespace kevo::store {
+
+// A program's status: the evaluator's verdict (KEVO_VERDICT_LIST, kevo::Status's names in its order)
+// or what the search wrote instead of one. Its name is what a state stores (the SQLite column, the
+// Redis field: the same names in states of every version) and what report, serve and --json show.
+#define KEVO_PROGRAM_STATUS_LIST(X)                                                        \
+    KEVO_VERDICT_LIST(X)                                                                   \
+    X(pending)    /* claimed; its evaluation had not ended (a restart evaluates it) */    \
+    X(duplicate)  /* the same normalized source as an earlier program: not evaluated */   \
+    X(no_code)    /* the model's reply held no usable kernel */                           \
+    X(not_judged) /* the evaluator could not judge it, retries included */
+enum class ProgramStatus { KEVO_PROGRAM_STATUS_LIST(KEVO_ENUM_VALUE) };
+const char* program_status_name(ProgramStatus s);
+// The status of that name; a name not in the list (a damaged state, or one a newer kernelevo wrote)
+// is a UsageError that names it.
+ProgramStatus parse_program_status(const std::string& name);
+void to_json(nlohmann::json& j, ProgramStatus s);  // by its name
+std::ostream& operator<<(std::ostream& os, ProgramStatus s);
 
 // One candidate kernel: a mutation, a repair attempt, the seed or the user's initial kernel.
 struct Program {
@@ -30,13 +50,13 @@ struct Program {
     int attempt = 0;                 // 0: the first try, 1..N: repair attempts
     std::string source;
     std::string norm_hash;           // hash of the normalized source (duplicate detection)
-    std::string status = "pending";  // "pending", a validator status ("ok", "compile_error", ...), "duplicate", "no_code"
+    ProgramStatus status = ProgramStatus::pending;
     double speedup = 0;
     std::string feedback;            // what a repair prompt shows (compile log, first mismatch, timings)
     nlohmann::json details;          // the full validation result
     int64_t llm_call_id = 0;         // the reply this source came from (0: none)
     double created = 0;              // unix time
-    bool ok() const { return status == "ok"; }
+    bool ok() const { return status == ProgramStatus::ok; }
 };
 
 // One chat request and its reply.
@@ -118,7 +138,7 @@ public:
 
     virtual std::optional<Program> find_program(const std::string& key) = 0;
     virtual std::optional<Program> get_program(int64_t id) = 0;
-    // Atomically: when another program (different key, not itself a "duplicate") already has
+    // Atomically: when another program (different key, not itself a duplicate) already has
     // program.norm_hash, returns the earliest such program and writes nothing; otherwise inserts
     // (or replaces, same key) `program` and returns it with its id. (Duplicates are stored with the
     // hash they duplicate; skipping them lets a resumed slot re-claim its own pending program.)
