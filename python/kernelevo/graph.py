@@ -17,46 +17,11 @@ import warnings
 import torch
 from torch import nn
 
-from .kernelbench.trace import RANDOM_OPS
+from .kernelbench.common import identifier  # the importer's: letters, digits and _, unique in used
+from .kernelbench.trace import RANDOM_OPS, conversions_watched
+from .nodes import SCALAR_OPS, _is_tensor, _scope, out_of_place
+from .partition import partition
 from .torch_task import ExportError
-
-GEMM_OPS = {"aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm",
-            "aten::einsum", "aten::addbmm", "aten::addmv", "aten::mv", "aten::bilinear", "aten::_addmm_activation"}
-CONV_OPS = {"aten::_convolution", "aten::convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d",
-            "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d"}
-RNN_OPS = {"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu", "aten::lstm_cell", "aten::gru_cell",
-           "aten::rnn_tanh_cell", "aten::rnn_relu_cell"}
-ATTENTION_OPS = {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention",
-                 "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
-                 "aten::_native_multi_head_attention", "aten::_transformer_encoder_layer_fwd"}
-ANCHORS = [(GEMM_OPS, "gemm"), (CONV_OPS, "conv"), (RNN_OPS, "rnn"), (ATTENTION_OPS, "attention")]
-ANCHOR_KINDS = ("gemm", "conv", "rnn", "attention")
-REDUCTION_OPS = {"aten::softmax", "aten::log_softmax", "aten::_softmax", "aten::layer_norm", "aten::batch_norm",
-                 "aten::group_norm", "aten::instance_norm", "aten::native_layer_norm", "aten::mean", "aten::sum",
-                 "aten::amax", "aten::amin", "aten::max", "aten::min", "aten::var", "aten::std", "aten::var_mean",
-                 "aten::norm", "aten::frobenius_norm", "aten::logsumexp", "aten::prod", "aten::argmax",
-                 "aten::argmin", "aten::cumsum", "aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d",
-                 "aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", "aten::adaptive_avg_pool1d",
-                 "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d", "aten::adaptive_max_pool2d",
-                 "aten::max_pool2d_with_indices", "aten::rms_norm", "aten::cross_entropy_loss", "aten::nll_loss"}
-VIEW_OPS = {"aten::view", "aten::reshape", "aten::permute", "aten::transpose", "aten::t", "aten::contiguous",
-            "aten::flatten", "aten::unflatten", "aten::unsqueeze", "aten::squeeze", "aten::expand",
-            "aten::expand_as", "aten::view_as", "aten::reshape_as", "aten::slice", "aten::select", "aten::narrow",
-            "aten::split", "aten::split_with_sizes", "aten::chunk", "aten::unbind", "aten::size", "aten::numel",
-            "aten::dim", "aten::detach", "aten::alias", "aten::unsafe_split", "aten::unsafe_chunk"}
-SOFTMAX_OPS = {"aten::softmax", "aten::_softmax"}
-SCALAR_OPS = {"aten::Int": int, "aten::Float": float, "aten::Bool": bool, "aten::ScalarImplicit": lambda x: x.item()}
-
-
-def _is_tensor(value):
-    return isinstance(value.type(), torch._C.TensorType)
-
-
-def _scope(node):
-    """The module path of a node: "h.0.attn.c_attn" from "__module.h.0.attn/__module.h.0.attn.c_attn"."""
-    last = node.scopeName().split("/")[-1]
-    return last[len("__module."):] if last.startswith("__module.") else ""
-
 
 _CALLS = {}
 
@@ -76,19 +41,6 @@ def _aten_call(kind, schema):
             _CALLS[key] = (getattr(packet, parsed.overload_name or "default", packet),
                            [a.name if a.kwarg_only else None for a in parsed.arguments])
     return _CALLS[key]
-
-
-def out_of_place(step):
-    """The step of an in-place op (aten::relu_, aten::add_.Tensor) as its out-of-place op, or None."""
-    kind, schema, ins, outs = step
-    try:
-        overload = torch._C.parse_schema(schema).overload_name
-    except RuntimeError:
-        return None
-    for s in torch._C._jit_get_schemas_for_operator(kind[:-1]):
-        if s.overload_name == overload and len(s.arguments) == len(ins):
-            return (kind[:-1], str(s), ins, outs)
-    return None
 
 
 def exec_step(step, env):
@@ -121,21 +73,6 @@ def exec_step(step, env):
         env[u] = v
 
 
-class Region:
-    """A contiguous range [start, end) of ModelGraph.nodes (convex), as one task or left in PyTorch."""
-
-    def __init__(self, start, end, kind):
-        self.start, self.end, self.kind = start, end, kind
-        self.name = self.task_name = ""
-        self.ops, self.inputs, self.weights, self.outputs = [], [], [], []
-        self.status, self.reason = "task", ""
-        self.pulled = []  # nodes before start that compute weight-derived values the region uses
-        self.functional = []  # in-place ops on a region input, run out of place by region_module
-
-    def __repr__(self):
-        return "Region(%s, %s, [%d, %d), %s)" % (self.name, self.kind, self.start, self.end, self.status)
-
-
 class ModelGraph:
     """torch.jit.trace of a module, inlined; parameters resolved to the live module's tensors."""
 
@@ -161,7 +98,7 @@ class ModelGraph:
                     k, type(x).__name__))
         state = {k: v.clone() for k, v in model.state_dict(keep_vars=False).items()}
         try:
-            with torch.no_grad(), warnings.catch_warnings(), _watched() as events:
+            with torch.no_grad(), warnings.catch_warnings(), conversions_watched() as events:
                 warnings.simplefilter("ignore", torch.jit.TracerWarning)
                 with torch.random.fork_rng(devices=_cuda_devices(examples)):
                     try:
@@ -374,7 +311,6 @@ class ModelGraph:
     def partition(self, threshold=0.0):
         """The regions (also kept as self.regions, which run(replace=...) indexes); statuses "task",
         "view" or "refused" (threshold is applied by export_model once the regions are timed)."""
-        from .partition import partition
         self.regions = partition(self)
         return self.regions
 
@@ -446,12 +382,6 @@ _PRIM_OPS = {"prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack", 
              "prim::NumToTensor", "prim::device", "prim::dtype"}
 
 
-def identifier(text, used):
-    """The importer's identifier(): letters, digits and _, unique in used."""
-    from .kernelbench.common import identifier as importer_identifier
-    return importer_identifier(text, used)
-
-
 def _example_spec(x):
     """An example input's {"dtype", "shape"} (what the graph keeps of it after the trace), and for
     integer inputs (token ids, indices) their range [low, high): the examples' min and max + 1."""
@@ -504,13 +434,6 @@ def _like(x):
     if x.dtype == torch.bool:
         return torch.randint_like(x, 0, 2).bool()
     return x.clone()  # integer inputs (indices, lengths) keep their values
-
-
-def _watched():
-    """The importer's conversions_watched(): tensors turned into Python values while tracing, each
-    with whether its value is shape-derived (1/sqrt(k.size(-1)) is; float(x.max()) is not)."""
-    from .kernelbench.trace import conversions_watched
-    return conversions_watched()
 
 
 def _refuse_data_conversions(events):

@@ -6,10 +6,52 @@ import re
 
 import torch
 
-from . import graph as G
+from .kernelbench.common import identifier
 from .kernelbench.trace import DROPOUT_OPS, RANDOM_OPS  # the importer's sets: one source
+from .nodes import SCALAR_OPS, _is_tensor, _scope, out_of_place
 
-ANCHOR_OF = {op: kind for ops, kind in G.ANCHORS for op in ops}
+# The ops a region is built around (node_class): anchors by kind, reductions and views.
+GEMM_OPS = {"aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm",
+            "aten::einsum", "aten::addbmm", "aten::addmv", "aten::mv", "aten::bilinear", "aten::_addmm_activation"}
+CONV_OPS = {"aten::_convolution", "aten::convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d",
+            "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d"}
+RNN_OPS = {"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu", "aten::lstm_cell", "aten::gru_cell",
+           "aten::rnn_tanh_cell", "aten::rnn_relu_cell"}
+ATTENTION_OPS = {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention",
+                 "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+                 "aten::_native_multi_head_attention", "aten::_transformer_encoder_layer_fwd"}
+ANCHORS = [(GEMM_OPS, "gemm"), (CONV_OPS, "conv"), (RNN_OPS, "rnn"), (ATTENTION_OPS, "attention")]
+ANCHOR_KINDS = ("gemm", "conv", "rnn", "attention")
+REDUCTION_OPS = {"aten::softmax", "aten::log_softmax", "aten::_softmax", "aten::layer_norm", "aten::batch_norm",
+                 "aten::group_norm", "aten::instance_norm", "aten::native_layer_norm", "aten::mean", "aten::sum",
+                 "aten::amax", "aten::amin", "aten::max", "aten::min", "aten::var", "aten::std", "aten::var_mean",
+                 "aten::norm", "aten::frobenius_norm", "aten::logsumexp", "aten::prod", "aten::argmax",
+                 "aten::argmin", "aten::cumsum", "aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d",
+                 "aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", "aten::adaptive_avg_pool1d",
+                 "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d", "aten::adaptive_max_pool2d",
+                 "aten::max_pool2d_with_indices", "aten::rms_norm", "aten::cross_entropy_loss", "aten::nll_loss"}
+VIEW_OPS = {"aten::view", "aten::reshape", "aten::permute", "aten::transpose", "aten::t", "aten::contiguous",
+            "aten::flatten", "aten::unflatten", "aten::unsqueeze", "aten::squeeze", "aten::expand",
+            "aten::expand_as", "aten::view_as", "aten::reshape_as", "aten::slice", "aten::select", "aten::narrow",
+            "aten::split", "aten::split_with_sizes", "aten::chunk", "aten::unbind", "aten::size", "aten::numel",
+            "aten::dim", "aten::detach", "aten::alias", "aten::unsafe_split", "aten::unsafe_chunk"}
+SOFTMAX_OPS = {"aten::softmax", "aten::_softmax"}
+ANCHOR_OF = {op: kind for ops, kind in ANCHORS for op in ops}
+
+
+class Region:
+    """A contiguous range [start, end) of ModelGraph.nodes (convex), as one task or left in PyTorch."""
+
+    def __init__(self, start, end, kind):
+        self.start, self.end, self.kind = start, end, kind
+        self.name = self.task_name = ""
+        self.ops, self.inputs, self.weights, self.outputs = [], [], [], []
+        self.status, self.reason = "task", ""
+        self.pulled = []  # nodes before start that compute weight-derived values the region uses
+        self.functional = []  # in-place ops on a region input, run out of place by region_module
+
+    def __repr__(self):
+        return "Region(%s, %s, [%d, %d), %s)" % (self.name, self.kind, self.start, self.end, self.status)
 
 
 def node_class(g, i):
@@ -21,9 +63,9 @@ def node_class(g, i):
         return ANCHOR_OF[kind]
     if kind == "aten::batch_norm" and len(ins) >= 6 and g.constants.get(ins[5]) is False:
         return "pointwise"  # in eval mode, a per-channel affine map: the anchor's epilogue
-    if kind in G.REDUCTION_OPS:
+    if kind in REDUCTION_OPS:
         return "reduction"
-    if kind in G.VIEW_OPS or kind.startswith("prim::"):
+    if kind in VIEW_OPS or kind.startswith("prim::"):
         return "view"
     return "pointwise"
 
@@ -47,7 +89,7 @@ def refusal(g, i):
     if _in_place_kind(kind) and ins and ins[0] in g.weight_of:
         return "%s changes the model's %s in place%s" % (kind, g.weight_of[ins[0]], (
             "; call model.eval() for inference" if g.weight_of[ins[0]].endswith("num_batches_tracked") else ""))
-    if kind in G.SCALAR_OPS and ins[0] not in g.static and ins[0] not in g.free:
+    if kind in SCALAR_OPS and ins[0] not in g.static and ins[0] not in g.free:
         return "%s reads a value of a tensor (the trace fixed it: data-dependent)" % kind
     return ""
 
@@ -66,7 +108,7 @@ def _new(g, regions, cur, i, kind):
         cur.end = start
         if cur.end == cur.start:
             regions.remove(cur)
-    r = G.Region(start, i, kind)
+    r = Region(start, i, kind)
     regions.append(r)
     return r
 
@@ -76,30 +118,30 @@ def _scan(g, classes, refused):
     regions, cur = [], None
     for i, c in enumerate(classes):
         if refused[i]:
-            kind = c if c in G.ANCHOR_KINDS + ("reduction", "pointwise") else "pointwise"
+            kind = c if c in ANCHOR_KINDS + ("reduction", "pointwise") else "pointwise"
             last = regions[-1] if regions else None
             if last is not None and last.status == "refused" and last.end == i and \
-                    G._scope(g.nodes[i]) and G._scope(g.nodes[last.start]) == G._scope(g.nodes[i]):
+                    _scope(g.nodes[i]) and _scope(g.nodes[last.start]) == _scope(g.nodes[i]):
                 # One module's refused ops are one refused region (a training-mode BatchNorm's
                 # num_batches_tracked += 1 and its batch_norm): the heavier op's kind and reason.
                 last.end = i + 1
                 if last.kind == "pointwise" and kind != "pointwise":
                     last.kind, last.reason = kind, refused[i]
                 continue
-            r = G.Region(i, i + 1, kind)
+            r = Region(i, i + 1, kind)
             r.status, r.reason = "refused", refused[i]
             regions.append(r)
             cur = None
             continue
-        if c in G.ANCHOR_KINDS:
+        if c in ANCHOR_KINDS:
             cur = _new(g, regions, cur, i, c)
         elif c == "reduction":
-            if cur is None or cur.kind in G.ANCHOR_KINDS:
+            if cur is None or cur.kind in ANCHOR_KINDS:
                 cur = _new(g, regions, cur, i, "reduction")
             else:
                 cur.kind = "reduction"
         elif cur is None:
-            cur = G.Region(i, i, "pointwise" if c == "pointwise" else "view")
+            cur = Region(i, i, "pointwise" if c == "pointwise" else "view")
             regions.append(cur)
         elif c == "pointwise" and cur.kind == "view":
             cur.kind = "pointwise"
@@ -120,7 +162,7 @@ def _merge_free(regions, classes):
             if r.status == "refused" and out:
                 out[-1].end = r.start
             elif r.status == "refused":
-                out.append(G.Region(carry, r.start, "view"))
+                out.append(Region(carry, r.start, "view"))
             else:
                 r.start = carry
             carry = None
@@ -129,7 +171,7 @@ def _merge_free(regions, classes):
         if out:
             out[-1].end = len(classes)
         else:
-            out.append(G.Region(carry, len(classes), "view"))
+            out.append(Region(carry, len(classes), "view"))
     return out
 
 
@@ -171,16 +213,16 @@ def _merge_attention(g, regions, classes):
         if k + 2 < len(regions) and a.kind == "gemm" and regions[k + 1].kind == "reduction" and \
                 regions[k + 2].kind == "gemm" and a.status == regions[k + 1].status == regions[k + 2].status == "task":
             s = next((i for i in range(regions[k + 1].start, regions[k + 1].end)
-                      if g.steps[i][0] in G.SOFTMAX_OPS), None)
+                      if g.steps[i][0] in SOFTMAX_OPS), None)
             b_anchor = regions[k + 2].start
-            while classes[b_anchor] not in G.ANCHOR_KINDS:
+            while classes[b_anchor] not in ANCHOR_KINDS:
                 b_anchor += 1
             a_anchor = a.start
-            while classes[a_anchor] not in G.ANCHOR_KINDS:
+            while classes[a_anchor] not in ANCHOR_KINDS:
                 a_anchor += 1
             if s is not None and _reaches(g, g.steps[a_anchor][3][0], a_anchor + 1, s, g.steps[s][2]) and \
                     _reaches(g, g.steps[s][3][0], s + 1, b_anchor, g.steps[b_anchor][2]):
-                out.append(G.Region(a.start, regions[k + 2].end, "attention"))
+                out.append(Region(a.start, regions[k + 2].end, "attention"))
                 k += 3
                 continue
         out.append(a)
@@ -219,7 +261,7 @@ def _io(g, r):
     value = g.value_of
     r.inputs, r.outputs = [value[u] for u in inputs], [value[u] for u in outs]
     r.weights, r.pulled = list(dict.fromkeys(weights)), sorted(pulled)
-    bad = [v for v in r.inputs + r.outputs if not G._is_tensor(v)]
+    bad = [v for v in r.inputs + r.outputs if not _is_tensor(v)]
     if bad and r.status == "task":
         r.status, r.reason = "refused", "a non-tensor value (%s) crosses the region's boundary" % bad[0].type()
 
@@ -237,7 +279,7 @@ def _in_place(g, r):
     for i in range(r.start, r.end):
         kind, _, args, _ = g.steps[i]
         if _in_place_kind(kind) and args and args[0] in ins:
-            if args[0] in later or G.out_of_place(g.steps[i]) is None:
+            if args[0] in later or out_of_place(g.steps[i]) is None:
                 return "%s changes the region's input %s in place and the model reads it later" % (
                     kind, g.value_of[args[0]].debugName())
             r.functional.append(i)
@@ -246,10 +288,10 @@ def _in_place(g, r):
 
 def _name(g, r, classes):
     """The module path of the region's anchor (else its first compute op), else the op's name."""
-    first = next((i for i in range(r.start, r.end) if classes[i] in G.ANCHOR_KINDS), None)
+    first = next((i for i in range(r.start, r.end) if classes[i] in ANCHOR_KINDS), None)
     if first is None:
         first = next((i for i in range(r.start, r.end) if classes[i] not in ("free", "view")), r.start)
-    return G._scope(g.nodes[first]) or g.steps[first][0].split("::")[-1]
+    return _scope(g.nodes[first]) or g.steps[first][0].split("::")[-1]
 
 
 def partition(g):
@@ -273,7 +315,7 @@ def partition(g):
             n += 1
             r.name = "%s.%d" % (base, n)
         names[r.name] = True
-        r.task_name = G.identifier("%s_%s" % (model, r.name.replace(".", "_")), tasks)
+        r.task_name = identifier("%s_%s" % (model, r.name.replace(".", "_")), tasks)
         r.ops = [g.steps[i][0] for i in range(r.start, r.end)
                  if classes[i] not in ("free",) and not g.steps[i][0].startswith("prim::")] or \
             [g.steps[i][0] for i in range(r.start, r.end) if not g.steps[i][0].startswith("prim::")]
