@@ -1,4 +1,4 @@
-# Sourced by the GPU-host check scripts (runner_check.sh, device_fill_check.sh, seam_check.sh):
+# Sourced by the GPU-host check scripts (benchmarks/studies/runner_check.sh):
 # run_gtests SPEC LOG runs one test executable of build-gpu/tests under a time limit and prints one
 # line per test (PASS/FAIL/SKIP NAME), a FAIL for a test the limit killed and for an exit without a
 # failed test, then "   EXE: exit RC, N s, log LOG". SPEC is "exe@seconds[:gtest_filter]".

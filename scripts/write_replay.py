@@ -3,8 +3,8 @@
 --llm-replay-in-order` answers with) from one kernel source: the source itself, then distinct
 variants of it (an unused constant appended, so that each reply is a different kernel).
 
-Used by scripts/model_proof.sh, scripts/eight_searches.sh and benchmarks/studies/gpu_busy.sh (the one
-writer of their replies).
+Used by model_proof.sh, eight_searches.sh and gpu_busy.sh of benchmarks/studies/ (the one writer of
+their replies).
 
     write_replay.py SOURCE OUT --variants N --hash-prefix P [--cost-usd C]
                     [--define NAME=VALUE ...] [--compile-error MESSAGE]

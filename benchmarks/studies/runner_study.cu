@@ -1,5 +1,5 @@
 // A study of the validator's two costs that issue 15 measures (a diagnostic, not a test; it prints
-// numbers and asserts nothing). Build and run on a GPU machine with scripts/runner_study.sh.
+// numbers and asserts nothing). Build and run on a GPU machine with benchmarks/studies/runner_study.sh.
 //
 // 1. The gated correctness check. The candidate holds its stream behind a gate while the judge,
 //    in another process (another CUDA context), reads the outputs. Does the judge's read wait for

@@ -1,7 +1,7 @@
 // The one input filler on the device: bit for bit what the host fill gives (refcheck's inputs), for
 // every init kind and every dtype, through the kernel by the names the validator's judge launches it
 // (validate/runner/device_ops.cuh) and through kernelevo-profile itself (--dump-inputs). Skips
-// without a CUDA device (scripts/device_fill_check.sh runs it on the H200).
+// without a CUDA device (benchmarks/studies/gpu_suite.sh runs it on a GPU host).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// A hand-written kernel for the Linear + GELU region of scripts/model_check.sh's transformer block
+// A hand-written kernel for the Linear + GELU region of model_load_test.py's transformer block
 // (its MLP's first Linear with the exact (erf) GELU after it): inputs x[..., K] (any number of leading
 // dimensions, contiguous rows), weight[M, K], bias[M] (the region task's order), output out[..., M] =
 // gelu(x @ weight^T + bias). A 32x32-tiled fp32 GEMM with the bias and GELU fused into its epilogue;

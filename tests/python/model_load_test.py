@@ -3,7 +3,7 @@ kernelevo program. Usage: model_load_test.py KERNELEVO [unittest args]. Exits 77
 PyTorch. Without a GPU no cached kernel can be loaded, so the tests that need a region to run as a kernel
 use a test double for load_op: the real KernelEvoOp of the region's task marked usable, computing the
 region through its operator (the task's reference with the live weights), or computing it wrongly.
-The GPU test (scripts/model_check.sh on the GPU host) validates tests/python/mlp_gelu.cu into the folder's
+The GPU test (run where PyTorch sees CUDA) validates tests/python/mlp_gelu.cu into the folder's
 cache for the MLP's Linear + GELU region of a small transformer block and loads it for real."""
 import inspect
 import json
@@ -569,7 +569,7 @@ class Gpu(unittest.TestCase):
 
 
 class Lines(unittest.TextTestResult):
-    """One line per test on stdout: PASS/FAIL/SKIP Class.test (what scripts/model_check.sh shows)."""
+    """One line per test on stdout: PASS/FAIL/SKIP Class.test (what a GPU host's log shows)."""
 
     def _line(self, word, test, extra=""):
         print("%s %s.%s%s" % (word, type(test).__name__, test._testMethodName, extra), flush=True)

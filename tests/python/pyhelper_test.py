@@ -2,7 +2,7 @@
 load_op() back, with the built kernelevo program. Usage: pyhelper_test.py KERNELEVO [unittest args].
 Exits 77 (ctest: skipped) when this Python has no PyTorch. The GPU test runs only where CUDA is
 present: it validates tests/python/linear_gelu.cu with `kernelevo cache add` and loads it as an op
-(scripts/pyhelper_check.sh runs it on the GPU host)."""
+(this test runs it on the GPU host)."""
 import hashlib
 import json
 import os
@@ -567,7 +567,7 @@ class Doctor(unittest.TestCase):
 
 
 class Lines(unittest.TextTestResult):
-    """Also one line per test on stdout: PASS/FAIL/SKIP Class.test (what scripts/pyhelper_check.sh shows)."""
+    """Also one line per test on stdout: PASS/FAIL/SKIP Class.test (what a GPU host's log shows)."""
 
     def _line(self, word, test, extra=""):
         print("%s %s.%s%s" % (word, type(test).__name__, test._testMethodName, extra), flush=True)

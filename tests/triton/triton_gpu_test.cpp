@@ -1,6 +1,6 @@
 // The Triton backend for real: Triton's AOT compiler, the validator on the GPU, the cache. Skips
 // (with the reason) where there is no CUDA device or no Triton; runs on the H200 host, where
-// scripts/triton_check.sh runs it (Python with Triton: $KERNELEVO_PYTHON, else python3).
+// benchmarks/studies/triton_check.sh runs it (Python with Triton: $KERNELEVO_PYTHON, else python3).
 #include <gtest/gtest.h>
 
 #include <algorithm>

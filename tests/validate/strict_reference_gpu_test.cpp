@@ -2,7 +2,7 @@
 // defaults run TF32 (cuDNN's, on by default), the judge also times kevo_ref_call_strict and reports
 // details.timing.reference_strict_us and details.speedup_vs_strict_fp32; the speedup that ranks
 // stays the one against the defaults. Where the defaults are strict fp32 already, neither is there.
-// Skips where there is no CUDA device; runs for real on the H200 (scripts/strict_ref_check.sh).
+// Skips where there is no CUDA device; runs for real on the H200 (benchmarks/studies/strict_ref_check.sh).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // A plain honest kernel for KernelBench L1-23 (softmax over the last dimension): one block per
-// row, three passes (max, sum of exponentials, write). (scripts/kb_concurrent.sh; not tuned.)
+// row, three passes (max, sum of exponentials, write). (benchmarks/studies/kb_concurrent.sh; not tuned.)
 #include <kernelevo/abi.h>
 #include <math.h>
 

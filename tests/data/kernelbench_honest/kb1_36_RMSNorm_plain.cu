@@ -1,6 +1,6 @@
 // A plain honest kernel for KernelBench L1-36 (x / sqrt(mean(x^2 over dim 1) + 1e-5) on
 // [batch, features, d1, d2]): one thread per (batch, position), the features strided by d1*d2 so
-// that a warp's loads are contiguous. (scripts/kb_concurrent.sh; not tuned.)
+// that a warp's loads are contiguous. (benchmarks/studies/kb_concurrent.sh; not tuned.)
 #include <kernelevo/abi.h>
 #include <math.h>
 

@@ -1,6 +1,6 @@
 // A plain honest kernel for KernelBench L1-9 (C[M, N] = A[M, K] @ B[K, N], K small): each thread
 // keeps its column of B in registers and writes 16 rows of C; the 4 GiB output dominates.
-// (scripts/kb_concurrent.sh; not tuned.)
+// (benchmarks/studies/kb_concurrent.sh; not tuned.)
 #include <kernelevo/abi.h>
 
 constexpr int kRows = 16, kCols = 128, kMaxK = 64;

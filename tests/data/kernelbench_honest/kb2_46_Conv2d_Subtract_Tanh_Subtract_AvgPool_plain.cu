@@ -1,7 +1,7 @@
 // A plain honest kernel for KernelBench L2-46: conv2d (valid, stride 1) + bias, minus 0.5, tanh,
 // minus 0.2, 2x2 average pooling, in one pass: each thread computes the four convolution outputs
 // under one pooled output, with the output channel's weights in shared memory. Exact fp32
-// arithmetic (a TF32 reference differs by up to ~3e-4). (scripts/kb_concurrent.sh; not tuned.)
+// arithmetic (a TF32 reference differs by up to ~3e-4). (benchmarks/studies/kb_concurrent.sh; not tuned.)
 #include <kernelevo/abi.h>
 #include <math.h>
 

@@ -1,4 +1,4 @@
-// scripts/model_proof.sh's kernel for a residual join region (ResNet's `out += identity; relu(out)`):
+// benchmarks/studies/model_proof.sh's kernel for a residual join region (ResNet's `out += identity; relu(out)`):
 // inputs a, b of the same shape (either order: the sum is symmetric), out = max(a + b, 0), fp32.
 // Inputs of any strides (a region task hands over what the model's tensors are); the output is the
 // contiguous tensor the caller allocated. Kernel ABI version 2, on the given stream, no library.

@@ -1,4 +1,4 @@
-// scripts/model_proof.sh's kernel for a Linear (+ activation) region of an imported model: inputs
+// benchmarks/studies/model_proof.sh's kernel for a Linear (+ activation) region of an imported model: inputs
 // x[..., K] (any leading dimensions, contiguous rows), weight[M, K], bias[M] (the region task's
 // order); out[..., M] = act(x @ weight^T + bias). The GEMM goes through cuBLAS with the handle the
 // caller made (kernel ABI version 2): row-major out[N, M] is column-major out^T[M, N] = W X^T, so

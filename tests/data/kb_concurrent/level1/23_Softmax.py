@@ -1,5 +1,5 @@
 # KernelBench level 1 problem 23 at the size issue 27 names (a 6 GiB input), written for
-# scripts/kb_concurrent.sh where the original file is not at hand.
+# benchmarks/studies/kb_concurrent.sh where the original file is not at hand.
 import torch
 import torch.nn as nn
 

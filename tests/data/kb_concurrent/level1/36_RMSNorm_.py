@@ -1,5 +1,5 @@
 # KernelBench level 1 problem 36 at the size issue 27 names (about 14 GiB of input and output),
-# written for scripts/kb_concurrent.sh where the original file is not at hand.
+# written for benchmarks/studies/kb_concurrent.sh where the original file is not at hand.
 import torch
 import torch.nn as nn
 

@@ -1,5 +1,5 @@
 # KernelBench level 1 problem 9 as issue 27 describes it (A[32768, 32] @ B[32, 32768], a 4 GiB
-# output), written for scripts/kb_concurrent.sh where the original file is not at hand.
+# output), written for benchmarks/studies/kb_concurrent.sh where the original file is not at hand.
 import torch
 import torch.nn as nn
 

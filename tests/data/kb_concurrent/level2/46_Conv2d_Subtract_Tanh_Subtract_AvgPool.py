@@ -1,5 +1,5 @@
 # KernelBench level 2 problem 46 as issue 27 describes it (batch = height = width = out_channels =
-# 128), written for scripts/kb_concurrent.sh where the original file is not at hand.
+# 128), written for benchmarks/studies/kb_concurrent.sh where the original file is not at hand.
 import torch
 import torch.nn as nn
 

@@ -3,7 +3,7 @@
 #  1. compile latency of a small candidate (fresh source each time, so the cache never answers)
 #  2. a whole validation, compile excluded, of a KernelBench-size elementwise task (ReLU 4096x393216)
 #  3. repeatability: the same kernel validated 5 times, speedups vs their median
-# Usage: scripts/measure_validator.sh BUILD_DIR
+# Usage: benchmarks/studies/measure_validator.sh BUILD_DIR
 set -euo pipefail
 build=${1:-build}
 kevo="$build/tool/cli/kernelevo"

@@ -4,10 +4,10 @@
 # judge's timing or its cheat checks, one executable at a time (one GPU is one timing domain), each
 # test printed PASS/FAIL/SKIP, then two checks of paths no test takes (KEVO_TIMING_DUMP's
 # diagnostics batch; every field of a timed set's figures), and a summary.
-# Usage (repo root, after scripts/device_build.sh): scripts/runner_check.sh
+# Usage (repo root, after scripts/device_build.sh): benchmarks/studies/runner_check.sh
 # Logs go to $OUT (default /tmp/kevo-out). Exit status: 0 when nothing failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/kevo-out}
 mkdir -p "$out"
 [ -f build-gpu/env.sh ] || { echo "FAIL build-gpu/env.sh missing: run scripts/device_build.sh first"; exit 1; }

@@ -7,11 +7,11 @@
 # 2. Imports the hostile fixtures beside an honest problem on the GPU (tests/data/kernelbench/
 #    hostile_*.py, honest_relu.py): nothing they aim at may exist afterwards, no secret may show.
 # Usage (repo root, after scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck):
-#   scripts/kb_import_sandbox.sh
+#   benchmarks/studies/kb_import_sandbox.sh
 # Env: OUT (default /tmp/kevo-out), KEVO_KIS_KERNELEVO (default build-gpu/tool/cli/kernelevo).
 # Prints PASS or FAIL lines; exit 0 when all pass.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 ke=${KEVO_KIS_KERNELEVO:-build-gpu/tool/cli/kernelevo}
 [ -x "$ke" ] || { echo "FAIL: $ke not built (scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck)"; exit 1; }

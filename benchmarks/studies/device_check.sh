@@ -4,7 +4,7 @@
 # builds and runs the example, and prints the validator's and the dispatch's performance figures.
 # Files worth keeping are written to $OUT (default /tmp/kevo-out).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/kevo-out}
 mkdir -p "$out"
 step() { echo; echo "== $* == ($(date +%T))"; }
@@ -41,4 +41,4 @@ cmake build-ex > /dev/null 2>&1 && ninja -C build-ex >> "$out/example-build.log"
 build-ex/fused_ops 2>&1 | tee "$out/example.log"
 
 step validator figures
-timeout 420 scripts/measure_validator.sh build-gpu 2>&1 | tee "$out/measure.log"
+timeout 420 benchmarks/studies/measure_validator.sh build-gpu 2>&1 | tee "$out/measure.log"

@@ -2,10 +2,10 @@
 # KernelBench on a GPU host (one call): builds what it needs, runs the KernelBench GPU tests, then
 # imports all problems at KernelBench's own sizes and prints the success rate, the reasons for the
 # refusals and failures, and the time the import took. Files worth keeping go to $OUT.
-# Usage: KERNELBENCH_DIR=/path/to/kernelbench scripts/kernelbench_gpu.sh   (default ../shared/kernelbench;
+# Usage: KERNELBENCH_DIR=/path/to/kernelbench benchmarks/studies/kernelbench_gpu.sh   (default ../shared/kernelbench;
 # JOBS=N parallel imports, default 8; KEVO_KB_SKIP_TESTS=1 only imports)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/kevo-out}
 kb=${KERNELBENCH_DIR:-../shared/kernelbench}
 mkdir -p "$out"

@@ -2,7 +2,7 @@
 """Studies the judge's raw per-call times (KEVO_TIMING_DUMP=FILE, one JSON line per timed set) of
 repeated validations of one kernel: for each way of summarizing a set's calls, how far the
 validations' speedups (geometric mean over the sets) lie from their median.
-Usage: KEVO_TIMING_DUMP=t.jsonl kernelevo validate ... (N times); scripts/timing_study.py t.jsonl"""
+Usage: KEVO_TIMING_DUMP=t.jsonl kernelevo validate ... (N times); benchmarks/studies/timing_study.py t.jsonl"""
 import collections, json, math, statistics, sys
 
 if len(sys.argv) != 2:

@@ -1,4 +1,4 @@
-"""scripts/model_proof.sh's Python half: for one KernelBench level-3 problem and its imported model folder,
+"""benchmarks/studies/model_proof.sh's Python half: for one KernelBench level-3 problem and its imported model folder,
 builds the model as KernelBench (and the importer) builds it (seed 42, get_init_inputs()), moves it to the
 GPU (the CPU where there is none), loads the folder's kernels with kernelevo.load_model (the end-to-end check on fresh inputs included),
 checks the loaded model's outputs against the original on other fresh inputs, and times both with
@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import kernelevo  # noqa: E402
 from kernelevo.kernelbench.common import load_problem  # noqa: E402
 from kernelevo.kernelbench.problem import build_model  # noqa: E402

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tables of scripts/precision_proof.sh (issue 35) from its `kernelevo validate --json` outputs.
+"""The tables of benchmarks/studies/precision_proof.sh (issue 35) from its `kernelevo validate --json` outputs.
 
 Usage: precision_proof_table.py JSONDIR TABLE.md "POLICIES" "ATTACKS" TASK...
 JSONDIR holds honest.<policy>.<task>.{json,err,rc,secs,lim} or .skip, and attack.<policy>.<variant>.*.

@@ -34,7 +34,7 @@
 #    taken by another program; the tool must re-run that candidate itself, with no LLM request.
 #
 # Usage (repo root, after scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck):
-#   scripts/eight_searches.sh [OUTDIR]      (default /tmp/eight_searches)
+#   benchmarks/studies/eight_searches.sh [OUTDIR]      (default /tmp/eight_searches)
 # Writes under OUTDIR: proof.log (this output), work/ (suite, states, logs, replies, locks; the build
 # cache too unless KERNELEVO_CACHE_HOME is set).
 # Env: KEVO_ES_BUDGET (seconds for everything, default 260: each step is cut to what is left),
@@ -45,7 +45,7 @@
 #   same host with KEVO_ES_SUITE=build-gpu/eight_searches/suite and KERNELEVO_CACHE_HOME=build-gpu/kevo-cache,
 #   which the proof's call then reuses: the import and the LibTorch reference's build are then not in its budget).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 outdir=$(mkdir -p "${1:-/tmp/eight_searches}" && cd "${1:-/tmp/eight_searches}" && pwd)
 work=$outdir/work

@@ -7,9 +7,9 @@
 # Python helper's operator (kernelevo.load_op: a torch.library.custom_op with a typed schema from
 # task.json, its fake kernel under torch.compile(fullgraph=True), its backward; needs
 # build-gpu/tool/cli/kernelevo, scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck).
-# Prints PASS/FAIL lines; exit 1 when one fails. Usage: scripts/torchop_check.sh
+# Prints PASS/FAIL lines; exit 1 when one fails. Usage: benchmarks/studies/torchop_check.sh
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 out=${OUT:-/tmp/kevo-out}
 mkdir -p "$out"

@@ -12,7 +12,7 @@
 # Python with Triton: $KERNELEVO_PYTHON (default python3). Logs go to $OUT (default /tmp/kevo-out);
 # the whole console output is also in $OUT/triton-check.log. Exit 0 only when every step passed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/kevo-out}
 mkdir -p "$out"
 exec > >(tee "$out/triton-check.log") 2>&1

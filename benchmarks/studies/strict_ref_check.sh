@@ -7,15 +7,15 @@
 #     strict time once per judge; a reference whose setup turns TF32 off reports neither;
 #  2. reference_test (the wrapper's source guards; its CPU half skips with a CUDA LibTorch);
 #  3. `kernelevo validate` of the plain honest L2-46 kernel (tests/data/kernelbench_honest) against the
-#     L2-46 task: imported once into build-gpu/kb_concurrent/suite (as scripts/kb_concurrent.sh keeps it)
+#     L2-46 task: imported once into build-gpu/kb_concurrent/suite (as benchmarks/studies/kb_concurrent.sh keeps it)
 #     when not there yet; prints its lines and checks for "reference strict fp32: ...".
 # Builds nothing (scripts/device_build.sh first, with the targets below). About 2-3 minutes.
-# Usage (repo root):  scripts/strict_ref_check.sh
+# Usage (repo root):  benchmarks/studies/strict_ref_check.sh
 #   build first:  scripts/device_build.sh kernelevo kernelevo-runner validate_strict_reference_gpu_test reference_test
 # Env: KEVO_SRC_SUITE (imported tasks; default build-gpu/kb_concurrent/suite), OUT (logs; default /tmp/kevo-out).
 # Exit 0 when every step passed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 export KERNELEVO_CACHE_HOME=${KERNELEVO_CACHE_HOME:-/tmp/kevo-cache}
 out=${OUT:-/tmp/kevo-out}/strict_ref

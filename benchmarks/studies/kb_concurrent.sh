@@ -7,7 +7,7 @@
 # kernel may be rejected by the wall-clock check ("do not agree with the time the judge observed").
 #
 # Usage (repo root, after scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck kernelevo-profile):
-#   scripts/kb_concurrent.sh
+#   benchmarks/studies/kb_concurrent.sh
 # Env: KEVO_KBC_GENERATIONS (default 3: 4 candidates per search), KEVO_KBC_SUITE (imported tasks,
 # kept between runs; default build-gpu/kb_concurrent/suite), KEVO_KBC_PROBLEMS (a KernelBench folder
 # with level1/ and level2/; default ../shared/kernelbench or shared/kernelbench when they hold these
@@ -17,7 +17,7 @@
 # Honest kernels: tests/data/kernelbench_honest/<task>.cu when present, else <task>_plain.cu.
 # Prints one line per search and PASS or FAIL; exit 0 on PASS.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 out=${OUT:-/tmp/kevo-out}/kb_concurrent
 suite=${KEVO_KBC_SUITE:-build-gpu/kb_concurrent/suite}

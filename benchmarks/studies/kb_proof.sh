@@ -11,7 +11,7 @@
 #     candidate failed for a reason that is not the kernel's.
 # Every step is time-limited and the script goes on after a failure, saying why. About 7.5 minutes at most (the budget).
 #
-# Usage (repo root, after scripts/device_build.sh):  scripts/kb_proof.sh [OUTDIR]   (default /tmp/kb_proof)
+# Usage (repo root, after scripts/device_build.sh):  benchmarks/studies/kb_proof.sh [OUTDIR]   (default /tmp/kb_proof)
 # Env: KEVO_KBP_BUDGET (seconds for the whole script, default 450: each step's timeout is cut to what is
 #        left, and steps are skipped, saying so, once it is spent),
 #      KEVO_KBP_HELD=1 (also the four held-out reconstructions of tests/data/kb_concurrent with their
@@ -21,7 +21,7 @@
 #        shared/kernelbench), KEVO_KBP_KERNELEVO (default build-gpu/tool/cli/kernelevo, else build/...).
 # Exit 0 when every kernel validated ok and the three searches ran without a non-kernel failure.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 outdir=${1:-/tmp/kb_proof}
 ke=${KEVO_KBP_KERNELEVO:-build-gpu/tool/cli/kernelevo}

@@ -2,7 +2,7 @@
 # Issue 15's repeatability figure on a GPU host: gelu_bias good.cu validated 5 times
 #  1. in one run, as a search does (`validate --repeat 5`: one runner, the reference timed once), and
 #  2. in 5 separate runs (each its own runner, so the reference is timed 5 times too).
-# Usage: scripts/repeatability.sh [BUILD_DIR] [N]   (extra validate options in $KEVO_REPEAT_OPTS)
+# Usage: benchmarks/studies/repeatability.sh [BUILD_DIR] [N]   (extra validate options in $KEVO_REPEAT_OPTS)
 set -euo pipefail
 build=${1:-build}
 n=${2:-5}

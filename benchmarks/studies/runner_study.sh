@@ -2,9 +2,9 @@
 # Builds and runs benchmarks/studies/runner_study.cu on a GPU machine (issue 15's diagnostics):
 # the gated check's cost with a spinning-kernel gate vs a stream-memory wait, and where a
 # launch-bound kernel's per-process timing shift comes from. Prints numbers; asserts nothing.
-#   scripts/runner_study.sh [PROCESSES]   (placement study repeated in PROCESSES processes; default 4)
+#   benchmarks/studies/runner_study.sh [PROCESSES]   (placement study repeated in PROCESSES processes; default 4)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${TMPDIR:-/tmp}/kevo_runner_study
 mkdir -p "$out"
 arch=${CUDA_ARCH:-90}

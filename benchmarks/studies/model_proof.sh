@@ -3,7 +3,7 @@
 # folders (plan.json, a task per region), one region per model searched with the replay provider to a
 # kernel fed as the LLM's reply (tests/data/model_proof/: linear_act_cublas.cu, a cuBLAS GEMM + bias
 # + the region's activation, for a Linear region; add_relu.cu for the ResNet block's residual join),
-# and scripts/model_proof.py: load_model on the live model (its end-to-end check on fresh inputs), the
+# and benchmarks/studies/model_proof.py: load_model on the live model (its end-to-end check on fresh inputs), the
 # loaded model's outputs against the original's on other fresh inputs, and compare_model's times
 # (PyTorch eager, torch.compile, the loaded model; per region). The ResNet block's BatchNorm regions
 # are refused (KernelBench never calls eval()): it loads with them in PyTorch. The LSTM's one region
@@ -14,11 +14,11 @@
 # Steps (KEVO_MP_STEPS, default "import search load"; each is resumable, so they can run in
 # separate calls on the same host): import | search | load.
 # Usage (repo root, after scripts/device_build.sh kernelevo kernelevo-runner kernelevo-refcheck):
-#   scripts/model_proof.sh [PROBLEM.py ...]   (default: the six in tests/data/kernelbench_problems/level3
+#   benchmarks/studies/model_proof.sh [PROBLEM.py ...]   (default: the six in tests/data/kernelbench_problems/level3
 #                                              but 1_MLP, whose 2.7 GiB of weights take much of a call)
 # Env: KEVO_MP_WORK (default build-gpu/model-proof), OUT (logs; default /tmp/kevo-out).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 export KERNELEVO_CACHE_HOME=${KERNELEVO_CACHE_HOME:-/tmp/kevo-cache}
 ke=$PWD/build-gpu/tool/cli/kernelevo
@@ -91,7 +91,7 @@ if [[ " $steps " == *" load "* ]]; then
     n=$(basename "$f" .py); d="$work/suite/kb3_$n"
     [ -f "$d/plan.json" ] || { fail "load $n: not imported"; continue; }
     s=$(date +%s)
-    timeout 400 python3 scripts/model_proof.py "$f" "$d" > "$out/load_$n.log" 2>&1
+    timeout 400 python3 benchmarks/studies/model_proof.py "$f" "$d" > "$out/load_$n.log" 2>&1
     rc=$?
     echo "load $n: exit $rc after $(( $(date +%s) - s )) s (log $out/load_$n.log)"
     grep -v "^RESULT " "$out/load_$n.log" | grep -vE "^\s+File |^Traceback" | tail -25

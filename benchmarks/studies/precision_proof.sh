@@ -15,7 +15,8 @@
 #     and no floor beaten (details.sol.floor_beaten: a measured time below its floor).
 # Every step is time-limited and the script goes on after a failure, saying why.
 #
-# Usage (repo root, after scripts/device_build.sh):  scripts/precision_proof.sh [OUTDIR]  (default /tmp/precision_proof)
+# Usage (repo root, after scripts/device_build.sh):
+#   benchmarks/studies/precision_proof.sh [OUTDIR]  (default /tmp/precision_proof)
 # Writes to OUTDIR only: table.md (the tables and summaries), proof.log (this script's output) and details.tar.gz
 # (every validate JSON and stderr, the import logs and import.json). Suites and scratch go to KEVO_PP_WORK.
 # Env: KEVO_PP_BUDGET (seconds for the whole script, default 420: each step's limit is cut to what is left;
@@ -32,7 +33,7 @@
 # Exit 0 only when every honest kernel is ok under both policies, every attack is rejected under both, and
 # no SOL fraction is above 100%.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 outdir=${1:-/tmp/precision_proof}
 work=${KEVO_PP_WORK:-/tmp/precision_proof_work}
@@ -185,7 +186,8 @@ main() {
 
   step "results"
   local names=(); for f in "${problems[@]}"; do names+=("$(task_name "$f")"); done
-  python3 scripts/precision_proof_table.py "$work/json" "$outdir/table.md" "${policies[*]}" "${attacks[*]}" "${names[@]}"
+  python3 benchmarks/studies/precision_proof_table.py "$work/json" "$outdir/table.md" "${policies[*]}" "${attacks[*]}" \
+    "${names[@]}"
   local prc=$?
   tar -czf "$outdir/details.tar.gz" -C "$work" json $(cd "$work" && ls -d import_*.log suite_*/import.json 2>/dev/null)
   echo

@@ -2,10 +2,12 @@
 # The GPU suite on a GPU host, in one call: builds (scripts/device_build.sh), then runs every test
 # executable that holds GPU tests, one at a time (one GPU is one timing domain), each under a time
 # limit, and prints one line per executable with its passed/failed/skipped counts.
-# Usage: scripts/gpu_suite.sh [EXE_REGEX]   (default: all of them; KEVO_SUITE_EXES picks tests, below). Logs go to $OUT (default /tmp/kevo-out).
+# Usage: benchmarks/studies/gpu_suite.sh [EXE_REGEX]   (default: all of them; KEVO_SUITE_EXES picks tests,
+# below). Logs go to $OUT (default /tmp/kevo-out). The Python helper's GPU tests are ctest's:
+#   ctest --test-dir build-gpu -R 'pyhelper_test|model_load_test|load_op_cublas_test'
 # Each executable gets KEVO_SUITE_TIMEOUT seconds (default 240); none starts after KEVO_SUITE_DEADLINE s.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/kevo-out}
 mkdir -p "$out"
 filter=${1:-.}
@@ -20,12 +22,12 @@ source build-gpu/env.sh
 export KERNELEVO_CACHE_HOME=/tmp/kevo-test-cache
 # Executables with GPU tests first, the sandbox's CPU escapes after; "exe[@seconds][:gtest_filter]"
 # (@seconds: that executable's own time limit, for the long ones).
-# (triton_gpu_test skips without Triton; scripts/triton_check.sh runs it with figures.)
+# (triton_gpu_test skips without Triton; benchmarks/studies/triton_check.sh runs it with figures.)
 exes=(validate/validate_gpu_test sandbox/sandbox_test runtime/runtime_gpu_test validate/validate_test
       evolve/evolve_gpu_test tune/tune_gpu_test "tune/tune_cli_test" profile/profile_test sol/sol_test sol/sol_gpu_test@600
       cli/cli_gpu_test worker/worker_gpu_test@360 kernelbench/kernelbench_gpu_test@240 triton/triton_gpu_test
       validate/validate_attacks_gpu_test validate/gpu_ledger_test validate/validate_ledger_gpu_test
-      reference/jit_precision_test baseline/baseline_gpu_test@360 device/device_gpu_test)
+      reference/jit_precision_test baseline/baseline_gpu_test@360 device/device_gpu_test validate/validate_cublas_test)
 # KEVO_SUITE_EXES="exe[@seconds][:gtest_filter] ..." replaces the list (a rerun of chosen tests).
 [ -n "${KEVO_SUITE_EXES:-}" ] && read -r -a exes <<< "$KEVO_SUITE_EXES"
 log="$out/tests.log"

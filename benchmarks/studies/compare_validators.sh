@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side figures of two builds of kernelevo on a GPU host, interleaved so drift hits both:
 # compile latency of a small candidate (fresh sources), the whole validation of gelu_bias (compile
-# cached), and a KernelBench-size task. Usage: scripts/compare_validators.sh OLD_BUILD NEW_BUILD
+# cached), and a KernelBench-size task. Usage: benchmarks/studies/compare_validators.sh OLD_BUILD NEW_BUILD
 set -uo pipefail
 old=$1 new=$2
 data=tests/data
