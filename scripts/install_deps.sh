@@ -6,10 +6,11 @@ packages=(build-essential cmake ninja-build pkg-config python3
           libtorch-dev nlohmann-json3-dev libcurl4-openssl-dev libssl-dev libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3 libhiredis-dev redis-server
           bubblewrap libseccomp-dev libcpp-httplib-dev chromium
-          python3-torch python3-venv python3-pip python3-setuptools python3-wheel zsh)
+          python3-torch python3-venv python3-pip python3-setuptools python3-wheel zsh ccache)
 # python3-torch: `kernelevo import kernelbench` and the Python helper (import time only; CPU PyTorch);
 # python3-venv/-pip/-setuptools/-wheel: the test of `pip install ./python` (offline, no build isolation);
 # zsh: the test of `kernelevo completion bash|zsh` in real shells.
+# ccache: a compiler cache the build uses when present (KERNELEVO_USE_CCACHE): a second build is mostly cache hits.
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()
