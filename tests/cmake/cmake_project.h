@@ -62,10 +62,22 @@ inline cache::EntryMeta manual_entry(const Task& t, const std::string& arch) {
 }
 
 // `cmake` configuring the project in `src` into `build` with Ninja, nvcc and the build tree's KernelEvo.
+// When KernelEvo's own build compiles through ccache, so do the projects: each test builds a fresh
+// copy in a folder of its own under the temporary directory, which is ccache's base_dir, so a file
+// compiled by an earlier test (the same source, flags and headers) is a cache hit. Only the compiler
+// runs are cached: CMake, Ninja and what they decide to rebuild are the same.
 inline std::vector<std::string> configure_command(const fs::path& src, const fs::path& build) {
-    return {KEVO_CMAKE_COMMAND, "-S", src.string(), "-B", build.string(), "-G", "Ninja",
-            "-DCMAKE_MAKE_PROGRAM=" KEVO_MAKE_PROGRAM, "-DCMAKE_CUDA_COMPILER=" KEVO_CUDA_COMPILER,
-            "-DCMAKE_BUILD_TYPE=Release", "-DKernelEvo_DIR=" + kBinary.string()};
+    std::vector<std::string> argv = {KEVO_CMAKE_COMMAND, "-S", src.string(), "-B", build.string(), "-G", "Ninja",
+                                     "-DCMAKE_MAKE_PROGRAM=" KEVO_MAKE_PROGRAM,
+                                     "-DCMAKE_CUDA_COMPILER=" KEVO_CUDA_COMPILER, "-DCMAKE_BUILD_TYPE=Release",
+                                     "-DKernelEvo_DIR=" + kBinary.string()};
+#ifdef KEVO_TEST_CCACHE
+    const std::string launcher =
+        "/usr/bin/env;CCACHE_BASEDIR=" + fs::temp_directory_path().string() + ";" KEVO_TEST_CCACHE;
+    for (const char* lang : {"C", "CXX", "CUDA"})
+        argv.push_back(std::string("-DCMAKE_") + lang + "_COMPILER_LAUNCHER=" + launcher);
+#endif
+    return argv;
 }
 
 class CMakeProject : public ::testing::Test {
