@@ -36,13 +36,6 @@ const llm::ReplyLanguages& reply_languages() {
     return l;
 }
 
-namespace {
-bool counts_as_failed(store::ProgramStatus s) {
-    using S = store::ProgramStatus;
-    return s != S::pending && s != S::duplicate && s != S::not_judged && s != S::ok;
-}
-}  // namespace
-
 double RunState::invocation_s() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
@@ -82,7 +75,7 @@ void RunState::tally(const store::Program& p) {
         ++progress.duplicates;
     } else if (not_judged(p)) {
         ++progress.not_judged;
-    } else if (counts_as_failed(p.status)) {
+    } else if (p.status != store::ProgramStatus::pending) {
         ++progress.failed;
     }
 }
