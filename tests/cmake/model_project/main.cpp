@@ -10,8 +10,10 @@
 #include "kernelevo/model_tiny.h"
 #include "kernelevo/runtime.h"
 
+extern const char* const kModelDir;  // model_dir.cpp
+
 static at::Tensor read_floats(const std::string& file, std::vector<int64_t> shape) {
-    std::ifstream in(std::string(MODEL_DIR) + "/regions/" + file, std::ios::binary);
+    std::ifstream in(std::string(kModelDir) + "/regions/" + file, std::ios::binary);
     std::vector<float> v(static_cast<size_t>(c10::multiply_integers(shape)));
     in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
     if (!in) throw std::runtime_error("cannot read " + file);
