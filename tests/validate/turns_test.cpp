@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fs.h"
+#include "validate/gpu_ledger.h"
 #include "validate/gpu_lock.h"
 #include "validate/turns.h"
 
@@ -57,6 +59,12 @@ struct Turns : ::testing::Test {
         po.timeout_s = 60;
         return po;
     }
+    HelperRun as(const std::string& reason) const {
+        HelperRun r;
+        r.reason = reason;
+        r.turns_dir = work;
+        return r;
+    }
     std::vector<nlohmann::json> holds() const {
         std::vector<nlohmann::json> out;
         std::istringstream lines(read_file(log));
@@ -66,7 +74,7 @@ struct Turns : ::testing::Test {
 };
 
 TEST_F(Turns, PreparationSharesTheGpuAndEachMeasurementHasItAlone) {
-    const ProcessResult p = run_with_turns(helper(2), device, "timing X", work);
+    const ProcessResult p = run_with_turns(helper(2), device, as("timing X"));
     ASSERT_TRUE(p.ok()) << p.describe() << p.err;
     EXPECT_EQ(p.out, "preparing turn-0\nmeasuring turn-0\npreparing turn-1\nmeasuring turn-1\n");
     const auto h = holds();
@@ -87,7 +95,7 @@ TEST_F(Turns, AMeasurementWaitsForTheOthersSharedWork) {
     std::atomic<bool> done{false};
     ProcessResult p;
     std::thread run([&] {
-        p = run_with_turns(helper(1), device, "timing X", work);
+        p = run_with_turns(helper(1), device, as("timing X"));
         done = true;
     });
     while (!fs::exists(work / "turn-0.ready") && !done) std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -105,8 +113,8 @@ TEST_F(Turns, ALinkPlantedWhereTheToolWritesIsNotFollowed) {
     // A former run's turn-0.go (here a link) is cleared before the helper starts, so turn 0 waits for the
     // tool's own go; a link the helper plants during the run stays a link and is never written through.
     fs::create_symlink(victim, work / "turn-0.go");
-    const ProcessResult p = run_with_turns(helper(2, "ln -s '" + victim.string() + "' turn-1.go"), device, "timing X",
-                                           work);
+    const ProcessResult p = run_with_turns(helper(2, "ln -s '" + victim.string() + "' turn-1.go"), device,
+                                           as("timing X"));
     ASSERT_TRUE(p.ok()) << p.describe() << p.err;
     EXPECT_EQ(read_file(victim), "keep");
     EXPECT_FALSE(fs::is_symlink(work / "turn-0.go"));
@@ -121,7 +129,7 @@ TEST_F(Turns, TheBaselinesScriptAsksForItsTurnsByTheSameFiles) {
     ProcessOptions po;
     po.argv = {"python3", "-c", code, std::string(KEVO_SOURCE_DIR) + "/tool/baseline", work.string()};
     po.timeout_s = 60;
-    const ProcessResult p = run_with_turns(po, device, "PyTorch baselines of X", work);
+    const ProcessResult p = run_with_turns(po, device, as("PyTorch baselines of X"));
     ASSERT_TRUE(p.ok()) << p.describe() << p.err;
     EXPECT_EQ(p.out, "measuring 0\nmeasuring 1\n");
     int alone = 0;
@@ -133,9 +141,66 @@ TEST_F(Turns, WithoutADeviceTheHelperJustRuns) {
     device.present = false;
     ProcessOptions po;
     po.argv = {"bash", "-c", "echo ran"};
-    const ProcessResult p = run_with_turns(po, device, "timing X", work);
+    const ProcessResult p = run_with_turns(po, device, as("timing X"));
     EXPECT_EQ(p.out, "ran\n");
     EXPECT_FALSE(fs::exists(log));
+}
+
+// A helper that will use GPU memory (the baselines' script, a profile) waits for its share of the
+// device's memory ledger beside the judges, says so once, and holds the share while it runs.
+TEST_F(Turns, AHelperWaitsForItsShareOfGpuMemoryAndHoldsItWhileItRuns) {
+    device.total_mem = int64_t{1000} << 20;  // less the default margin (a tenth): a budget of 900 MiB
+    MemoryLedger ledger(device.uuid, static_cast<uint64_t>(device.total_mem));
+    auto others = ledger.reserve(ledger.budget() - (uint64_t{100} << 20), 0, "job");
+    ASSERT_TRUE(others);
+    HelperRun run = as("PyTorch baselines of X");
+    run.memory_bytes = uint64_t{200} << 20;
+    std::mutex m;
+    std::vector<std::string> notes;
+    run.note = [&](const std::string& line) {
+        std::lock_guard<std::mutex> l(m);
+        notes.push_back(line);
+    };
+    ProcessOptions po;
+    po.argv = {"bash", "-c", "touch '" + (work / "started").string() + "'; ls -R '" + (tmp.path() / "locks").string() +
+                                 "' | grep -c -- '-helper$'"};
+    po.timeout_s = 60;
+    ProcessResult p;
+    std::atomic<bool> done{false};
+    std::thread t([&] {
+        p = run_with_turns(po, device, run);
+        done = true;
+    });
+    for (;;) {  // the ledger says a wait after it has lasted two seconds
+        {
+            std::lock_guard<std::mutex> l(m);
+            if (!notes.empty() || done || fs::exists(work / "started")) break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_FALSE(fs::exists(work / "started")) << "the helper started before its memory was free";
+    others.reset();
+    t.join();
+    EXPECT_TRUE(p.ok()) << p.describe() << p.err;
+    EXPECT_EQ(p.out, "1\n") << "its share was not held while it ran";
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("PyTorch baselines of X: waiting for 200 MiB of GPU memory"), std::string::npos) << notes[0];
+    EXPECT_EQ(ledger.reserved("helper"), 0u);
+}
+
+TEST_F(Turns, AHelperThatNeedsMoreThanTheLedgersBudgetRunsWithoutAShareAndSaysSo) {
+    device.total_mem = int64_t{1000} << 20;
+    HelperRun run = as("profiling X");
+    run.memory_bytes = uint64_t{2000} << 20;
+    std::vector<std::string> notes;
+    run.note = [&](const std::string& line) { notes.push_back(line); };
+    ProcessOptions po;
+    po.argv = {"bash", "-c", "echo ran"};
+    const ProcessResult p = run_with_turns(po, device, run);
+    EXPECT_EQ(p.out, "ran\n");
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_EQ(notes[0], "profiling X needs about 2.0 GiB of GPU memory, more than the 0.9 GiB the memory ledger "
+                        "shares out: it runs without a share");
 }
 
 }  // namespace

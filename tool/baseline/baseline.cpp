@@ -210,6 +210,21 @@ std::string no_module_reason(const fs::path& task_dir) {
 
 namespace {
 // One run of the script for the kinds in o.which.
+// The most GPU memory the script holds at once (validate/turns.h reserves it): one timed set at a time,
+// its drawn inputs in every copy, the module's weights (file inputs) once, and its outputs four times
+// (eager's reference, a call's own, torch.compile's and AOTInductor's buffers).
+uint64_t script_memory_bytes(const Task& task, const Options& o) {
+    uint64_t most = 0;
+    for (int s : task.timed_sets()) {
+        uint64_t b = 0;
+        for (const auto& t : task.inputs)
+            b += static_cast<uint64_t>(task.bytes(t, s)) * (t.init.kind == "file" ? 1 : std::max(1, o.copies));
+        for (const auto& t : task.outputs) b += 4 * static_cast<uint64_t>(task.bytes(t, s));
+        most = std::max(most, b);
+    }
+    return most;
+}
+
 Result measure_once(const Task& task, const Options& o, const DeviceInfo& device) {
     const std::string precision = task_precision(task);
     if (std::string why = no_module_reason(task.file.parent_path()); !why.empty()) return not_run_all(why, precision);
@@ -238,7 +253,12 @@ Result measure_once(const Task& task, const Options& o, const DeviceInfo& device
     po.cwd = work.path();
     // Loading the module, drawing inputs and compiling share the GPU; each set's timed calls have it
     // alone (the script asks for its turns: validate/turns.h).
-    const ProcessResult p = run_with_turns(po, device, "PyTorch baselines of " + task.name, work.path());
+    HelperRun helper;
+    helper.reason = "PyTorch baselines of " + task.name;
+    helper.turns_dir = work.path();
+    helper.memory_bytes = script_memory_bytes(task, o);
+    helper.note = o.note;
+    const ProcessResult p = run_with_turns(po, device, helper);
     Result r;
     try {
         const size_t brace = p.out.rfind("\n{");

@@ -53,6 +53,7 @@ struct Options {
     int copies = 2;                 // input copies cycled through the timed calls
     double timeout_s = 1800;
     double memory_pause_s = 2;      // the first pause before measuring again when the GPU's memory was full
+    std::function<void(const std::string&)> note;  // a wait for the GPU's lock or memory, said once per wait
 };
 
 struct SetTime {

@@ -152,6 +152,9 @@ baseline::Result baselines(const ValidateArgs& a, const Task& task, const Device
     if (a.aoti) o.which = baseline::asked({"aoti"});
     if (progress && baseline::no_module_reason(task.file.parent_path()).empty())
         std::cerr << "kernelevo: timing the PyTorch baselines (" << baseline::columns(o.which) << ") ...\n";
+    o.note = [=](const std::string& line) {
+        if (progress) std::cerr << "kernelevo: " << line << "\n";
+    };
     return baseline::measure(task, o, device);
 }
 

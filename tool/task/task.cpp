@@ -251,6 +251,12 @@ std::vector<int64_t> Task::concrete_shape(const TensorSpec& t, size_t set) const
     return out;
 }
 
+int64_t Task::bytes(const TensorSpec& t, size_t set) const {
+    int64_t n = dtype_size(t.dtype);
+    for (int64_t v : concrete_shape(t, set)) n *= v;
+    return n;
+}
+
 nlohmann::json Task::to_json() const {
     auto tensor = [](const TensorSpec& t, bool with_init) {
         nlohmann::json shape = nlohmann::json::array();

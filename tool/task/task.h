@@ -139,6 +139,8 @@ struct Task {
 
     // Concrete sizes of a tensor in shape set `set`.
     std::vector<int64_t> concrete_shape(const TensorSpec& t, size_t set) const;
+    // Its bytes there (the concrete shape's elements times the dtype's size).
+    int64_t bytes(const TensorSpec& t, size_t set) const;
     // Canonical JSON (relative reference path as written, symbolic shapes) — what the task *is*.
     nlohmann::json to_json() const;
     // Hash of the canonical JSON; changes when anything that affects correctness or timing changes.

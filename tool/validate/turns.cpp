@@ -8,7 +8,9 @@
 #include <memory>
 #include <thread>
 
+#include "common/text.h"
 #include "common/turn_files.h"
+#include "validate/gpu_ledger.h"
 #include "validate/gpu_lock.h"
 #include "validate/validate.h"
 
@@ -22,12 +24,48 @@ bool exists(const std::string& path) {
 }
 
 void nap() { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }
+
+std::string gib(uint64_t bytes) { return format_double("%.1f GiB", static_cast<double>(bytes) / (1ull << 30)); }
+
+// The helper's share of the device's memory ledger (the judges' key: the device's UUID), or null
+// where none is asked for or none can be had; a wait and a helper run unreserved are each said once.
+std::unique_ptr<MemoryLedger::Reservation> reserve_memory(const DeviceInfo& device, const HelperRun& run) {
+    if (run.memory_bytes == 0 || device.total_mem <= 0) return nullptr;
+    auto say = [&](const std::string& line) {
+        if (run.note) run.note(line);
+    };
+    try {
+        MemoryLedger ledger(device.uuid.empty() ? "gpu" + std::to_string(device.index) : device.uuid,
+                            static_cast<uint64_t>(device.total_mem));
+        if (run.memory_bytes > ledger.budget()) {
+            say(run.reason + " needs about " + gib(run.memory_bytes) + " of GPU memory, more than the " +
+                gib(ledger.budget()) + " the memory ledger shares out: it runs without a share");
+            return nullptr;
+        }
+        LedgerWait wait;
+        wait.timeout_s = run.memory_wait_s;
+        bool said = false;
+        wait.waiting = [&](const std::string& line) {
+            if (!said) say(run.reason + ": " + line);
+            said = true;
+        };
+        auto share = ledger.reserve(run.memory_bytes, run.memory_bytes, "helper", wait);
+        if (!share)
+            say(run.reason + ": no share of GPU memory after " + format_double("%.0f", run.memory_wait_s) +
+                " s; it runs without one");
+        return share;
+    } catch (const std::exception&) {  // the ledger's folder unusable: as before the ledger
+        return nullptr;
+    }
+}
 }  // namespace
 
-ProcessResult run_with_turns(const ProcessOptions& po, const DeviceInfo& device, const std::string& reason,
-                             const fs::path& dir, const std::function<void(const std::string&)>& note) {
+ProcessResult run_with_turns(const ProcessOptions& po, const DeviceInfo& device, const HelperRun& run) {
     if (!device.present) return run_process(po);
-    const std::string preparing = reason + " (preparing)", where = dir.string();
+    const std::string& reason = run.reason;
+    const std::string preparing = reason + " (preparing)", where = run.turns_dir.string();
+    const auto& note = run.note;
+    const auto share = reserve_memory(device, run);
     for (int n = 0; n < 1024; ++n) {  // a former run's turns in the same folder (a profile run again)
         bool any = false;
         for (const char* what : {"ready", "go", "done"}) any |= ::unlink(turn_file(where, n, what).c_str()) == 0;

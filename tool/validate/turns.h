@@ -4,6 +4,7 @@
 // and has the GPU alone only for its measurements, asking by files in a folder it can write
 // (common/turn_files.h). A helper that never asks measures nothing alone: it held the lock shared.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -13,11 +14,21 @@
 
 namespace kevo {
 
+// What a helper asks of the device besides its turns.
+struct HelperRun {
+    std::string reason;                  // the lock holder's line: "REASON (preparing)", "REASON"
+    std::filesystem::path turns_dir;     // where it asks for its turns
+    // The GPU memory it will use at most: reserved in the device's memory ledger (gpu_ledger.h) before
+    // it starts and held until it ends, so that it waits for its share beside the judges instead of
+    // running out. 0: none reserved. Where it cannot be had within memory_wait_s, or is above the
+    // ledger's budget, the helper runs unreserved (said in a note).
+    uint64_t memory_bytes = 0;
+    double memory_wait_s = 600;
+    std::function<void(const std::string&)> note;  // waiting lines: one per wait
+};
+
 // Runs `po` holding `device`'s GPU lock shared ("REASON (preparing)"), exclusively ("REASON") from
 // each turn-N.ready to its turn-N.done or the process's end. Without a device: run_process(po).
-// `note`: the waiting line of a wait for the lock.
-ProcessResult run_with_turns(const ProcessOptions& po, const DeviceInfo& device, const std::string& reason,
-                             const std::filesystem::path& dir,
-                             const std::function<void(const std::string&)>& note = {});
+ProcessResult run_with_turns(const ProcessOptions& po, const DeviceInfo& device, const HelperRun& run);
 
 }  // namespace kevo

@@ -64,12 +64,21 @@ std::string ValidatorEvaluator::profile(const CompileResult& compiled) {
     if (!profiler_->available()) return "";
     // ncu replays the kernel on multi-GiB inputs for seconds: with the GPU alone, like a timing, or it
     // lands in another search's timed batches; ncu's start, the inputs' fill share it (validate/turns.h).
-    const std::string reason = "profiling " + v_.task().name;
+    const Task& task = v_.task();
+    HelperRun helper;
+    helper.reason = "profiling " + task.name;
+    // The profiled set's tensors (the first timed set: workflows/evaluators.cpp), twice: ncu saves
+    // what a replayed kernel writes.
+    const size_t set = static_cast<size_t>(task.timed_sets().front());
+    for (const auto* group : {&task.inputs, &task.outputs})
+        for (const auto& t : *group) helper.memory_bytes += 2 * static_cast<uint64_t>(task.bytes(t, set));
+    helper.note = [&](const std::string& line) {
+        if (log) log(line);
+    };
     const std::string summary = profiler_->profile(profile_command(compiled), {compiled.library},
         [&](const ProcessOptions& po, const std::filesystem::path& turns) {
-            return run_with_turns(po, v_.device(), reason, turns, [&](const std::string& line) {
-                if (log) log(line);
-            });
+            helper.turns_dir = turns;
+            return run_with_turns(po, v_.device(), helper);
         });
     if (summary.rfind("profile failed", 0) == 0) {  // for the person running the search, not for the model
         if (log) log(summary);

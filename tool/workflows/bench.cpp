@@ -66,6 +66,7 @@ void measure_baselines(const BenchRequest& a, const Task& task, const DeviceInfo
     o.python = a.python;
     o.trials = a.search.timing_trials;
     if (a.search.aoti) o.which = baseline::asked({"aoti"});  // --aoti (search's options)
+    o.note = a.progress;
     r.torch = baseline::measure(task, o, device);
     for (const auto& k : baseline::kinds())
         if (r.torch.ran(k) && r.correct()) r.speedup_over[k] = baseline::speedup_over(r.torch, k, kernel);

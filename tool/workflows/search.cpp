@@ -133,6 +133,9 @@ baseline::Result measure_torch_baselines(const SearchArgs& a, const Task& task, 
     if (a.aoti || a.fitness_baseline == "aoti") o.which = baseline::asked({"aoti"});
     if (!quiet() && baseline::no_module_reason(task.file.parent_path()).empty())
         std::cerr << "kernelevo: timing the PyTorch baselines (" << baseline::columns(o.which) << ") ...\n";
+    o.note = [=](const std::string& line) {
+        if (!quiet()) std::cerr << "kernelevo: " << line << "\n";
+    };
     return baseline::measure(task, o, validator.device());
 }
 
