@@ -36,16 +36,18 @@
 #  1. writes the task file <build>/kernelevo/<name>/task.json (the validator's format);
 #  2. computes the task hash and the reference hash in pure CMake — the same canonical JSON and
 #     SHA-256 that `kernelevo` computes (Task::hash(), Task::reference_hash(); `kernelevo cache hash
-#     --task T` prints them; tests/cache checks both agree), so no kernelevo binary is needed;
+#     --task T` prints them; tests/cache checks both agree), for lookup.json;
 #  3. expands the architectures (ARCHITECTURES, else the target's CUDA_ARCHITECTURES, else
 #     CMAKE_CUDA_ARCHITECTURES; every CMake spelling: 90, 90a, 90-real, 80;90, native, all,
-#     all-major) and, per architecture, looks up <CACHE_DIR>/<name>/sm_XX.cu + .json and prints one
-#     line: cached kernel (speedup, origin, date), or the closest binary-compatible entry it uses
+#     all-major) and, per architecture, takes the kernelevo program's verdict on <CACHE_DIR>/<name>/sm_XX.cu
+#     + .json (`kernelevo cache status --json`, once per function with entries; without a program they
+#     are not checked, said once, and the reference runs) and prints one line: cached kernel
+#     (speedup, origin, date), or the closest binary-compatible entry it uses
 #     (sm_86 can use sm_80, sm_90a uses sm_90; a dedicated entry always wins), or a WARNING for a
 #     missing, stale (why) or invalid entry — with the exact `kernelevo search` command that would
 #     fill the gap (a `--model MODEL` placeholder, explained, when the options name no model); a
 #     valid entry measured slower than the minimum speedup (KERNELEVO_MIN_SPEEDUP, default 1.0, or
-#     MIN_SPEEDUP) is kept out and the reference is built, said in one line with its speedup;
+#     MIN_SPEEDUP), or recording none, is kept out and the reference is built, said in one line;
 #     the end of configure prints a summary over every function and architecture;
 #  4. with KERNELEVO_SEARCH=ON, runs that search for missing/stale entries (its progress is shown),
 #     with a spending and time cap (KERNELEVO_SEARCH_BUDGET_USD, KERNELEVO_SEARCH_MAX_TIME) unless
@@ -105,7 +107,7 @@ endif()
 option(KERNELEVO_SEARCH "Run `kernelevo search` in the next configure for missing or stale cached kernels (resets itself)" OFF)
 option(KERNELEVO_REQUIRE_KERNELS "Fail configure when a function lacks a valid cached kernel for an architecture" OFF)
 set(KERNELEVO_EXECUTABLE "" CACHE FILEPATH
-  "kernelevo program for configure-time searches (default: the imported/built kernelevo, else PATH)")
+  "kernelevo program that checks cached kernels and runs configure-time searches (default: the package's, else PATH)")
 set(KERNELEVO_SEARCH_OPTIONS "" CACHE STRING
   "Extra arguments for every configure-time `kernelevo search` (a ;-list, e.g. --model;google/gemini-3-flash;--budget-usd;5)")
 set(KERNELEVO_SEARCH_BUDGET_USD "2" CACHE STRING
@@ -310,18 +312,22 @@ function(kernelevo_optimize NAME)
   set(_compatible "") # architectures served by a compatible entry
   set(_failed "")
   set(_manifest_arches "")
-  set(_ref_hashes "${_t_REF_HASH}" "${_t_REF_FILE_HASH}")
+  _kevo_entries("${_exe}" "${_cache}" "${NAME}" "${_t_TASK_FILE}" "${_min_speedup}" _e)
+  if(_e_ERROR AND NOT (ARG_TASK AND _t_HASH_ERROR))  # (that one is said above)
+    _kevo_warning("KernelEvo: ${NAME}: the cached kernels in ${_cache}/${NAME} cannot be checked: ${_e_ERROR}; "
+      "every architecture runs the reference")
+  endif()
   foreach(_arch IN LISTS _arches)
-    if(ARG_TASK AND _t_HASH_ERROR)
+    if(_e_ERROR OR (ARG_TASK AND _t_HASH_ERROR))
       list(APPEND _failed "${_arch}")
-      list(APPEND _manifest_arches "    {\"arch\": \"${_arch}\", \"state\": \"unchecked\", \"reason\": \"no task hash\"}")
+      list(APPEND _manifest_arches "    {\"arch\": \"${_arch}\", \"state\": \"unchecked\", \"reason\": \"no verdict\"}")
       continue()
     endif()
-    _kevo_lookup("${_cache}" "${NAME}" "${_arch}" "${_t_TASK_HASH}" "${_ref_hashes}" _l)
+    _kevo_arch_verdict(_e "${_arch}" _l)
     set(_words "${_exe_shown}" search --task "${_t_TASK_FILE}" --out "${_cache}" --arch "${_arch}" ${_model_words} ${_search_opts})
     _kevo_shell_join("${_words}" _cmd)
     string(APPEND _cmd "${_model_hint}")
-    if(NOT _l_STATE STREQUAL "valid" AND KERNELEVO_SEARCH)
+    if(NOT _l_STATE MATCHES "^(valid|kept_out)$" AND KERNELEVO_SEARCH)
       if(NOT _has_model)
         # One error, before any search: every function and architecture would fail the same way.
         message(FATAL_ERROR " KernelEvo: KERNELEVO_SEARCH is ON and ${NAME} ${_arch} is ${_l_STATE}, but no model is configured, "
@@ -341,20 +347,16 @@ function(kernelevo_optimize NAME)
         if(NOT _rc EQUAL 0)
           _kevo_warning("KernelEvo: ${NAME} ${_arch}: the search failed (exit ${_rc})")
         endif()
-        _kevo_lookup("${_cache}" "${NAME}" "${_arch}" "${_t_TASK_HASH}" "${_ref_hashes}" _l)
+        _kevo_entries("${_exe}" "${_cache}" "${NAME}" "${_t_TASK_FILE}" "${_min_speedup}" _e)
+        _kevo_arch_verdict(_e "${_arch}" _l)
       endif()
     endif()
     set(_state "${_l_STATE}")
     set(_reason "${_l_REASON}")
-    set(_slower "")
-    if(_l_STATE STREQUAL "valid")
-      _kevo_kept_out("${_l_SPEEDUP}" "${_min_speedup}" "${_min_what}" _slower)
-    endif()
-    if(_slower)
-      message(STATUS "KernelEvo: kernel for ${NAME} on ${_arch} ${_slower}, the reference is built")
+    if(_l_STATE STREQUAL "kept_out")
+      message(STATUS "KernelEvo: kernel for ${NAME} on ${_arch} kept out (${_min_what} ${_min_speedup}): ${_l_REASON}; "
+        "the reference is built")
       list(APPEND _failed "${_arch}")
-      set(_state "kept_out")
-      set(_reason "${_slower}")
       _kevo_count(kept_out)
     elseif(NOT CMAKE_CUDA_COMPILER_LOADED)
       if(_l_STATE STREQUAL "valid")
@@ -371,7 +373,7 @@ function(kernelevo_optimize NAME)
       list(APPEND _kernels "${_arch}")
       _kevo_count(cached)
     else()
-      _kevo_compatible_entry("${_cache}" "${NAME}" "${_arch}" "${_t_TASK_HASH}" "${_ref_hashes}" "${_min_speedup}" _c)
+      _kevo_compatible_entry(_e "${_arch}" _c)
       if(_l_STATE STREQUAL "missing")
         set(_gap "missing")
         set(_fill "Fill it with")

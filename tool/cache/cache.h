@@ -4,8 +4,8 @@
 // Staleness: an entry records Task::hash() and Task::reference_hash() of the task it was found for
 // (the reference hash covers the project headers it includes and ignores comments and whitespace)
 // and the sha256 of its .cu. lookup() reports it stale when either hash differs from the current
-// task's, or when the .cu was edited after it was stored. cmake/KernelEvoCache.cmake implements the
-// same lookup in pure CMake (same hashes, same rules); tests/cache checks that both agree.
+// task's, or when the .cu was edited after it was stored. The CMake module takes its verdicts from
+// here too (cmake/KernelEvoCache.cmake runs `kernelevo cache status --json`).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -52,11 +52,11 @@ struct EntryMeta {
 
 // The least speedup over its reference, measured when its entry was validated, at which a kernel is
 // used: one measured slower is kept out and the reference runs (Python's load_model(min_speedup=1.0);
-// the CMake module's KERNELEVO_MIN_SPEEDUP and MIN_SPEEDUP, with its twin of kept_out() in
-// cmake/KernelEvo.cmake; `kernelevo cache status --min-speedup`).
+// `kernelevo cache status --min-speedup`, which the CMake module asks for KERNELEVO_MIN_SPEEDUP and
+// MIN_SPEEDUP).
 inline constexpr double kDefaultMinSpeedup = 1.0;
-// "" or why `m`'s kernel is kept out under `min_speedup`: its speedup was measured (> 0: an entry that
-// records none, 0, is not kept out) and is below it ("measured 0.91x over its reference: below ...").
+// "" or why `m`'s kernel is kept out under `min_speedup`: its speedup is below it ("measured 0.91x over its
+// reference: below ..."), an entry that records none (0) included unless the minimum is 0.
 std::string kept_out(const EntryMeta& m, double min_speedup);
 
 // The one builder of an entry's metadata from a validation, used by `kernelevo search` and

@@ -85,7 +85,7 @@ void print_status_text(const workflows::CacheStatusRequest& a, const nlohmann::j
         if (origin == "manual") origin = "hand-written";
         if (r["validated"].is_boolean() && !r["validated"].get<bool>()) {
             origin += ", UNVALIDATED";
-            if (state == "valid" || state == "ok?") state = "unval.";
+            if (state == "valid" || state == "ok?" || state == "kept out") state = "unval.";  // (a line: kept out)
         }
         if (r.value("wanted_by_build", false) && r["state"] == "missing") state = "MISSING";
         std::string backend = r.value("backend", std::string("-"));

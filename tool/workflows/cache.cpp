@@ -104,6 +104,8 @@ nlohmann::json StatusRow::to_json() const {
         row["model"] = l.meta->model;
         row["validated"] = l.meta->validated;
         row["gpu"] = l.meta->gpu;
+        row["toolkit"] = l.meta->toolkit;
+        row["libtorch"] = l.meta->libtorch;
         row["summary"] = sol::result_summary(l.meta->validation);  // per-shape speedups, speed of light
         row["backend"] = l.meta->backend;
         const CandidateLanguage* language = language::named(l.meta->backend);  // its version under the facts' own key
