@@ -55,6 +55,7 @@ def _compiled_ms(model, inputs, device, reps):
     if device.type != "cuda":
         return None, "not measured: the model is on %s, not a GPU" % device
     try:
+        torch._dynamo.reset()  # (a fresh compile: one module after another would hit dynamo's recompile limit)
         compiled = torch.compile(model)
         return time_ms(compiled, inputs, device, reps=reps, warmup=3), None
     except Exception as e:

@@ -112,7 +112,8 @@ def export_model(model, example_inputs, out_dir, name=None, threshold=0.01, prec
     _repeats(g, regions, threshold)
     _export_regions(g, regions, captured, out_dir, chosen, device, overwrite, quiet, inputs)
     _settle_repeats(regions)  # again: a repeat of a region whose export failed is not a repeat of a task
-    plan = _plan(g, regions, model_name, source, chosen, device, total, threshold)
+    compiled = _compiled_times(g, work, regions, captured, examples, device, quiet)
+    plan = _plan(g, regions, model_name, source, chosen, device, total, threshold, compiled)
     _write(out_dir, plan, overwrite)
     _say(quiet, "wrote %s: %d task(s); next: kernelevo search --model-dir %s" % (
         plan_path, sum(r.status == "task" for r in regions), out_dir))
@@ -125,6 +126,7 @@ def _capture(g, regions, examples):
     for r, args, outs in zip(regions, captured, results):
         r.input_specs = [dict(name=n, **_spec(x)) for n, x in zip(input_names(r), args)]
         r.output_specs = [_spec(y) for y in outs]
+        r.io_bytes = sum(_nbytes(x) for x in list(args) + list(outs))
     return captured
 
 
@@ -171,6 +173,45 @@ def _settle_repeats(regions):
                                                "and shapes): runs its kernel on them" % rep.name
             else:
                 r.status, r.reason = rep.status, "a repeat of region %s: %s" % (rep.name, rep.reason)
+
+
+def _compiled_times(g, work, regions, captured, examples, device, quiet):
+    """What a user compares with: torch.compile's time of the whole model and of each task region (its module,
+    compiled on its captured activations), in milliseconds, and each task region's memory floor (the bytes its
+    inputs, weights and outputs must move, at the copy bandwidth measured here). Returns {"total_ms", "note"}:
+    total_ms None and note "not measured: why" where torch.compile cannot be timed (PyTorch before 2.0, not a
+    GPU, a failed compile); the regions' compile_ms and floor_ms are None then (the search budgets by eager
+    share)."""
+    from .model_compare import _compiled_ms
+    dev, reps = torch.device(device), 20
+    for r in regions:
+        r.compile_ms = r.floor_ms = None
+    total, why = _compiled_ms(work, examples, dev, reps)
+    if total is None:
+        _say(quiet, "torch.compile %s; the search budgets by eager time" % why)
+        return {"total_ms": None, "note": why}
+    gbs, weights = _copy_bandwidth_gbs(dev), g.model.state_dict(keep_vars=True)
+    for r, args in zip(regions, captured):
+        if r.status == "task":
+            r.compile_ms, _ = _compiled_ms(region_module(g, r), tuple(args), dev, reps)
+            nbytes = r.io_bytes + sum(_nbytes(weights.get(w)) for w in r.weights)
+            r.floor_ms = nbytes / (gbs * 1e6) if gbs else None
+    return {"total_ms": total, "note": "measured"}
+
+
+def _nbytes(x):
+    return x.numel() * x.element_size() if isinstance(x, torch.Tensor) else 0
+
+
+def _copy_bandwidth_gbs(dev):
+    """GB/s of a device copy (read + write counted), the best of a few: the memory floors' rate."""
+    if dev.type != "cuda":
+        return None
+    from .model_compare import time_ms
+    a = torch.empty(64 << 20, dtype=torch.float32, device=dev)
+    b = torch.empty_like(a)
+    ms = time_ms(lambda: b.copy_(a), (), dev, reps=10, warmup=2)
+    return 2 * a.numel() * a.element_size() / (ms * 1e6) if ms > 0 else None
 
 
 def _export_regions(g, regions, captured, out_dir, chosen, device, overwrite, quiet, inputs):
@@ -243,13 +284,14 @@ def _class_source(cls):
     return "class %s(...):  # its __init__ and forward\n%s" % (cls.__name__, "\n".join(parts))
 
 
-def _plan(g, regions, model_name, source, chosen, device, total, threshold):
+def _plan(g, regions, model_name, source, chosen, device, total, threshold, compiled):
     rows = []
     for r in regions:
         rows.append({"name": r.name, "task_name": r.task_name, "kind": r.kind, "nodes": [r.start, r.end],
                      "ops": r.ops, "time_ms": round(r.time_ms, 6), "share": round(r.share, 6), "status": r.status,
                      "reason": r.reason, "task": "regions/" + r.task_name if r.status == "task" else None,
-                     "weights": r.weights, "inputs": r.input_specs, "outputs": r.output_specs})
+                     "weights": r.weights, "inputs": r.input_specs, "outputs": r.output_specs,
+                     "compile_ms": _rounded(r.compile_ms), "floor_ms": _rounded(r.floor_ms)})
         if r.status == "repeat":
             rows[-1]["same_as"] = r.same_as
         elif r.status == "task" and r.repeats:
@@ -257,7 +299,12 @@ def _plan(g, regions, model_name, source, chosen, device, total, threshold):
     return {"format": PLAN_FORMAT, "model": model_name, "source": source, "fingerprint": g.fingerprint(),
             "precision": chosen["policy"], "cudnn_tf32": chosen["cudnn_tf32"], "matmul_tf32": chosen["matmul_tf32"],
             "device": _device_text(device), "torch": torch.__version__, "inputs": g.input_specs(),
-            "total_ms": round(total, 6), "threshold": threshold, "regions": rows}
+            "total_ms": round(total, 6), "compile_total_ms": _rounded(compiled["total_ms"]),
+            "compile": compiled["note"], "threshold": threshold, "regions": rows}
+
+
+def _rounded(ms):
+    return None if ms is None else round(ms, 6)
 
 
 def _spec(x):
@@ -286,6 +333,9 @@ def _table(plan):
              "Times are each region's nodes run by kernelevo's interpreter of the traced graph (median, "
              "device-synchronised); regions below %.2f%% of the total stay in PyTorch." % (100 * plan["threshold"]), "",
              _coverage(plan["regions"]), "",
+             ("torch.compile of the whole model: %.3f ms (the task regions' compiled times are in plan.json: "
+              "`kernelevo search --model-dir` budgets by them)" % plan["compile_total_ms"]
+              if plan["compile_total_ms"] is not None else "torch.compile: %s" % plan["compile"]), "",
              "| # | region | kind | ops | time (ms) | share | status |", "|---|---|---|---|---|---|---|"]
     for k, r in enumerate(plan["regions"]):
         ops = ", ".join(dict.fromkeys(o.split("::")[-1] for o in r["ops"]))

@@ -66,6 +66,28 @@ TEST(ModelSearch, DryRunPrintsTheBudgetsBySharesLargestFirst) {
     EXPECT_FALSE(fs::exists(dir.path() / "search"));
 }
 
+// Issue 49: where plan.json timed torch.compile, the budget follows the gain still possible over it (h.0.a: 0.8
+// of 1 ms, though its eager share is the smaller) and each region's fitness is its speedup over torch.compile,
+// unless the options say another; a plan without compiled times keeps the eager shares (the test above).
+TEST(ModelSearch, ThePlansTorchCompileTimesSetTheBudgetsAndTheFitness) {
+    TempDir dir;
+    make_model_folder(dir.path(), plan_with_compile_times());
+    auto r = kernelevo(search(dir.path(), {"--max-time", "1000s", "--dry-run", "--model", "m"}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "1000 s split by the gain still possible over torch.compile")) << r.out;
+    const size_t a = r.out.find("h.0.a   25.0%   800 s"), b = r.out.find("h.0.b   74.5%   200 s");
+    EXPECT_NE(a, std::string::npos) << r.out;
+    EXPECT_LT(a, b) << r.out;
+    if (have_gpu()) return;  // (the searches below stop at their GPU check, having written their commands)
+    kernelevo(search(dir.path(), {"--max-time", "10m", "--model", "m", "--llm-url", "http://127.0.0.1:9/v1"}));
+    EXPECT_TRUE(contains(read_file(dir.path() / "search" / "blk_a.cmd"), " --fitness-baseline compile"));
+    kernelevo(search(dir.path(), {"--max-time", "10m", "--model", "m", "--llm-url", "http://127.0.0.1:9/v1", "--fresh",
+                                  "--fitness-baseline", "eager"}));
+    const std::string cmd = read_file(dir.path() / "search" / "blk_a.cmd");
+    EXPECT_TRUE(contains(cmd, " --fitness-baseline eager")) << cmd;
+    EXPECT_FALSE(contains(cmd, "compile")) << cmd;
+}
+
 // A task with repeats is budgeted and shown by its share with theirs; --region of a repeat searches
 // the region whose kernel it runs.
 TEST(ModelSearch, ATaskWithRepeatsIsBudgetedByTheirShareAndARepeatNamesIt) {
@@ -150,6 +172,8 @@ TEST(ModelSearch, EveryRegionRunsAsASearchOfItsOwnAndTheSummarySaysHowItEnded) {
     json out = json::parse(r.out);
     EXPECT_EQ(out["exit_code"], 2);
     EXPECT_EQ(out["model"], "Blk");
+    EXPECT_EQ(out["end_to_end"]["eager_ms"], 4.0);  // (no region has a kernel: the model as it was)
+    EXPECT_EQ(out["end_to_end"]["over_eager"], 1.0);
     json s = json::parse(read_file(dir.path() / "search" / "summary.json"));
     EXPECT_EQ(s["format"], "kernelevo-model-search/1");
     ASSERT_EQ(s["regions"].size(), 2u);
@@ -172,6 +196,7 @@ TEST(ModelSearch, EveryRegionRunsAsASearchOfItsOwnAndTheSummarySaysHowItEnded) {
         EXPECT_TRUE(contains(cmd, part)) << part << " not in " << cmd;
     EXPECT_FALSE(contains(cmd, "--model-dir")) << cmd;
     EXPECT_FALSE(contains(cmd, "--budget-usd 2 ")) << cmd;
+    EXPECT_FALSE(contains(cmd, "--fitness-baseline")) << cmd;  // no compiled times in the plan: over the reference
     // One at a time: the first region's setup error stops the model search before the second starts.
     r = kernelevo(search(dir.path(), {"--max-time", "10m", "--model", "m", "--llm-url", "http://127.0.0.1:9/v1",
                                       "--model-jobs", "1", "--fresh"}));

@@ -356,6 +356,12 @@ class Export(unittest.TestCase):
         for r in plan["regions"]:
             self.assertIn("| %s | %s |" % (r["name"], r["kind"]), table)
         self.assertIn("| | total |", table)
+        # On the CPU torch.compile is not timed (nor where PyTorch is older than 2.0: 1.13 has none): the plan
+        # says why, and the search budgets by eager time.
+        self.assertIsNone(plan["compile_total_ms"])
+        self.assertRegex(plan["compile"], "^not measured: (PyTorch .* has no torch.compile|the model is on cpu)")
+        self.assertTrue(all(r["compile_ms"] is None and r["floor_ms"] is None for r in plan["regions"]))
+        self.assertIn("torch.compile: " + plan["compile"], table)
         tasks = [r for r in plan["regions"] if r["status"] == "task"]
         self.assertIn("Of the model's time: %.1f%% in %d task region(s) a search works on" % (
             100 * sum(r["share"] for r in tasks), len(tasks)), table)
@@ -499,6 +505,12 @@ class Export(unittest.TestCase):
             plan = json.load(f)
         self.assertTrue(plan["device"].endswith("(cuda)"), plan["device"])
         self.assertTrue(all(r["time_ms"] > 0 and r["status"] == "task" for r in plan["regions"]))
+        if hasattr(torch, "compile"):  # what the search budgets by: each region's compiled time above its floor
+            self.assertEqual(plan["compile"], "measured")
+            self.assertGreater(plan["compile_total_ms"], 0)
+            for r in plan["regions"]:
+                self.assertGreater(r["compile_ms"], 0, r["name"])
+                self.assertTrue(0 < r["floor_ms"] < r["time_ms"], r)
         self.assertEqual(next(p.device.type for p in m.parameters()), "cpu")  # a copy went to the GPU
 
 

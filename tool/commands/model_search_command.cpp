@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/process.h"
 #include "common/text.h"
+#include "model/gains.h"
 #include "model/jobs.h"
 #include "model/plan.h"
 
@@ -167,6 +168,11 @@ struct Planned {
     std::vector<model::RegionRun> runs;  // every searched region, largest share first
     std::vector<size_t> to_run;          // indexes into runs
     std::vector<double> fraction;        // per to_run: its part of the budgets (time, USD, tokens)
+    bool over_compile = false;           // split by the gain still possible over torch.compile (else eager share)
+    // How the time is split, for the lines that say it.
+    std::string basis() const {
+        return over_compile ? "split by the gain still possible over torch.compile" : "split by time share";
+    }
 };
 
 // --dry-run: each region's share and budget (`total_s` split by time share, 0: the same generations
@@ -174,7 +180,7 @@ struct Planned {
 int print_dry_run(const model::Plan& plan, const Planned& p, const model::Summary& summary, long total_s, int jobs) {
     std::cout << printable_name(plan.model) << ": " << p.to_run.size() << " of " << p.runs.size()
               << " region search(es) to run, "
-              << (total_s > 0 ? budget_text(total_s) + " split by time share" : "each for the same generations")
+              << (total_s > 0 ? budget_text(total_s) + " " + p.basis() : "each for the same generations")
               << ", " << jobs << " at once\n";
     print_table(plan, summary, std::cout);
     return 0;
@@ -210,8 +216,11 @@ std::vector<const model::Region*> chosen_regions(const model::Plan& plan, const 
 Planned plan_runs(const model::Plan& plan, const model::Summary& before, long total_s, bool fresh,
                   const std::vector<std::string>& only) {
     std::vector<const model::Region*> regions = chosen_regions(plan, only);
-    std::stable_sort(regions.begin(), regions.end(), [](auto* x, auto* y) { return x->share > y->share; });
     Planned p;
+    p.over_compile = model::budgets_over_compile(regions);
+    std::stable_sort(regions.begin(), regions.end(), [&](auto* x, auto* y) {
+        return model::budget_weight(*x, p.over_compile) > model::budget_weight(*y, p.over_compile);
+    });
     std::vector<double> shares;
     // Regions left out by --region keep their records from earlier runs.
     for (const auto& old : before.regions)
@@ -229,7 +238,7 @@ Planned plan_runs(const model::Plan& plan, const model::Summary& before, long to
             r = *old;  // done in an earlier run: skipped, its record kept
         } else {
             p.to_run.push_back(p.runs.size());
-            shares.push_back(g->share);
+            shares.push_back(model::budget_weight(*g, p.over_compile));
         }
         p.runs.push_back(r);
     }
@@ -263,6 +272,10 @@ std::vector<model::Job> region_jobs(const model::Plan& plan, const Planned& p, c
         j.argv.insert(j.argv.end(), {"search", "--task", g->task_file.string(), "--out", out.string(), "--state",
                                      (plan.dir / r.state).string(), "--json"});
         if (r.budget_s > 0) j.argv.insert(j.argv.end(), {"--max-time", std::to_string(r.budget_s)});
+        // What users compare with: the fitness is the speedup over the region's torch.compile where the plan timed it.
+        const bool baseline_given = cmd.get_option("--fitness-baseline")->count() > 0;
+        if (g->compile_ms && !baseline_given && !cmd.get_option("--no-baselines")->count())
+            j.argv.insert(j.argv.end(), {"--fitness-baseline", "compile"});
         const double f = p.fraction[n];
         if (llm.max_cost_usd > 0) j.argv.insert(j.argv.end(), {"--budget-usd", format_double("%.6f", llm.max_cost_usd * f)});
         if (llm.max_total_tokens > 0)
@@ -298,10 +311,12 @@ int finish(const model::Plan& plan, const model::Summary& summary, bool json, bo
     if (json) {
         nlohmann::json j = summary.to_json();
         j["model"] = plan.model;
+        j["end_to_end"] = model::model_gains(plan, summary).to_json();
         j["exit_code"] = rc;
         std::cout << j.dump(2) << std::endl;
     } else {
         print_table(plan, summary, std::cout);
+        std::cout << model::model_gains(plan, summary).text();
     }
     return rc;
 }
@@ -320,14 +335,15 @@ int setup_error_end(const model::Plan& plan, const model::Summary& summary, cons
 
 }  // namespace
 
-int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, const CLI::App& cmd) {
+int run_model_search(const evolve::SearchArgs& a, const evolve::SearchConfig& cfg, const ModelSearchArgs& m,
+                     const CLI::App& cmd) {
     if (cmd.get_option("--state")->count() > 0)
         throw UsageError("--state: with --model-dir each region's state is DIR/search/<task_name>.db");
     if (!a.initial.empty()) throw UsageError("--initial: a seed kernel is for one task, not with --model-dir");
     const bool by_time = !a.max_time.empty();
     if (!by_time && cmd.get_option("--generations")->count() == 0)
         throw UsageError("--model-dir needs --max-time (split over the regions by time share) or --generations (each region the same)");
-    const long total_s = by_time ? std::lround(evolve::parse_duration(a.max_time)) : 0;
+    const long total_s = std::lround(cfg.stopping.max_time_s);
     if (by_time && total_s < 1) throw UsageError("--max-time " + a.max_time + ": at least one second to split over the regions");
     const model::Plan plan = model::load_plan(m.dir);
     if (plan.searched().empty())
@@ -385,7 +401,7 @@ int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, cons
     auto old_handler = std::signal(SIGINT, on_model_sigint);
     if (!quiet())
         std::cerr << "kernelevo: " << plan.model << ": " << n << " region search(es), "
-                  << (by_time ? budget_text(total_s) + " split by time share" : "by generations") << ", " << m.jobs
+                  << (by_time ? budget_text(total_s) + " " + p.basis() : "by generations") << ", " << m.jobs
                   << " at once; summary " << summary_file.string() << "\n";
     model::run_jobs(jobs, m.jobs, g_model_sigints, ev);
     std::signal(SIGINT, old_handler);

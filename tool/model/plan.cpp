@@ -46,6 +46,15 @@ double num(const fs::path& file, const std::string& where, const json& obj, cons
     return need(file, where, obj, key, json::value_t::number_float).get<double>();
 }
 
+// An optional time: absent or null is none, else a finite number >= 0.
+std::optional<double> opt_ms(const fs::path& file, const std::string& where, const json& obj, const char* key) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+        fail(file, where, std::string("\"") + key + "\" must be a time in milliseconds (a number >= 0) or null");
+    return it->get<double>() + 0.0;
+}
+
 // The region's task folder, which must lie inside the model folder (symbolic links resolved).
 fs::path region_task_file(const Plan& p, const std::string& where, const std::string& task) {
     if (task.empty()) fail(p.file, where, "\"task\" is empty (a region with status \"task\" names its task folder)");
@@ -84,6 +93,9 @@ Region read_region(const Plan& p, const json& r, size_t i) {
     g.kind = opt_str(r, "kind");
     g.reason = opt_str(r, "reason");
     if (r.contains("time_ms") && r["time_ms"].is_number()) g.time_ms = r["time_ms"].get<double>();
+    g.compile_ms = opt_ms(p.file, where, r, "compile_ms");
+    g.floor_ms = opt_ms(p.file, where, r, "floor_ms");
+    if (r.contains("repeats") && r["repeats"].is_number_integer()) g.repeats = std::max(0, r["repeats"].get<int>());
     if (g.searched()) {
         g.task = str(p.file, where, r, "task");
         g.task_file = region_task_file(p, where, g.task);
@@ -136,6 +148,8 @@ Plan load_plan(const fs::path& dir) {
     p.device = opt_str(j, "device");
     if (j.contains("total_ms") && j["total_ms"].is_number()) p.total_ms = j["total_ms"].get<double>();
     if (j.contains("threshold") && j["threshold"].is_number()) p.threshold = j["threshold"].get<double>();
+    p.compile_total_ms = opt_ms(p.file, "", j, "compile_total_ms");
+    p.compile_note = opt_str(j, "compile");
     const json& regions = need(p.file, "", j, "regions", json::value_t::array);
     std::set<std::string> names, task_names;
     for (size_t i = 0; i < regions.size(); ++i) {

@@ -40,6 +40,9 @@ struct Region {
     RegionStatus status = RegionStatus::task;
     double time_ms = 0;
     double share = 0;     // of the model's time; a task's with its repeats' (share_with_repeats): what its kernel runs
+    std::optional<double> compile_ms;  // torch.compile's time of the region's module (task regions; none: not timed)
+    std::optional<double> floor_ms;    // the least time any kernel of it can take (none: not known)
+    int repeats = 0;                   // regions that repeat it and run its kernel
     std::string same_as;  // status "repeat": the task region whose kernel it runs
     std::string task;    // as written: relative to the model folder (status "task" only)
     fs::path task_file;  // DIR/<task>/task.json, absolute (status "task" only)
@@ -50,6 +53,8 @@ struct Plan {
     fs::path dir, file;  // the model folder and its plan.json, absolute
     std::string model, source, precision, device;
     double total_ms = 0, threshold = 0;
+    std::optional<double> compile_total_ms;  // torch.compile's time of the whole model (none: not timed)
+    std::string compile_note;                 // "measured", or "not measured: why"
     std::vector<Region> regions;  // in graph order
     std::vector<const Region*> searched() const;  // the regions with status "task"
 };
