@@ -55,6 +55,44 @@ TEST(Process, OutputIsCapped) {
     EXPECT_NE(r.out.find("truncated"), std::string::npos);
 }
 
+// What a child wrote before it exited is all read, even when this process could not run between
+// the child's last write and its exit (a loaded machine): the exit grace only ends the wait for a
+// pipe that a daemon the child left holds open. The child stops this process (and waits until it
+// is stopped), writes more than one read takes into enlarged pipes, and exits; a grandchild with no
+// copy of the pipes continues this process once the child is gone. With no grace at all, the code
+// before gave up after one 64 KiB read, as soon as it saw the child reaped.
+TEST(Process, EverythingAChildWroteBeforeItExitedIsReadWhateverTheGrace) {
+    const char* script = R"PY(
+import fcntl, os, signal, time
+parent, me = os.getppid(), os.getpid()
+os.kill(parent, signal.SIGSTOP)
+try:
+    while open("/proc/%d/stat" % parent).read().rsplit(")", 1)[1].split()[0] != "T":
+        time.sleep(0.001)
+    for fd, n in ((1, 200000), (2, 100000)):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 262144)
+        os.write(fd, b"x" * n)
+finally:  # (whatever happened: this process must run again)
+    if os.fork() == 0:
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        while os.getppid() == me:
+            time.sleep(0.001)
+        os.kill(parent, signal.SIGCONT)
+        os._exit(0)
+)PY";
+    for (int round = 0; round < 3; ++round) {
+        ProcessOptions o;
+        o.argv = {"python3", "-c", script};
+        o.exit_grace_s = 0;
+        auto r = run_process(o);
+        ASSERT_TRUE(r.ok()) << r.describe() << "\n" << r.err.substr(0, 2000);
+        EXPECT_EQ(r.out.size(), 200000u);
+        EXPECT_EQ(r.err.size(), 100000u);
+    }
+}
+
 TEST(Process, SecretsNeverReachChildren) {
     setenv("KERNELEVO_API_KEY", "sk-test-secret-1234", 1);
     setenv("OPENROUTER_API_KEY", "sk-or-secret-5678", 1);

@@ -151,15 +151,18 @@ TEST(KernelBenchImportTrust, AProblemThatWritesPastItsOutputBoundFailsWithTheRea
     SKIP_WITHOUT_BWRAP();
     TempDir tmp("kevo-kb-trust");
     const fs::path out = tmp.path() / "suite";
-    Imported r = import(out, {"hostile_fill.py", "honest_relu.py"}, {"--max-output-gib", "0.015625"});  // 16 MiB
+    // 16 MiB. The problem never ends by itself, so only the bound can stop it before its --timeout.
+    Imported r = import(out, {"hostile_fill.py", "honest_relu.py"}, {"--max-output-gib", "0.015625", "--timeout", "600"});
     ASSERT_TRUE(fs::exists(out / "import.json")) << r.run.describe() << "\n" << r.run.err;
     const auto& fill = r.by_name["kb_hostile_fill"];
     EXPECT_EQ(fill.value("status", "missing"), "failed") << fill.dump();
-    EXPECT_NE(fill.value("reason", "").find("it wrote more than 16.0 MiB to its private folder"), std::string::npos)
+    // Killed while it ran ("killed:"), not found over its bound after it ended ("stopped:") nor at its
+    // --timeout ("timed out"). (No clock: a loaded machine only makes it reach its bound later.)
+    EXPECT_NE(fill.value("reason", "").find("the importer stopped (killed: it wrote more than 16.0 MiB to its private "
+                                            "folder"),
+              std::string::npos)
         << fill.dump();
     EXPECT_NE(fill.value("reason", "").find("--max-output-gib"), std::string::npos) << fill.dump();
-    ASSERT_TRUE(fill.contains("seconds") && fill["seconds"].is_number()) << fill.dump();
-    EXPECT_LT(fill["seconds"].get<double>(), 45) << "it was not stopped at its bound but after its 60 s sleep";
     EXPECT_EQ(r.by_name["kb_honest_relu"].value("status", "missing"), "ok") << r.run.err;
     // Nothing of it is left: no private folder, no task.
     for (const auto& e : fs::directory_iterator(out))
@@ -178,9 +181,12 @@ TEST(KernelBenchImportTrust, AProblemThatIgnoresItsAlarmIsKilledAtItsTimeoutPlus
     EXPECT_NE(a.value("reason", "").find("timed out: still running 30 s after its 3 s (--timeout), killed"),
               std::string::npos)
         << a.dump();
+    // Never before its deadline (a loaded machine only makes the kill later); and before the old limit,
+    // 3 x 3 + 120 s. (A bound of 33 + 10 s measured the machine's load as well: the sandbox's start and
+    // the killed Python's end are inside the measured time.)
     ASSERT_TRUE(a.contains("seconds") && a["seconds"].is_number()) << a.dump();
     EXPECT_GE(a["seconds"].get<double>(), 33 - 1) << a.dump();
-    EXPECT_LT(a["seconds"].get<double>(), 33 + 10) << a.dump();
+    EXPECT_LT(a["seconds"].get<double>(), 3 * 3 + 120) << a.dump();
 }
 
 bool has_control(const std::string& s) {

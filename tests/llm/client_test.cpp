@@ -108,6 +108,43 @@ TEST(LlmBudget, ReservationsAreBoundedByThePromptBytesAndMaxTokens) {
     EXPECT_THROW(parse_price("cheap"), UsageError);
 }
 
+// The message of the BudgetExceeded `f` throws ("" when it throws none).
+template <class F>
+std::string refusal(F f) {
+    try {
+        f();
+    } catch (const BudgetExceeded& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// The search's budget stops at its first refusal: a smaller request that would fit is refused after
+// it too (in steady mode, which waiting slot asks first depends on how the threads wake). A plain
+// budget, and a refusal without waiting (batch mode: others may be in flight), stay per request.
+TEST(LlmBudget, WithFinalRefusalNoRequestGoesAfterTheFirstRefused) {
+    const ChatRequest big{"m", {{"user", std::string(100, 'x')}}, 0, 10, {}};  // 100 + 4 + 16 + 10 = 130
+    const ChatRequest small{"m", {{"user", "x"}}, 0, 10, {}};                   // 1 + 4 + 16 + 10 = 31
+    for (bool final_refusal : {false, true}) {
+        BudgetCaps caps{100, 0, std::nullopt};
+        caps.final_refusal = final_refusal;
+        Budget budget(caps);
+        const std::string refused = refusal([&] { budget.reserve(big); });
+        EXPECT_NE(refused.find("may use up to 130"), std::string::npos) << refused;
+        if (!final_refusal) {
+            EXPECT_EQ(budget.reserve(small).tokens(), 31);
+            continue;
+        }
+        EXPECT_EQ(refusal([&] { budget.reserve(small); }), refused);
+        EXPECT_FALSE(budget.reached()) << "the cap itself is not reached";
+    }
+    BudgetCaps caps{100, 0, std::nullopt};
+    caps.final_refusal = true;
+    Budget batch(caps);
+    EXPECT_THROW(batch.reserve(big, /*wait=*/false), BudgetExceeded);
+    EXPECT_EQ(batch.reserve(small, /*wait=*/false).tokens(), 31);
+}
+
 class LlmApiKey : public ::testing::Test {
 protected:
     void SetUp() override {

@@ -82,9 +82,14 @@ void LoopbackServer::serve(int fd) {
     std::string data;
     char buf[65536];
     size_t head_end;
+    // However long the client takes between its bytes (a loaded machine stalls it): until it sends,
+    // closes, or the server stops: a fixed limit (it was 2 s) would drop a stalled client's request.
     auto read_more = [&] {
         pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 2000) <= 0) return false;
+        int ready = 0;
+        while ((ready = ::poll(&p, 1, 50)) == 0)
+            if (stopping_) return false;
+        if (ready < 0) return false;
         ssize_t n = ::recv(fd, buf, sizeof buf, 0);
         if (n <= 0) return false;
         data.append(buf, static_cast<size_t>(n));

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,6 +159,10 @@ namespace {
 // Reads the child's stdout and stderr into r.out and r.err (each up to opt.max_output_bytes, then
 // marked truncated) until both close and it has exited, its exit grace has passed, or its time is up
 // (then it is killed and r.timed_out set); closes both. True when it was reaped (status set).
+// Everything the child wrote before it exited is read whatever the grace: the bytes in a pipe when
+// it is reaped are owed, and only a pipe with nothing owed may be left to the grace (a daemon it
+// left holding it). On a loaded machine this process may lose the CPU for longer than the grace
+// between the reaping and its reads; the output must not depend on that.
 bool collect_output(pid_t pid, int out_fd, int err_fd, const ProcessOptions& opt,
                     std::chrono::steady_clock::time_point t0, ProcessResult& r, int& status) {
     struct pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
@@ -169,6 +174,7 @@ bool collect_output(pid_t pid, int out_fd, int err_fd, const ProcessOptions& opt
                              std::chrono::duration<double>(opt.timeout_s));
     bool reaped = false;
     auto exited_at = std::chrono::steady_clock::now();
+    int owed[2] = {0, 0};  // bytes each pipe held when the child was reaped, not read yet
     while (true) {
         int wait_ms = 200;
         if (opt.timeout_s > 0) {
@@ -194,8 +200,13 @@ bool collect_output(pid_t pid, int out_fd, int err_fd, const ProcessOptions& opt
         if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
             reaped = true;
             exited_at = std::chrono::steady_clock::now();
+            for (int i = 0; i < 2; ++i)
+                if (fds[i].fd >= 0 && ioctl(fds[i].fd, FIONREAD, &owed[i]) != 0) owed[i] = 0;
         }
-        if (reaped && std::chrono::steady_clock::now() - exited_at > std::chrono::duration<double>(opt.exit_grace_s)) break;
+        const bool drained = owed[0] <= 0 && owed[1] <= 0;
+        if (reaped && drained &&
+            std::chrono::steady_clock::now() - exited_at > std::chrono::duration<double>(opt.exit_grace_s))
+            break;
         if (reaped) wait_ms = std::min(wait_ms, 20);
         int n = poll(fds, 2, wait_ms);
         if (n < 0 && errno != EINTR) break;
@@ -205,9 +216,11 @@ bool collect_output(pid_t pid, int out_fd, int err_fd, const ProcessOptions& opt
             if (got <= 0) {
                 close(fds[i].fd);
                 fds[i].fd = -1;
+                owed[i] = 0;
                 --open_fds;
                 continue;
             }
+            owed[i] -= static_cast<int>(got);
             if (bufs[i]->size() < opt.max_output_bytes) {
                 bufs[i]->append(buf, std::min<size_t>(static_cast<size_t>(got), opt.max_output_bytes - bufs[i]->size()));
             } else {
@@ -366,6 +379,37 @@ void Subprocess::drain_err() {
     while ((n = read(err_, buf, sizeof buf)) > 0) {
         err_buf_.append(buf, n);
         if (err_buf_.size() > (64u << 10)) err_buf_.erase(0, err_buf_.size() - (64u << 10));
+    }
+}
+
+bool Subprocess::wait_closed(double limit_s) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+    for (;;) {
+        int* open[2] = {nullptr, nullptr};
+        struct pollfd fds[2];
+        int n = 0;
+        for (int* fd : {&out_, &err_})
+            if (*fd >= 0) {
+                open[n] = fd;
+                fds[n++] = {*fd, POLLIN, 0};
+            }
+        if (n == 0) return true;
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) return false;
+        if (poll(fds, n, static_cast<int>(std::min<long long>(left, 1000))) < 0 && errno != EINTR) return false;
+        for (int i = 0; i < n; ++i) {
+            if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            char buf[65536];
+            const ssize_t got = read(fds[i].fd, buf, sizeof buf);
+            if (got > 0 && open[i] == &err_) {
+                err_buf_.append(buf, got);
+                if (err_buf_.size() > (64u << 10)) err_buf_.erase(0, err_buf_.size() - (64u << 10));
+            }
+            if (got > 0 || (got < 0 && (errno == EAGAIN || errno == EINTR))) continue;
+            close(*open[i]);
+            *open[i] = -1;
+        }
     }
 }
 

@@ -56,6 +56,11 @@ public:
     Read read_line(std::string& line, double timeout_s);
     bool alive();
     void kill_now();
+    // After kill_now(): reads stdout and stderr to their end (stdout's bytes dropped, stderr's kept
+    // for err_tail), i.e. until every process that held them is gone, at most limit_s; true when all
+    // are. The children of a process killed with SIGKILL end after it (a sandbox's processes, in a
+    // PID namespace of their own, may still be in a system call that creates a file).
+    bool wait_closed(double limit_s);
     std::string err_tail(size_t n) const;
     std::string describe_exit();  // after it ended: "exit code 3", "killed by signal 11 (...)"
     int pid() const { return pid_; }

@@ -135,7 +135,10 @@ void RunState::check_structure() {
 void RunState::load_spent() {
     for (const store::Program& p : store.programs()) tally(p);
     store::Spent s = store.spent();
-    budget = std::make_unique<llm::Budget>(llm::BudgetCaps{cfg.stopping.budget_tokens, cfg.stopping.budget_usd, cfg.requests.price}, cfg.log);
+    // The run stops at the budget's first refusal: no request smaller than the refused one goes after it.
+    llm::BudgetCaps caps{cfg.stopping.budget_tokens, cfg.stopping.budget_usd, cfg.requests.price};
+    caps.final_refusal = true;
+    budget = std::make_unique<llm::Budget>(caps, cfg.log);
     budget->add_spent({s.prompt_tokens, s.completion_tokens, s.cost_usd});
     batch = std::make_unique<BatchMode>(cfg, store, *budget);
     if (batch->load(cfg.log).calls > 0) s = store.spent();

@@ -330,6 +330,9 @@ PythonRun run_python(const std::vector<std::string>& argv, const std::vector<std
         }
         if (got == Subprocess::Read::line) take_line(line, files, quiet, print_mu, run);
     }
+    // Every way out above killed it; its sandbox's processes end after it. The caller then removes
+    // their private folder: only once none of them can still create a file there.
+    proc.wait_closed(kSandboxEndLimit);
     run.err = proc.err_tail(600);
     // Two results for one problem: something besides the importer printed one (its problem's code).
     for (const auto& src : run.repeated)

@@ -143,6 +143,7 @@ Reservation Budget::reserve(const ChatRequest& request, bool wait) {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
         if (cancelled_) throw Cancelled();
+        if (!refused_.empty()) throw BudgetExceeded(refused_);
         if (std::string reached = reached_message(); !reached.empty()) throw BudgetExceeded(reached);
         double cost = 0;
         bool known = true;
@@ -170,6 +171,7 @@ Reservation Budget::reserve(const ChatRequest& request, bool wait) {
             if (why.empty())
                 why = "cost budget: no price per token is known yet (pass --llm-price), so the request waits for "
                       "the one in flight";
+            if (caps_.final_refusal && wait) refused_ = why;  // (wait: none in flight, the run stops here)
             throw BudgetExceeded(why);
         }
         cv_.wait(lock);

@@ -11,7 +11,9 @@
 //               other request is in flight, and goes alone).
 // A request is sent only when what is spent, plus what is reserved, plus its own reservation stays
 // within every cap. While other requests are in flight it waits for them to settle; with none in
-// flight it is refused (BudgetExceeded), naming the cap. A reply settles its reservation with the
+// flight it is refused (BudgetExceeded), naming the cap; with BudgetCaps::final_refusal (the search's
+// budget) every later request is refused too, with the same message, so the run stops at that first
+// refusal whatever order the requests waiting beside it wake in. A reply settles its reservation with the
 // real usage. Usage a provider reports that cannot be right (negative, not finite, above
 // kAbsurdTokens tokens or kAbsurdCostUsd per request) is never counted: the reservation is counted
 // instead, and the log says why.
@@ -45,6 +47,7 @@ struct BudgetCaps {
     int64_t max_tokens = 0;          // prompt + completion; 0: no cap
     double max_cost_usd = 0;         // 0: no cap
     std::optional<Price> price;      // bounds the cost of a request; prices replies without a cost
+    bool final_refusal = false;      // a request refused with none in flight refuses every later one too
 };
 
 struct Spending {
@@ -120,6 +123,7 @@ private:
     int in_flight_ = 0, max_in_flight_ = 0;
     double price_seen_ = 0;          // highest cost per token a reply reported
     bool cancelled_ = false, warned_cost_unknown_ = false;
+    std::string refused_;            // with caps_.final_refusal: the refusal every later request gets
 };
 
 }  // namespace kevo::llm

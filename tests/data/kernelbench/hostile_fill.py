@@ -1,7 +1,8 @@
 # A hostile problem file (tests/kernelbench/import_trust_test.cpp): it tries to fill the disk holding
 # the suite through its private folder (its working directory): a sparse file of 1 TiB, then new
 # files of 1 MiB for as long as writes succeed (at most 256 MiB here, so that a failing test stays
-# small), then it waits. The import must stop it at its output bound and fail it with the reason.
+# small), then it waits for longer than the test's --timeout. The import must stop it at its output
+# bound while it runs and fail it with the reason.
 import os
 import time
 
@@ -23,7 +24,7 @@ def fill():
                 f.write(chunk)
         except OSError:
             pass
-    time.sleep(60)
+    time.sleep(3600)
 
 
 fill()

@@ -68,6 +68,9 @@ struct PythonLimits {
 // How long a problem's Python may run past its --timeout (its alarm) before it is killed: its start
 // (Python, torch) and its result's writing. A problem that ignores the alarm dies then.
 constexpr double kTimeoutGrace = 30;
+// The longest wait for a killed problem's sandbox to end (its processes die after the one killed):
+// only a limit for one that the kill could not reach; a killed sandbox ends at once.
+constexpr double kSandboxEndLimit = 120;
 constexpr uintmax_t kMaxOutputEntries = 100000;
 
 // Runs the importer's Python (argv) on `files` under `conf`; see python_run.cpp.
