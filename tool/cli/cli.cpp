@@ -233,9 +233,14 @@ void add_help_command(CLI::App& root, int& rc) {
     auto words = std::make_shared<std::vector<std::string>>();
     CLI::App* help = root.add_subcommand("help", "Show the help of kernelevo or of one of its commands. kernelevo help [COMMAND [SUBCOMMAND]]");
     set_examples(*help, {{"The options of search", "kernelevo help search"}, {"Those of cache status", "kernelevo help cache status"},
-                         {"The environment variables kernelevo reads (markdown)", "kernelevo help environment"}});
+                         {"The environment variables kernelevo reads (markdown)", "kernelevo help environment"},
+                         {"The reference page of search (markdown)", "kernelevo help --markdown search"}});
     help->add_option("command", *words, "The command, e.g. search, or cache status");
-    help->callback([&root, &rc, words] {
+    auto markdown = std::make_shared<bool>(false);
+    help->add_flag("--markdown", *markdown,
+                   "The command reference in markdown at 80 columns: every command's (docs/reference/commands.md), or "
+                   "COMMAND's and its subcommands' help (docs/reference/commands/COMMAND.md)");
+    help->callback([&root, &rc, words, markdown] {
         if (words->size() == 1 && print_help_topic(words->front())) {
             rc = 0;
             return;
@@ -256,7 +261,8 @@ void add_help_command(CLI::App& root, int& rc) {
             cur = next;
         }
         // The formatter directly: App::help() would show the help of the selected `help` itself.
-        std::cout << cur->get_formatter()->make_help(cur, command_path(*cur), CLI::AppFormatMode::Normal);
+        std::cout << (*markdown ? reference_markdown(*cur)
+                                : cur->get_formatter()->make_help(cur, command_path(*cur), CLI::AppFormatMode::Normal));
         rc = 0;
     });
 }

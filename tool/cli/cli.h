@@ -69,6 +69,15 @@ void set_help_stream(int fd);
 
 // The width to wrap to: the terminal's (ioctl on a TTY), else $COLUMNS, else 80; within 40..100.
 size_t terminal_width(int fd);
+// Help at `width` columns and without colour, whatever the terminal (the command reference); 0: the
+// terminal's again.
+void set_fixed_help_width(size_t width);
+
+// `kernelevo help --markdown [COMMAND]` (reference.cpp): for the root, the page of every command
+// (docs/reference/commands.md: its help and a link to each command's page); for a command, its page
+// (docs/reference/commands/COMMAND.md: its help and each subcommand's), every help as `kernelevo
+// help` prints it at 80 columns without colour.
+std::string reference_markdown(const CLI::App& app);
 
 // Whether to colour what goes to `fd`: a terminal, NO_COLOR unset or empty, TERM not "dumb".
 bool colour(int fd);

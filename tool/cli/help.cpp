@@ -21,6 +21,7 @@ std::map<const CLI::App*, std::vector<Example>>& example_table() {
 }
 
 int g_help_fd = STDOUT_FILENO;
+size_t g_fixed_width = 0;  // set_fixed_help_width(): the width, without colour; 0: the terminal's
 
 // Columns a string takes on a terminal: UTF-8 continuation bytes take none.
 size_t columns(const std::string& s) {
@@ -64,7 +65,7 @@ std::vector<std::string> cut_word(std::string w, size_t width) {
     return pieces;
 }
 
-std::string bold(const std::string& s) { return colour(g_help_fd) ? "\033[1m" + s + "\033[0m" : s; }
+std::string bold(const std::string& s) { return !g_fixed_width && colour(g_help_fd) ? "\033[1m" + s + "\033[0m" : s; }
 
 // Appends `text` wrapped to `width` columns, every line indented by `indent` spaces, except the
 // first when `first_indent` says it is already `first_indent` columns into its line.
@@ -114,7 +115,7 @@ class HelpFormatter : public CLI::Formatter {
 public:
     std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
         if (mode == CLI::AppFormatMode::Sub) return CLI::Formatter::make_help(app, name, mode);
-        width_ = terminal_width(g_help_fd);
+        width_ = g_fixed_width ? g_fixed_width : terminal_width(g_help_fd);
         col_ = std::clamp<size_t>(width_ * 35 / 100, 16, 30);
         std::string out;
         append_wrapped(out, app->get_description(), width_, 0);
@@ -307,6 +308,8 @@ bool colour(int fd) {
 }
 
 void set_help_stream(int fd) { g_help_fd = fd; }
+
+void set_fixed_help_width(size_t width) { g_fixed_width = width; }
 
 std::shared_ptr<CLI::FormatterBase> make_formatter() { return std::make_shared<HelpFormatter>(); }
 

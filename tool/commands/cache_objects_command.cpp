@@ -25,7 +25,9 @@ void register_cache_objects_command(CLI::App& cache, int& rc) {
     const auto& areas = cache::object_areas();
     for (size_t i = 0; i < areas.size(); ++i) kinds += (i == 0 ? "" : i + 1 == areas.size() ? " and " : ", ") + areas[i].what;
     CLI::App* objects = cache.add_subcommand("objects",
-        "The compiled-object cache (" + cache_root().string() + ", $KERNELEVO_CACHE_HOME): " + kinds +
+        // (The folder by its rule, not this machine's path: the help is also the checked-in reference.)
+        "The compiled-object cache ($KERNELEVO_CACHE_HOME, else $XDG_CACHE_HOME/kernelevo, else ~/.cache/kernelevo): " +
+            kinds +
         ", reused by content hash like ccache's. Search states there are not objects and are kept.");
     objects->require_subcommand(1);
     auto json = std::make_shared<bool>(false);
