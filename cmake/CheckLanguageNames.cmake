@@ -16,7 +16,7 @@ set(_allowed
   "sandbox/sandbox.cpp => \"TRITON_\""
   "kernelbench/python_run.cpp => TRITON_CACHE_DIR"
   # The table of environment variables (README's table is its output): KERNELEVO_PYTHON's meaning.
-  "common/env.h => X\\(kPython, \"KERNELEVO_PYTHON\""
+  "common/settings.h => The Python with Triton 3.x for Triton candidates"
   # The one message for a --kernel/--initial path that is not a kernel file (floor 1, below the registry).
   "common/fs\\.(cpp|h) => not a kernel file \\(\\.cu, or a Triton \\.py\\)"
   # `kernelevo doctor` reports the optional tools by name (nvcc, LibTorch, Python, PyTorch, Triton, ncu).

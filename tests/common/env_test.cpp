@@ -1,4 +1,4 @@
-// The one table of environment variables (common/env.h) against what the sources read and what
+// The settings' environment variables (common/settings.h) against what the sources read and what
 // docs/reference/environment.md shows: its table is the table's markdown byte for byte, every KERNELEVO_* and
 // KEVO_* variable read anywhere (tool/, the runtime, the Python package) is a row, and every row is
 // read where it says.
@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/fs.h"
 
 namespace kevo {
@@ -36,18 +36,23 @@ std::set<std::string> names_read(const std::map<fs::path, std::string>& files, c
 
 std::set<std::string> rows_read_by(const std::string& reader) {
     std::set<std::string> names;
-    for (const EnvInfo& e : kEnvTable)
-        if (e.read_by == reader) names.insert(e.name);
+    for (const Setting* e : kEnvTable)
+        if (e->read_by == reader) names.insert(e->variable);
     return names;
 }
 
-const std::regex kCGetenv(R"re(getenv\("((?:KERNELEVO|KEVO)_[A-Z0-9_]+)"\))re");
-const std::regex kPyEnviron(R"re((?:environ\.get|environ\[|getenv)\(?["']((?:KERNELEVO|KEVO)_[A-Z0-9_]+)["'])re");
+// Each row's name in the tool (EnvVar::kCacheHome), from the table's own list.
+#define KEVO_ENV_TEST_NONE(...)
+#define KEVO_ENV_TEST_NAME(name, ...) {&settings::name, #name},
+const std::map<const Setting*, std::string> kEnvNames = {KEVO_SETTING_LIST(KEVO_ENV_TEST_NONE, KEVO_ENV_TEST_NAME)};
+
+const std::regex kCGetenv(R"re(getenv\("(KERNELEVO(?:_[A-Z0-9_]+)?|KEVO_[A-Z0-9_]+)"\))re");
+const std::regex kPyEnviron(R"re((?:environ\.get|environ\[|getenv)\(?["'](KERNELEVO(?:_[A-Z0-9_]+)?|KEVO_[A-Z0-9_]+)["'])re");
 const std::set<std::string> kCExts = {".cpp", ".h", ".cu", ".cuh", ".c"};
 
 TEST(EnvironmentTable, TheReferenceShowsTheGeneratedTable) {
     const std::string readme = read_file(kSource / "docs" / "reference" / "environment.md");
-    const std::string begin = "<!-- kernelevo help environment: begin (generated; edit tool/common/env.h) -->\n";
+    const std::string begin = "<!-- kernelevo help environment: begin (generated; edit tool/common/settings.h) -->\n";
     const std::string end = "<!-- kernelevo help environment: end -->";
     const size_t b = readme.find(begin);
     ASSERT_NE(b, std::string::npos) << "docs/reference/environment.md has no generated table of environment variables";
@@ -61,14 +66,15 @@ TEST(EnvironmentTable, TheToolReadsItsVariablesOnlyThroughTheTable) {
     // A literal getenv("KERNELEVO_...") in tool/ bypasses the table (and its test hooks' guard).
     const auto files = sources(kSource / "tool", kCExts);
     for (const auto& [path, text] : files)
-        EXPECT_FALSE(std::regex_search(text, kCGetenv)) << path << " reads a KERNELEVO_/KEVO_ variable without common/env.h";
-    for (const EnvInfo& e : kEnvTable) {
-        const std::string reader = e.read_by;
+        EXPECT_FALSE(std::regex_search(text, kCGetenv)) << path << " reads a KERNELEVO_/KEVO_ variable without common/settings.h";
+    for (const Setting* e : kEnvTable) {
+        const std::string reader = e->read_by;
         if (reader == "runtime" || reader == "Python package") continue;
+        const std::string name = kEnvNames.at(e);
         bool used = false;
         for (const auto& [path, text] : files)
-            used = used || (path.filename() != "env.h" && text.find(std::string("EnvVar::") + e.id) != std::string::npos);
-        EXPECT_TRUE(used) << e.name << " is in the table but nothing in tool/ reads EnvVar::" << e.id;
+            used = used || (path.filename() != "settings.h" && text.find("EnvVar::" + name) != std::string::npos);
+        EXPECT_TRUE(used) << e->variable << " is in the table but nothing in tool/ reads EnvVar::" << name;
     }
 }
 
@@ -82,12 +88,15 @@ TEST(EnvironmentTable, TheRuntimeAndThePythonPackageReadTheTablesNames) {
 }
 
 TEST(EnvironmentTable, NamesAreUniqueAndTheEnumIsTheTable) {
-    std::set<std::string> names;
+    std::set<std::string> names, ids;
+    for (const Setting* s : kSettingTable) EXPECT_TRUE(ids.insert(s->id).second) << s->id << " twice";
     for (size_t i = 0; i < std::size(kEnvTable); ++i) {
-        EXPECT_EQ(static_cast<size_t>(kEnvTable[i].var), i);
-        EXPECT_TRUE(names.insert(kEnvTable[i].name).second) << kEnvTable[i].name << " twice";
-        EXPECT_EQ(std::string(kEnvTable[i].meaning).find('|'), std::string::npos) << kEnvTable[i].name;
-        EXPECT_EQ(std::string(kEnvTable[i].default_value).find('|'), std::string::npos) << kEnvTable[i].name;
+        const Setting& e = env_info(static_cast<EnvVar>(i));
+        EXPECT_EQ(&e, kEnvTable[i]);
+        EXPECT_NE(e.kind, EnvKind::none) << e.variable;
+        EXPECT_TRUE(names.insert(e.variable).second) << e.variable << " twice";
+        EXPECT_EQ(std::string(e.meaning).find('|'), std::string::npos) << e.variable;
+        EXPECT_EQ(std::string(e.default_value).find('|'), std::string::npos) << e.variable;
     }
 }
 

@@ -198,10 +198,10 @@ TEST(SearchBatch, RefusesRepliesThatAreNotThisRunsAndBadSettings) {
 
     SearchConfig no_model = batch::config(b.dir.path());
     no_model.requests.model.clear();
-    EXPECT_THROW(b.run(no_model, never), UsageError);
+    EXPECT_THROW(validate(no_model), UsageError);  // the search's caller checks it (workflows::search_config)
     SearchConfig no_price = batch::config(b.dir.path());
     no_price.stopping.budget_usd = 1;
-    EXPECT_THROW(b.run(no_price, never), UsageError);
+    EXPECT_THROW(validate(no_price), UsageError);
 }
 
 TEST(SearchBatch, ImportedRepliesCountTheReportedCostElseThePrice) {

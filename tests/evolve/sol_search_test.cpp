@@ -152,7 +152,7 @@ TEST(SearchSol, StopsAtTheTargetFractionOfTheSpeedOfLight) {
     EXPECT_NE(report.find("stopped: target_sol"), std::string::npos) << report;
     EXPECT_NE(report.find("% of the speed of light"), std::string::npos) << report;  // on the Best: line
     cfg.stopping.target_sol = 1.5;
-    EXPECT_THROW(Search(r.task, cfg, Prompts(), provider, r.evaluator, *r.store), UsageError);
+    EXPECT_THROW(validate(cfg), UsageError);  // the caller checks it (workflows::search_config), once
 }
 
 TEST(SearchSol, TunesAPromisingCandidateWithoutTheLlm) {

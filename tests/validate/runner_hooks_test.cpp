@@ -5,19 +5,20 @@
 
 #include <cstdlib>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "validate/runner/test_hooks.h"
 
 namespace {
 
 TEST(RunnerTestHooks, TheRunnerForUseIgnoresThemWhateverTheEnvironmentSays) {
     int hooks = 0;
-    for (const kevo::EnvInfo& e : kevo::kEnvTable) {
+    for (size_t i = 0; i < std::size(kevo::kEnvTable); ++i) {
+        const kevo::Setting& e = *kevo::kEnvTable[i];
         if (e.kind != kevo::EnvKind::test_hook) continue;
         ++hooks;
-        ::setenv(e.name, "1", 1);
-        EXPECT_FALSE(kevo_runner::test_hook(e.var)) << e.name << " is honoured by the runner for use";
-        ::unsetenv(e.name);
+        ::setenv(e.variable, "1", 1);
+        EXPECT_FALSE(kevo_runner::test_hook(static_cast<kevo::EnvVar>(i))) << e.variable << " is honoured by the runner for use";
+        ::unsetenv(e.variable);
     }
     EXPECT_EQ(hooks, 2);  // KEVO_FAULT_WALL_CHECK, KEVO_GATE_KERNEL
 }

@@ -41,7 +41,7 @@ TEST_F(UseCaseLanguages, ASearchChecksItsLanguagesToolchainBeforeAnythingIsStore
     a.cfg.structure.backend = "fakelang";
     fake.missing = true;
     try {
-        workflows::run_search(a);
+        workflows::run_search(a, workflows::search_config(a));
         FAIL() << "a language whose toolchain is missing must stop the search before it starts";
     } catch (const UsageError& e) {
         EXPECT_EQ(std::string(e.what()), "fakec is not installed for /opt/fake/bin/python");

@@ -16,17 +16,6 @@
 
 namespace kevo::bench {
 
-// The benchmark's settings, as its errors name them (common/setting_error.h).
-namespace settings {
-inline constexpr Setting kSuite{"bench.suite", "the suite"};
-inline constexpr Setting kBaseline{"bench.baseline", "the KernelBench baseline table"};
-// Every setting above (for the commands' table of flags and its test).
-inline const std::vector<Setting>& all() {
-    static const std::vector<Setting> v{kSuite, kBaseline};
-    return v;
-}
-}  // namespace settings
-
 // The suite's tasks: DIR/*/task.json (sorted by folder name; folders named ".*", such as an interrupted
 // import's ".NAME.install-*", are skipped), or DIR itself when it holds a task.json.
 std::vector<std::filesystem::path> suite_tasks(const std::filesystem::path& suite);

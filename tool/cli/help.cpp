@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "cli/cli.h"
-#include "common/env.h"
+#include "common/settings.h"
 
 namespace kevo::cli {
 namespace {

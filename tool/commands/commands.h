@@ -3,8 +3,17 @@
 // A command reports its exit code through `rc` (0 ok, 1 the candidate/work failed, 2 bad usage or
 // setup). Throwing UsageError from a callback also exits with 2 and prints the message.
 #pragma once
+#include <string>
+
+#include "common/setting_error.h"
+
 namespace CLI { class App; }
 namespace kevo {
+// A library's SettingError as kernelevo prints it: each setting named by its option (common/settings.h),
+// in words where no option sets it.
+inline std::string message_with_flags(const SettingError& e) {
+    return e.render([](const Setting& s) { return std::string(*s.flag ? s.flag : s.words); });
+}
 void register_validate_command(CLI::App& app, int& rc);
 void register_llm_command(CLI::App& app, int& rc);
 void register_search_command(CLI::App& app, int& rc);

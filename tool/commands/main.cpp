@@ -10,7 +10,6 @@
 
 #include "cli/cli.h"
 #include "commands/commands.h"
-#include "commands/setting_flags.h"
 #include "common/error.h"
 #include "common/process.h"
 #include "common/text.h"

@@ -21,10 +21,6 @@ using workflows::SearchOutcome;
 // The search options shared by `kernelevo search` and `kernelevo bench`.
 void add_search_options(CLI::App& cmd, SearchArgs& args);
 
-// Checks the search's settings as given (evolve::validate() through workflows::search_config()):
-// a bad one is a SettingError, which `kernelevo` shows under its flag. Commands call it first.
-void check_search_options(const SearchArgs& args);
-
 }  // namespace kevo::evolve
 
 namespace kevo {
@@ -37,5 +33,6 @@ struct ModelSearchArgs {
     bool dry_run = false;
     std::vector<std::string> regions;  // --region: only these (region or task names)
 };
-int run_model_search(const evolve::SearchArgs& a, const ModelSearchArgs& m, const CLI::App& cmd);
+int run_model_search(const evolve::SearchArgs& a, const evolve::SearchConfig& cfg, const ModelSearchArgs& m,
+                     const CLI::App& cmd);
 }  // namespace kevo

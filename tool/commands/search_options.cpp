@@ -145,8 +145,6 @@ void evolve::add_search_options(CLI::App& cmd, SearchArgs& a) {
     group_search_options(cmd);
 }
 
-void evolve::check_search_options(const SearchArgs& a) { (void)workflows::search_config(a); }
-
 void register_search_command(CLI::App& app, int& rc) {
     auto a = std::make_shared<SearchArgs>();
     CLI::App* cmd = app.add_subcommand(
@@ -208,16 +206,17 @@ void register_search_command(CLI::App& app, int& rc) {
     });
     for (const char* name : {"--model-dir", "--model-jobs", "--dry-run", "--region"}) cmd->get_option(name)->group("Model");
     cmd->callback([a, m, cmd, task, model_dir, &rc] {
-        evolve::check_search_options(*a);  // before anything else, as a parse error would be
+        // The settings parsed and checked once, before anything else, as a parse error would be.
+        const evolve::SearchConfig cfg = workflows::search_config(*a);
         if (model_dir->count() > 0) {
-            rc = run_model_search(*a, *m, *cmd);
+            rc = run_model_search(*a, cfg, *m, *cmd);
             return;
         }
         if (task->count() == 0) throw UsageError("search: give --task FILE (one task) or --model-dir DIR (a model's regions)");
         if (a->out.empty()) throw UsageError("search: --out is required with --task (the cache directory for the best kernel)");
         for (const char* name : {"--model-jobs", "--dry-run", "--region"})
             if (cmd->get_option(name)->count() > 0) throw UsageError(std::string(name) + " is for --model-dir only");
-        const workflows::SearchOutcome outcome = workflows::run_search(*a);
+        const workflows::SearchOutcome outcome = workflows::run_search(*a, cfg);
         if (!outcome.summary.is_null()) std::cout << outcome.summary.dump(2) << std::endl;  // --json
         rc = outcome.rc;
     });

@@ -70,11 +70,8 @@ void register_worker_command(CLI::App& app, int& rc) {
         for (auto& a : opt.archs) a = normalize_arch(a);
         if (opt.compile_only) {
             if (opt.archs.empty()) throw UsageError("--compile-only needs --arch (e.g. --arch sm_90)");
-        } else {
-            if (opt.gpu < 0) opt.gpu = 0;
-            // The runner picks the device from KERNELEVO_DEVICE (children inherit it). Not
-            // CUDA_VISIBLE_DEVICES: the per-GPU lock is keyed by the real device index.
-            ::setenv("KERNELEVO_DEVICE", std::to_string(opt.gpu).c_str(), 1);
+        } else if (opt.gpu < 0) {
+            opt.gpu = 0;
         }
         worker::ValidatorHandler handler(opt);
         if (!opt.compile_only) {

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/error.h"
 
 namespace kevo {

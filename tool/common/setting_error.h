@@ -7,6 +7,10 @@
 //   render(flag of each setting): "--islands: must be between 1 and 64, not 0"
 //
 // The text refers to each setting it names as {id}; the first setting is the one at fault.
+//
+// Any other message that mentions a setting (a note, a hint, a budget's refusal) says it as {id} too
+// and goes through named(): in words for a library's caller, by its option (the table's) once
+// kernelevo's main has called name_settings_by_option().
 #pragma once
 #include <functional>
 #include <string>
@@ -14,14 +18,26 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/settings.h"
 
 namespace kevo {
 
-// A setting of a library: its stable identifier and its name in words.
-struct Setting {
-    const char* id;
-    const char* words;
-};
+inline bool& settings_by_option() {
+    static bool by_option = false;
+    return by_option;
+}
+inline void name_settings_by_option() { settings_by_option() = true; }
+
+// `text` with each {id} of the table of settings named as said above.
+inline std::string named(std::string text) {
+    for (const Setting* s : kSettingTable) {
+        const std::string token = "{" + std::string(s->id) + "}";
+        const std::string shown = settings_by_option() && *s->flag ? s->flag : s->words;
+        for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at + shown.size()))
+            text.replace(at, token.size(), shown);
+    }
+    return text;
+}
 
 class SettingError : public UsageError {
 public:

@@ -63,7 +63,7 @@ void require_toolkit_arch(const std::string& arch, const CompileOptions& options
     } catch (const UsageError&) {
         version = "nvcc";
     }
-    throw SettingError({compile::settings::kArch},
+    throw SettingError({settings::kCompileArch},
                        "{compile.arch} " + arch + ": the installed CUDA toolkit (" + version + ", " + nvcc_path(options) +
                            ") cannot compile for it" + (list.empty() ? std::string() : "; it supports " + list) +
                            ". Pick one of those, or install a toolkit that supports " + arch +

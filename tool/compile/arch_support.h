@@ -10,16 +10,6 @@
 
 namespace kevo {
 
-// The target architecture, as require_toolkit_arch's error names it (common/setting_error.h).
-namespace compile::settings {
-inline constexpr Setting kArch{"compile.arch", "the target architecture"};
-// Every setting above (for the commands' table of flags and its test).
-inline const std::vector<Setting>& all() {
-    static const std::vector<Setting> v{kArch};
-    return v;
-}
-}  // namespace compile::settings
-
 // The real architectures nvcc lists (`nvcc --list-gpu-code`: "sm_75", ..., "sm_121"), cached per
 // nvcc. Empty when that nvcc cannot list them.
 std::vector<std::string> toolkit_arches(const CompileOptions& options);

@@ -10,7 +10,7 @@
 #include <regex>
 #include <sstream>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"

@@ -60,7 +60,6 @@ struct Search::Impl {
 Search::Search(const Task& task, SearchConfig config, Prompts prompts, llm::Provider& provider, Evaluator& evaluator,
                store::Store& store)
     : impl_(std::make_unique<Impl>(task, std::move(config), std::move(prompts), provider, evaluator, store)) {
-    validate(impl_->state.cfg);
     detail::RunState& s = impl_->state;
     s.reference = describe_reference(task);
     s.task_text = describe_task(task);

@@ -62,7 +62,8 @@ struct SearchResult {
 
 class Search {
 public:
-    // `task` must outlive the search; the reference source is read once here.
+    // `task` must outlive the search; the reference source is read once here. `config` is checked
+    // (validate(): its caller checks it once, before anything is read or sent).
     Search(const Task& task, SearchConfig config, Prompts prompts, llm::Provider& provider, Evaluator& evaluator,
            store::Store& store);
     ~Search();

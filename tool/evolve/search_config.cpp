@@ -7,17 +7,6 @@
 #include "language/registry.h"
 
 namespace kevo::evolve {
-namespace settings {
-const std::vector<Setting>& all() {
-    static const std::vector<Setting> list = {
-        kIslands,    kChildren,       kBackend,   kGenerations, kRepairAttempts, kMigrationInterval, kMigrants,
-        kRestartAfter, kTemperature,  kMode,      kInspirations, kTuneEvals,     kJobs,              kModel,
-        kLlmTemperature, kMaxTokens,  kPrice,     kBudgetTokens, kBudgetUsd,     kMaxTime,           kTargetSpeedup,
-        kTargetSol,  kBatch,          kBatchReplies, kPrompts, kFresh};
-    return list;
-}
-}  // namespace settings
-
 namespace {
 
 std::string number(double v) {
@@ -78,7 +67,7 @@ void validate_evolution(const EvolutionConfig& c) {
     not_negative(kMigrants, c.migrants);
     not_negative(kRestartAfter, c.restart_after);
     positive(kTemperature, c.temperature);
-    one_of(kMode, c.mode, {"full", "diff", "mixed"});
+    one_of(kMutationMode, c.mode, {"full", "diff", "mixed"});
     not_negative(kInspirations, c.inspirations);
     not_negative(kTuneEvals, c.tune_evals);
     not_negative(kJobs, c.jobs);

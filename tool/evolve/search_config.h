@@ -110,38 +110,6 @@ std::string mixed_language(int island);
 // them for "both"), whose CandidateLanguage::preflight() runs before it.
 std::vector<std::string> languages_of(const std::string& backend);
 
-// The settings validate() and the search's set-up name, by identifier and in words.
-namespace settings {
-inline constexpr Setting kIslands{"structure.islands", "the number of islands"};
-inline constexpr Setting kChildren{"structure.children", "the number of children per island"};
-inline constexpr Setting kBackend{"structure.backend", "the candidate language"};
-inline constexpr Setting kGenerations{"evolution.generations", "the number of generations"};
-inline constexpr Setting kRepairAttempts{"evolution.repair_attempts", "the number of repair attempts"};
-inline constexpr Setting kMigrationInterval{"evolution.migration_interval", "the migration interval"};
-inline constexpr Setting kMigrants{"evolution.migrants", "the number of migrants"};
-inline constexpr Setting kRestartAfter{"evolution.restart_after", "the generations without improvement before a restart"};
-inline constexpr Setting kTemperature{"evolution.temperature", "the parent selection temperature"};
-inline constexpr Setting kMode{"evolution.mode", "the mutation mode"};
-inline constexpr Setting kInspirations{"evolution.inspirations", "the number of inspirations"};
-inline constexpr Setting kTuneEvals{"evolution.tune_evals", "the number of tuning evaluations"};
-inline constexpr Setting kJobs{"evolution.jobs", "the number of candidates in progress at once"};
-inline constexpr Setting kModel{"requests.model", "model"};
-inline constexpr Setting kLlmTemperature{"requests.temperature", "the LLM's sampling temperature"};
-inline constexpr Setting kMaxTokens{"requests.max_tokens", "the completion token limit"};
-inline constexpr Setting kPrice{"requests.price", "the price per token"};
-inline constexpr Setting kBudgetTokens{"stopping.budget_tokens", "the token budget"};
-inline constexpr Setting kBudgetUsd{"stopping.budget_usd", "the budget in US dollars"};
-inline constexpr Setting kMaxTime{"stopping.max_time", "the time limit"};
-inline constexpr Setting kTargetSpeedup{"stopping.target_speedup", "the target speedup"};
-inline constexpr Setting kTargetSol{"stopping.target_sol", "the target fraction of the speed of light"};
-inline constexpr Setting kBatch{"batch.enabled", "batch mode"};
-inline constexpr Setting kBatchReplies{"batch.replies", "the Batch API replies to import"};
-inline constexpr Setting kPrompts{"prompts.dir", "the prompt templates' folder"};
-inline constexpr Setting kFresh{"search.fresh", "an emptied state"};
-// Every setting above (for the commands' table of flags and its test).
-const std::vector<Setting>& all();
-}  // namespace settings
-
 // Throws SettingError for the first setting out of its range or at odds with another.
 void validate(const SearchConfig& config);
 

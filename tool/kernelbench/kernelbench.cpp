@@ -16,7 +16,7 @@
 
 #include <unistd.h>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
@@ -115,7 +115,7 @@ std::string find_python(const std::string& given, std::string* torch_version) {
     std::string version;
     if (!given.empty()) {
         version = probe_python(given).torch;
-        if (version.empty()) throw SettingError({settings::kPython}, "{import.python} " + given + ": cannot import torch there");
+        if (version.empty()) throw SettingError({settings::kImportPython}, "{import.python} " + given + ": cannot import torch there");
         if (torch_version) *torch_version = version;
         return given;
     }
@@ -126,7 +126,7 @@ std::string find_python(const std::string& given, std::string* torch_version) {
             return cand;
         }
     }
-    throw SettingError({settings::kPython}, "no Python with PyTorch found (tried python3 and /usr/bin/python3): install Debian's "
+    throw SettingError({settings::kImportPython}, "no Python with PyTorch found (tried python3 and /usr/bin/python3): install Debian's "
                                             "python3-torch, or PyTorch's pip package, or pass {import.python}");
 }
 
@@ -390,7 +390,7 @@ std::vector<std::string> problem_sources(const std::vector<fs::path>& files) {
         if (std::find(sources.begin(), sources.end(), src) != sources.end()) continue;
         auto [it, fresh] = by_name.emplace(problem_task_name(src), src);
         if (!fresh)
-            throw SettingError({settings::kOut}, it->second + " and " + src + " would both be task " + it->first +
+            throw SettingError({settings::kImportOut}, it->second + " and " + src + " would both be task " + it->first +
                                                     ": import them into different {import.out} folders");
         sources.push_back(src);
     }
@@ -459,7 +459,7 @@ ImportSummary summarize(const ImportOptions& o, const ImportSetup& s, const Refe
         // The probe saw CUDA outside the sandbox; a Python that loses it inside lacks a device node there.
         const std::string fatal = j["fatal"].get<std::string>();
         if (!s.sandboxed || !s.gpu) throw UsageError(fatal);
-        throw SettingError({settings::kNoSandbox}, fatal + " (inside the import sandbox, which shows the GPU's /dev/nvidia* nodes; "
+        throw SettingError({settings::kImportNoSandbox}, fatal + " (inside the import sandbox, which shows the GPU's /dev/nvidia* nodes; "
                                                            "the same Python saw the GPU outside it: importing {import.no_sandbox} "
                                                            "tells whether the sandbox is the cause)");
     }
@@ -491,10 +491,10 @@ ImportSummary import_problems(const ImportOptions& o) {
     auto t0 = std::chrono::steady_clock::now();
     const std::vector<fs::path> files = expand(o.files);
     if (files.empty()) throw UsageError("no problem files given");
-    if (o.out.empty()) throw SettingError({settings::kOut}, "{import.out}: required");
+    if (o.out.empty()) throw SettingError({settings::kImportOut}, "{import.out}: required");
     // The policy and its flags for the importer (it measures the policy's error; "task" is what task.json says).
     if (kevo_precision_from_name(o.precision.c_str()) < 0)
-        throw SettingError({settings::kPrecision},
+        throw SettingError({settings::kImportPrecision},
                            "{import.precision} " + o.precision + ": unknown precision policy (expected one of: " + precision_choices() + ")");
     const Precision precision = parse_precision(o.precision, "the precision policy");
     const nlohmann::json precision_arg = {{"task", precision.to_json()}, {"policy", precision.name()},

@@ -15,19 +15,6 @@
 
 namespace kevo::kernelbench {
 
-// The import's settings, as its errors name them (common/setting_error.h).
-namespace settings {
-inline constexpr Setting kOut{"import.out", "the output folder"};
-inline constexpr Setting kPython{"import.python", "the Python"};
-inline constexpr Setting kPrecision{"import.precision", "the precision policy"};
-inline constexpr Setting kNoSandbox{"import.no_sandbox", "without the sandbox"};
-// Every setting above (for the commands' table of flags and its test).
-inline const std::vector<Setting>& all() {
-    static const std::vector<Setting> v{kOut, kPython, kPrecision, kNoSandbox};
-    return v;
-}
-}  // namespace settings
-
 struct ImportOptions {
     std::vector<std::filesystem::path> files;  // problem .py files or folders of them
     std::filesystem::path out;

@@ -13,7 +13,7 @@
 #include "common/process.h"
 #include "llm/budget.h"
 #include "llm/llm.h"
-#include "llm/settings.h"
+#include "common/setting_error.h"
 
 namespace kevo::llm {
 
@@ -26,11 +26,11 @@ ModelChoice parse_model_choice(const std::string& spec) {
         double weight = std::strtod(tail.c_str(), &end);
         if (!tail.empty() && end == tail.c_str() + tail.size()) {
             if (!(weight > 0) || !std::isfinite(weight))
-                throw SettingError({settings::kModel}, "{llm.model} " + spec + ": the weight must be a positive number");
+                throw SettingError({settings::kLlmModel}, "{llm.model} " + spec + ": the weight must be a positive number");
             choice = {spec.substr(0, colon), weight};
         }
     }
-    if (choice.name.empty()) throw SettingError({settings::kModel}, "{llm.model} " + spec + ": the model name is empty");
+    if (choice.name.empty()) throw SettingError({settings::kLlmModel}, "{llm.model} " + spec + ": the model name is empty");
     return choice;
 }
 
@@ -65,7 +65,7 @@ struct Client::Impl {
 
 Client::Client(std::shared_ptr<Provider> provider, ClientConfig config) {
     if (config.max_in_flight < 1 || config.max_in_flight > kMaxInFlight)
-        throw SettingError({settings::kParallel}, "{llm.parallel}: must be from 1 to " + std::to_string(kMaxInFlight) +
+        throw SettingError({settings::kLlmParallel}, "{llm.parallel}: must be from 1 to " + std::to_string(kMaxInFlight) +
                                                       ", not " + std::to_string(config.max_in_flight));
     if (config.max_total_tokens < 0 || config.max_cost_usd < 0) throw UsageError("budget caps cannot be negative");
     for (const auto& m : config.models)
@@ -85,7 +85,7 @@ void Client::start_workers() {
         cancel();
         for (auto& w : impl_->workers) w.join();
         impl_->workers.clear();
-        throw SettingError({settings::kParallel}, "{llm.parallel} " + std::to_string(impl_->config.max_in_flight) +
+        throw SettingError({settings::kLlmParallel}, "{llm.parallel} " + std::to_string(impl_->config.max_in_flight) +
                                                       ": the system refused thread " + std::to_string(started + 1) +
                                                       " of them (" + e.code().message() + "); give fewer");
     }

@@ -15,7 +15,7 @@
 #include "common/process.h"
 #include "common/text.h"
 #include "llm/options.h"
-#include "llm/settings.h"
+#include "common/setting_error.h"
 #include "llm/util.h"
 
 namespace kevo::llm::detail {
@@ -125,7 +125,7 @@ HttpSession::HttpSession(HttpConfig config) : config_(std::move(config)), rng_(s
     }
     while (!base_.empty() && base_.back() == '/') base_.pop_back();
     if (!starts_with(base_, "http://") && !starts_with(base_, "https://"))
-        throw SettingError({settings::kUrl}, "{llm.url} must start with http:// or https:// (got '" + redact(display_url(config_.base_url)) + "')");
+        throw SettingError({settings::kLlmUrl}, "{llm.url} must start with http:// or https:// (got '" + redact(display_url(config_.base_url)) + "')");
     if (config_.api_key.find_first_of("\r\n") != std::string::npos)
         throw UsageError("the API key contains a line break");
     if (config_.max_attempts < 1) throw UsageError("the number of LLM attempts must be at least 1");

@@ -8,11 +8,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/error.h"
 #include "common/process.h"
 #include "llm/budget.h"
-#include "llm/settings.h"
+#include "common/setting_error.h"
 #include "llm/util.h"
 
 namespace kevo::llm {
@@ -132,7 +132,7 @@ ApiKey find_api_key(const std::string& url, const std::string& key_env) {
     };
     if (!key_env.empty()) {
         ApiKey key = get(key_env);
-        if (key.value.empty()) throw SettingError({settings::kKeyEnv}, "{llm.key_env} " + key_env + ": the variable is not set or empty");
+        if (key.value.empty()) throw SettingError({settings::kLlmKeyEnv}, "{llm.key_env} " + key_env + ": the variable is not set or empty");
         key.looked_at = {key_env};
         return key;
     }
@@ -179,7 +179,7 @@ void require_api_key(const std::string& url, const std::string& key_env) {
     if (!key.withheld.empty())
         msg += " ($" + key.withheld + " is set, but it is sent only to openrouter.ai; give it with {llm.key_env} " +
                key.withheld + ")";
-    throw SettingError({settings::kKeyEnv}, msg + "; set " + key.looked_at.front() + " (or name another variable with "
+    throw SettingError({settings::kLlmKeyEnv}, msg + "; set " + key.looked_at.front() + " (or name another variable with "
                                                   "{llm.key_env}). Nothing was sent.");
 }
 
@@ -211,7 +211,7 @@ std::shared_ptr<Provider> make_provider(const LlmOptions& o, const LogFn& log) {
 
 std::unique_ptr<Client> make_client(const LlmOptions& o, const LogFn& log) {
     if (o.models.empty())
-        throw SettingError({settings::kModel}, "no model: pass {llm.model} NAME (repeatable, NAME[:WEIGHT]), e.g. {llm.model} google/gemini-3-flash");
+        throw SettingError({settings::kLlmModel}, "no model: pass {llm.model} NAME (repeatable, NAME[:WEIGHT]), e.g. {llm.model} google/gemini-3-flash");
     ClientConfig c;
     for (const auto& spec : o.models) c.models.push_back(parse_model_choice(spec));
     c.max_in_flight = o.max_in_flight;

@@ -17,7 +17,7 @@
 #include "common/process.h"
 #include "common/text.h"
 #include "llm/llm.h"
-#include "llm/settings.h"
+#include "common/setting_error.h"
 
 namespace kevo::llm {
 namespace {
@@ -176,7 +176,7 @@ ReplayProvider::ReplayProvider(const std::filesystem::path& transcript, Mode mod
     try {
         text = read_input_file(transcript, "an LLM transcript ({llm.replay})", std::uintmax_t{1} << 30);
     } catch (const UsageError& e) {
-        throw SettingError({settings::kReplay}, e.what());
+        throw SettingError({settings::kLlmReplay}, e.what());
     }
     for_each_nonblank_line(text, [&](std::string& line, size_t number) {
         json j = json::parse(line, nullptr, false);

@@ -128,7 +128,7 @@ Plan load_plan(const fs::path& dir) {
     Plan p;
     p.dir = fs::absolute(dir).lexically_normal();
     p.file = p.dir / "plan.json";
-    if (!fs::is_directory(p.dir)) throw SettingError({settings::kDir}, "{model.dir}: " + dir.string() + " is not a folder");
+    if (!fs::is_directory(p.dir)) throw SettingError({settings::kModelDir}, "{model.dir}: " + dir.string() + " is not a folder");
     if (!fs::exists(p.file))
         throw UsageError(p.file.string() + ": no plan.json (a model folder is written by kernelevo.export_model() or "
                          "`kernelevo import kernelbench` of a level-3 problem)");

@@ -15,16 +15,6 @@
 
 namespace kevo::model {
 
-// The model folder, as load_plan's error names it (common/setting_error.h).
-namespace settings {
-inline constexpr Setting kDir{"model.dir", "the model folder"};
-// Every setting above (for the commands' table of flags and its test).
-inline const std::vector<Setting>& all() {
-    static const std::vector<Setting> v{kDir};
-    return v;
-}
-}  // namespace settings
-
 // plan.json's "format"; python/kernelevo/model_export.py's PLAN_FORMAT writes the same.
 inline constexpr const char* kPlanFormat = "kernelevo-model-plan/1";
 // search/summary.json's "format".

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/fs.h"
 #include "common/process.h"
 #include "common/text.h"

@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/error.h"
 #include "common/process.h"
 
@@ -69,7 +69,7 @@ SandboxMode parse_sandbox_mode(const std::string& s) {
     if (s == "auto") return SandboxMode::automatic;
     if (s == "require") return SandboxMode::require;
     if (s == "off") return SandboxMode::off;
-    throw SettingError({sandbox::settings::kMode}, "{sandbox.mode} must be auto, require or off, not '" + s + "'");
+    throw SettingError({settings::kSandbox}, "{sandbox.mode} must be auto, require or off, not '" + s + "'");
 }
 
 const char* sandbox_mode_name(SandboxMode m) {
@@ -149,7 +149,7 @@ void check_sandbox_layers() {
     const SandboxLayers& l = sandbox_layers();
     if (l.namespaces && l.seccomp && l.landlock) return;
     if (g_mode == SandboxMode::require)
-        throw SettingError({sandbox::settings::kMode},
+        throw SettingError({settings::kSandbox},
                            "{sandbox.mode} require needs every sandbox layer, but some are unavailable here:\n" + l.why_not +
                                "active: " + l.describe());
     static std::once_flag once;
@@ -190,13 +190,13 @@ bool credential_value(const std::string& value) {
     return std::regex_search(value, userinfo) || redact(value) != value;
 }
 
-// KERNELEVO_* names that reach a sandbox: the table's (common/env.h: what the runner, the runtime
+// KERNELEVO_* names that reach a sandbox: the table's (common/settings.h: what the runner, the runtime
 // and the Python package read), and the project's own test hooks (KERNELEVO_TEST_*, KERNELEVO_FAKE_*);
 // never another, which may be a user's own setting with a secret in it.
 bool kernelevo_name_allowed(const std::string& name) {
     if (starts_with(name, "KERNELEVO_TEST_") || starts_with(name, "KERNELEVO_FAKE_")) return true;
-    for (const auto& e : kEnvTable)
-        if (name == e.name) return true;
+    for (const Setting* e : kEnvTable)
+        if (name == e->variable) return true;
     return false;
 }
 }  // namespace

@@ -62,22 +62,12 @@ struct SandboxPolicy {
 std::vector<std::string> sandbox_prefix(const SandboxPolicy& policy);
 
 // The environment a sandboxed child gets: an allowlist of the parent's variables (PATH, locale,
-// CUDA_*, NVIDIA_*, NCCL_*, TORCH_*, LD_LIBRARY_PATH, ...; of KERNELEVO_* only common/env.h's table
+// CUDA_*, NVIDIA_*, NCCL_*, TORCH_*, LD_LIBRARY_PATH, ...; of KERNELEVO_* only common/settings.h's table
 // and the tests' hooks), never a variable that may hold a secret (by its name: *KEY, *TOKEN*,
 // *SECRET*, *PASSW*, *CREDENTIAL*, ...; or by its value: a URL with a user or password, a registered
 // secret), plus `extra`. HOME and TMPDIR point into the sandbox.
 std::map<std::string, std::string> sandbox_environment(const std::map<std::string, std::string>& extra = {});
 // True for a variable name that the allowlist lets through (its value is checked too: sandbox_environment).
 bool env_allowed(const std::string& name);
-
-// The sandbox's setting, as its errors name it (common/setting_error.h).
-namespace sandbox::settings {
-inline constexpr Setting kMode{"sandbox.mode", "the sandbox mode"};
-// Every setting above (for the commands' table of flags and its test).
-inline const std::vector<Setting>& all() {
-    static const std::vector<Setting> v{kMode};
-    return v;
-}
-}  // namespace sandbox::settings
 
 }  // namespace kevo

@@ -19,7 +19,7 @@
 #include <set>
 #include <thread>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"
@@ -286,6 +286,7 @@ struct Server::Impl {
 #ifdef KEVO_WITH_WORKERS
     std::unique_ptr<worker::Queue> queue;
 #endif
+    std::string queue_password;  // opens the Redis runs whose URL and KERNELEVO_REDIS_PASSWORD give none
 
     // Every run location: given, registered on the queue, in the local cache. Deduplicated.
     std::vector<std::pair<std::string, nlohmann::json>> run_locations() {
@@ -316,14 +317,15 @@ struct Server::Impl {
     // or null when there is none (yet, or any more).
     std::shared_ptr<store::Store> open(const std::string& location) {
         store::StoreLocation where = store::parse_store_location(location);
+        if (where.redis && where.password.empty()) where.password = queue_password;
         std::optional<FileId> now;
-        bool exists = where.redis ? store::store_exists(location) : (now = file_id(where.path)).has_value();
+        bool exists = where.redis ? store::store_exists(where) : (now = file_id(where.path)).has_value();
         std::lock_guard<std::mutex> lock(mu);
         auto it = stores.find(location);
         if (it != stores.end() && exists && (where.redis || same_state(*it->second.file, *now))) return it->second.store;
         if (it != stores.end()) stores.erase(it);
         if (!exists) return nullptr;
-        std::shared_ptr<store::Store> s = store::open_store(location, store::Access::read_only);
+        std::shared_ptr<store::Store> s = store::open_store(where, store::Access::read_only);
         stores[location] = {s, now};
         return s;
     }
@@ -416,16 +418,14 @@ Server::Server(ServeOptions options) : impl_(std::make_unique<Impl>()) {
     if (impl_->opt.token.empty())
         if (const char* t = env(EnvVar::kServeToken)) impl_->opt.token = t;
     if (!is_loopback(host) && impl_->opt.token.size() < 16)
-        throw SettingError({settings::kListen, settings::kToken},
+        throw SettingError({settings::kListen, settings::kServeToken},
                            "{serve.listen} " + impl_->opt.listen + " is reachable from other machines: give a token of at least 16 "
                            "characters in $KERNELEVO_SERVE_TOKEN (or {serve.token}), or listen on 127.0.0.1");
     if (!impl_->opt.token.empty()) register_secret(impl_->opt.token);
     if (!impl_->opt.queue_url.empty()) {
 #ifdef KEVO_WITH_WORKERS
         impl_->queue = std::make_unique<worker::Queue>(impl_->opt.queue_url);
-        // Registered Redis runs on the same server are opened with the queue's password.
-        const auto& w = impl_->queue->location();
-        if (!w.password.empty()) ::setenv("KERNELEVO_REDIS_PASSWORD", w.password.c_str(), 0);
+        impl_->queue_password = impl_->queue->location().password;  // registered runs are on its server
 #else
         throw SettingError({settings::kQueue}, "{serve.queue}: this kernelevo was built without Redis support");
 #endif

@@ -32,18 +32,6 @@
 
 namespace kevo::serve {
 
-// The server's settings, as its errors name them (common/setting_error.h).
-namespace settings {
-inline constexpr Setting kListen{"serve.listen", "the listen address"};
-inline constexpr Setting kToken{"serve.token", "the token"};
-inline constexpr Setting kQueue{"serve.queue", "the workers' queue"};
-// Every setting above (for the commands' table of flags and its test).
-inline const std::vector<Setting>& all() {
-    static const std::vector<Setting> v{kListen, kToken, kQueue};
-    return v;
-}
-}  // namespace settings
-
 struct ServeOptions {
     std::string listen = "127.0.0.1:8377";  // HOST:PORT (port 0: any free port)
     std::string token;                      // required unless the host is loopback

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <ostream>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/error.h"
 #include "common/process.h"
 #include "common/text.h"
@@ -250,7 +250,10 @@ StateCheck check_state(const std::string& location) {
 std::unique_ptr<Store> open_store(const std::string& location, Access access) { return open_store(location, access, StateCheck{}); }
 
 std::unique_ptr<Store> open_store(const std::string& location, Access access, const StateCheck& checked) {
-    StoreLocation w = parse_store_location(location);
+    return open_store(parse_store_location(location), access, checked);
+}
+
+std::unique_ptr<Store> open_store(const StoreLocation& w, Access access, const StateCheck& checked) {
     if (!w.redis) {
         if (access == Access::read_only && !std::filesystem::is_regular_file(w.path))
             throw UsageError("no search state at " + w.path);
@@ -269,8 +272,9 @@ std::unique_ptr<Store> open_store(const std::string& location, Access access, co
 #endif
 }
 
-bool store_exists(const std::string& location) {
-    StoreLocation w = parse_store_location(location);
+bool store_exists(const std::string& location) { return store_exists(parse_store_location(location)); }
+
+bool store_exists(const StoreLocation& w) {
     if (!w.redis) return std::filesystem::exists(w.path);
 #ifdef KEVO_HAVE_REDIS
     return detail::redis_exists(w);

@@ -215,10 +215,13 @@ struct StateCheck {
 };
 StateCheck check_state(const std::string& location);
 std::unique_ptr<Store> open_store(const std::string& location, Access access, const StateCheck& checked);
+// The same, at a parsed location (its password, say, supplied by the caller).
+std::unique_ptr<Store> open_store(const StoreLocation& where, Access access, const StateCheck& checked = {});
 // How many times this process has read a state file's content to check it (tests, diagnostics).
 int64_t state_content_checks();
 // Whether a state exists there (an SQLite file, or the run's metadata key on the Redis server).
 bool store_exists(const std::string& location);
+bool store_exists(const StoreLocation& where);
 // Deletes the state there (the SQLite file with its WAL and SHM files, or every key of the run's
 // prefix on the Redis server but its writer lease); nothing else is touched: a file that is not a
 // KernelEvo state is refused as open_store() refuses it.

@@ -25,7 +25,7 @@
 
 #include "common/error.h"
 #include "store/internal/backends.h"
-#include "store/settings.h"
+#include "common/setting_error.h"
 #include "store/store.h"
 #ifdef KEVO_HAVE_REDIS
 #include "store/redis_connection.h"

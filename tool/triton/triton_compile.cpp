@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "common/env.h"
+#include "common/setting_error.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/hash.h"

@@ -26,15 +26,6 @@
 
 namespace kevo::tune {
 
-// The tuner's settings, as its errors name them (the command line shows each under its flag).
-namespace settings {
-inline constexpr Setting kMaxEvals{"tune.max_evals", "the number of variants to validate"};
-inline const std::vector<Setting>& all() {
-    static const std::vector<Setting> v{kMaxEvals};
-    return v;
-}
-}  // namespace settings
-
 struct TuneError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };

@@ -1,5 +1,5 @@
 #include "validate/gpu_ledger.h"
-#include "common/env.h"
+#include "common/settings.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "validate/gpu_ledger.h"
 
 namespace kevo {

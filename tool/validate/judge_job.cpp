@@ -4,7 +4,7 @@
 #include <map>
 #include <random>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "device/tolerance.h"
 #include "sandbox/confine.h"
 #include "sandbox/sandbox.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <cstdlib>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"

@@ -74,6 +74,12 @@ struct ValidatorHandler::Impl {
     std::map<std::string, std::unique_ptr<Validator>> validators;   // by task hash + options + arch
     bool device_known = false;
     DeviceInfo dev;
+    // The judge's options on this worker's GPU (options.gpu; none for a compile-only worker).
+    ValidateOptions validate_options() const {
+        ValidateOptions vo;
+        vo.device_index = options.compile_only ? -1 : options.gpu;
+        return vo;
+    }
 };
 
 ValidatorHandler::ValidatorHandler(const WorkerOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -85,7 +91,7 @@ nlohmann::json ValidatorHandler::device() {
     if (impl_->options.compile_only) return nlohmann::json::object();
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (!impl_->device_known) {
-        Validator probe(Task{}, ValidateOptions{});  // queries the GPU in a child (KERNELEVO_DEVICE)
+        Validator probe(Task{}, impl_->validate_options());  // queries the GPU in a child
         impl_->dev = probe.device();
         impl_->device_known = true;
     }
@@ -121,7 +127,7 @@ Validator& ValidatorHandler::validator(const JobSpec& spec, Queue& queue) {
             throw UsageError("the published reference of task " + task->name + " does not match the job's reference hash");
         impl_->tasks[spec.task_hash] = std::move(task);
     }
-    ValidateOptions vo;
+    ValidateOptions vo = impl_->validate_options();
     vo.arch = spec.arch;
     apply_portable_options(vo, spec.options);
     auto v = std::make_unique<Validator>(*impl_->tasks[spec.task_hash], vo);

@@ -245,7 +245,7 @@ void BenchRun::search_task(const fs::path& task_path, const Task& task, const st
     s.json = false;  // bench --json prints the bench's document, not each search's summary
     fs::create_directories(o_.out / "state");
     if (s.python.empty()) s.python = a_.python;  // --python: also the one a candidate language may need
-    SearchOutcome so = run_search(s, prefix + folder + " | ");
+    SearchOutcome so = run_search(s, search_config(s), prefix + folder + " | ");
     r.tokens = so.tokens;
     so_baselines_ = so.baselines;
     r.cost_usd = so.cost_usd;

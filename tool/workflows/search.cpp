@@ -21,7 +21,7 @@
 #include "language/registry.h"
 #include "llm/budget.h"
 #include "llm/options.h"
-#include "store/settings.h"
+#include "common/setting_error.h"
 #include "store/writer.h"
 #include "workflows/confirm.h"
 #include "workflows/search.h"
@@ -165,17 +165,15 @@ void store_best_baselines(store::Store& st, const store::Program& best, const st
     st.put_meta(evolve::kBestBaselinesMeta, j);
 }
 
-// The configuration of the search that runs: search_config() plus the seed kernel's text and the
+// The configuration of the search that runs: search_config()'s plus the seed kernel's text and the
 // log; the budgets move from the LLM options into it (the search enforces them against the stored
 // totals, which survive a resume).
-evolve::SearchConfig config_of(SearchArgs& a) {
-    evolve::SearchConfig cfg = search_config(a);
+void complete_config(SearchArgs& a, evolve::SearchConfig& cfg) {
     if (!a.initial.empty()) cfg.structure.initial_source = read_kernel_file(a.initial, "--initial");
     a.llm.max_total_tokens = 0;
     a.llm.max_cost_usd = 0;
     a.llm.model_seed = cfg.structure.seed;
     cfg.log = [](const std::string& line) { std::cerr << "\nkernelevo: " << printable(line) << "\n"; };
-    return cfg;
 }
 
 // The LLM: a replay transcript, or a client (model choice, transcript, in-flight limit).
@@ -250,11 +248,11 @@ struct State {
 // before anything is created or removed.
 void refuse_replies_for_new_state(const SearchArgs& a, const store::StoreLocation& where, bool existed) {
     if (a.cfg.batch.replies.empty() || (existed && !a.fresh)) return;
-    using evolve::settings::kBatchReplies;
-    using evolve::settings::kFresh;
+    using settings::kBatchReplies;
+    using settings::kFresh;
     const std::string file = printable(a.cfg.batch.replies.front());
     if (!existed)
-        throw SettingError({kBatchReplies, store::settings::kState},
+        throw SettingError({kBatchReplies, settings::kState},
                            "{batch.replies} " + file + ": there is no state at " + printable(where.display()) +
                                ", so no batch of it can have been answered; give the {store.state} of the run that "
                                "wrote the batch");
@@ -413,11 +411,6 @@ SearchOutcome finish(const SearchArgs& a, const Task& task, const std::string& a
 }
 }  // namespace
 
-const std::vector<Setting>& settings::all() {
-    static const std::vector<Setting> list = {kArch, kFitnessBaseline, kWorkers};
-    return list;
-}
-
 evolve::SearchConfig search_config(const SearchArgs& a) {
     evolve::SearchConfig cfg = a.cfg;
     cfg.evolution.profile_best = !a.no_profile;
@@ -431,10 +424,10 @@ evolve::SearchConfig search_config(const SearchArgs& a) {
     return cfg;
 }
 
-SearchOutcome run_search(const SearchArgs& args, const std::string& progress_prefix) {
+SearchOutcome run_search(const SearchArgs& args, evolve::SearchConfig cfg, const std::string& progress_prefix) {
     SearchArgs a = args;
     std::atomic<bool> stop{false};  // set by Ctrl-C; outlives the evaluator, whose waits (the confirmation's too) ask it
-    evolve::SearchConfig cfg = config_of(a);  // a bad setting stops here, before anything is read or sent
+    complete_config(a, cfg);
     Task task = load_task(a.task);
     evolve::Prompts prompts;
     if (!a.prompts.empty()) prompts.load_overrides(a.prompts);

@@ -51,16 +51,9 @@ struct SearchOutcome {
 // the setting at fault. Reads no file and touches no LLM, so a command can check it first.
 evolve::SearchConfig search_config(const SearchArgs& args);
 
-// The request's settings that its errors name (in words; the commands show their flags).
-namespace settings {
-inline constexpr Setting kArch{"request.arch", "the target architecture"};
-inline constexpr Setting kFitnessBaseline{"request.fitness_baseline", "the fitness baseline"};
-inline constexpr Setting kWorkers{"request.workers", "validation through workers"};
-const std::vector<Setting>& all();
-}  // namespace settings
-
-// One search, resumable through args.state (printing progress lines prefixed by progress_prefix to
-// stderr); writes the best kernel into the cache directory args.out. Throws UsageError on bad setup.
-SearchOutcome run_search(const SearchArgs& args, const std::string& progress_prefix = "");
+// One search of `cfg` (search_config(args), which the caller computes once, first), resumable through
+// args.state (printing progress lines prefixed by progress_prefix to stderr); writes the best kernel
+// into the cache directory args.out. Throws UsageError on bad setup.
+SearchOutcome run_search(const SearchArgs& args, evolve::SearchConfig cfg, const std::string& progress_prefix = "");
 
 }  // namespace kevo::workflows

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "runner.h"
 
 namespace kevo_runner {

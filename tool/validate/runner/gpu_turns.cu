@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "gpu_activity.h"
 #include "judge.h"
 

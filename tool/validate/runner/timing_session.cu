@@ -8,7 +8,7 @@
 #include <string>
 #include <tuple>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "test_hooks.h"
 
 namespace kevo_runner {
