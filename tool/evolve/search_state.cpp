@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "evolve/prompt_text.h"
 #include "language/registry.h"
-#include "store/settings.h"
+#include "common/setting_error.h"
 
 namespace kevo::evolve::detail {
 
@@ -121,7 +121,7 @@ void RunState::check_structure() {
     if (auto existing = store.get_meta("structure")) {
         for (auto& [k, v] : structure.items())
             if (existing->value(k, nlohmann::json()) != v)
-                throw SettingError({store::settings::kState, settings::kFresh},
+                throw SettingError({settings::kState, settings::kFresh},
                                    "the state store belongs to another run (" + k + " was " +
                                        existing->value(k, nlohmann::json()).dump() + ", now " + v.dump() +
                                        "); use another {store.state}, or {search.fresh} to start over");

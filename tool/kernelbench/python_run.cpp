@@ -86,7 +86,7 @@ Confinement confine(const ImportOptions& o, const PythonInfo& py, const std::vec
     }
     const SandboxLayers& l = sandbox_layers();
     if (!l.namespaces)
-        throw SettingError({settings::kNoSandbox},
+        throw SettingError({settings::kImportNoSandbox},
                            "the import runs each problem file (untrusted Python) in a sandbox, which needs bubblewrap:\n" + l.why_not +
                                "Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) and allow user "
                                "namespaces, or run the problem files with your own rights ({import.no_sandbox}; unsafe: only for "

@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "common/error.h"
-#include "llm/settings.h"
+#include "common/setting_error.h"
 
 namespace kevo::llm {
 namespace {
@@ -27,7 +27,7 @@ Price parse_price(const std::string& spec) {
         char* end = nullptr;
         double v = std::strtod(s.c_str(), &end);
         if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0)
-            throw SettingError({settings::kPrice}, "{llm.price} " + spec +
+            throw SettingError({settings::kLlmPrice}, "{llm.price} " + spec +
                              ": expected PROMPT:COMPLETION or one price, in USD per million tokens (e.g. 0.30:2.50)");
         return v;
     };
