@@ -169,7 +169,7 @@ TEST_F(LlmBatch, AProviderWithoutABatchApiSaysSo) {
         ADD_FAILURE() << "no error";
     } catch (const HttpError& e) {
         EXPECT_EQ(e.status, 404);
-        EXPECT_NE(std::string(e.what()).find("/v1/files: not found: wrong --llm-url, an unknown id, or the provider "
+        EXPECT_NE(std::string(e.what()).find("/v1/files: not found: wrong the LLM's URL, an unknown id, or the provider "
                                              "has no such endpoint"),
                   std::string::npos) << e.what();
     }

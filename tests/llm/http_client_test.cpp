@@ -58,7 +58,7 @@ TEST_F(LlmHttp, CostCapStopsNewRequests) {
     // Now $0.01 per 15 tokens is known: the next request may cost up to 185 tokens' worth.
     auto e = expect_throw<BudgetExceeded>([&] { client.chat(request()); });
     EXPECT_NE(std::string(e.what()).find("cost budget: $0.0100 spent and $0.0000 reserved for requests in flight of "
-                                         "$0.0150 (--budget-usd); the next request may cost up to $0.1233"),
+                                         "$0.0150 (the budget in US dollars); the next request may cost up to $0.1233"),
               std::string::npos) << e.what();
     EXPECT_EQ(server.requests().size(), 1u);
     EXPECT_NEAR(client.totals().cost_usd, 0.01, 1e-12);

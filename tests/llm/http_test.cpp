@@ -178,7 +178,7 @@ TEST_F(LlmHttp, AServerNeverReachedFailsAtOnceWithoutRetries) {
     EXPECT_FALSE(e.retryable);
     EXPECT_NE(std::string(e.what()).find("failed"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("not retried"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("--llm-url"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("check the LLM's URL"), std::string::npos) << e.what();
     EXPECT_EQ(log.all().find("retrying"), std::string::npos) << log.all();
 }
 

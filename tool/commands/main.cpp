@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", kevo::cli::version_text, "Print the version and the build's details (git commit, CUDA, LibTorch, Redis, build type)");
     int rc = 0;
+    kevo::name_settings_by_option();  // a library's messages name each setting by its option
     // Every child (compiler, judge, sandbox) dies with this process on SIGTERM or Ctrl-C.
     kevo::install_child_cleanup();
     kevo::register_sandbox_option(app);

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/setting_error.h"
 #include "common/fs.h"
 #include "common/hash.h"
 #include "common/process.h"
@@ -127,7 +128,7 @@ std::string BatchMode::foreign(const std::string& where, const std::string& cust
                "(its batch " + std::to_string(id->batch) + " has no such line): an edited file?";
     if (id->task == id_part(task_, kTaskTagMax) && id->arch == id_part(arch_, kArchTagMax))
         return where + ": the replies of another run of " + task_ + " on " + arch_ + " (run " + id->run + "); " + self +
-               ". A file from before --fresh, or of another --state?";
+               named(". A file from before {search.fresh}, or of another {store.state}?");
     return where + ": the replies of a run of another task or architecture (run " + id->run + " of " + id->task +
            " on " + id->arch + "); " + self + ".";
 }

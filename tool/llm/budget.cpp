@@ -112,14 +112,15 @@ std::string Budget::reached_message() const {
     char buf[256];
     if (caps_.max_tokens > 0 && spent_.tokens() >= caps_.max_tokens) {
         std::snprintf(buf, sizeof buf,
-                      "token budget reached: %lld of %lld tokens used (--budget-tokens); no new LLM request is sent",
-                      static_cast<long long>(spent_.tokens()), static_cast<long long>(caps_.max_tokens));
+                      "token budget reached: %lld of %lld tokens used (%s); no new LLM request is sent",
+                      static_cast<long long>(spent_.tokens()), static_cast<long long>(caps_.max_tokens),
+                      named("{stopping.budget_tokens}").c_str());
         return buf;
     }
     if (caps_.max_cost_usd > 0 && spent_.cost_usd >= caps_.max_cost_usd) {
         std::snprintf(buf, sizeof buf,
-                      "cost budget reached: $%.4f of $%.4f spent (--budget-usd); no new LLM request is sent",
-                      spent_.cost_usd, caps_.max_cost_usd);
+                      "cost budget reached: $%.4f of $%.4f spent (%s); no new LLM request is sent",
+                      spent_.cost_usd, caps_.max_cost_usd, named("{stopping.budget_usd}").c_str());
         return buf;
     }
     return "";
@@ -127,14 +128,16 @@ std::string Budget::reached_message() const {
 
 std::string Budget::overrun(int64_t extra_tokens, double extra_cost, bool cost_known) const {
     if (caps_.max_tokens > 0 && spent_.tokens() + reserved_.tokens() + extra_tokens > caps_.max_tokens)
-        return "token budget: " + tokens_text(spent_.tokens()) + " tokens used and " + tokens_text(reserved_.tokens()) +
-               " reserved for requests in flight of " + tokens_text(caps_.max_tokens) +
-               " (--budget-tokens); the next request may use up to " + tokens_text(extra_tokens) +
-               " (its prompt, one token per byte, plus --max-tokens), so it is not sent";
+        return named("token budget: " + tokens_text(spent_.tokens()) + " tokens used and " +
+                     tokens_text(reserved_.tokens()) + " reserved for requests in flight of " +
+                     tokens_text(caps_.max_tokens) + " ({stopping.budget_tokens}); the next request may use up to " +
+                     tokens_text(extra_tokens) + " (its prompt, one token per byte, plus {requests.max_tokens}), so "
+                     "it is not sent");
     if (caps_.max_cost_usd > 0 && cost_known && spent_.cost_usd + reserved_.cost_usd + extra_cost > caps_.max_cost_usd)
-        return "cost budget: " + usd(spent_.cost_usd) + " spent and " + usd(reserved_.cost_usd) +
-               " reserved for requests in flight of " + usd(caps_.max_cost_usd) +
-               " (--budget-usd); the next request may cost up to " + usd(extra_cost) + ", so it is not sent";
+        return named("cost budget: " + usd(spent_.cost_usd) + " spent and " + usd(reserved_.cost_usd) +
+                     " reserved for requests in flight of " + usd(caps_.max_cost_usd) +
+                     " ({stopping.budget_usd}); the next request may cost up to " + usd(extra_cost) +
+                     ", so it is not sent");
     return "";
 }
 
@@ -169,8 +172,8 @@ Reservation Budget::reserve(const ChatRequest& request, bool wait) {
         }
         if (!wait || in_flight_ == 0) {
             if (why.empty())
-                why = "cost budget: no price per token is known yet (pass --llm-price), so the request waits for "
-                      "the one in flight";
+                why = named("cost budget: no price per token is known yet (pass {llm.price}), so the request "
+                            "waits for the one in flight");
             if (caps_.final_refusal && wait) refused_ = why;  // (wait: none in flight, the run stops here)
             throw BudgetExceeded(why);
         }
@@ -225,8 +228,9 @@ Usage Budget::settle(Reservation& r, const Usage& reported) {
     cv_.notify_all();
     if (log_ && !note.empty()) log_(note);
     if (log_ && warn_cost)
-        log_("warning: the LLM provider does not report costs; the cost cap (--budget-usd) only counts replies "
-             "that report one (or pass --llm-price), the token cap (--budget-tokens) still applies");
+        log_(named("warning: the LLM provider does not report costs; the cost cap ({stopping.budget_usd}) only "
+                   "counts replies that report one (or pass {llm.price}), the token cap ({stopping.budget_tokens}) "
+                   "still applies"));
     return counted;
 }
 

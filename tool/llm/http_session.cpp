@@ -90,14 +90,15 @@ std::string server_message(const std::string& body) {
 
 std::string status_hint(int status, const std::string& model, bool have_key) {
     switch (status) {
-        case 400: return "the server rejected the request (check --model and the request parameters)";
+        case 400: return named("the server rejected the request (check {llm.model} and the request parameters)");
         case 401:
             return have_key ? "the API key was rejected (check KERNELEVO_API_KEY or the provider's key variable)"
-                            : "no API key was sent; set KERNELEVO_API_KEY (see --llm-key-env)";
+                            : named("no API key was sent; set KERNELEVO_API_KEY (see {llm.key_env})");
         case 402: return "payment required: the account is out of credits";
         case 403: return "forbidden: this key may not use model '" + model + "'";
-        case 404: return model.empty() ? "not found: wrong --llm-url, an unknown id, or the provider has no such endpoint"
-                                       : "not found: unknown model '" + model + "' or wrong --llm-url";
+        case 404:
+            return named(model.empty() ? "not found: wrong {llm.url}, an unknown id, or the provider has no such endpoint"
+                                       : "not found: unknown model '" + model + "' or wrong {llm.url}");
         case 408: return "the server timed out waiting for the request";
         case 429: return "rate limited";
         default: return status >= 500 ? "server error" : "request failed";
@@ -341,7 +342,8 @@ std::string HttpSession::send(const HttpExchange& ex, const std::string& model,
         // instead of retrying for minutes.
         if (retryable && !a.connected && !connected_once_) {
             retryable = false;
-            message += " (not retried: no connection to this server has succeeded yet; check --llm-url and the network)";
+            message += named(" (not retried: no connection to this server has succeeded yet; check {llm.url} and the "
+                             "network)");
         }
         if (!retryable) raise(message, status, retryable);
         if (n >= config_.max_attempts)

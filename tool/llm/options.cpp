@@ -106,7 +106,7 @@ std::string display_url(const std::string& url) {
 bool url_has_credentials(const std::string& url) { return display_url(url) != url; }
 
 std::string url_credentials_note(const std::string& url) {
-    return url_has_credentials(url) ? " (the credentials of --llm-url show as ***: give them again)" : "";
+    return url_has_credentials(url) ? named(" (the credentials of {llm.url} show as ***: give them again)") : "";
 }
 
 void register_url_secrets(const std::string& url) {
@@ -190,7 +190,7 @@ HttpConfig http_config(const LlmOptions& o, const LogFn& log) {
     ApiKey key = find_api_key(o.url, o.key_env);
     if (key.value.empty() && !key.withheld.empty() && log)
         log("note: " + key.withheld + " is set but is sent only to openrouter.ai, so no API key is sent to " +
-            url_host(o.url) + " (set KERNELEVO_API_KEY, or pass --llm-key-env " + key.withheld + ")");
+            url_host(o.url) + named(" (set KERNELEVO_API_KEY, or pass {llm.key_env} ") + key.withheld + ")");
     c.api_key = key.value;
     c.connect_timeout_s = o.connect_timeout_s;
     c.read_timeout_s = o.read_timeout_s;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/setting_error.h"
 #include "store/internal/backends.h"
 
 namespace kevo::store {
@@ -166,7 +167,7 @@ std::atomic<int64_t> g_content_checks{0};
 
 void check_existing_state(const std::string& path) {
     ++g_content_checks;
-    const std::string untouched = " (it was left as it is; pass another --state)";
+    const std::string untouched = named(" (it was left as it is; pass another {store.state})");
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
         throw UsageError(path + " is not a regular file, not a KernelEvo state" + untouched);

@@ -93,10 +93,11 @@ std::string line_value(const std::string& out, const std::string& key) {
     return out.substr(p + key.size() + 1, e == std::string::npos ? std::string::npos : e - p - key.size() - 1);
 }
 
-const char* const kInstall =
-    "The Triton backend needs Python 3 with Triton 3.x on the machine that compiles (the GPU host): "
-    "`pip install triton`, or point KERNELEVO_PYTHON (or --python) at the interpreter that has it. "
-    "Nothing of Python is needed to build or run the result.";
+std::string install_hint() {
+    return named("The Triton backend needs Python 3 with Triton 3.x on the machine that compiles (the GPU host): "
+                 "`pip install triton`, or point KERNELEVO_PYTHON (or {language.python}) at the interpreter that has "
+                 "it. Nothing of Python is needed to build or run the result.");
+}
 
 std::string hint_for(const std::string& log) {
     if (log.find("No module named") != std::string::npos)
@@ -138,12 +139,14 @@ TritonInfo probe(const std::string& python_option) {
     po.env = {{"PYTHONDONTWRITEBYTECODE", "1"}};
     ProcessResult r = run_process(po);
     if (!r.started || (r.exit_code == 127 && r.out.empty()))
-        throw UsageError("cannot run Python (" + info.python + "): " + (r.error.empty() ? r.describe() : r.error) + ". " + kInstall);
+        throw UsageError("cannot run Python (" + info.python + "): " + (r.error.empty() ? r.describe() : r.error) +
+                         ". " + install_hint());
     if (!r.ok())
         throw UsageError("Python (" + info.python + ") failed while looking for Triton: " + r.describe() + "\n" +
-                         trim_python_log(r.out + r.err, 2000) + kInstall);
+                         trim_python_log(r.out + r.err, 2000) + install_hint());
     if (r.out.find("KEVO_NO_TRITON") != std::string::npos)
-        throw UsageError("Triton is not installed for " + info.python + " (" + line_value(r.out, "KEVO_NO_TRITON") + "). " + kInstall);
+        throw UsageError("Triton is not installed for " + info.python + " (" + line_value(r.out, "KEVO_NO_TRITON") +
+                         "). " + install_hint());
     info.version = line_value(r.out, "KEVO_TRITON");
     if (line_value(r.out, "KEVO_GRID") != "True")
         throw UsageError("Triton " + info.version + " (" + info.python + ") is too old for kernelevo: its ahead-of-time compiler "
