@@ -91,7 +91,7 @@ def main():
     spans = []
     for j in jobs:
         for p in j.get("phases", []):
-            if p["lock"] != "none" or p["phase"] in ("load", "context"):
+            if p["lock"] != "none" or p["phase"] in ("load", "context", "spawn"):
                 spans.append((p["t0"], p["t1"], "judge: " + p["phase"], p["lock"]))
     for h in holds:
         cat = category(h.get("reason", ""))

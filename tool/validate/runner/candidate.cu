@@ -335,8 +335,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
     return out;
 }
 
-// The candidate process's CUDA set-up, before the confinement: context, stream, fence, gate,
-// events, and the launch-cost calibration. A failure is told the judge in the hello, and ends it.
+// The candidate process's CUDA set-up, before the confinement: context, stream, fence, gate and
+// events. A failure is told the judge in the hello, and ends it.
 void init_gpu(Candidate& c, const CandidateArgs& args) {
     auto fail = [&](const std::string& what, cudaError_t e) {
         hello(c.sock, 2, what + ": " + cuda_text(e));
@@ -369,11 +369,7 @@ void init_gpu(Candidate& c, const CandidateArgs& args) {
         c.ev0.push_back(a);
         c.ev1.push_back(b);
     }
-    // The launch-cost calibration (Candidate::calibrate), before the library is loaded.
     c.flush_blocks = l2_flush_blocks(sms);
-    int l2 = 0;
-    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c.device);
-    c.calibrate(l2_flush_bytes(l2));
     c.gate_cycles = static_cast<long long>(std::max(khz, 1000000)) * Candidate::kGateLimit.count();  // at the top clock
     c.gate_wait_value = cu().ok && !args.gate_kernel;
     cudaDeviceSynchronize();
@@ -386,8 +382,19 @@ int candidate_main(const CandidateArgs& args) {
     c.sock = args.channel;
     c.device = args.device;
     const bool gpu = !args.load_only;
-    // CUDA first: its initialisation opens devices and maps memory the confinement forbids later.
-    if (gpu) init_gpu(c, args);
+    // CUDA first: its initialisation opens devices and maps memory the confinement forbids later. The
+    // process and its context start while other judges may be timing; what runs kernels (the launch-cost
+    // calibration, the library's static constructors) waits for the judge's OP_GO, sent once the judge
+    // holds the GPU shared.
+    if (gpu) {
+        init_gpu(c, args);
+        Msg go;
+        if (recv_msg(c.sock, go, -1, nullptr) != RecvStatus::ok || go.op != OP_GO) _exit(0);
+        int l2 = 0;
+        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c.device);
+        c.calibrate(l2_flush_bytes(l2));  // runner code only, before the library is loaded
+        cudaDeviceSynchronize();
+    }
     kevo::ConfineReport cr;
     if (args.confine) {
         kevo::ConfineOptions co;

@@ -60,7 +60,9 @@ pid_t spawn(std::vector<std::string>& argv, std::vector<std::string>& env, int c
 }
 }  // namespace
 
-void Judge::start_candidate(const Job& job, JobResult& r) {
+// The candidate process: the sandbox, then runner code bringing its CUDA context up. No kernel of its
+// runs before admit_candidate, so it starts without the GPU lock, beside other judges' timing.
+void Judge::spawn_candidate(const Job& job) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw SetupFailure{"socketpair failed"};
     int out_pipe[2];
@@ -78,7 +80,18 @@ void Judge::start_candidate(const Job& job, JobResult& r) {
     warmed_up_ = false;
     output_.clear();
     read_output(out_pipe[0]);
-    await_hello(job, r, argv[0]);
+    candidate_exe_ = argv[0];
+}
+
+// With the GPU held shared: the candidate process may calibrate and load its library (OP_GO; a
+// load-only process loads unbidden). A process already gone leaves its hello, read by await_hello.
+void Judge::admit_candidate(const Job& job, JobResult& r) {
+    if (!job.load_only) {
+        Msg go;
+        go.op = OP_GO;
+        (void)send_msg(sock_, go, -1, job.call_timeout_s);
+    }
+    await_hello(job, r, candidate_exe_);
 }
 
 // The candidate process's command line: the sandbox's prefix, then this runner as --candidate.

@@ -43,6 +43,8 @@ enum Op : int32_t {
     OP_REPLY,
     OP_CALIBRATION,  // candidate -> judge, before the candidate's library is loaded: `count` empty-kernel
                      // calls timed in `us` as timed calls are (each after an L2 flush), by runner code only
+    OP_GO,           // judge -> candidate, once its CUDA context is up: the judge holds the GPU shared now;
+                     // calibrate, confine, load the library, say hello
 };
 enum Flags : int32_t {
     FLAG_GATED = 1,

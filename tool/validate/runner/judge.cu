@@ -344,15 +344,19 @@ JobResult Judge::run(const Job& job) {
                 return result;
             }
             lap(result, "context");
-            // Everything up to the timed calls measures nothing: it shares the GPU with other judges'
-            // checks, never with a measurement.
+            spawn_candidate(job);  // its process and CUDA context, beside others' timing: no kernel of it runs
+            lap(result, "spawn");
+            // Everything else up to the timed calls measures nothing: it shares the GPU with other
+            // judges' checks, never with a measurement.
             gpu_ = take_gpu(kevo::GpuUse::shared, result);
             lap(result, "wait.shared");
             lap_lock_ = "shared";
             reserve_job_memory(job);  // before anything of the job is allocated (ledger_use.cu)
             load_reference(job);
+        } else {
+            spawn_candidate(job);
         }
-        start_candidate(job, result);
+        admit_candidate(job, result);
         lap(result, "load");
         if (job.load_only) {
             end_job(result);

@@ -71,7 +71,8 @@ private:
     // setup
     void init_device(JobResult& r);
     void load_reference(const Job& job);
-    void start_candidate(const Job& job, JobResult& r);
+    void spawn_candidate(const Job& job);
+    void admit_candidate(const Job& job, JobResult& r);
     std::vector<std::string> candidate_argv(const Job& job) const;
     void read_output(int rfd);  // the candidate process's stdout and stderr into output_
     void await_hello(const Job& job, JobResult& r, const std::string& exe);
@@ -165,6 +166,7 @@ private:
     const FileValues& file_values(const JobTensor& d);
     // candidate process
     pid_t pid_ = -1;
+    std::string candidate_exe_;  // argv[0] of its command line (the sandbox's, or this runner)
     int sock_ = -1;
     std::thread output_reader_;
     std::string output_;
