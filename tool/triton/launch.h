@@ -22,31 +22,18 @@
 #pragma once
 #include <cstdint>
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "task/task.h"
+#include "triton/python_literal.h"
 
 namespace kevo::triton {
 
-// A candidate's mistake (not a setup problem): a compile_error for the validator.
-struct LaunchError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
 // True when `source` is a Triton candidate (Python with @triton.jit) rather than a CUDA .cu.
 bool is_triton_source(const std::string& source);
-
-// Parses a Python literal (dict, list, tuple, str, int, float, True/False/None; comments and
-// trailing commas allowed) into JSON: tuples become arrays. Throws LaunchError with the line.
-nlohmann::json parse_python_literal(const std::string& text);
-
-// The value assigned to `name` at the top level of a Python file (`NAME = {...}`), parsed with
-// parse_python_literal. Throws LaunchError when it is absent or not a literal.
-nlohmann::json find_assignment(const std::string& source, const std::string& name);
 
 struct KernelParam {
     std::string name;

@@ -1,6 +1,5 @@
-// The Python literal reader of the launch description (launch.h: parse_python_literal,
-// find_assignment): dicts, lists, tuples, strings, numbers, True/False/None, read without Python.
-#include "triton/launch.h"
+// The Python literal reader of the launch description (python_literal.h).
+#include "triton/python_literal.h"
 
 #include <cctype>
 #include <regex>
