@@ -110,7 +110,8 @@ function(_kevo_arch_verdict prefix arch out)
 endfunction()
 
 # An entry's line from its `cache status` row: "2.31x vs reference on NVIDIA H100, hand-written,
-# 2026-12-02", with a toolkit or LibTorch other than this build's.
+# 2026-12-02" ("speedup not measured, ..." for an entry that records none), with a toolkit or LibTorch
+# other than this build's.
 function(_kevo_entry_summary row out)
   foreach(_key speedup origin model validated date gpu toolkit libtorch)
     string(JSON _${_key} ERROR_VARIABLE _missing GET "${row}" ${_key})
@@ -126,6 +127,8 @@ function(_kevo_entry_summary row out)
     else()
       list(APPEND _parts "${_speedup}x vs reference")
     endif()
+  else()
+    list(APPEND _parts "speedup not measured")  # (0: stored --unvalidated or validated without timing)
   endif()
   if(_origin STREQUAL "manual")
     list(APPEND _parts "hand-written")

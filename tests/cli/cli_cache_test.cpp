@@ -108,9 +108,9 @@ TEST_F(CliCache, StatusMarksUnvalidatedEntries) {
     ASSERT_EQ(add.exit_code, 0) << add.err;
     store("scale", "sm_80");
     auto r = kernelevo({"cache", "status", "--cache-dir", cache_dir.string(), "--task", task_file()});
-    EXPECT_EQ(r.exit_code, 1) << r.out;  // (its kernel records no speedup: kept out under the default minimum)
+    EXPECT_EQ(r.exit_code, 0) << r.out;  // (no speedup recorded: the minimum applies to measured ones only)
     EXPECT_TRUE(std::regex_search(r.out, std::regex("scale +sm_90 +unval\\. .*UNVALIDATED"))) << r.out;
-    EXPECT_TRUE(contains(r.out, "records no speedup over its reference")) << r.out;
+    EXPECT_FALSE(contains(r.out, "kept out")) << r.out;
     EXPECT_TRUE(std::regex_search(r.out, std::regex("scale +sm_80 +valid "))) << r.out;
     EXPECT_TRUE(contains(r.out, "never checked against the reference")) << r.out;
     json j = json::parse(kernelevo({"cache", "status", "--cache-dir", cache_dir.string(), "--json"}).out);

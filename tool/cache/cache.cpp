@@ -152,10 +152,8 @@ EntryMeta EntryMeta::from_json(const nlohmann::json& j) {
 }
 
 std::string kept_out(const EntryMeta& m, double min_speedup) {
-    if (m.speedup >= min_speedup) return "";
-    if (!(m.speedup > 0))
-        return "records no speedup over its reference (stored unvalidated or validated without timing), so it is not "
-               "known to reach " + format_double("the minimum speedup %g", min_speedup);
+    // The minimum applies to measured speedups only: none recorded (0) is the user's choice to use it.
+    if (!(m.speedup > 0) || m.speedup >= min_speedup) return "";
     return format_double("measured %.3gx over its reference: ", m.speedup) +
            format_double("below the minimum speedup %g", min_speedup);
 }

@@ -55,8 +55,10 @@ struct EntryMeta {
 // `kernelevo cache status --min-speedup`, which the CMake module asks for KERNELEVO_MIN_SPEEDUP and
 // MIN_SPEEDUP).
 inline constexpr double kDefaultMinSpeedup = 1.0;
-// "" or why `m`'s kernel is kept out under `min_speedup`: its speedup is below it ("measured 0.91x over its
-// reference: below ..."), an entry that records none (0) included unless the minimum is 0.
+// "" or why `m`'s kernel is kept out under `min_speedup`: its speedup was measured and is below it
+// ("measured 0.91x over its reference: below ..."). The minimum applies to measured speedups only, as in
+// Python's load_model: an entry that records none (0: stored with `cache add --unvalidated`, a user's
+// deliberate choice, or validated without timing) is not kept out.
 std::string kept_out(const EntryMeta& m, double min_speedup);
 
 // The one builder of an entry's metadata from a validation, used by `kernelevo search` and
