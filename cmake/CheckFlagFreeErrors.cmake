@@ -32,7 +32,7 @@ set(_allowed
   "triton/(aot|triton_compile)[.]cpp => --(grid|help|target|kernel-name|out-path|out-name|signature)"
   "triton/triton_compile[.]cpp => --(num-warps|num-stages|no-undefined)"
   "kernelbench/kernelbench[.]cpp => --(out|regions|scratch|reference-source|device|refcheck|library|max-numel)"
-  "kernelbench/kernelbench[.]cpp => --(timeout|precision|kernelevo-python)"
+  "kernelbench/kernelbench[.]cpp => --(timeout|precision|kernelevo-python|turns)"
   # Which command writes the file that was expected: `kernelevo search --llm-batch`, and the command
   # that fetches a batch's replies (`kernelevo llm batch fetch ... --out FILE`), not a setting at fault.
   "llm/batch[.]cpp => --(llm-batch|out)"

@@ -146,6 +146,30 @@ TEST_F(Turns, WithoutADeviceTheHelperJustRuns) {
     EXPECT_FALSE(fs::exists(log));
 }
 
+// An import holds nothing between its turns and the lock shared in them: its Python start and the
+// files it writes leave the GPU to a measurement; the importer's GpuTurns asks by the same files.
+TEST_F(Turns, AnImportHoldsTheGpuSharedOnlyInItsTurns) {
+    const std::string code = "import sys; sys.path.insert(0, sys.argv[1])\n"
+                             "from kernelevo.kernelbench.gpu_turns import GpuTurns\n"
+                             "t = GpuTurns(sys.argv[2])\n"
+                             "with t.held():\n"
+                             "    print('gpu', t.n)\n"
+                             "    with t.released(): print('files', t.n)\n"
+                             "    print('gpu', t.n)\n";
+    ProcessOptions po;
+    po.argv = {"python3", "-c", code, std::string(KEVO_SOURCE_DIR) + "/python", work.string()};
+    po.timeout_s = 120;
+    HelperRun run = as("importing X");
+    run.hold_between = false;
+    run.turn_use = GpuUse::shared;
+    const ProcessResult p = run_with_turns(po, device, run);
+    ASSERT_TRUE(p.ok()) << p.describe() << p.err;
+    EXPECT_EQ(p.out, "gpu 0\nfiles 1\ngpu 1\n");
+    std::vector<std::string> seq;
+    for (const auto& j : holds()) seq.push_back(j["lock"].get<std::string>() + " " + j["reason"].get<std::string>());
+    EXPECT_EQ(seq, (std::vector<std::string>{"shared importing X", "shared importing X"})) << read_file(log);
+}
+
 // A helper that will use GPU memory (the baselines' script, a profile) waits for its share of the
 // device's memory ledger beside the judges, says so once, and holds the share while it runs.
 TEST_F(Turns, AHelperWaitsForItsShareOfGpuMemoryAndHoldsItWhileItRuns) {

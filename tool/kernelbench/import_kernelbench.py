@@ -39,6 +39,8 @@ def parse_args():
                     help="the tasks' precision policy as JSON: {task: its task.json form or null, policy, cudnn_tf32, matmul_tf32}")
     ap.add_argument("--regions", action="store_true",
                     help="import each problem as a whole model: a model folder of regions (kernelevo.export_model)")
+    ap.add_argument("--turns", default="",
+                    help="the folder where the tool serves the GPU lock's turns (common.GpuTurns; empty: none asked)")
     ap.add_argument("--kernelevo-python", default="", help="the folder holding the kernelevo Python package")
     ap.add_argument("files", nargs="+")
     return ap.parse_args()

@@ -30,6 +30,7 @@
 #include "sandbox/sandbox.h"
 #include "task/task.h"
 #include "validate/gpu_lock.h"
+#include "validate/turns.h"
 #include "validate/validate.h"
 
 namespace kevo::kernelbench {
@@ -257,18 +258,26 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
         args.insert(args.end(), {"--out", priv.string()});
         if (model) args.push_back("--regions");
         if (s.sandboxed) args.insert(args.end(), {"--scratch", "/tmp"});  // the sandbox's private tmpfs, gone with it
-        std::unique_ptr<GpuLock> held;
-        // Shared: an import measures nothing that another's work could spoil more than its plan's shares.
-        auto say = [&](const std::string& line) {
+        // The GPU lock, shared (an import measures nothing that another's work could spoil more than its
+        // plan's shares), only while the importer asks for it by turn files in its folder: around the
+        // problem's code and GPU phases, not its Python start or the files it writes (validate/turns.h).
+        HelperRun turns;
+        turns.reason = "importing " + name;
+        turns.turns_dir = priv;
+        turns.hold_between = false;
+        turns.turn_use = GpuUse::shared;
+        turns.note = [&](const std::string& line) {
             if (s.o->quiet) return;
             std::lock_guard<std::mutex> lock(print_mu);
             std::cerr << "kernelevo: " << line << "\n";
         };
-        if (s.lock_dev) held = lock_device(*s.lock_dev, GpuUse::shared, "importing " + name, say);
+        if (s.lock_dev) args.insert(args.end(), {"--turns", priv.string()});
+        GpuTurns served(s.lock_dev ? *s.lock_dev : DeviceInfo{}, turns);
         const auto t0 = std::chrono::steady_clock::now();
         r = run_python(args, {src}, conf, {s.o->timeout_s, s.max_as, s.max_output, s.disk_floor, priv}, s.o->quiet,
                        print_mu);
         wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        served.end();
     }
     // The result comes from the sandbox: only its known fields, each of its type (result_check.h).
     nlohmann::json j = r.by_source.count(src) && !r.over_output ? checked_result(r.by_source[src], src)

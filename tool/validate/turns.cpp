@@ -60,48 +60,76 @@ std::unique_ptr<MemoryLedger::Reservation> reserve_memory(const DeviceInfo& devi
 }
 }  // namespace
 
-ProcessResult run_with_turns(const ProcessOptions& po, const DeviceInfo& device, const HelperRun& run) {
-    if (!device.present) return run_process(po);
-    const std::string& reason = run.reason;
-    const std::string preparing = reason + " (preparing)", where = run.turns_dir.string();
-    const auto& note = run.note;
-    const auto share = reserve_memory(device, run);
-    for (int n = 0; n < 1024; ++n) {  // a former run's turns in the same folder (a profile run again)
-        bool any = false;
-        for (const char* what : {"ready", "go", "done"}) any |= ::unlink(turn_file(where, n, what).c_str()) == 0;
-        if (!any) break;
-    }
-    std::unique_ptr<GpuLock> held = lock_device(device, GpuUse::shared, preparing, note);
+struct GpuTurns::Impl {
+    Impl(const DeviceInfo& d, const HelperRun& r) : device(d), run(r) {}
+    const DeviceInfo device;
+    const HelperRun run;
+    std::unique_ptr<MemoryLedger::Reservation> share;
+    std::unique_ptr<GpuLock> held;  // only the serving thread touches it until it is joined
     std::atomic<bool> ended{false};
     std::exception_ptr failed;  // the lock directory became unusable: the helper goes on unlocked, then it is said
-    auto relock = [&](GpuUse use, const std::string& why) {
+    std::thread serving;
+
+    std::string between_reason() const { return run.reason + " (preparing)"; }
+    void relock(bool in_turn) {
         held.reset();
-        if (failed) return;
+        if (failed || (!in_turn && !run.hold_between)) return;
         try {
-            held = lock_device(device, use, why, note);
+            held = lock_device(device, in_turn ? run.turn_use : GpuUse::shared, in_turn ? run.reason : between_reason(),
+                               run.note);
         } catch (...) {
             failed = std::current_exception();
         }
-    };
-    // Only this thread touches `held` until it is joined.
-    std::thread turns([&] {
+    }
+    void serve() {
+        const std::string where = run.turns_dir.string();
         for (int n = 0; !ended.load();) {
             if (!exists(turn_file(where, n, "ready"))) {
                 nap();
                 continue;
             }
-            relock(GpuUse::exclusive, reason);
+            relock(true);
             create_turn_file(turn_file(where, n, "go"));
             while (!ended.load() && !exists(turn_file(where, n, "done"))) nap();
-            if (!ended.load()) relock(GpuUse::shared, preparing);
+            if (!ended.load()) relock(false);
             ++n;
         }
-    });
+    }
+};
+
+GpuTurns::GpuTurns(const DeviceInfo& device, const HelperRun& run) {
+    if (!device.present) return;
+    impl_ = std::make_unique<Impl>(device, run);
+    const std::string where = run.turns_dir.string();
+    for (int n = 0; n < 1024; ++n) {  // a former run's turns in the same folder (a profile run again)
+        bool any = false;
+        for (const char* what : {"ready", "go", "done"}) any |= ::unlink(turn_file(where, n, what).c_str()) == 0;
+        if (!any) break;
+    }
+    impl_->share = reserve_memory(device, run);
+    if (run.hold_between) impl_->held = lock_device(device, GpuUse::shared, impl_->between_reason(), run.note);
+    impl_->serving = std::thread([this] { impl_->serve(); });
+}
+
+void GpuTurns::end() {
+    if (!impl_ || impl_->ended.exchange(true)) return;
+    impl_->serving.join();
+    impl_->held.reset();
+    impl_->share.reset();
+    if (impl_->failed) std::rethrow_exception(impl_->failed);
+}
+
+GpuTurns::~GpuTurns() {
+    try {
+        end();
+    } catch (...) {  // said by end() where the caller asks; a destructor only stops serving
+    }
+}
+
+ProcessResult run_with_turns(const ProcessOptions& po, const DeviceInfo& device, const HelperRun& run) {
+    GpuTurns turns(device, run);
     ProcessResult p = run_process(po);
-    ended = true;
-    turns.join();
-    held.reset();
-    if (failed) std::rethrow_exception(failed);
+    turns.end();
     return p;
 }
 

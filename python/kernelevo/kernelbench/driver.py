@@ -11,6 +11,7 @@ import traceback
 import torch
 
 from .common import Refused, ShrinkRefused, Timeout, one_line, task_name
+from .gpu_turns import GpuTurns
 from .model_import import import_model
 from .task_import import import_one
 from .tolerance import DEFAULT_PRECISION
@@ -25,6 +26,7 @@ def run(args, emit):
         emit(json.dumps({"fatal": "this PyTorch (%s) sees no CUDA device, but the tool's LibTorch runs references on "
                                   "the GPU" % torch.__version__}), flush=True)
         return 2
+    args.gpu_turns = GpuTurns(getattr(args, "turns", "") if args.device_kind == "cuda" else "")
     torch.set_grad_enabled(False)
     # Strict fp32: comparisons are judged against it (TF32 differs from fp32 by up to 3.4e-4 on a conv).
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -35,7 +37,8 @@ def run(args, emit):
     signal.signal(signal.SIGALRM, on_alarm)
     for path in args.files:
         t0 = time.time()
-        res = import_file(path, args, emit)
+        with args.gpu_turns.held():  # the problem's code and its GPU phases (task_import gives it back to write)
+            res = import_file(path, args, emit)
         res.setdefault("seconds", time.time() - t0)
         shutil.rmtree(os.path.join(args.out, res["name"] + ".tmp"), ignore_errors=True)
         if args.device_kind == "cuda":
