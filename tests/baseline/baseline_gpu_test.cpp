@@ -8,6 +8,7 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "gpu_kernels.h"  // write_transcript (tests/evolve)
+#include "store/store.h"
 
 namespace kevo {
 namespace {
@@ -147,6 +148,27 @@ TEST(BaselineGpu, SearchWithFitnessOverTorchCompile) {
     EXPECT_GT(best["speedup_over_reference"].get<double>(), 0) << best.dump(2);
     EXPECT_NEAR(best["speedup"].get<double>(), best["baselines"]["compile"]["speedup"].get<double>(), 1e-9) << best.dump(2);
     EXPECT_GT(best["baselines"]["eager"]["speedup"].get<double>(), 0) << best.dump(2);
+}
+
+// Issue 49 item 4: a search of a task with a PyTorch module shows the model, in its seed's prompt,
+// torch.compile's time per timed set as the time to beat and what Inductor generated for it.
+TEST(BaselineGpu, TheSearchsPromptShowsTorchCompileAsTheTimeToBeat) {
+    if (!gpu().present) GTEST_SKIP() << "no CUDA device here";
+    TempDir dir("kevo-baseline-search");
+    const std::string kernel = read_file(fixture() / "kernel.cu");
+    write_transcript(dir.path() / "t.jsonl", {kernel, kernel});
+    auto p = kernelevo({"search", "--task", (fixture() / "task.json").string(), "--out", (dir.path() / "kernels").string(), "--state",
+                        (dir.path() / "s.db").string(), "--replay", (dir.path() / "t.jsonl").string(), "--llm-replay-in-order",
+                        "--islands", "1", "--children", "1", "--generations", "0", "--mode", "full", "--timing-trials", "20",
+                        "--no-profile"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const auto calls = store::open_store((dir.path() / "s.db").string(), store::Access::read_only)->llm_calls();
+    ASSERT_FALSE(calls.empty());
+    const std::string prompt = calls.front().request["messages"].back()["content"].get<std::string>();
+    EXPECT_NE(prompt.find("## The time to beat: torch.compile"), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("| 0 | "), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("### What torch.compile runs (Inductor's generated code for shape set 0)"), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("def call("), std::string::npos) << prompt;
 }
 
 // `search --fitness-baseline aoti`: AOTInductor is timed (implied --aoti) and the fitness is over it.

@@ -46,6 +46,16 @@ TEST(Baseline, TheRunnerSaysWhyEachBaselineWasNotRunOnThisHost) {
     for (const auto& k : baseline::kinds())
         if (!r.ran(k)) EXPECT_TRUE(j[k + "_us"].is_null()) << j.dump();
     EXPECT_EQ(baseline::Result::from_json(j).not_run, r.not_run);
+    if (!r.ran("compile")) {  // no code of Inductor's: the reason is torch.compile's, and the prompt has no section
+        EXPECT_TRUE(r.inductor.code.empty());
+        EXPECT_EQ(r.inductor.not_captured, "torch.compile made no code: " + r.not_run["compile"]);
+        EXPECT_EQ(baseline::Result::from_json(j).inductor.not_captured, r.inductor.not_captured);
+        EXPECT_EQ(baseline::to_beat_section(r), "");
+    } else {  // PyTorch 2 on a GPU: Inductor's code of the first set, in the prompt's section (issue 49 item 4)
+        EXPECT_EQ(r.inductor.not_captured, "") << j["inductor"].dump();
+        EXPECT_NE(r.inductor.code.find("def call("), std::string::npos) << r.inductor.code;
+        EXPECT_NE(baseline::to_beat_section(r).find("### What torch.compile runs"), std::string::npos);
+    }
 }
 
 // AOTInductor is opt-in (its compilation takes tens of seconds): by default it says how to ask for it.
@@ -142,6 +152,41 @@ TEST(Baseline, SpeedupOverABaselineIsTheWeightedGeomeanOfItsSets) {
     // A set the baseline has no time for: no speedup (0), never a made-up one.
     k[1].set = 5;
     EXPECT_EQ(baseline::speedup_over(b, "compile", k), 0);
+}
+
+// The search's prompt (issue 49 item 4): torch.compile's time per timed set beside eager's, as the time to
+// beat, and what Inductor generated (its library calls, kernels and code, cut and saying so), from the
+// script's answer; the same after tool/baseline's JSON round trip; nothing where torch.compile has no time.
+TEST(Baseline, ThePromptShowsTorchCompilesTimeAndInductorsCodeAsTheTimeToBeat) {
+    const nlohmann::json answer = nlohmann::json::parse(read_file(fixture().parent_path() / "inductor_answer.json"));
+    const baseline::Result b = baseline::Result::from_json(answer);
+    EXPECT_EQ(b.inductor.kernels, std::vector<std::string>{"triton_poi_fused_add_relu_0"});
+    EXPECT_EQ(b.inductor.library_calls, std::vector<std::string>{"extern_kernels.mm"});
+    const std::string code = answer["inductor"]["code"];
+    const std::string s = baseline::to_beat_section(b);
+    EXPECT_EQ(s.rfind("\n\n## The time to beat: torch.compile\n", 0), 0u) << s;  // a section of its own
+    EXPECT_NE(s.find("(PyTorch 2.5.1+cu124, precision pytorch;"), std::string::npos) << s;
+    EXPECT_NE(s.find("| 0 | 812.40 us | 402.10 us | 2.02x |\n| 2 | 3.100 ms | 2.000 ms | 1.55x |\n"), std::string::npos) << s;
+    EXPECT_NE(s.find("### What torch.compile runs (Inductor's generated code for shape set 0)"), std::string::npos) << s;
+    EXPECT_NE(s.find("Library calls (cuBLAS, cuDNN through ATen): extern_kernels.mm; the kernels it generates: "
+                     "triton_poi_fused_add_relu_0.\n"), std::string::npos) << s;
+    EXPECT_NE(s.find("```python\n" + code + "```\n"), std::string::npos) << s;
+    const std::string cut = "[cut: Inductor's code has " + std::to_string(code.size() + 5000) + " bytes; these are its first ";
+    EXPECT_NE(s.find(cut + std::to_string(code.size()) + "]"), std::string::npos) << s;
+    EXPECT_EQ(baseline::to_beat_section(baseline::Result::from_json(b.to_json())), s);
+    // Cut further at the prompt's bound.
+    const std::string short_one = baseline::to_beat_section(b, 100);
+    EXPECT_NE(short_one.find("```python\n" + code.substr(0, 100) + "\n```\n" + cut + "100]"), std::string::npos) << short_one;
+
+    baseline::Result no_code = b;  // the times without the code: the table alone
+    no_code.inductor = {};
+    no_code.inductor.not_captured = "PyTorch 2.1.0 has no torch._inductor.utils.run_and_get_code (moved)";
+    EXPECT_EQ(baseline::to_beat_section(no_code), s.substr(0, s.find("\n### What torch.compile runs")));
+    EXPECT_EQ(baseline::Result::from_json(no_code.to_json()).inductor.not_captured, no_code.inductor.not_captured);
+
+    baseline::Result failed = b;  // torch.compile without a time: no section at all
+    failed.not_run["compile"] = "torch.compile failed: BackendCompilerFailed: ...";
+    EXPECT_EQ(baseline::to_beat_section(failed), "");
 }
 
 // --fitness-baseline: the evaluator's speedup becomes the one over the baseline; the validator's

@@ -84,6 +84,7 @@ std::vector<std::string> confine(const kernelbench::PythonInstall& py, const Tas
 Result not_run_all(const std::string& why, const std::string& precision) {
     Result r;
     r.precision = precision;
+    r.inductor.not_captured = "torch.compile made no code: " + why;
     for (const auto& k : kinds()) r.not_run[k] = why;
     return r;
 }
@@ -173,8 +174,34 @@ nlohmann::json Result::to_json() const {
     nlohmann::json j{{"sets", s}, {"not_run", not_run}, {"checks", checks}, {"torch_version", torch_version}, {"device", device},
                      {"precision", precision}, {"module", module}};
     for (const auto& k : kinds()) j[k + "_us"] = opt(us(k));
+    const InductorCode& c = inductor;
+    j["inductor"] = c.not_captured.empty() ? nlohmann::json{{"code", c.code}, {"kernels", c.kernels},
+                                                            {"library_calls", c.library_calls}, {"bytes", c.bytes}}
+                                           : nlohmann::json{{"not_captured", c.not_captured}};
     return j;
 }
+
+namespace {
+// baseline_torch.py's "inductor" (or to_json's): {"code", "kernels", "library_calls", "bytes"} or {"not_captured"}.
+InductorCode inductor_from_json(const nlohmann::json& j) {
+    InductorCode c;
+    if (!j.is_object()) return c;
+    auto strings = [&](const char* key) {
+        std::vector<std::string> v;
+        if (j.contains(key) && j[key].is_array())
+            for (const auto& x : j[key])
+                if (x.is_string()) v.push_back(x.get<std::string>());
+        return v;
+    };
+    auto text = [&](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; };
+    c.not_captured = text("not_captured");
+    c.code = text("code");
+    c.kernels = strings("kernels");
+    c.library_calls = strings("library_calls");
+    c.bytes = j.contains("bytes") && j["bytes"].is_number_integer() ? j["bytes"].get<int64_t>() : 0;
+    return c;
+}
+}  // namespace
 
 // Reads both tool/baseline's JSON (*_us) and the script's (*_ms).
 Result Result::from_json(const nlohmann::json& j) {
@@ -188,6 +215,7 @@ Result Result::from_json(const nlohmann::json& j) {
         for (auto it = j["not_run"].begin(); it != j["not_run"].end(); ++it)
             if (it.value().is_string()) r.not_run[it.key()] = it.value().get<std::string>();
     if (j.contains("checks") && j["checks"].is_object()) r.checks = j["checks"];
+    if (j.contains("inductor")) r.inductor = inductor_from_json(j["inductor"]);
     for (const auto& t : j.value("sets", nlohmann::json::array())) {
         SetTime st;
         st.set = t.value("set", 0);
@@ -409,6 +437,52 @@ nlohmann::json speedups_json(const Result& b, const std::vector<ShapeTiming>& ke
         if (b.checks.contains(k)) j[k]["check"] = b.checks[k];  // its outputs against eager's
     }
     return j;
+}
+
+
+namespace {
+// The section's code part: what torch.compile runs on the first timed set, cut at `max` bytes.
+std::string inductor_text(const Result& b, size_t max) {
+    const InductorCode& c = b.inductor;
+    if (!c.not_captured.empty() || c.code.empty()) return "";
+    std::string out = "\n### What torch.compile runs (Inductor's generated code for shape set " +
+                      (b.sets.empty() ? std::string("0") : b.sets.front().label) + ")\n\n";
+    auto list = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+        return s;
+    };
+    out += c.library_calls.empty() ? "It calls no library (cuBLAS, cuDNN) outside its own kernels"
+                                   : "Library calls (cuBLAS, cuDNN through ATen): " + list(c.library_calls);
+    out += c.kernels.empty() ? ".\n" : "; the kernels it generates: " + list(c.kernels) + ".\n";
+    const std::string code = c.code.substr(0, max);
+    out += "\n```python\n" + code + (code.back() == '\n' ? "" : "\n") + "```\n";
+    const auto full = std::max<int64_t>(c.bytes, static_cast<int64_t>(c.code.size()));
+    if (full > static_cast<int64_t>(code.size()))
+        out += "[cut: Inductor's code has " + std::to_string(full) + " bytes; these are its first " +
+               std::to_string(code.size()) + "]\n";
+    return out;
+}
+}  // namespace
+
+std::string to_beat_section(const Result& b, size_t max_code_bytes) {
+    if (!b.ran("compile")) return "";
+    std::string out = "\n\n## The time to beat: torch.compile\n\n"
+                      "A PyTorch user would run the task's module under " + label("compile") +
+                      " instead of your kernel: it is the time to beat. Both were timed on this GPU before the search "
+                      "(PyTorch " + b.torch_version + ", precision " + b.precision +
+                      "; the validator's inputs, each call after an L2 flush, the median). PyTorch eager runs the "
+                      "module's own operators, as the reference does.\n\n"
+                      "| shape set | PyTorch eager | torch.compile | torch.compile over eager |\n|---|---|---|---|\n";
+    for (const auto& t : b.sets) {
+        if (t.compile_us <= 0) continue;
+        const bool eager = t.eager_us > 0;
+        out += "| " + t.label + " | " + (eager ? time_str(t.eager_us) : "-") + " | " + time_str(t.compile_us) + " | " +
+               (eager ? fixed(t.eager_us / t.compile_us, "%.2fx") : "-") + " |\n";
+    }
+    out += "\nA kernel beats torch.compile on a set only where it runs faster than torch.compile's time there: about "
+           "the last column's speedup over PyTorch eager, or more.\n";
+    return out + inductor_text(b, max_code_bytes);
 }
 
 }  // namespace kevo::baseline

@@ -63,12 +63,23 @@ struct SetTime {
     double us(const std::string& kind) const;
 };
 
+// What torch.compile runs, from Inductor's generated code for the first timed set (baseline_torch.py's
+// capture_inductor): the kernels it generates and its call(), cut at about 12 KB.
+struct InductorCode {
+    std::string code;                        // the generated kernels' code, then call(): launches and library calls
+    std::vector<std::string> kernels;        // the generated kernels' names
+    std::vector<std::string> library_calls;  // what call() calls outside them (extern_kernels.mm, aten...), once each
+    int64_t bytes = 0;                       // the code's size before it was cut
+    std::string not_captured;                // why there is no code ("" when there is)
+};
+
 struct Result {
     std::vector<SetTime> sets;                     // the task's timed shape sets
     std::map<std::string, std::string> not_run;    // kind -> why it has no time
     // kind -> how its outputs matched eager's on each set's first copy: {"rel_l2", "tol"} (compile, aoti)
     nlohmann::json checks = nlohmann::json::object();
     std::string torch_version, device, precision, module;
+    InductorCode inductor;
     // The first timed set's time (-1: not run).
     double us(const std::string& kind) const;
     bool ran(const std::string& kind) const { return !not_run.count(kind) && us(kind) > 0; }
@@ -110,6 +121,11 @@ std::string speedup_lines(const Result& b, const std::vector<ShapeTiming>& kerne
 // {"eager": {"label", "us", "speedup"} | {"label", "not_run"}, "compile": ... (with "check": {"rel_l2", "tol"}), "aoti": ...,
 //  "precision", "torch_version", "device"}.
 nlohmann::json speedups_json(const Result& b, const std::vector<ShapeTiming>& kernel);
+
+// The search's prompt section on the time to beat (evolve's {{to_beat}}), when torch.compile ran: its time
+// and PyTorch eager's on each timed set, then what it runs (Inductor's code, cut at `max_code_bytes`, with
+// its library calls and kernels). "" otherwise: the prompts are then as without PyTorch baselines.
+std::string to_beat_section(const Result& b, size_t max_code_bytes = 12000);
 
 // `kernelevo search --fitness-baseline compile|eager|aoti`: the search's fitness is the speedup over that
 // baseline (measured once, before the search) instead of over the reference. Wraps the evaluator:

@@ -31,12 +31,15 @@ relative L2 error per output within CHECK_TOL of the precision) or the baseline 
 
 Prints one JSON object: {"eager_ms", "compile_ms", "aoti_ms" (the first timed set; null when not
 run), "sets": [{"set", "label", "eager_ms", "compile_ms", "aoti_ms"}], "torch_version", "device",
-"precision", "module", "not_run": {kind: "reason"}, "checks": {"compile"|"aoti": {"rel_l2", "tol"}}}.
+"precision", "module", "not_run": {kind: "reason"}, "checks": {"compile"|"aoti": {"rel_l2", "tol"}},
+"inductor": what torch.compile runs, from Inductor's generated code on the first timed set (capture_inductor):
+{"code", "kernels", "library_calls", "bytes"} or {"not_captured": "reason"}}.
 Never exits non-zero for a baseline that cannot run: the reason says why.
 """
 import contextlib
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -52,6 +55,9 @@ def one_line(text, limit=300):
 
 
 def emit(out):
+    """Prints the answer; without Inductor's code, why torch.compile made none."""
+    if out.get("inductor") is None:
+        out["inductor"] = {"not_captured": "torch.compile made no code: %s" % out["not_run"].get("compile", "no call")}
     print(json.dumps(out), flush=True)
     return 0
 
@@ -273,6 +279,75 @@ def load_module(torch, kb, task_dir, device, out):
     return kernelbench_module(torch, kb, task_dir, device)
 
 
+INDUCTOR_CODE_BYTES = 12000  # the most of Inductor's code the answer carries (the prompt shows it)
+_TRITON_KERNEL = re.compile(r"^(\w+) = async_compile\.triton\(\s*'(\w+)',\s*'''(.*?)'''", re.S | re.M)
+_CALL = re.compile(r"^([ \t]*)def call\((?:self, )?args\):\n", re.M)
+_LIBRARY_CALL = re.compile(r"\b(extern_kernels\.\w+|aten\.\w+(?:\.\w+)?|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(")
+_NOISE = re.compile(r"\s*(assert_\w+\(|del |args\.clear\(\))")
+
+
+def inductor_call_body(source):
+    """Inductor's call(args): the order of its kernels' launches and library calls, without asserts and dels."""
+    m = _CALL.search(source)
+    if not m:
+        return ""
+    lines = [m.group(0).rstrip("\n")]
+    for line in source[m.end():].split("\n"):
+        if line.strip() and len(line) - len(line.lstrip()) <= len(m.group(1)):
+            break
+        if line.strip() and not _NOISE.match(line):
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def summarize_inductor(sources, limit=INDUCTOR_CODE_BYTES):
+    """What torch.compile runs, from Inductor's generated files: each Triton kernel from its @triton.jit on
+    (no imports, no autotuning metadata), then call(); the library calls call() makes, once each in order;
+    the code cut at `limit` bytes ("bytes": its size before). A file of another layout is kept as it is."""
+    kernels, parts, calls = [], [], []
+    for src in sources:
+        found = 0
+        for m in _TRITON_KERNEL.finditer(src):
+            body = m.group(3)
+            jit = body.find("@triton.jit")
+            kernels.append(m.group(2))
+            parts.append(body[jit:] if jit >= 0 else body)
+            found += 1
+        call = inductor_call_body(src)
+        parts.append(call if call or found else src)
+        for c in _LIBRARY_CALL.findall(call):
+            calls += [] if c in calls else [c]
+    code = "".join(p.strip("\n") + "\n\n" for p in parts if p.strip()).rstrip("\n") + "\n"
+    return {"code": code[:limit], "kernels": kernels, "library_calls": calls, "bytes": len(code)}
+
+
+def run_and_get_code_of(torch):
+    """(torch._inductor.utils.run_and_get_code, None), or (None, why this PyTorch has none)."""
+    try:
+        from torch._inductor.utils import run_and_get_code
+        return run_and_get_code, None
+    except Exception as e:  # a private API: PyTorch 1.x has no torch._inductor, a later one may move it
+        return None, "PyTorch %s has no torch._inductor.utils.run_and_get_code (%s)" % (torch.__version__, one_line(e))
+
+
+def capture_inductor(torch, fn, args, run_and_get_code=None):
+    """(fn(*args), inductor): the first call of torch.compile's module (it compiles then) under Inductor's
+    run_and_get_code, and what it generated (summarize_inductor), or {"not_captured": why}. Where the
+    capture itself fails, fn is called plainly: a module that does not compile fails there."""
+    why = None
+    if run_and_get_code is None:
+        run_and_get_code, why = run_and_get_code_of(torch)
+    if run_and_get_code is not None:
+        try:
+            result, sources = run_and_get_code(fn, *args)
+            if not sources or not all(isinstance(x, str) for x in sources):
+                raise ValueError("it returned no generated source")
+            return result, summarize_inductor(sources)
+        except Exception as e:
+            why = "run_and_get_code failed: %s: %s" % (type(e).__name__, one_line(e))
+    return fn(*args), {"not_captured": why}
+
+
 def prepare_set(torch, spec, out, s, model, compiled, arg_sets, ctx):
     """What set s's timed calls run, made before the GPU is ours alone: eager's outputs on the first copy,
     torch.compile's compilation (its first call) and AOTInductor's package, each checked against eager."""
@@ -283,8 +358,14 @@ def prepare_set(torch, spec, out, s, model, compiled, arg_sets, ctx):
     if wanted(spec, out, "eager"):
         calls["eager"] = model
     if compiled is not None and wanted(spec, out, "compile"):
+        first = compiled
+        if out["inductor"] is None:  # the first timed set: the call that compiles also shows what Inductor made
+
+            def first(*args):
+                result, out["inductor"] = capture_inductor(torch, compiled, args)
+                return result
         try:
-            checked(torch, out, "compile", compiled, arg_sets[0], want, tol, ctx)
+            checked(torch, out, "compile", first, arg_sets[0], want, tol, ctx)
             calls["compile"] = compiled
         except ValueError as e:
             out["not_run"]["compile"] = "torch.compile's outputs do not match eager's: %s" % one_line(e)
@@ -375,7 +456,8 @@ def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
     out = {"eager_ms": None, "compile_ms": None, "aoti_ms": None, "sets": [], "torch_version": None, "device": None,
-           "precision": spec.get("precision", "pytorch"), "module": None, "not_run": {}, "checks": {}}
+           "precision": spec.get("precision", "pytorch"), "module": None, "not_run": {}, "checks": {},
+           "inductor": None}
 
     def not_run(reason, kinds=KINDS):
         for k in kinds:

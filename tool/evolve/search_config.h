@@ -59,6 +59,9 @@ struct EvolutionConfig {
     // What the fitness is a speedup over, as the prompts name it ("speedup 1.234x over <label>"):
     // search --fitness-baseline compile|eager sets baseline::label() of it.
     std::string speedup_label = "the LibTorch reference";
+    // The prompts' section on the time to beat ({{to_beat}}, after the speed of light): torch.compile's times and
+    // Inductor's code (baseline::to_beat_section()), when the search timed the task's PyTorch module; "": none.
+    std::string to_beat;
 };
 
 // LLM requests.

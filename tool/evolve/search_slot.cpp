@@ -256,7 +256,7 @@ std::map<std::string, std::string> SlotRunner::base_vars(const std::string& back
     const CandidateLanguage& l = language_named(backend);
     return {{"task_name", s_.task.name}, {"task", s_.task_text}, {"reference", s_.reference},
             {"abi", s_.prompts.text(l.prompt_template())}, {"gpu", s_.gpu_text}, {"speed_of_light", s_.limits_text},
-            {"language", l.display_name()}, {"fence", fence_of(backend)}};
+            {"to_beat", s_.cfg.evolution.to_beat}, {"language", l.display_name()}, {"fence", fence_of(backend)}};
 }
 
 std::string SlotRunner::island_backend(int island) const {
