@@ -157,17 +157,19 @@ TEST(BaselineGpu, TheSearchsPromptShowsTorchCompileAsTheTimeToBeat) {
     TempDir dir("kevo-baseline-search");
     const std::string kernel = read_file(fixture() / "kernel.cu");
     write_transcript(dir.path() / "t.jsonl", {kernel, kernel});
-    auto p = kernelevo({"search", "--task", (fixture() / "task.json").string(), "--out", (dir.path() / "kernels").string(), "--state",
-                        (dir.path() / "s.db").string(), "--replay", (dir.path() / "t.jsonl").string(), "--llm-replay-in-order",
-                        "--islands", "1", "--children", "1", "--generations", "0", "--mode", "full", "--timing-trials", "20",
-                        "--no-profile"});
+    const fs::path state = dir.path() / "s.db";
+    const std::string task = (fixture() / "task.json").string(), out = (dir.path() / "kernels").string();
+    auto p = kernelevo({"search", "--task", task, "--out", out, "--state", state.string(), "--replay",
+                        (dir.path() / "t.jsonl").string(), "--llm-replay-in-order", "--islands", "1", "--children", "1",
+                        "--generations", "0", "--mode", "full", "--no-profile"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
-    const auto calls = store::open_store((dir.path() / "s.db").string(), store::Access::read_only)->llm_calls();
+    const auto calls = store::open_store(state.string(), store::Access::read_only)->llm_calls();
     ASSERT_FALSE(calls.empty());
     const std::string prompt = calls.front().request["messages"].back()["content"].get<std::string>();
     EXPECT_NE(prompt.find("## The time to beat: torch.compile"), std::string::npos) << prompt;
     EXPECT_NE(prompt.find("| 0 | "), std::string::npos) << prompt;
-    EXPECT_NE(prompt.find("### What torch.compile runs (Inductor's generated code for shape set 0)"), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("### What torch.compile runs (Inductor's generated code for shape set 0)"), std::string::npos)
+        << prompt;
     EXPECT_NE(prompt.find("def call("), std::string::npos) << prompt;
 }
 

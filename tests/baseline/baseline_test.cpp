@@ -166,17 +166,21 @@ TEST(Baseline, ThePromptShowsTorchCompilesTimeAndInductorsCodeAsTheTimeToBeat) {
     const std::string s = baseline::to_beat_section(b);
     EXPECT_EQ(s.rfind("\n\n## The time to beat: torch.compile\n", 0), 0u) << s;  // a section of its own
     EXPECT_NE(s.find("(PyTorch 2.5.1+cu124, precision pytorch;"), std::string::npos) << s;
-    EXPECT_NE(s.find("| 0 | 812.40 us | 402.10 us | 2.02x |\n| 2 | 3.100 ms | 2.000 ms | 1.55x |\n"), std::string::npos) << s;
-    EXPECT_NE(s.find("### What torch.compile runs (Inductor's generated code for shape set 0)"), std::string::npos) << s;
+    EXPECT_NE(s.find("| 0 | 812.40 us | 402.10 us | 2.02x |\n| 2 | 3.100 ms | 2.000 ms | 1.55x |\n"), std::string::npos)
+        << s;
+    EXPECT_NE(s.find("### What torch.compile runs (Inductor's generated code for shape set 0)"), std::string::npos)
+        << s;
     EXPECT_NE(s.find("Library calls (cuBLAS, cuDNN through ATen): extern_kernels.mm; the kernels it generates: "
                      "triton_poi_fused_add_relu_0.\n"), std::string::npos) << s;
     EXPECT_NE(s.find("```python\n" + code + "```\n"), std::string::npos) << s;
-    const std::string cut = "[cut: Inductor's code has " + std::to_string(code.size() + 5000) + " bytes; these are its first ";
+    const std::string cut =
+        "[cut: Inductor's code has " + std::to_string(code.size() + 5000) + " bytes; these are its first ";
     EXPECT_NE(s.find(cut + std::to_string(code.size()) + "]"), std::string::npos) << s;
     EXPECT_EQ(baseline::to_beat_section(baseline::Result::from_json(b.to_json())), s);
     // Cut further at the prompt's bound.
     const std::string short_one = baseline::to_beat_section(b, 100);
-    EXPECT_NE(short_one.find("```python\n" + code.substr(0, 100) + "\n```\n" + cut + "100]"), std::string::npos) << short_one;
+    EXPECT_NE(short_one.find("```python\n" + code.substr(0, 100) + "\n```\n" + cut + "100]"), std::string::npos)
+        << short_one;
 
     baseline::Result no_code = b;  // the times without the code: the table alone
     no_code.inductor = {};

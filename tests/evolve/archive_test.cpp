@@ -63,8 +63,8 @@ TEST(Selection, TemperatureControlsGreed) {
 TEST(Prompts, DefaultsRenderAndOverridesReplaceThem) {
     Prompts p;
     std::map<std::string, std::string> vars = {{"task_name", "gelu"}, {"task", "T"}, {"reference", "R"},
-                                               {"abi", p.text("abi")}, {"gpu", "G"}, {"speed_of_light", "S"}, {"to_beat", ""},
-                                               {"language", "CUDA"}, {"fence", "cuda"}};
+                                               {"abi", p.text("abi")}, {"gpu", "G"}, {"speed_of_light", "S"},
+                                               {"to_beat", ""}, {"language", "CUDA"}, {"fence", "cuda"}};
     std::string seed = p.render("seed", vars);
     EXPECT_NE(seed.find("Write a CUDA kernel"), std::string::npos);
     EXPECT_NE(seed.find("one ```cuda code block"), std::string::npos);
@@ -131,7 +131,8 @@ TEST(PromptText, ShownFilesReplaceAWrapperReference) {
     // Seed, mutate and repair prompts all carry the section.
     Prompts p;
     std::map<std::string, std::string> vars = {{"task_name", "kb"}, {"task", describe_task(t)}, {"reference", ref}, {"abi", "A"},
-                                               {"gpu", "G"}, {"language", "CUDA"}, {"fence", "cuda"}, {"speed_of_light", "S"}, {"to_beat", ""},
+                                               {"gpu", "G"}, {"language", "CUDA"}, {"fence", "cuda"}, {"speed_of_light", "S"},
+                                               {"to_beat", ""},
                                                {"parent_code", "P"}, {"parent_fence", "cuda"}, {"parent_metrics", "M"}, {"inspirations", "I"},
                                                {"tried", "T"}, {"feedback", "F"}, {"code", "C"}, {"error", "E"}};
     for (const char* name : {"seed", "mutate_full", "mutate_diff", "repair"}) {

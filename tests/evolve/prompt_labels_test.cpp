@@ -65,7 +65,8 @@ TEST(PromptLabels, TheTimeToBeatFollowsTheSpeedOfLightWhereTheBaselinesRan) {
     const std::vector<std::string> plain = user_prompts(SearchConfig());
     ASSERT_GE(plain.size(), 2u);
     EXPECT_EQ(plain[0].find("time to beat"), std::string::npos) << plain[0];
-    EXPECT_NE(plain[0].find(".\n\nStart with a straightforward, clearly correct kernel"), std::string::npos) << plain[0];
+    EXPECT_NE(plain[0].find(".\n\nStart with a straightforward, clearly correct kernel"), std::string::npos)
+        << plain[0];
     SearchConfig cfg;
     cfg.evolution.to_beat = "\n\n## The time to beat: torch.compile\n\n| 0 | 812.40 us | 402.10 us | 2.02x |\n";
     const std::vector<std::string> shown = user_prompts(cfg);

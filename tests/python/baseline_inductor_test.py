@@ -119,7 +119,8 @@ class InductorCodeTest(unittest.TestCase):
         calls = []
         result, got = bt.capture_inductor(torch, lambda x: calls.append(x) or 7, (3,), broken)
         self.assertEqual((result, calls), (7, [3]))
-        self.assertEqual(got, {"not_captured": "run_and_get_code failed: RuntimeError: GraphLowering has no save_output_code"})
+        self.assertEqual(got, {"not_captured": "run_and_get_code failed: RuntimeError: "
+                                               "GraphLowering has no save_output_code"})
         _, got = bt.capture_inductor(torch, lambda: 7, (), FakeRunAndGetCode([]))
         self.assertEqual(got, {"not_captured": "run_and_get_code failed: ValueError: it returned no generated source"})
 

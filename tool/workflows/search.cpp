@@ -444,7 +444,8 @@ SearchOutcome run_search(const SearchArgs& args, evolve::SearchConfig cfg, const
     const bool validates_here = a.workers.empty() && !cfg.batch.enabled;
     if (validates_here) require_local_gpu(validator, arch);
     Fitness fitness = fitness_of(a, task, validator, *ev.evaluator, cfg, validates_here);
-    if (fitness.torch_baselines) cfg.evolution.to_beat = baseline::to_beat_section(*fitness.torch_baselines);  // issue 49
+    // The prompts' time to beat (issue 49): torch.compile's times and Inductor's code, where they were measured.
+    if (fitness.torch_baselines) cfg.evolution.to_beat = baseline::to_beat_section(*fitness.torch_baselines);
     // Batch mode: files named after the task and architecture, in the dialect of --llm-url.
     cfg.batch.prefix = (fs::path(a.batch_dir) / (task.name + "-" + arch + "-batch")).string();
     cfg.batch.url = a.llm.url;
