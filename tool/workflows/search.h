@@ -1,7 +1,7 @@
 // The use case "run a search": one `kernelevo search` (and each search of `kernelevo bench`) from
 // its request to its outcome: the evaluator (local validator or the workers' queue), the state and
 // its one-writer lease, Ctrl-C, the confirmed best into the cache, the exit code. The commands parse
-// the request (tool/commands/search_options.cpp), call run_search() and print the outcome.
+// the request (tool/commands/search_command.cpp), call run_search() and print the outcome.
 #pragma once
 #include <cstdint>
 #include <string>
