@@ -259,13 +259,14 @@ nlohmann::json import_one(const ImportSetup& s, const std::string& src, std::mut
         if (model) args.push_back("--regions");
         if (s.sandboxed) args.insert(args.end(), {"--scratch", "/tmp"});  // the sandbox's private tmpfs, gone with it
         // The GPU lock, shared (an import measures nothing that another's work could spoil more than its
-        // plan's shares), only while the importer asks for it by turn files in its folder: around the
-        // problem's code and GPU phases, not its Python start or the files it writes (validate/turns.h).
+        // plan's shares), from the importer's ask, before it loads the problem, to its end (validate/turns.h):
+        // Python's start holds nothing; the problem's code, untrusted, never runs without it.
         HelperRun turns;
         turns.reason = "importing " + name;
         turns.turns_dir = priv;
         turns.hold_between = false;
         turns.turn_use = GpuUse::shared;
+        turns.first_turn_to_end = true;
         turns.note = [&](const std::string& line) {
             if (s.o->quiet) return;
             std::lock_guard<std::mutex> lock(print_mu);

@@ -90,7 +90,7 @@ struct GpuTurns::Impl {
             }
             relock(true);
             create_turn_file(turn_file(where, n, "go"));
-            while (!ended.load() && !exists(turn_file(where, n, "done"))) nap();
+            while (!ended.load() && (run.first_turn_to_end || !exists(turn_file(where, n, "done")))) nap();
             if (!ended.load()) relock(false);
             ++n;
         }

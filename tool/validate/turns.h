@@ -3,7 +3,7 @@
 // drawing inputs, compiling (torch.compile, AOTInductor). It prepares with the device's lock shared
 // and has the GPU alone only for its measurements, asking by files in a folder it can write
 // (common/turn_files.h). A helper that never asks measures nothing alone: it held the lock shared.
-// An import holds nothing between turns and the lock shared in them: only its GPU phases hold it.
+// An import holds nothing until it asks, then the lock shared to its end: its Python start does not.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -32,6 +32,10 @@ struct HelperRun {
     // an import, whose CPU phases need no GPU). In a turn: `turn_use` ("REASON").
     bool hold_between = true;
     GpuUse turn_use = GpuUse::exclusive;
+    // The first turn is kept until the helper ends, whatever turn-N.done says: for a helper whose
+    // process runs untrusted code (an import: the problem's own), which could otherwise say it is done
+    // and go on using the GPU beside a measurement.
+    bool first_turn_to_end = false;
 };
 
 // Serves a helper's turns (turn-N.ready -> the lock as `turn_use`, turn-N.go; turn-N.done -> as between)

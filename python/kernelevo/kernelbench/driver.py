@@ -37,8 +37,8 @@ def run(args, emit):
     signal.signal(signal.SIGALRM, on_alarm)
     for path in args.files:
         t0 = time.time()
-        with args.gpu_turns.held():  # the problem's code and its GPU phases (task_import gives it back to write)
-            res = import_file(path, args, emit)
+        args.gpu_turns.take()  # before the problem's code runs; kept to the end
+        res = import_file(path, args, emit)
         res.setdefault("seconds", time.time() - t0)
         shutil.rmtree(os.path.join(args.out, res["name"] + ".tmp"), ignore_errors=True)
         if args.device_kind == "cuda":

@@ -72,9 +72,7 @@ def _import_one(path, args, reference_source, src, mod, changed, phases, name=No
                         (p.check_trace, "check"), (p.measure_tolerance, "fp64")):
         step()
         phases.done(phase)
-    p.prepare_write()
-    with args.gpu_turns.released() if hasattr(args, "gpu_turns") else contextlib.nullcontext():
-        task = p.write(reference_source, src)  # files: no GPU needed beside a scalar read
+    task = p.write(reference_source, src)
     phases.done("write")
     p.release()
     if args.refcheck:
@@ -265,29 +263,22 @@ class ProblemImport:
         if self.args.device_kind == "cuda":
             torch.cuda.empty_cache()
 
-    def prepare_write(self):
-        """What writing needs of the GPU, done with it held: OUT/NAME.tmp made, model.pt saved, the
-        tensors stored as files copied to the host (write() then only writes files)."""
+    def write(self, reference_source, src):
+        """The task folder, OUT/NAME.tmp until the self-check passes: model.pt, the inputs stored as
+        files, task.json, problem.py and graph.py. Returns the task as JSON."""
         self.flops, self.flops_by_kind = graph_flops(self.traced.graph)
         self.out_dir = os.path.join(self.args.out, self.name)
         self.tmp_dir = self.out_dir + ".tmp"
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
         os.makedirs(self.tmp_dir)
         self.traced.save(os.path.join(self.tmp_dir, "model.pt"))
-        for spec in self.input_specs + self.slot_specs:
-            if spec["init"] is None:
-                spec["host"] = spec["tensor"].detach().cpu()
-
-    def write(self, reference_source, src):
-        """The task folder, OUT/NAME.tmp until the self-check passes: model.pt (prepare_write), the
-        inputs stored as files, task.json, problem.py and graph.py. Returns the task as JSON."""
         specs = self.input_specs + self.slot_specs
         for spec in specs:
             if spec["init"] is None:
                 spec["init"] = {"kind": "file", "path": spec["name"] + ".bin"}
                 if spec.get("parameter"):  # any values are valid: the judge varies them (a kernel must read them)
                     spec["init"]["parameter"] = True
-                write_raw(spec.pop("host", spec["tensor"]), os.path.join(self.tmp_dir, spec["name"] + ".bin"))
+                write_raw(spec["tensor"], os.path.join(self.tmp_dir, spec["name"] + ".bin"))
         derived = [s["name"] for s in self.input_specs if s["init"]["kind"] == "file"]
         if derived:
             self.notes.append("inputs computed from random values, stored as fixed files: " + ", ".join(derived))
