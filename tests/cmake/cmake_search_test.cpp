@@ -13,10 +13,13 @@ using namespace kevo::cmake_test;
 namespace {
 
 // A stand-in kernelevo: records its arguments in DIR/args.txt, prints progress, "finds" the staged
-// kernel (DIR/staged) unless DIR/fail exists.
+// kernel (DIR/staged) unless DIR/fail exists. `cache` commands go to the real kernelevo: configure asks
+// `cache status` of KERNELEVO_EXECUTABLE for its verdict on the entries (749c18c).
 fs::path stand_in(const fs::path& dir) {
     fs::path fake = dir / "kernelevo";
-    write_file_atomic(fake, "#!/bin/sh\necho \"$@\" > '" + (dir / "args.txt").string() + "'\necho 'fake search: generation 3/3, best 2.5x'\n"
+    write_file_atomic(fake, "#!/bin/sh\n[ \"$1\" = cache ] && exec '" + std::string(KEVO_EXE) + "' \"$@\"\n"
+                            "echo \"$@\" > '" + (dir / "args.txt").string() + "'\n"
+                            "echo 'fake search: generation 3/3, best 2.5x'\n"
                             "out=''; prev=''; for a in \"$@\"; do [ \"$prev\" = --out ] && out=$a; prev=$a; done\n"
                             "[ -f '" + dir.string() + "/fail' ] && exit 3\n"
                             "mkdir -p \"$out/scale\" && cp '" + (dir / "staged").string() + "'/scale/sm_90.* \"$out/scale/\"\n");
