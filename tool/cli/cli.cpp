@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/log.h"
 #include "reference/reference.h"
 #include "store/store.h"
@@ -242,7 +243,7 @@ void add_help_command(CLI::App& root, int& rc) {
                    "COMMAND's and its subcommands' help (docs/reference/commands/COMMAND.md)");
     help->callback([&root, &rc, words, markdown] {
         if (words->size() == 1 && print_help_topic(words->front())) {
-            rc = 0;
+            rc = kExitSuccess;
             return;
         }
         const CLI::App* cur = &root;
@@ -263,7 +264,7 @@ void add_help_command(CLI::App& root, int& rc) {
         // The formatter directly: App::help() would show the help of the selected `help` itself.
         std::cout << (*markdown ? reference_markdown(*cur)
                                 : cur->get_formatter()->make_help(cur, command_path(*cur), CLI::AppFormatMode::Normal));
-        rc = 0;
+        rc = kExitSuccess;
     });
 }
 

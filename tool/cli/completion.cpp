@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/text.h"
 #include "sol/sol.h"
 
@@ -337,7 +338,7 @@ void add_completion_command(CLI::App& root, int& rc) {
                         {"Complete kernelevo in zsh (in ~/.zshrc)", "source <(kernelevo completion zsh)"}});
     cmd->callback([&root, &rc, shell] {
         std::cout << completion_script(root, *shell);
-        rc = 0;
+        rc = kExitSuccess;
     });
 }
 

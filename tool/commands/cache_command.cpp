@@ -12,6 +12,7 @@
 #include "commands/cache_command.h"
 #include "commands/commands.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/text.h"
@@ -134,13 +135,13 @@ void run_status(const StatusArgs& s, int& rc) {
     for (const auto& r : st.lacking) lacking.push_back(r.to_json());
     if (s.json) print_status_json(s.request, out, lacking);
     else print_status_text(s.request, out, lacking, st.tasks);
-    rc = st.problems ? 1 : 0;
+    rc = exit_code_of(!st.problems);
 }
 
 void run_remove(const workflows::CacheRemoveRequest& a, int& rc) {
     for (const auto& source : workflows::cache_remove(a))
         std::cout << (a.dry_run ? "would remove " : "removed ") << source.string() << " (+ .json)\n";
-    rc = 0;
+    rc = kExitSuccess;
 }
 
 void run_prune(const workflows::CachePruneRequest& a, int& rc) {
@@ -159,7 +160,7 @@ void run_prune(const workflows::CachePruneRequest& a, int& rc) {
     if (!quiet())
         std::cout << (a.dry_run ? "would remove " : "removed ") << p.removed << " entr" << (p.removed == 1 ? "y" : "ies")
                   << (p.kept ? ", kept " + std::to_string(p.kept) + " broken, hand-edited or behind a link" : std::string()) << "\n";
-    rc = 0;
+    rc = kExitSuccess;
 }
 
 // The display name of the language a kernel file is written in (the registry's "auto" choice).
@@ -310,7 +311,7 @@ void add_hash_command(CLI::App& cache, int& rc) {
                       << "\n";
         else
             std::cout << "task_hash      " << t.hash() << "\nreference_hash " << t.reference_hash() << "\n";
-        rc = 0;
+        rc = kExitSuccess;
     });
 }
 

@@ -11,6 +11,7 @@
 #include "cache/objects.h"
 #include "cli/cli.h"
 #include "commands/commands.h"
+#include "common/exit_code.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/text.h"
@@ -53,7 +54,7 @@ void register_cache_objects_command(CLI::App& cache, int& rc) {
                             human_size(a["size_bytes"].get<std::uint64_t>()).c_str(), a["what"].get<std::string>().c_str());
             std::printf("  %-11s %6llu files %10s\n", "total", static_cast<unsigned long long>(files), human_size(bytes).c_str());
         }
-        rc = 0;
+        rc = kExitSuccess;
     });
     auto dry = std::make_shared<bool>(false);
     CLI::App* clean = objects->add_subcommand("clean",
@@ -68,7 +69,7 @@ void register_cache_objects_command(CLI::App& cache, int& rc) {
                       << cache_root().string()
                       << (r.in_progress ? "; kept " + std::to_string(r.in_progress) + " being written by running processes" : "")
                       << "\n";
-        rc = 0;
+        rc = kExitSuccess;
     });
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands/cache_command.h"
+#include "common/exit_code.h"
 #include "common/log.h"
 #include "common/text.h"
 
@@ -89,7 +90,7 @@ void run_stats(const workflows::CacheStatsRequest& a, bool json, int& rc) {
     const nlohmann::json j = workflows::cache_stats(a);
     if (json) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else print_stats(j, a.cache_dir);
-    rc = 0;
+    rc = kExitSuccess;
 }
 
 }  // namespace kevo

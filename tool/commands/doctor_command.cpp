@@ -8,6 +8,7 @@
 
 #include "commands/commands.h"
 #include "cli/cli.h"
+#include "common/exit_code.h"
 #include "common/process.h"
 #include "compile/compile.h"
 #include "kernelbench/kernelbench.h"
@@ -176,7 +177,7 @@ void register_doctor_command(CLI::App& app, int& rc) {
                                                   : ncu["path"].get<std::string>() + " (" + ncu["version"].get<std::string>() + ")")
                       << "\ngpu lock  " << GpuLock::lock_dir() << "\n";
         }
-        rc = complete ? 0 : 1;
+        rc = exit_code_of(complete);
     });
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/cli.h"
+#include "common/exit_code.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "cli/validators.h"
@@ -114,7 +115,7 @@ void register_import_command(CLI::App& app, int& rc) {
         o->quiet = kevo::quiet();
         auto s = kernelbench::import_problems(*o);
         if (*json) std::cout << s.report.dump(2) << "\n";
-        rc = s.imported > 0 && s.failed == 0 ? 0 : 1;
+        rc = exit_code_of(s.imported > 0 && s.failed == 0);
     });
 }
 

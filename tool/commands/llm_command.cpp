@@ -13,6 +13,7 @@
 #include "commands/commands.h"
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/fs.h"
 #include "common/process.h"
 #include "common/text.h"
@@ -50,7 +51,7 @@ int batch_errors(const char* command, const std::function<int()>& run) {
         return run();
     } catch (const llm::LlmError& e) {
         std::cerr << "kernelevo: llm batch " << command << ": " << printable(redact(e.what())) << "\n";
-        return 1;
+        return kExitFailed;
     }
 }
 
@@ -74,7 +75,7 @@ int submit_batch(const BatchOptions& o) {
               << "          kernelevo llm batch fetch " << shell_quote(b.id) << " --out REPLIES.jsonl"
               << connection_args(o.llm)
               << "\n          then run the search again with --llm-batch-replies REPLIES.jsonl\n";
-    return 0;
+    return kExitSuccess;
 }
 
 void add_batch_submit(CLI::App& batch, BatchOptions& o, int& rc) {
@@ -92,7 +93,7 @@ void add_batch_status(CLI::App& batch, BatchOptions& o, int& rc) {
         rc = batch_errors("status", [&] {
             llm::BatchApi api(llm::http_config(o.llm, log_line));
             print_batch(api.get(o.id));
-            return 0;
+            return kExitSuccess;
         });
     });
 }
@@ -109,7 +110,7 @@ int fetch_batch(const BatchOptions& o) {
     if (!b.finished()) {
         std::cerr << "kernelevo: llm batch fetch: batch " << printable(b.id) << " is " << printable(b.status)
                   << "; fetch it again once it is completed\n";
-        return 1;
+        return kExitFailed;
     }
     std::string replies;
     for (const std::string& id : {b.output_file_id, b.error_file_id}) {
@@ -121,7 +122,7 @@ int fetch_batch(const BatchOptions& o) {
     if (replies.empty()) {
         std::cerr << "kernelevo: llm batch fetch: batch " << printable(b.id) << " is " << printable(b.status)
                   << " and has no replies\n";
-        return 1;
+        return kExitFailed;
     }
     // Checked again as the file is put in place (link(), no replacing): a file created at --out
     // during the download is left as it is.
@@ -132,7 +133,7 @@ int fetch_batch(const BatchOptions& o) {
                          "give another file, or --force to replace it");
     std::cout << "replies:  " << o.out << "\n\nnext:     run the search again with --llm-batch-replies "
               << shell_quote(o.out) << "\n";
-    return 0;
+    return kExitSuccess;
 }
 
 void add_batch_fetch(CLI::App& batch, BatchOptions& o, int& rc) {
@@ -235,7 +236,7 @@ int run_check(const CheckOptions& o) {
     report["ok"] = failed == 0;
     // Replace: a reply cut inside a UTF-8 sequence must not end the report with "invalid UTF-8".
     if (o.json) std::cout << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
-    return failed ? 1 : 0;
+    return exit_code_of(failed == 0);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "commands/commands.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/process.h"
 #include "common/text.h"
 
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
     app.formatter(kevo::cli::make_formatter());
     app.require_subcommand(1);
     app.set_version_flag("--version", kevo::cli::version_text, "Print the version and the build's details (git commit, CUDA, LibTorch, Redis, build type)");
-    int rc = 0;
+    int rc = kevo::kExitSuccess;  // a command whose work succeeded leaves it
     kevo::name_settings_by_option();  // a library's messages name each setting by its option
     // Every child (compiler, judge, sandbox) dies with this process on SIGTERM or Ctrl-C.
     kevo::install_child_cleanup();
@@ -62,21 +63,22 @@ int main(int argc, char** argv) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
         const CLI::App& at = kevo::cli::deepest_selected(app);
         if (std::string(e.what()) == "A subcommand is required" && kevo::cli::suggestions(app).empty()) {
-            kevo::cli::report_error("'" + kevo::cli::command_path(at) + "' needs a command", 2, json());
+            kevo::cli::report_error("'" + kevo::cli::command_path(at) + "' needs a command", kevo::kExitUsage, json());
             kevo::cli::set_help_stream(STDERR_FILENO);
             std::cerr << "\n" << at.help(at.get_parent() ? kevo::cli::command_path(*at.get_parent()) : std::string());
-            return 2;
+            return kevo::kExitUsage;
         }
-        return kevo::cli::report_error(kevo::cli::parse_error_message(app, e), 2, json(), &at);
+        return kevo::cli::report_error(kevo::cli::parse_error_message(app, e), kevo::kExitUsage, json(), &at);
     } catch (const kevo::SettingError& e) {  // a library's setting, shown under its flag
-        return kevo::cli::report_error(kevo::message_with_flags(e), 2, json());
+        return kevo::cli::report_error(kevo::message_with_flags(e), kevo::kExitUsage, json());
     } catch (const kevo::UsageError& e) {
-        return kevo::cli::report_error(e.what(), 2, json());
+        return kevo::cli::report_error(e.what(), kevo::kExitUsage, json());
     } catch (const std::exception& e) {
         const std::string what = e.what();
         std::cerr << "kernelevo: internal error: " << kevo::printable(kevo::redact(what)) << "\n";
-        if (json()) std::cout << "{\"error\": \"internal error\", \"exit_code\": 2}" << std::endl;
-        return 2;
+        if (json())
+            std::cout << "{\"error\": \"internal error\", \"exit_code\": " << kevo::kExitUsage << "}" << std::endl;
+        return kevo::kExitUsage;
     }
     return rc;
 }

@@ -15,6 +15,7 @@
 
 #include "commands/search_command.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/log.h"
 #include "common/process.h"
 #include "common/text.h"
@@ -94,7 +95,7 @@ void record_end(model::RegionRun& run, const model::JobResult& r, const fs::path
         j = nullptr;  // (a search that crashed may leave half a line)
     }
     run.status = model::region_status(r, j);
-    run.exit_code = r.started ? (r.signal ? 128 + r.signal : r.exit_code) : 2;
+    run.exit_code = r.started ? (r.signal ? 128 + r.signal : r.exit_code) : kExitUsage;
     run.elapsed_s = r.seconds;
     run.stop_reason = j.is_object() ? j.value("stop_reason", "") : "";
     if (j.is_object() && j["best"].is_object()) {
@@ -183,7 +184,7 @@ int print_dry_run(const model::Plan& plan, const Planned& p, const model::Summar
               << (total_s > 0 ? budget_text(total_s) + " " + p.basis() : "each for the same generations")
               << ", " << jobs << " at once\n";
     print_table(plan, summary, std::cout);
-    return 0;
+    return kExitSuccess;
 }
 
 // The regions --region names (by region or task name), every searched one when none is named.
@@ -294,7 +295,7 @@ std::vector<model::Job> region_jobs(const model::Plan& plan, const Planned& p, c
 // so it is said once (`first`, the first one's line) and no further region starts. An error that is
 // the region's own (its task) counts as the region's failure.
 bool is_setup_error(const model::JobResult& res, const std::string& line, std::string& first) {
-    if (!res.started || res.signal || res.exit_code != 2 || line.empty()) return false;
+    if (!res.started || res.signal || res.exit_code != kExitUsage || line.empty()) return false;
     if (first.empty() && line.rfind("kernelevo: error: ", 0) == 0 && line.find("regions/") == std::string::npos)
         first = line;
     return line == first;
@@ -305,9 +306,9 @@ bool is_setup_error(const model::JobResult& res, const std::string& line, std::s
 int finish(const model::Plan& plan, const model::Summary& summary, bool json, bool interrupted) {
     if (interrupted)
         std::cerr << "kernelevo: interrupted: state saved; to continue, run the same command again\n";
-    int rc = 0;
+    int rc = kExitSuccess;
     for (const auto& r : summary.regions)
-        if (r.status != RunStatus::done) rc = std::max(rc, r.exit_code.value_or(1) == 0 ? 1 : r.exit_code.value_or(1));
+        if (r.status != RunStatus::done) rc = std::max({rc, int(kExitFailed), r.exit_code.value_or(kExitFailed)});
     if (json) {
         nlohmann::json j = summary.to_json();
         j["model"] = plan.model;
@@ -330,7 +331,7 @@ int setup_error_end(const model::Plan& plan, const model::Summary& summary, cons
                                     [&](size_t k) { return summary.regions[k].status == RunStatus::pending; });
     std::cerr << error << " (every region's search stops on it: said once; " << left << " of " << to_run.size()
               << " region search(es) not started)\n";
-    return 2;
+    return kExitUsage;
 }
 
 }  // namespace

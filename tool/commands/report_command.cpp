@@ -10,6 +10,7 @@
 #include "cli/validators.h"
 #include "commands/commands.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/text.h"
@@ -64,7 +65,7 @@ void register_report_command(CLI::App& app, int& rc) {
                                                                 : evolve::candidates_json(*store).dump(2) + "\n");
             if (!quiet()) std::cerr << "kernelevo: candidates written to " << r->candidates << "\n";
         }
-        rc = 0;
+        rc = kExitSuccess;
     });
 }
 

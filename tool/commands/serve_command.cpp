@@ -10,6 +10,7 @@
 #include "commands/commands.h"
 #include "cli/cli.h"
 #include "cli/validators.h"
+#include "common/exit_code.h"
 #include "serve/serve.h"
 
 namespace kevo {
@@ -54,7 +55,7 @@ void register_serve_command(CLI::App& app, int& rc) {
         server.stop();
         std::signal(SIGINT, old_int);
         std::signal(SIGTERM, old_term);
-        rc = 0;
+        rc = kExitSuccess;
     });
 }
 

@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/validators.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/fs.h"
 #include "sol/sol.h"
 #include "tune/tune.h"
@@ -99,12 +100,12 @@ int report_tuning(const TuneArgs& a, const tune::TuneResult& r) {
     if (r.split.points > 0) std::cerr << "kernelevo: " << r.split.text() << "\n";
     if (std::all_of(r.trials.begin(), r.trials.end(), [](const tune::Trial& t) { return t.status == Status::no_device; })) {
         std::cerr << "kernelevo: no variant could run here (no_device: " << r.trials[0].feedback << ")\n";
-        return 2;
+        return kExitUsage;
     }
     if (!best) {
         std::cerr << "kernelevo: no variant was correct; the first failure: " << status_name(r.trials[0].status) << ": " << r.trials[0].feedback
                   << "\n";
-        return 1;
+        return kExitFailed;
     }
     std::snprintf(b, sizeof b, "%.3fx (the defaults: %.3fx)", best->speedup, r.trials[0].speedup);
     std::cerr << "kernelevo: best " << tune::point_text(best->point) << ": " << b << "\n";
@@ -113,7 +114,7 @@ int report_tuning(const TuneArgs& a, const tune::TuneResult& r) {
         write_file_atomic(a.out, r.best_source);
         std::cerr << "kernelevo: tuned kernel written to " << a.out << "\n";
     }
-    return 0;
+    return kExitSuccess;
 }
 
 // `kernelevo tune`'s work; returns the exit code.
@@ -130,7 +131,7 @@ int run_tune(const TuneArgs& a) {
     if (!dev.present) {
         std::cerr << "kernelevo: " << (dev.error.empty() ? "no CUDA device here" : dev.error)
                   << ": tuning needs a GPU (status no_device)\n";
-        return 2;
+        return kExitUsage;
     }
     ValidatorEvaluator ev(v);
     const uint64_t space = tune::space_size(tunables);

@@ -12,6 +12,7 @@
 #include "cli/validators.h"
 #include "commands/commands.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "compile/arch_support.h"
@@ -100,7 +101,7 @@ int repeat_runs(Validator& v, const CompileResult& c, int n, bool as_json, bool 
         if (r.status == Status::no_device) {
             if (as_json) std::cout << r.to_json().dump(2) << std::endl;
             else print_human(v.task(), r);
-            return 2;
+            return kExitUsage;
         }
         runs.push_back({{"status", status_name(r.status)}, {"speedup", r.speedup}, {"kernel_us", r.kernel_us},
                         {"reference_us", r.reference_us}, {"shapes", r.shapes_json()}});
@@ -132,7 +133,7 @@ int repeat_runs(Validator& v, const CompileResult& c, int n, bool as_json, bool 
         std::snprintf(b, sizeof b, "median speedup %.4fx; largest deviation from it %.2f%% over %zu ok runs\n", median, worst * 100, speedups.size());
         std::cout << b;
     }
-    return failed ? 1 : 0;
+    return exit_code_of(failed == 0);
 }
 // The PyTorch baselines beside a correct, timed kernel (tool/baseline): measured in the sandbox under
 // the GPU lock, or "not run: <reason>" (--no-baselines, a task without a PyTorch module, no PyTorch 2).
@@ -273,7 +274,7 @@ int report_validation(const ValidateArgs& a, const Task& task, const ValidationR
         if (base) std::cout << baseline::speedup_lines(*base, r.shapes, "  ");
     }
     if (!a.json && verbose() && !r.details.is_null()) std::cerr << "kernelevo: details:\n" << r.details.dump(2) << "\n";
-    return r.status == Status::ok ? 0 : r.status == Status::no_device ? 2 : 1;
+    return exit_code_of(r.status == Status::ok, r.status == Status::no_device);
 }
 
 // `kernelevo validate`'s work; returns the exit code.

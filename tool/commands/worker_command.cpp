@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/validators.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "compile/compile.h"
 #include "worker/worker.h"
 
@@ -94,7 +95,7 @@ void register_worker_command(CLI::App& app, int& rc) {
         std::signal(SIGTERM, old_term);
         std::cerr << "kernelevo worker: " << s.jobs << " job(s), " << s.reclaimed << " taken over, " << s.duplicates
                   << " finished twice (counted once), " << s.dead << " dead-lettered\n";
-        rc = 0;
+        rc = kExitSuccess;
     });
 }
 

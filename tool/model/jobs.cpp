@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/exit_code.h"
 #include "evolve/stop.h"
 
 extern char** environ;
@@ -136,11 +137,12 @@ RunStatus region_status(const JobResult& r, const nlohmann::json& child_json) {
     if (!r.started) return RunStatus::failed;
     const std::string stop = child_json.is_object() ? child_json.value("stop_reason", "") : "";
     for (const auto& info : evolve::kStopReasons)
-        if (info.finished && stop == info.name && (r.exit_code == 0 || r.exit_code == 1)) return RunStatus::done;
-    if (r.exit_code == 3 || stop == evolve::stop_reason_name(evolve::StopReason::interrupted) ||
+        if (info.finished && stop == info.name && (r.exit_code == kExitSuccess || r.exit_code == kExitFailed))
+            return RunStatus::done;
+    if (r.exit_code == kExitBatchPending || stop == evolve::stop_reason_name(evolve::StopReason::interrupted) ||
         stop == evolve::stop_reason_name(evolve::StopReason::batch))
         return RunStatus::stopped;
-    if (r.interrupted && (r.signal != 0 || r.exit_code == 1)) return RunStatus::stopped;
+    if (r.interrupted && (r.signal != 0 || r.exit_code == kExitFailed)) return RunStatus::stopped;
     return RunStatus::failed;
 }
 

@@ -13,6 +13,7 @@
 #include "baseline/baseline.h"
 #include "cache/cache.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/fs.h"
 #include "model/plan.h"
 #include "store/writer.h"
@@ -357,7 +358,7 @@ BenchOutcome BenchRun::run() {
     if (!a_.baseline.empty()) published_ = bench::load_baseline(a_.baseline);
     state_path_ = o_.out / "bench.json";
     if (!start_over_or_resume()) {
-        o_.rc = 2;
+        o_.rc = kExitUsage;
         return o_;
     }
     fs::create_directories(o_.out);
@@ -367,7 +368,7 @@ BenchOutcome BenchRun::run() {
     o_.info = bench::ReportInfo{suite_.string(), o_.mode, "", a_.search.arch, cache::utc_now()};
     results_.resize(tasks_.size());
     if (!probe_gpu()) {
-        o_.rc = 2;
+        o_.rc = kExitUsage;
         return o_;
     }
     t_start_ = Clock::now();
@@ -376,8 +377,8 @@ BenchOutcome BenchRun::run() {
     write_reports();
     o_.results = shown();
     o_.summary = bench::summarize(o_.results);
-    if (o_.interrupted) o_.rc = 1;
-    else o_.rc = o_.summary.not_run == o_.summary.tasks && o_.summary.tasks > 0 ? 2 : 0;
+    if (o_.interrupted) o_.rc = kExitFailed;
+    else o_.rc = exit_code_of(true, o_.summary.not_run == o_.summary.tasks && o_.summary.tasks > 0);
     return o_;
 }
 

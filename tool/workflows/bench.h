@@ -50,7 +50,7 @@ struct BenchOutcome {
     std::vector<bench::TaskResult> results;  // the tasks of this run and those done earlier, in suite order
     bench::Summary summary;     // summarize(results)
     bool interrupted = false;   // a search was interrupted (Ctrl-C): the same request continues it
-    int rc = 0;                 // as `kernelevo bench` exits: 0 done, 1 interrupted, 2 refused or no task could run
+    int rc = kExitSuccess;      // as `kernelevo bench` exits: 0 done, 1 interrupted, 2 refused or no task could run
 };
 
 // A model folder's suite (kernelevo.export_model(): its regions with status "task" are the folders

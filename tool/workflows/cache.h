@@ -18,6 +18,7 @@
 #include "cache/cache.h"
 #include "cache/objects.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "evaluate/status.h"
 #include "task/task.h"
 
@@ -138,7 +139,7 @@ struct CacheAddition {
     std::string function, arch;  // the task's function, the architecture normalized
     cache::EntryMeta meta;       // stored: its metadata
     std::filesystem::path source;  // stored: the entry's source
-    int rc = 0;                  // as `kernelevo cache add` exits: 0 stored, 1 refused, 2 no GPU to validate on
+    int rc = kExitSuccess;       // as `kernelevo cache add` exits: 0 stored, 1 refused, 2 no GPU to validate on
 };
 CacheAddition cache_add(const CacheAddRequest& request);
 

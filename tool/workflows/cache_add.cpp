@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "common/arch.h"
+#include "common/exit_code.h"
 #include "common/fs.h"
 #include "compile/arch_support.h"
 #include "compile/compile.h"
@@ -45,7 +46,7 @@ bool validate_twice(const CacheAddRequest& a, const Task& task, const std::strin
         o.not_stored = CacheAddition::NotStored::validation;
         o.status = r.status;
         o.log = r.log;
-        o.rc = r.status == Status::no_device ? 2 : 1;
+        o.rc = exit_code_of(false, r.status == Status::no_device);
         return false;
     }
     validation = r.to_json();
@@ -79,7 +80,7 @@ CacheAddition cache_add(const CacheAddRequest& a) {
                 o.not_stored = CacheAddition::NotStored::compile_error;
                 o.status = Status::compile_error;
                 o.log = compiled.log;
-                o.rc = 1;
+                o.rc = kExitFailed;
                 return o;
             }
         }

@@ -11,6 +11,7 @@
 #include "baseline/baseline.h"
 #include "cache/cache.h"
 #include "common/error.h"
+#include "common/exit_code.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/process.h"
@@ -365,7 +366,7 @@ SearchOutcome finish(const SearchArgs& a, const Task& task, const std::string& a
     else std::cerr << "kernelevo: no correct kernel found yet\n";
     if (result.stop == evolve::StopReason::batch) {
         report_batch_stop(result, a.llm);
-        outcome.rc = 3;
+        outcome.rc = kExitBatchPending;
         return outcome;
     }
     const bool finished = evolve::finished(result.stop);
@@ -383,7 +384,7 @@ SearchOutcome finish(const SearchArgs& a, const Task& task, const std::string& a
                           ? " (the Redis password shows as ***: give it again, or in $KERNELEVO_REDIS_PASSWORD)"
                           : "")
                   << "\n";
-    outcome.rc = result.stop == evolve::StopReason::no_gpu || llm_never_answered ? 2 : finished && result.best ? 0 : 1;
+    outcome.rc = exit_code_of(finished && result.best, result.stop == evolve::StopReason::no_gpu || llm_never_answered);
     if (result.best) store_best_baselines(*st.store, *result.best, torch_baselines, a, batch);
     if (a.json) {
         outcome.summary = summary_json(task, arch, st.where, result, a.out, *st.store, resumable, outcome.rc);

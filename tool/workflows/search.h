@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/exit_code.h"
 #include "evolve/search.h"
 #include "llm/options.h"
 
@@ -31,7 +32,7 @@ struct SearchArgs {
 };
 
 struct SearchOutcome {
-    int rc = 1;                 // as `kernelevo search` exits: 0 done with a kernel, 1 not (yet), 2 setup, 3 batch
+    int rc = kExitFailed;       // as `kernelevo search` exits: 0 done with a kernel, 1 not (yet), 2 setup, 3 batch
     std::string stop_reason;    // SearchResult::stop_reason
     evolve::StopReason stop = evolve::StopReason::none;  // SearchResult::stop
     bool finished = false;      // stopped by generations, target, budget or time (not interrupted)
