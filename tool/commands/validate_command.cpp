@@ -1,37 +1,28 @@
-// `kernelevo validate`: compile, check and time one candidate kernel against a task's reference.
+// `kernelevo validate`: compile, check and time one candidate kernel against a task's reference; the
+// use case is workflows::validate().
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <optional>
 
 #include "cli/cli.h"
 #include "cli/validators.h"
 #include "commands/commands.h"
 #include "common/error.h"
 #include "common/exit_code.h"
-#include "common/fs.h"
 #include "common/log.h"
-#include "compile/arch_support.h"
-#include "baseline/baseline.h"
 #include "language/registry.h"
+#include "sol/sol.h"
 #include "validate/annotate.h"
-#include "validate/validate.h"
+#include "workflows/validate.h"
 
 namespace kevo {
 
 namespace {
 struct ValidateArgs {
-    std::string task, kernel, arch, python, backend = "auto";
-    bool json = false, no_timing = false, keep = false, no_baselines = false, aoti = false;
-    double timeout = 30, suspicious = 10;
-    int trials = 100, warmup = 10, copies = 64, repeat = 1;
-    double extend_s = kevo::ValidateOptions{}.extend_timing_s;
-    uint64_t seed = 0;
-    std::string flush = "read";
+    workflows::ValidateRequest request;  // the options below that are the use case's fill it directly
+    bool json = false, no_timing = false, no_baselines = false;
 };
 
 std::string us(double v) {
@@ -89,85 +80,46 @@ void print_human(const Task& task, const ValidationResult& r) {
     }
     if (!r.log.empty()) std::cout << (r.status == Status::ok ? "" : "\n") << r.log << (r.log.back() == '\n' ? "" : "\n");
 }
-// `--repeat N`: the same compiled kernel validated N times by one validator, each in a fresh
-// candidate process; prints the speedups and their largest deviation from the median.
-int repeat_runs(Validator& v, const CompileResult& c, int n, bool as_json, bool progress) {
-    std::vector<double> speedups;
+// `--repeat N`: each run's speedup and their largest deviation from the median.
+void print_repeats(const workflows::ValidateOutcome& o, bool as_json) {
     nlohmann::json runs = nlohmann::json::array();
-    int failed = 0;
-    for (int i = 0; i < n; ++i) {
-        ValidationResult r = v.run(c);
-        if (progress) std::cerr << "kernelevo: run " << i + 1 << "/" << n << ": " << status_name(r.status) << "\n";
-        if (r.status == Status::no_device) {
-            if (as_json) std::cout << r.to_json().dump(2) << std::endl;
-            else print_human(v.task(), r);
-            return kExitUsage;
-        }
+    for (const auto& r : o.runs)
         runs.push_back({{"status", status_name(r.status)}, {"speedup", r.speedup}, {"kernel_us", r.kernel_us},
                         {"reference_us", r.reference_us}, {"shapes", r.shapes_json()}});
-        if (r.status == Status::ok && r.speedup > 0) speedups.push_back(r.speedup);
-        else {
-            ++failed;
-            if (!as_json) std::cout << "run " << i + 1 << ": " << status_name(r.status) << "\n" << r.log << "\n";
-        }
-    }
-    std::vector<double> sorted = speedups;
-    std::sort(sorted.begin(), sorted.end());
-    const double median = sorted.empty() ? 0 : sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
-    double worst = 0;
-    for (double s : speedups) worst = std::max(worst, std::abs(s - median) / median);
+    const size_t failed = o.runs.size() - o.speedups.size();
     if (as_json) {
-        std::cout << nlohmann::json{{"runs", runs}, {"median_speedup", median}, {"max_deviation", worst}, {"failed", failed}}.dump(2) << std::endl;
-    } else {
-        char b[128];
-        for (size_t i = 0; i < runs.size(); ++i) {
-            std::snprintf(b, sizeof b, "run %zu: %-8s speedup %.4fx  kernel %s  reference %s", i + 1, runs[i]["status"].get<std::string>().c_str(),
-                          runs[i]["speedup"].get<double>(), us(runs[i]["kernel_us"].get<double>()).c_str(), us(runs[i]["reference_us"].get<double>()).c_str());
-            std::cout << b;
-            for (const auto& s : runs[i]["shapes"]) {
-                std::snprintf(b, sizeof b, "  [%s: %.4fx]", s["label"].get<std::string>().c_str(), s["speedup"].get<double>());
-                std::cout << b;
-            }
-            std::cout << "\n";
-        }
-        std::snprintf(b, sizeof b, "median speedup %.4fx; largest deviation from it %.2f%% over %zu ok runs\n", median, worst * 100, speedups.size());
+        const nlohmann::json j = {{"runs", runs}, {"median_speedup", o.median_speedup},
+                                  {"max_deviation", o.max_deviation}, {"failed", failed}};
+        std::cout << j.dump(2) << std::endl;
+        return;
+    }
+    char b[128];
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const ValidationResult& r = o.runs[i];
+        std::snprintf(b, sizeof b, "run %zu: %-8s speedup %.4fx  kernel %s  reference %s", i + 1,
+                      status_name(r.status), r.speedup, us(r.kernel_us).c_str(), us(r.reference_us).c_str());
         std::cout << b;
+        for (const auto& s : runs[i]["shapes"]) {
+            std::snprintf(b, sizeof b, "  [%s: %.4fx]", s["label"].get<std::string>().c_str(),
+                          s["speedup"].get<double>());
+            std::cout << b;
+        }
+        std::cout << "\n";
     }
-    return exit_code_of(failed == 0);
-}
-// The PyTorch baselines beside a correct, timed kernel (tool/baseline): measured in the sandbox under
-// the GPU lock, or "not run: <reason>" (--no-baselines, a task without a PyTorch module, no PyTorch 2).
-baseline::Result baselines(const ValidateArgs& a, const Task& task, const DeviceInfo& device, bool progress) {
-    baseline::Result b;
-    if (a.no_baselines) {
-        b.precision = baseline::task_precision(task);
-        for (const auto& k : baseline::kinds()) b.not_run[k] = "--no-baselines";
-        return b;
-    }
-    baseline::Options o;
-    o.python = a.python;
-    o.l2_flush = a.flush;
-    o.trials = a.trials;
-    o.warmup = a.warmup;
-    if (a.seed) o.seed = a.seed;
-    if (a.aoti) o.which = baseline::asked({"aoti"});
-    if (progress && baseline::no_module_reason(task.file.parent_path()).empty())
-        std::cerr << "kernelevo: timing the PyTorch baselines (" << baseline::columns(o.which) << ") ...\n";
-    o.note = [=](const std::string& line) {
-        if (progress) std::cerr << "kernelevo: " << line << "\n";
-    };
-    return baseline::measure(task, o, device);
+    std::snprintf(b, sizeof b, "median speedup %.4fx; largest deviation from it %.2f%% over %zu ok runs\n",
+                  o.median_speedup, o.max_deviation * 100, o.speedups.size());
+    std::cout << b;
 }
 
 // The candidate: --task, --kernel, its language (--backend) and Python (--python).
 void add_candidate_options(CLI::App& cmd, ValidateArgs& a) {
-    cmd.add_option("--task", a.task, "Task file (JSON)")->required();
-    cmd.add_option("--kernel", a.kernel, language::kernel_help())->required();
-    cmd.add_option("--backend", a.backend, language::backend_help())
+    cmd.add_option("--task", a.request.task, "Task file (JSON)")->required();
+    cmd.add_option("--kernel", a.request.kernel, language::kernel_help())->required();
+    cmd.add_option("--backend", a.request.options.compile.backend, language::backend_help())
         ->capture_default_str()
         ->check(CLI::IsMember(language::backend_choices()));
     const std::string languages = language::python_help();  // each Python-run language: what --python is to it
-    cmd.add_option("--python", a.python,
+    cmd.add_option("--python", a.request.options.compile.python,
                    (languages.empty() ? std::string("The Python") : languages + "; also the Python") +
                        " with PyTorch for the baselines (default: python3 if it has torch, else /usr/bin/python3)");
 }
@@ -178,130 +130,95 @@ void add_baseline_options(CLI::App& cmd, ValidateArgs& a) {
                  "Do not time the PyTorch baselines. By default a correct kernel of a task with a PyTorch module (an imported "
                  "problem.py, an exported model) is also compared with PyTorch eager and torch.compile (Inductor, default "
                  "mode), timed on the validator's inputs under the task's precision policy; one that cannot run says why");
-    cmd.add_flag("--aoti", a.aoti,
+    cmd.add_flag("--aoti", a.request.aoti,
                  "Also time AOTInductor (torch.export, then torch._inductor.aoti_compile_and_package per timed shape set: what a "
                  "C++ user deploying through LibTorch runs); opt-in because its ahead-of-time compilation takes tens of seconds");
 }
 
 // Where and how the candidate runs: --arch, --json, --timeout.
 void add_run_options(CLI::App& cmd, ValidateArgs& a) {
-    cmd.add_option("--arch", a.arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
+    ValidateOptions& vo = a.request.options;
+    cmd.add_option("--arch", vo.arch, "Target architecture, e.g. sm_90 (default: the local GPU's, else sm_90)");
     cmd.add_flag("--json", a.json, "Print one JSON object on stdout instead of a summary");
-    cmd.add_option("--timeout", a.timeout, "Watchdog for running the candidate, in seconds")->capture_default_str()
+    cmd.add_option("--timeout", vo.timeout_s, "Watchdog for running the candidate, in seconds")->capture_default_str()
         ->check(cli::Seconds);
 }
 
 // How the candidate and the reference are timed: trials, extension, warm-up, L2 flush, copies.
 void add_timing_options(CLI::App& cmd, ValidateArgs& a) {
-    cmd.add_option("--timing-trials", a.trials, "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")->capture_default_str()->check(CLI::Range(1, 100000));
-    cmd.add_option("--timing-extend", a.extend_s,
+    ValidateOptions& vo = a.request.options;
+    cmd.add_option("--timing-trials", vo.timing_trials,
+                   "Timed calls per shape set, at most (fewer once the time's 95% interval is within +-0.5%)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
+    cmd.add_option("--timing-extend", vo.extend_timing_s,
                    "Seconds a shape set still imprecise at --timing-trials may spend on more calls (up to 10x as many); 0: none")
         ->capture_default_str()
         ->check(cli::FiniteNumber)->check(CLI::Range(0.0, 60.0));
-    cmd.add_option("--warmup", a.warmup, "Warm-up calls per implementation")->capture_default_str()->check(CLI::Range(0, 10000));
-    cmd.add_option("--l2-flush", a.flush,
+    cmd.add_option("--warmup", vo.warmup, "Warm-up calls per implementation")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 10000));
+    cmd.add_option("--l2-flush", vo.l2_flush,
                    "How L2 is flushed before each timed call: read (a proven read of a buffer 4x L2, leaving clean lines) or none")
         ->capture_default_str()
         ->check(CLI::IsMember({"read", "none"}));
-    cmd.add_option("--timing-copies", a.copies, "Copies of the inputs and outputs, one per call of a timed batch (fewer where GPU memory is short)")
+    cmd.add_option("--timing-copies", vo.timing_copies,
+                   "Copies of the inputs and outputs, one per call of a timed batch (fewer where GPU memory is short)")
         ->capture_default_str()
         ->check(CLI::Range(1, 64));
 }
 
 // What is checked and how often: --suspicious, --no-timing, --seed, --repeat, --keep-temps.
 void add_check_options(CLI::App& cmd, ValidateArgs& a) {
-    cmd.add_option("--suspicious", a.suspicious, "Flag speedups above this factor")->capture_default_str()->check(cli::FiniteNumber)->check(CLI::PositiveNumber);
+    ValidateOptions& vo = a.request.options;
+    cmd.add_option("--suspicious", vo.suspicious_speedup, "Flag speedups above this factor")
+        ->capture_default_str()
+        ->check(cli::FiniteNumber)
+        ->check(CLI::PositiveNumber);
     cmd.add_flag("--no-timing", a.no_timing, "Check correctness only");
-    cmd.add_option("--seed", a.seed,
+    cmd.add_option("--seed", vo.seed,
                    "The inputs' seed, to repeat a validation (its result's details carry the seed it used); "
                    "default: a fresh random seed every validation")
         ->check(cli::Seed)->check(CLI::PositiveNumber);
-    cmd.add_option("--repeat", a.repeat,
+    cmd.add_option("--repeat", a.request.repeat,
                    "Validate the kernel N times in one run, as a search does (one runner; the reference timed on the first "
                    "and reused), and print each speedup and their largest deviation from the median: the timing's repeatability")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000));
-    cmd.add_flag("--keep-temps", a.keep, "Keep the runner's job directory (for debugging)");
-}
-
-ValidateOptions validate_options(const ValidateArgs& a, const Task& task) {
-    ValidateOptions opt;
-    opt.arch = a.arch.empty() ? std::string() : normalize_arch(a.arch);
-    opt.timeout_s = a.timeout;
-    opt.timing_trials = a.trials;
-    opt.extend_timing_s = a.extend_s;
-    opt.warmup = a.warmup;
-    opt.l2_flush = a.flush;
-    opt.timing_copies = a.copies;
-    opt.suspicious_speedup = a.suspicious;
-    opt.time_kernels = !a.no_timing;
-    opt.seed = a.seed;
-    opt.keep_temps = a.keep;
-    opt.compile.backend = a.backend;
-    opt.compile.python = a.python;
-    opt.compile.task = std::make_shared<const Task>(task);
-    return opt;
-}
-
-// Compiles the candidate, with progress lines on stderr unless `progress` is off.
-CompileResult compile_with_progress(Validator& v, const ValidateArgs& a, const std::string& source, const CompileOptions& co,
-                                    bool progress) {
-    if (progress) {
-        // A language whose candidate is not the .cu compiles it into one ahead of time.
-        const CandidateLanguage& l = language::chosen(source, co);
-        const bool ahead = !l.cache_source_extension().empty();
-        std::cerr << "kernelevo: compiling " << a.kernel << " for " << v.arch()
-                  << (ahead ? " (" + l.display_name() + ", ahead of time)" : "") << " ...\n";
-    }
-    CompileResult c = v.compile(source);
-    if (progress && c.ok) {
-        char b[64];
-        std::snprintf(b, sizeof b, "%.2f s", c.seconds);
-        std::cerr << "kernelevo: compiled in " << b << (c.cached ? " (cached)" : "") << "; running ...\n";
-        if (verbose() && !c.log.empty()) std::cerr << "kernelevo: compiler output:\n" << c.log << "\n";
-    }
-    return c;
-}
-
-// The result (with its baselines, if any) as JSON or as a summary; returns the exit code.
-int report_validation(const ValidateArgs& a, const Task& task, const ValidationResult& r, const std::optional<baseline::Result>& base) {
-    if (a.json) {
-        nlohmann::json j = r.to_json();
-        if (base) j["baselines"] = baseline::speedups_json(*base, r.shapes);
-        std::cout << j.dump(2) << std::endl;
-    } else {
-        print_human(task, r);
-        if (base) std::cout << baseline::speedup_lines(*base, r.shapes, "  ");
-    }
-    if (!a.json && verbose() && !r.details.is_null()) std::cerr << "kernelevo: details:\n" << r.details.dump(2) << "\n";
-    return exit_code_of(r.status == Status::ok, r.status == Status::no_device);
+    cmd.add_flag("--keep-temps", vo.keep_temps, "Keep the runner's job directory (for debugging)");
 }
 
 // `kernelevo validate`'s work; returns the exit code.
-int run_validate(const ValidateArgs& a) {
-    if (a.repeat > 1 && a.no_timing)
+int run_validate(ValidateArgs& a) {
+    if (a.request.repeat > 1 && a.no_timing)
         throw UsageError("--repeat measures how well the timing repeats; it cannot be combined with --no-timing");
-    Task task = load_task(a.task);
-    std::string source = read_kernel_file(a.kernel);  // a directory, a FIFO or a huge file refused with the reason
-    const ValidateOptions opt = validate_options(a, task);
-    auto v = std::make_unique<Validator>(task, opt);  // ended before the baselines run (below)
-    // An architecture the toolkit cannot compile is a setup error, not a failed candidate.
-    require_toolkit_arch(v->arch(), opt.compile);
-    const bool progress = !a.json && !quiet();
-    CompileResult c = compile_with_progress(*v, a, source, opt.compile, progress);
-    if (a.repeat > 1 && c.ok) return repeat_runs(*v, c, a.repeat, a.json, progress);  // a compile error is reported once, below
-    ValidationResult r = v->run(c);
-    annotate_resources(r, c);
-    auto [gbs, source_of_gbs] = sol::bandwidth_of(v->device(), r.ok() ? v->measured_bandwidth_gbs() : 0.0);
-    annotate_sol(r, task, gbs, source_of_gbs, v->device().sm_count);
-    std::optional<baseline::Result> base;
-    if (r.ok() && r.kernel_us > 0) {
-        // The judge keeps GPU memory (its timing copies) while it lives: it ends before PyTorch runs.
-        const DeviceInfo device = v->device();
-        v.reset();
-        base = baselines(a, task, device, progress);
+    workflows::ValidateRequest& req = a.request;
+    req.options.time_kernels = !a.no_timing;
+    req.baselines = !a.no_baselines;
+    req.progress = !a.json && !quiet();
+    req.each_run = [&a](int i, const ValidationResult& r) {
+        if (a.request.progress)
+            std::cerr << "kernelevo: run " << i << "/" << a.request.repeat << ": " << status_name(r.status) << "\n";
+        if (!a.json && r.status != Status::no_device && !(r.status == Status::ok && r.speedup > 0))
+            std::cout << "run " << i << ": " << status_name(r.status) << "\n" << r.log << "\n";
+    };
+    const workflows::ValidateOutcome o = workflows::validate(req);
+    if (o.repeated && o.rc != kExitUsage) {  // (a run that found no GPU is printed as one validation)
+        print_repeats(o, a.json);
+        return o.rc;
     }
-    return report_validation(a, task, r, base);
+    const ValidationResult& r = o.result;
+    if (a.json) {
+        nlohmann::json j = r.to_json();
+        if (o.baselines) j["baselines"] = baseline::speedups_json(*o.baselines, r.shapes);
+        std::cout << j.dump(2) << std::endl;
+    } else {
+        print_human(o.task, r);
+        if (o.baselines) std::cout << baseline::speedup_lines(*o.baselines, r.shapes, "  ");
+    }
+    if (!a.json && verbose() && !r.details.is_null() && !o.repeated)
+        std::cerr << "kernelevo: details:\n" << r.details.dump(2) << "\n";
+    return o.rc;
 }
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "store/writer.h"
 #include "task/task.h"
 #include "validate/validate.h"
+#include "workflows/search_parts.h"
 
 namespace kevo::workflows {
 namespace fs = std::filesystem;
@@ -58,9 +59,7 @@ std::string task_inputs_key(const BenchRequest& a, const fs::path& task_path, co
 void measure_baselines(const BenchRequest& a, const Task& task, const DeviceInfo& device,
                        const std::vector<ShapeTiming>& kernel, bench::TaskResult& r) {
     if (a.search.no_baselines) {
-        r.torch = baseline::Result{};
-        r.torch.precision = baseline::task_precision(task);
-        for (const auto& k : baseline::kinds()) r.torch.not_run[k] = "--no-baselines";
+        r.torch = no_torch_baselines(task);
         return;
     }
     baseline::Options o;

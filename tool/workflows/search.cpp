@@ -29,6 +29,23 @@
 #include "workflows/search_parts.h"
 
 namespace kevo::workflows {
+
+baseline::Result time_torch_baselines(const Task& task, baseline::Options o, const DeviceInfo& device, bool progress) {
+    if (progress && baseline::no_module_reason(task.file.parent_path()).empty())
+        std::cerr << "kernelevo: timing the PyTorch baselines (" << baseline::columns(o.which) << ") ...\n";
+    o.note = [progress](const std::string& line) {
+        if (progress) std::cerr << "kernelevo: " << line << "\n";
+    };
+    return baseline::measure(task, o, device);
+}
+
+baseline::Result no_torch_baselines(const Task& task) {
+    baseline::Result b;
+    b.precision = baseline::task_precision(task);
+    for (const auto& k : baseline::kinds()) b.not_run[k] = "--no-baselines";
+    return b;
+}
+
 namespace {
 
 // A Client (model choice, transcript, in-flight limit) seen as a Provider by the search.
@@ -132,19 +149,7 @@ baseline::Result measure_torch_baselines(const SearchArgs& a, const Task& task, 
     o.python = a.python;
     o.trials = a.timing_trials;
     if (a.aoti || a.fitness_baseline == "aoti") o.which = baseline::asked({"aoti"});
-    if (!quiet() && baseline::no_module_reason(task.file.parent_path()).empty())
-        std::cerr << "kernelevo: timing the PyTorch baselines (" << baseline::columns(o.which) << ") ...\n";
-    o.note = [=](const std::string& line) {
-        if (!quiet()) std::cerr << "kernelevo: " << line << "\n";
-    };
-    return baseline::measure(task, o, validator.device());
-}
-
-baseline::Result no_torch_baselines(const Task& task) {
-    baseline::Result b;
-    b.precision = baseline::task_precision(task);
-    for (const auto& k : baseline::kinds()) b.not_run[k] = "--no-baselines";
-    return b;
+    return time_torch_baselines(task, o, validator.device(), !quiet());
 }
 
 // For `kernelevo report`: the best's speedups over the PyTorch baselines timed here, or why none

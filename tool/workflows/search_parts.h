@@ -1,12 +1,14 @@
 // The steps of run_search() (search.cpp) kept in their own files: the evaluator chosen and its
 // hooks (evaluators.cpp: the only place that knows the queue's RemoteEvaluator), and the Ctrl-C
-// watcher around a search (interrupt.cpp). Internal to tool/workflows.
+// watcher around a search (interrupt.cpp); and the PyTorch baselines that search, bench and validate
+// share (search.cpp). Internal to tool/workflows.
 #pragma once
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "baseline/baseline.h"
 #include "evaluate/evaluator.h"
 #include "evolve/search.h"
 #include "llm/llm.h"
@@ -34,5 +36,12 @@ Evaluators make_evaluators(const SearchArgs& a, const Task& task, const Validate
 // second cancels the LLM requests through `provider`; the evaluator's waits honour both.
 evolve::SearchResult run_interruptibly(evolve::Search& search, llm::Provider& provider, Evaluators& ev,
                                        double max_time_s, std::atomic<bool>& stop);
+
+// The task's PyTorch baselines (tool/baseline: in the import's sandbox, under the GPU lock) timed
+// with `o` on `device`; with `progress`, what is timed and each wait said on stderr.
+baseline::Result time_torch_baselines(const Task& task, baseline::Options o, const DeviceInfo& device, bool progress);
+
+// The baselines not run, as the request said: each "not run: --no-baselines".
+baseline::Result no_torch_baselines(const Task& task);
 
 }  // namespace kevo::workflows
