@@ -35,8 +35,7 @@ std::unique_ptr<MemoryLedger::Reservation> reserve_memory(const DeviceInfo& devi
         if (run.note) run.note(line);
     };
     try {
-        MemoryLedger ledger(device.uuid.empty() ? "gpu" + std::to_string(device.index) : device.uuid,
-                            static_cast<uint64_t>(device.total_mem));
+        MemoryLedger ledger(GpuLock::device_key(device.uuid, device.index), static_cast<uint64_t>(device.total_mem));
         if (run.memory_bytes > ledger.budget()) {
             say(run.reason + " needs about " + gib(run.memory_bytes) + " of GPU memory, more than the " +
                 gib(ledger.budget()) + " the memory ledger shares out: it runs without a share");

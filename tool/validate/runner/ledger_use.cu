@@ -19,8 +19,7 @@ kevo::MemoryLedger* Judge::ledger() {
     size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return nullptr;
     // The same key as the validator's GPU lock (validate.cpp lock_device): the device's UUID.
-    std::string key = device_json_.value("uuid", std::string());
-    if (key.empty()) key = "gpu" + std::to_string(device_);
+    const std::string key = kevo::GpuLock::device_key(device_json_.value("uuid", std::string()), device_);
     try {
         ledger_ = std::make_unique<kevo::MemoryLedger>(key, total_bytes);
     } catch (const std::exception&) {
